@@ -1,0 +1,56 @@
+//! Projections onto the cardinality-constrained box and their vector-Jacobian products.
+//!
+//! Notation (as in Brukhim & Globerson, ICML 2018):
+//! `C(z) = {u ∈ R^L : 0 ≤ u_i ≤ 1, Σ u_i = z}`, `A = {u : u_i ≤ 1}`,
+//! `B(z) = {u : u_i ≥ 0, Σ u_i = z}`.
+//!
+//! Every operator implements [`Projector`]: `forward` writes the projection of one row into a
+//! caller's buffer and records in a reusable [`Projector::Tape`] what `vjp` needs; `vjp` maps the
+//! gradient with respect to the output to gradients with respect to the input row and to `z`.
+//! No allocation happens once a tape has grown to the row length.
+//!
+//! This crate holds math only: no model, tensor or training code.
+
+use std::fmt::Debug;
+
+/// Floating-point scalar the operators are generic over (`f32` for training, `f64` for checks).
+pub trait Real:
+    num_traits::Float
+    + num_traits::FromPrimitive
+    + num_traits::NumAssign
+    + Default
+    + Debug
+    + Send
+    + Sync
+    + std::iter::Sum
+    + 'static
+{
+}
+impl Real for f32 {}
+impl Real for f64 {}
+
+/// Errors of the projection operators: invalid input is reported, never turned into NaN.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProjError {
+    #[error("cardinality z = {z} is outside [0, {len}] for a row of length {len}")]
+    InvalidZ { z: f64, len: usize },
+    #[error("input entry {index} is not finite ({value})")]
+    NonFinite { index: usize, value: f64 },
+    #[error("length mismatch: input has {input} entries, output buffer {output}")]
+    LengthMismatch { input: usize, output: usize },
+    #[error("empty input row")]
+    Empty,
+}
+
+/// A differentiable projection of one row `v` (length L) given a cardinality `z`.
+pub trait Projector<F: Real>: Send + Sync {
+    /// What `forward` records for `vjp`; reused across calls (buffers grow, never shrink).
+    type Tape: Default + Send;
+
+    /// Writes the projection of `v` into `out` (same length) and records the tape.
+    fn forward(&self, v: &[F], z: F, out: &mut [F], tape: &mut Self::Tape) -> Result<(), ProjError>;
+
+    /// Given `g = ∂ℓ/∂out`, overwrites `gv` with `∂ℓ/∂v` and returns `∂ℓ/∂z`.
+    fn vjp(&self, tape: &Self::Tape, g: &[F], gv: &mut [F]) -> F;
+}

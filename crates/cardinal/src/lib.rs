@@ -1,0 +1,11 @@
+//! `cardinal`: deep structured prediction with cardinality constraints.
+//!
+//! An implementation of "Predict and Constrain" (Brukhim & Globerson, ICML 2018): a model that
+//! predicts how many labels an input has, `z = h(x)`, and then which, by unrolled projected
+//! gradient ascent on a learned score over relaxed labels `y ∈ [0,1]^L` constrained to `Σ y = z`.
+//!
+//! Modules, one per concern: [`data`] (readers, splits), [`metrics`], [`model`] (networks and the
+//! score), [`inference`] (the unrolled, differentiable solver), [`train`] (loss, AdaGrad, loop),
+//! [`config`], [`checkpoint`]. The projection math lives in the `cardinal-proj` crate.
+
+pub mod data;
