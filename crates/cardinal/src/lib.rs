@@ -4,8 +4,10 @@
 //! predicts how many labels an input has, `z = h(x)`, and then which, by unrolled projected
 //! gradient ascent on a learned score over relaxed labels `y ∈ [0,1]^L` constrained to `Σ y = z`.
 //!
-//! Modules, one per concern: [`data`] (readers, splits), [`metrics`], [`model`] (networks and the
-//! score), [`inference`] (the unrolled, differentiable solver), [`train`] (loss, AdaGrad, loop),
-//! [`config`], [`checkpoint`]. The projection math lives in the `cardinal-proj` crate.
+//! Modules, one per concern: [`data`] (readers, splits) and [`metrics`] (from `cardinal-data`),
+//! [`model`] (networks and the score), [`inference`] (the unrolled, differentiable solver),
+//! [`train`] (loss, AdaGrad, loop), [`config`], [`checkpoint`]. The projection math lives in the
+//! `cardinal-proj` crate, re-exported as [`proj`].
 
-pub mod data;
+pub use cardinal_data::{data, metrics};
+pub use cardinal_proj as proj;

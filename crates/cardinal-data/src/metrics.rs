@@ -1,0 +1,1 @@
+//! Multi-label evaluation metrics and binarisation rules.
