@@ -1,1 +1,0 @@
-//! Multi-label evaluation metrics and binarisation rules.
