@@ -11,6 +11,24 @@
 //!
 //! This crate holds math only: no model, tensor or training code.
 
+mod any;
+mod batch;
+mod capped;
+mod dykstra;
+mod fp;
+pub mod sigmoid_cardinality;
+mod simplex;
+mod soft;
+mod util;
+
+pub use any::{AnyProjector, AnyTape, Method};
+pub use batch::{forward_batch, vjp_batch};
+pub use capped::{capped_simplex_tau, capped_simplex_tau_sort, CappedSimplex, CappedTape};
+pub use dykstra::{Dykstra, DykstraTape};
+pub use fp::{FastProjection, FpTape};
+pub use simplex::{Simplex, SimplexTape};
+pub use soft::{SoftSimplex, SoftTape};
+
 use std::fmt::Debug;
 
 /// Floating-point scalar the operators are generic over (`f32` for training, `f64` for checks).
@@ -41,6 +59,12 @@ pub enum ProjError {
     LengthMismatch { input: usize, output: usize },
     #[error("empty input row")]
     Empty,
+    #[error("cardinality z = {z} is not finite or negative (must be >= 0)")]
+    NegativeZ { z: f64 },
+    #[error("batch shape mismatch: {what}")]
+    BatchShape { what: String },
+    #[error("unknown projection method {0:?} (expected exact|simplex|soft|dykstra-soft|dykstra-exact|fp)")]
+    UnknownMethod(String),
 }
 
 /// A differentiable projection of one row `v` (length L) given a cardinality `z`.
@@ -49,7 +73,8 @@ pub trait Projector<F: Real>: Send + Sync {
     type Tape: Default + Send;
 
     /// Writes the projection of `v` into `out` (same length) and records the tape.
-    fn forward(&self, v: &[F], z: F, out: &mut [F], tape: &mut Self::Tape) -> Result<(), ProjError>;
+    fn forward(&self, v: &[F], z: F, out: &mut [F], tape: &mut Self::Tape)
+        -> Result<(), ProjError>;
 
     /// Given `g = ∂ℓ/∂out`, overwrites `gv` with `∂ℓ/∂v` and returns `∂ℓ/∂z`.
     fn vjp(&self, tape: &Self::Tape, g: &[F], gv: &mut [F]) -> F;

@@ -1,0 +1,154 @@
+//! Runtime choice of a projection operator.
+
+use crate::{
+    CappedSimplex, CappedTape, Dykstra, DykstraTape, FastProjection, FpTape, ProjError, Projector,
+    Real, Simplex, SimplexTape, SoftSimplex, SoftTape,
+};
+use std::fmt;
+use std::str::FromStr;
+
+/// Names accepted on the command line and in configs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// Exact projection onto C(z) ([`CappedSimplex`]).
+    Exact,
+    /// Exact projection onto B(z) ([`Simplex`]); ignores the upper bound.
+    Simplex,
+    /// Algorithm 1 ([`SoftSimplex`]) onto B(z); ignores the upper bound.
+    Soft,
+    /// Dykstra with the soft simplex projection (the paper's operator).
+    DykstraSoft,
+    /// Dykstra with the exact simplex projection.
+    DykstraExact,
+    /// The differentiable bisection ([`FastProjection`]).
+    Fp,
+}
+
+impl Method {
+    pub const ALL: [Method; 6] = [
+        Method::Exact,
+        Method::Simplex,
+        Method::Soft,
+        Method::DykstraSoft,
+        Method::DykstraExact,
+        Method::Fp,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Exact => "exact",
+            Method::Simplex => "simplex",
+            Method::Soft => "soft",
+            Method::DykstraSoft => "dykstra-soft",
+            Method::DykstraExact => "dykstra-exact",
+            Method::Fp => "fp",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Method {
+    type Err = ProjError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| ProjError::UnknownMethod(s.to_string()))
+    }
+}
+
+/// A projector chosen at run time; `rounds` is used by the Dykstra methods, `iters` by FP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnyProjector {
+    pub method: Method,
+    pub rounds: usize,
+    pub iters: usize,
+}
+
+impl AnyProjector {
+    pub fn new(method: Method, rounds: usize, iters: usize) -> Self {
+        Self {
+            method,
+            rounds,
+            iters,
+        }
+    }
+}
+
+/// Tape of [`AnyProjector`]: one variant per method (replaced if the method changes).
+#[derive(Debug, Default)]
+pub enum AnyTape<F> {
+    #[default]
+    Empty,
+    Exact(CappedTape<F>),
+    Simplex(SimplexTape<F>),
+    Soft(SoftTape<F>),
+    DykstraSoft(DykstraTape<F, SoftTape<F>>),
+    DykstraExact(DykstraTape<F, SimplexTape<F>>),
+    Fp(FpTape<F>),
+}
+
+macro_rules! tape_as {
+    ($tape:expr, $variant:ident) => {{
+        if !matches!($tape, AnyTape::$variant(_)) {
+            *$tape = AnyTape::$variant(Default::default());
+        }
+        match $tape {
+            AnyTape::$variant(t) => t,
+            _ => unreachable!(),
+        }
+    }};
+}
+
+impl<F: Real> Projector<F> for AnyProjector {
+    type Tape = AnyTape<F>;
+
+    fn forward(
+        &self,
+        v: &[F],
+        z: F,
+        out: &mut [F],
+        tape: &mut Self::Tape,
+    ) -> Result<(), ProjError> {
+        match self.method {
+            Method::Exact => CappedSimplex.forward(v, z, out, tape_as!(tape, Exact)),
+            Method::Simplex => Simplex.forward(v, z, out, tape_as!(tape, Simplex)),
+            Method::Soft => SoftSimplex.forward(v, z, out, tape_as!(tape, Soft)),
+            Method::DykstraSoft => Dykstra::new(self.rounds, SoftSimplex).forward(
+                v,
+                z,
+                out,
+                tape_as!(tape, DykstraSoft),
+            ),
+            Method::DykstraExact => {
+                Dykstra::new(self.rounds, Simplex).forward(v, z, out, tape_as!(tape, DykstraExact))
+            }
+            Method::Fp => {
+                FastProjection { iters: self.iters }.forward(v, z, out, tape_as!(tape, Fp))
+            }
+        }
+    }
+
+    /// # Panics
+    /// If `tape` was not filled by a `forward` of the same method.
+    fn vjp(&self, tape: &Self::Tape, g: &[F], gv: &mut [F]) -> F {
+        match (self.method, tape) {
+            (Method::Exact, AnyTape::Exact(t)) => CappedSimplex.vjp(t, g, gv),
+            (Method::Simplex, AnyTape::Simplex(t)) => Simplex.vjp(t, g, gv),
+            (Method::Soft, AnyTape::Soft(t)) => SoftSimplex.vjp(t, g, gv),
+            (Method::DykstraSoft, AnyTape::DykstraSoft(t)) => {
+                Dykstra::new(self.rounds, SoftSimplex).vjp(t, g, gv)
+            }
+            (Method::DykstraExact, AnyTape::DykstraExact(t)) => {
+                Dykstra::new(self.rounds, Simplex).vjp(t, g, gv)
+            }
+            (Method::Fp, AnyTape::Fp(t)) => FastProjection { iters: self.iters }.vjp(t, g, gv),
+            (m, _) => panic!("AnyProjector::vjp: tape was not recorded by a {m} forward"),
+        }
+    }
+}

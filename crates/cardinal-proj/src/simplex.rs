@@ -1,0 +1,77 @@
+//! Exact Euclidean projection onto the positive simplex `B(z) = {u ≥ 0, Σu = z}`
+//! (Duchi et al. 2008, sort-based).
+//!
+//! With `μ` = v sorted descending and `c_j = Σ_{i≤j} μ_i`, `ρ = max{j : μ_j − (c_j − z)/j > 0}`,
+//! `θ = (c_ρ − z)/ρ` and `u = max(v − θ, 0)`. On the support `S = {u_i > 0}`,
+//! `u_i = v_i − (Σ_S v − z)/|S|`, so `∂u_S/∂v_S = I − 11ᵀ/|S|`, `∂u_S/∂z = 1/|S|`, and the VJP
+//! is `ḡ_v = s ⊙ (g − mean_S g)`, `ḡ_z = mean_S g` (s = 1_S). `z = 0` gives `u = 0`, S = ∅ and
+//! the zero gradient.
+
+use crate::capped::masked_centered_vjp;
+use crate::util::{desc, of, validate, ZRange};
+use crate::{ProjError, Projector, Real};
+
+/// Exact projection onto `B(z)`, `z ≥ 0`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Simplex;
+
+/// Tape of [`Simplex`]: support indicator and a sort buffer.
+#[derive(Debug, Clone, Default)]
+pub struct SimplexTape<F> {
+    mask: Vec<F>,
+    n_support: usize,
+    sorted: Vec<F>,
+}
+
+/// θ of the simplex projection (`u = max(v − θ, 0)`); `mu` is a reusable sort buffer.
+pub(crate) fn simplex_theta<F: Real>(v: &[F], z: F, mu: &mut Vec<F>) -> F {
+    mu.clear();
+    mu.extend_from_slice(v);
+    mu.sort_unstable_by(desc);
+    let mut c = F::zero();
+    let mut theta = mu[0]; // z = 0: nothing is positive
+    for (j, &m) in mu.iter().enumerate() {
+        c += m;
+        let t = (c - z) / of(j + 1);
+        // The condition μ_j > (c_j − z)/j holds on a prefix of j, so the last hit is ρ.
+        if m > t {
+            theta = t;
+        } else {
+            break;
+        }
+    }
+    theta
+}
+
+impl<F: Real> Projector<F> for Simplex {
+    type Tape = SimplexTape<F>;
+
+    fn forward(
+        &self,
+        v: &[F],
+        z: F,
+        out: &mut [F],
+        tape: &mut Self::Tape,
+    ) -> Result<(), ProjError> {
+        validate(v, z, out.len(), ZRange::NonNegative)?;
+        let theta = simplex_theta(v, z, &mut tape.sorted);
+        let zero = F::zero();
+        tape.mask.clear();
+        tape.mask.resize(v.len(), zero);
+        let mut n = 0usize;
+        for ((o, m), &x) in out.iter_mut().zip(tape.mask.iter_mut()).zip(v) {
+            let u = (x - theta).max(zero);
+            *o = u;
+            if u > zero {
+                *m = F::one();
+                n += 1;
+            }
+        }
+        tape.n_support = n;
+        Ok(())
+    }
+
+    fn vjp(&self, tape: &Self::Tape, g: &[F], gv: &mut [F]) -> F {
+        masked_centered_vjp(&tape.mask, tape.n_support, g, gv)
+    }
+}
