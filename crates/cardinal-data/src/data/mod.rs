@@ -1,5 +1,86 @@
 //! Multi-label datasets: sparse features, label sets, and the readers for MULAN ARFF + XML,
 //! LIBSVM multi-label and Extreme Classification Repository files.
+//!
+//! - [`read_arff`] / [`read_mulan`]: MULAN ARFF (+ XML label file, [`read_label_xml`]);
+//! - [`read_libsvm`] / [`read_xmc`]: LIBSVM multi-label and XMC files;
+//! - [`resolve_dataset`]: a name or path to a dataset, as the CLI uses it; [`vendored`] Bibtex;
+//! - [`split`]: seeded train/dev, k-fold and iterative-stratification splits;
+//! - [`DatasetStats`]: MULAN-style statistics.
+//!
+//! Every reader takes an `impl BufRead` and has a `_path` variant that reads plain or
+//! gzip-compressed files (recognised by their magic bytes, not their name). Errors are
+//! [`DataError`]s that carry file, line, column and what was expected.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+pub mod arff;
+pub mod error;
+mod lex;
+pub mod resolve;
+pub mod split;
+pub mod stats;
+pub mod svm;
+pub mod xml;
+
+pub use arff::{read_arff, read_arff_path, read_mulan, LabelSpec};
+pub use error::{DataError, Location, ParseErrorKind, Result};
+pub use resolve::{
+    load_dir, load_file, load_vendored, resolve_dataset, vendored, Resolved, VENDORED,
+};
+pub use split::{
+    iterative_stratification, kfold, permutation, split_sizes, train_dev_split, SplitMix64,
+};
+pub use stats::DatasetStats;
+pub use svm::{read_libsvm, read_libsvm_path, read_xmc, read_xmc_path, IndexBase, SvmOptions};
+pub use xml::{parse_label_xml, read_label_xml, read_label_xml_path};
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Opens a file for buffered reading, decompressing it if it starts with the gzip magic bytes.
+pub fn open_path(path: &Path) -> Result<Box<dyn BufRead>> {
+    let io_err = |e| DataError::Io {
+        path: Some(path.to_path_buf()),
+        source: e,
+    };
+    let f = File::open(path).map_err(io_err)?;
+    let mut r = BufReader::with_capacity(1 << 16, f);
+    let head = r.fill_buf().map_err(io_err)?;
+    if head.starts_with(&GZIP_MAGIC) {
+        Ok(Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(r),
+        )))
+    } else {
+        Ok(Box::new(r))
+    }
+}
+
+/// A reader over in-memory bytes, decompressing them if they are gzip data.
+pub fn open_bytes(bytes: &[u8]) -> Box<dyn BufRead + '_> {
+    if bytes.starts_with(&GZIP_MAGIC) {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(bytes),
+        ))
+    } else {
+        Box::new(bytes)
+    }
+}
+
+/// File name without `.gz` and the last extension.
+pub(crate) fn file_stem(path: &Path) -> String {
+    let f = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let f = f.strip_suffix(".gz").unwrap_or(&f);
+    match f.rfind('.') {
+        Some(i) if i > 0 => f[..i].to_string(),
+        _ => f.to_string(),
+    }
+}
 
 /// Sparse matrix in compressed sparse row form (f32 values, u32 column indices).
 ///
@@ -16,7 +97,13 @@ pub struct CsrMatrix {
 impl CsrMatrix {
     /// An empty matrix with `n_cols` columns and no rows.
     pub fn new(n_cols: usize) -> Self {
-        Self { n_rows: 0, n_cols, indptr: vec![0], indices: Vec::new(), values: Vec::new() }
+        Self {
+            n_rows: 0,
+            n_cols,
+            indptr: vec![0],
+            indices: Vec::new(),
+            values: Vec::new(),
+        }
     }
 
     /// Appends a row; `indices` must be strictly increasing and `< n_cols` (checked in debug).
@@ -75,7 +162,12 @@ pub struct LabelSets {
 impl LabelSets {
     /// No rows yet, `n_labels` labels.
     pub fn new(n_labels: usize) -> Self {
-        Self { n_rows: 0, n_labels, indptr: vec![0], indices: Vec::new() }
+        Self {
+            n_rows: 0,
+            n_labels,
+            indptr: vec![0],
+            indices: Vec::new(),
+        }
     }
 
     /// Appends the label set of one example; `labels` strictly increasing, `< n_labels`.
@@ -147,6 +239,16 @@ impl Dataset {
             label_names: self.label_names.clone(),
         }
     }
+
+    /// A seeded random split into `n_train` and `n_test` rows (for single-file datasets such
+    /// as MULAN's Bookmarks, which ships without a split; rows keep their file order).
+    pub fn train_test_split(&self, n_train: usize, n_test: usize, seed: u64) -> Result<TrainTest> {
+        let parts = split::split_sizes(self.n_rows(), &[n_train, n_test], seed)?;
+        Ok(TrainTest {
+            train: self.select_rows(&parts[0]),
+            test: self.select_rows(&parts[1]),
+        })
+    }
 }
 
 /// A dataset with its standard train/test split.
@@ -154,4 +256,23 @@ impl Dataset {
 pub struct TrainTest {
     pub train: Dataset,
     pub test: Dataset,
+}
+
+impl TrainTest {
+    /// Train rows followed by test rows, as one dataset.
+    pub fn all(&self) -> Dataset {
+        Dataset {
+            name: self.train.name.clone(),
+            features: self.train.features.vstack(&self.test.features),
+            labels: {
+                let mut l = self.train.labels.clone();
+                for r in 0..self.test.labels.n_rows {
+                    l.push_row(self.test.labels.row(r));
+                }
+                l
+            },
+            feature_names: self.train.feature_names.clone(),
+            label_names: self.train.label_names.clone(),
+        }
+    }
 }

@@ -1,0 +1,400 @@
+//! LIBSVM multi-label and Extreme Classification Repository (XMC) readers.
+//!
+//! Row syntax (both): `l1,l2,... i:v i:v ...`; the label list may be empty (the line then starts
+//! with whitespace or directly with a feature). Feature indices must be strictly increasing.
+//! Labels may come in any order (they are sorted; a repeated label is an error). Blank lines
+//! and `#` comments (whole line or after a row) are skipped. Explicit zero values are not stored.
+//!
+//! Index bases are declared by the caller, never guessed ([`IndexBase`]): LIBSVM files are
+//! usually 1-based, XMC files 0-based.
+//!
+//! Dimensions: XMC files start with a header `N D L` (rows, features, labels) that is enforced
+//! (row count, every index below D / L). LIBSVM files have none: the counts are those given in
+//! [`SvmOptions`] (enforced), else inferred as the largest 0-based index + 1 seen in the file
+//! (so a label or feature never used at the end is invisible; pass the counts when known).
+//!
+//! Names: the formats have none, so `feature_names` is left empty and `label_names` are the label
+//! ids as written in the file.
+
+use std::io::BufRead;
+use std::path::Path;
+
+use super::error::{DataError, ParseErrorKind, Result};
+use super::lex::{is_blank, parse_f32, Cur, Lines};
+use super::{CsrMatrix, Dataset, LabelSets};
+
+/// Whether indices in a file start at 0 or at 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexBase {
+    Zero,
+    One,
+}
+
+impl IndexBase {
+    fn offset(self) -> u64 {
+        match self {
+            IndexBase::Zero => 0,
+            IndexBase::One => 1,
+        }
+    }
+}
+
+/// Options of [`read_libsvm`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SvmOptions {
+    /// Base of feature indices.
+    pub feature_base: IndexBase,
+    /// Base of label ids (0 in the common multi-label LIBSVM files).
+    pub label_base: IndexBase,
+    /// Number of features; `None` infers largest index + 1.
+    pub n_features: Option<usize>,
+    /// Number of labels; `None` infers largest label + 1.
+    pub n_labels: Option<usize>,
+}
+
+impl SvmOptions {
+    /// Features with the given base, 0-based labels, dimensions inferred.
+    pub fn new(feature_base: IndexBase) -> Self {
+        Self {
+            feature_base,
+            label_base: IndexBase::Zero,
+            n_features: None,
+            n_labels: None,
+        }
+    }
+}
+
+struct Builder {
+    indptr: Vec<usize>,
+    fi: Vec<u32>,
+    fv: Vec<f32>,
+    lptr: Vec<usize>,
+    li: Vec<u32>,
+    max_f: u64,
+    max_l: u64,
+}
+
+impl Builder {
+    fn new() -> Self {
+        Self {
+            indptr: vec![0],
+            fi: vec![],
+            fv: vec![],
+            lptr: vec![0],
+            li: vec![],
+            max_f: 0,
+            max_l: 0,
+        }
+    }
+
+    fn finish(self, name: String, n_features: usize, n_labels: usize, base: IndexBase) -> Dataset {
+        let n_rows = self.indptr.len() - 1;
+        let features = CsrMatrix {
+            n_rows,
+            n_cols: n_features,
+            indptr: self.indptr,
+            indices: self.fi,
+            values: self.fv,
+        };
+        let labels = LabelSets {
+            n_rows,
+            n_labels,
+            indptr: self.lptr,
+            indices: self.li,
+        };
+        let label_names = (0..n_labels as u64)
+            .map(|l| (l + base.offset()).to_string())
+            .collect();
+        Dataset {
+            name,
+            features,
+            labels,
+            feature_names: Vec::new(),
+            label_names,
+        }
+    }
+}
+
+/// Parses one row into the builder. `f_bound`/`l_bound`: 0-based exclusive limits when known.
+fn parse_row(
+    c: &mut Cur<'_>,
+    opts: &SvmOptions,
+    f_bound: Option<(u64, &'static str)>,
+    l_bound: Option<(u64, &'static str)>,
+    b: &mut Builder,
+) -> Result<()> {
+    let row_start = b.li.len();
+    // Labels: present unless the first word is a feature (`i:v`) or the line starts blank.
+    let first_is_feature = {
+        let rest = &c.s[c.pos..];
+        let end = rest
+            .iter()
+            .position(|x| x.is_ascii_whitespace())
+            .unwrap_or(rest.len());
+        rest[..end].contains(&b':') || end == 0
+    };
+    if !first_is_feature {
+        loop {
+            let pos = c.pos;
+            let raw = c.uint("a label id")?;
+            let l = based(c, pos, raw, opts.label_base, "label id")?;
+            if let Some((bound, what)) = l_bound {
+                if l >= bound {
+                    return Err(c.err_at(
+                        pos,
+                        ParseErrorKind::IndexOutOfRange {
+                            index: raw,
+                            bound: bound + opts.label_base.offset(),
+                            what,
+                        },
+                    ));
+                }
+            }
+            b.max_l = b.max_l.max(l + 1);
+            b.li.push(l as u32);
+            if c.peek() == Some(b',') {
+                c.pos += 1;
+            } else {
+                break;
+            }
+        }
+        let labels = &mut b.li[row_start..];
+        if labels.windows(2).any(|w| w[0] >= w[1]) {
+            labels.sort_unstable();
+            if let Some(w) = labels.windows(2).find(|w| w[0] == w[1]) {
+                let label = u64::from(w[0]) + opts.label_base.offset();
+                return Err(c.err_at(0, ParseErrorKind::DuplicateLabel { label }));
+            }
+        }
+        if !matches!(c.peek(), None | Some(b' ' | b'\t')) {
+            return Err(c.expected("`,` or a space after a label id"));
+        }
+    }
+    let mut prev: Option<u64> = None;
+    loop {
+        c.skip_ws();
+        if matches!(c.peek(), None | Some(b'#')) {
+            break;
+        }
+        let pos = c.pos;
+        let raw = c.uint("a feature index")?;
+        let f = based(c, pos, raw, opts.feature_base, "feature index")?;
+        if let Some((bound, what)) = f_bound {
+            if f >= bound {
+                return Err(c.err_at(
+                    pos,
+                    ParseErrorKind::IndexOutOfRange {
+                        index: raw,
+                        bound: bound + opts.feature_base.offset(),
+                        what,
+                    },
+                ));
+            }
+        }
+        if let Some(p) = prev {
+            if f == p {
+                return Err(c.err_at(pos, ParseErrorKind::DuplicateIndex { index: raw }));
+            }
+            if f < p {
+                return Err(c.err_at(
+                    pos,
+                    ParseErrorKind::UnsortedIndex {
+                        index: raw,
+                        previous: p + opts.feature_base.offset(),
+                    },
+                ));
+            }
+        }
+        prev = Some(f);
+        c.expect(b':', "`:` after a feature index")?;
+        let vpos = c.pos;
+        let tok = c.word(b"#");
+        if tok.is_empty() {
+            return Err(c.expected("a feature value"));
+        }
+        let v = parse_f32(tok).ok_or_else(|| {
+            c.err_at(
+                vpos,
+                ParseErrorKind::NonNumeric {
+                    found: String::from_utf8_lossy(tok).into_owned(),
+                },
+            )
+        })?;
+        if f > u64::from(u32::MAX) {
+            return Err(c.err_at(
+                pos,
+                ParseErrorKind::IndexOutOfRange {
+                    index: raw,
+                    bound: u64::from(u32::MAX),
+                    what: "u32 column indices",
+                },
+            ));
+        }
+        b.max_f = b.max_f.max(f + 1);
+        if v != 0.0 {
+            b.fi.push(f as u32);
+            b.fv.push(v);
+        }
+    }
+    b.indptr.push(b.fi.len());
+    b.lptr.push(b.li.len());
+    Ok(())
+}
+
+/// Converts a raw index to 0-based.
+fn based(c: &Cur<'_>, pos: usize, raw: u64, base: IndexBase, what: &'static str) -> Result<u64> {
+    if base == IndexBase::One && raw == 0 {
+        return Err(c.err_at(
+            pos,
+            ParseErrorKind::Expected {
+                expected: if what == "label id" {
+                    "a 1-based label id (>= 1)"
+                } else {
+                    "a 1-based feature index (>= 1)"
+                },
+                found: "`0`".into(),
+            },
+        ));
+    }
+    if raw - base.offset() >= u64::from(u32::MAX) {
+        return Err(c.err_at(
+            pos,
+            ParseErrorKind::IndexOutOfRange {
+                index: raw,
+                bound: u64::from(u32::MAX),
+                what,
+            },
+        ));
+    }
+    Ok(raw - base.offset())
+}
+
+/// Reads a LIBSVM multi-label file. Errors carry no path; [`read_libsvm_path`] adds it.
+pub fn read_libsvm<R: BufRead>(reader: R, opts: &SvmOptions) -> Result<Dataset> {
+    let mut lines = Lines::new(reader);
+    let mut b = Builder::new();
+    let f_bound = opts
+        .n_features
+        .map(|d| (d as u64, "given number of features"));
+    let l_bound = opts.n_labels.map(|l| (l as u64, "given number of labels"));
+    while lines.advance()? {
+        let line = lines.line();
+        if is_blank(line) || line.first() == Some(&b'#') {
+            continue;
+        }
+        let mut c = lines.cursor();
+        parse_row(&mut c, opts, f_bound, l_bound, &mut b)?;
+    }
+    let d = opts.n_features.unwrap_or(b.max_f as usize);
+    let l = opts.n_labels.unwrap_or(b.max_l as usize);
+    Ok(b.finish(String::new(), d, l, opts.label_base))
+}
+
+/// Reads an Extreme Classification Repository file (header `N D L`, 0-based labels).
+pub fn read_xmc<R: BufRead>(reader: R, feature_base: IndexBase) -> Result<Dataset> {
+    let mut lines = Lines::new(reader);
+    let opts = SvmOptions::new(feature_base);
+    let mut header = None;
+    while lines.advance()? {
+        if is_blank(lines.line()) {
+            continue;
+        }
+        let mut c = lines.cursor();
+        let mut dims = [0u64; 3];
+        for (k, d) in dims.iter_mut().enumerate() {
+            c.skip_ws();
+            *d = c.uint(
+                [
+                    "the row count N of the header `N D L`",
+                    "the feature count D of the header `N D L`",
+                    "the label count L of the header `N D L`",
+                ][k],
+            )?;
+        }
+        c.expect_end(b'#')?;
+        header = Some(dims);
+        break;
+    }
+    let Some([n, d, l]) = header else {
+        return Err(DataError::parse(
+            lines.line_no + 1,
+            1,
+            ParseErrorKind::UnexpectedEof {
+                expected: "the header `N D L`",
+            },
+        ));
+    };
+    let mut b = Builder::new();
+    let mut rows = 0usize;
+    while lines.advance()? {
+        let line = lines.line();
+        if is_blank(line) || line.first() == Some(&b'#') {
+            continue;
+        }
+        rows += 1;
+        if rows as u64 > n {
+            return Err(DataError::parse(
+                lines.line_no,
+                1,
+                ParseErrorKind::HeaderCount {
+                    what: "rows",
+                    promised: n as usize,
+                    found: rows,
+                },
+            ));
+        }
+        let mut c = lines.cursor();
+        parse_row(
+            &mut c,
+            &opts,
+            Some((d, "feature count D of the header")),
+            Some((l, "label count L of the header")),
+            &mut b,
+        )?;
+    }
+    if (rows as u64) < n {
+        return Err(DataError::parse(
+            lines.line_no + 1,
+            1,
+            ParseErrorKind::HeaderCount {
+                what: "rows (truncated file?)",
+                promised: n as usize,
+                found: rows,
+            },
+        ));
+    }
+    Ok(b.finish(String::new(), d as usize, l as usize, IndexBase::Zero))
+}
+
+/// [`read_libsvm`] for a path (plain or gzip); the dataset is named after the file stem.
+pub fn read_libsvm_path(path: &Path, opts: &SvmOptions) -> Result<Dataset> {
+    let r = super::open_path(path)?;
+    let mut ds = read_libsvm(r, opts).map_err(|e| e.with_path(path))?;
+    ds.name = super::file_stem(path);
+    Ok(ds)
+}
+
+/// [`read_xmc`] for a path (plain or gzip); the dataset is named after the file stem.
+pub fn read_xmc_path(path: &Path, feature_base: IndexBase) -> Result<Dataset> {
+    let r = super::open_path(path)?;
+    let mut ds = read_xmc(r, feature_base).map_err(|e| e.with_path(path))?;
+    ds.name = super::file_stem(path);
+    Ok(ds)
+}
+
+/// Whether the first non-blank line of a file looks like an XMC header (three integers).
+pub fn looks_like_xmc(path: &Path) -> Result<bool> {
+    let mut lines = Lines::new(super::open_path(path)?);
+    while lines.advance().map_err(|e| e.with_path(path))? {
+        let line = lines.line();
+        if is_blank(line) {
+            continue;
+        }
+        let words: Vec<&[u8]> = line
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty())
+            .collect();
+        return Ok(words.len() == 3 && words.iter().all(|w| w.iter().all(u8::is_ascii_digit)));
+    }
+    Ok(false)
+}

@@ -1,0 +1,68 @@
+//! MULAN label XML: `<labels xmlns="http://mulan.sourceforge.net/labels"><label name="..."/>...`.
+//!
+//! Hierarchical files nest `<label>` elements; every `<label>` at any depth is a label (MULAN
+//! stores parents as attributes too), flattened in document order (a parent before its
+//! children). Other elements are ignored; namespaces are not checked.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::Path;
+
+use super::error::{DataError, ParseErrorKind, Result};
+
+/// Reads the label names from a MULAN XML label file, in document order.
+pub fn read_label_xml<R: Read>(mut reader: R) -> Result<Vec<String>> {
+    let mut text = String::new();
+    reader.read_to_string(&mut text).map_err(DataError::io)?;
+    parse_label_xml(&text)
+}
+
+/// Like [`read_label_xml`] for a path (plain or gzip); errors carry the path.
+pub fn read_label_xml_path(path: &Path) -> Result<Vec<String>> {
+    let r = super::open_path(path)?;
+    read_label_xml(r).map_err(|e| e.with_path(path))
+}
+
+/// Parses the label names from the XML text.
+pub fn parse_label_xml(text: &str) -> Result<Vec<String>> {
+    let doc = roxmltree::Document::parse(text).map_err(|e| {
+        let p = e.pos();
+        DataError::parse(
+            p.row as usize,
+            p.col as usize,
+            ParseErrorKind::Xml(e.to_string()),
+        )
+    })?;
+    let at = |node: roxmltree::Node<'_, '_>, msg: String| {
+        let p = doc.text_pos_at(node.range().start);
+        DataError::parse(p.row as usize, p.col as usize, ParseErrorKind::Xml(msg))
+    };
+    let root = doc.root_element();
+    if root.tag_name().name() != "labels" {
+        return Err(at(
+            root,
+            format!(
+                "expected root element <labels>, found <{}>",
+                root.tag_name().name()
+            ),
+        ));
+    }
+    let mut names = Vec::new();
+    let mut seen = HashSet::new();
+    for node in root
+        .descendants()
+        .filter(|n| n.is_element() && n.tag_name().name() == "label")
+    {
+        let Some(name) = node.attribute("name") else {
+            return Err(at(node, "expected a `name` attribute on <label>".into()));
+        };
+        if !seen.insert(name) {
+            return Err(at(node, format!("duplicate label name `{name}`")));
+        }
+        names.push(name.to_string());
+    }
+    if names.is_empty() {
+        return Err(at(root, "expected at least one <label> element".into()));
+    }
+    Ok(names)
+}
