@@ -22,6 +22,7 @@ pub mod resolve;
 pub mod split;
 pub mod stats;
 pub mod svm;
+pub mod write;
 pub mod xml;
 
 pub use arff::{read_arff, read_arff_path, read_mulan, LabelSpec};
@@ -34,6 +35,7 @@ pub use split::{
 };
 pub use stats::DatasetStats;
 pub use svm::{read_libsvm, read_libsvm_path, read_xmc, read_xmc_path, IndexBase, SvmOptions};
+pub use write::{write_arff, write_label_xml, write_libsvm, write_xmc};
 pub use xml::{parse_label_xml, read_label_xml, read_label_xml_path};
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
