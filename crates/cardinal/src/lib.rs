@@ -11,3 +11,14 @@
 
 pub use cardinal_data::{data, metrics};
 pub use cardinal_proj as proj;
+
+pub mod config;
+pub mod error;
+pub mod eval;
+pub mod inference;
+pub mod model;
+pub mod pipeline;
+pub mod train;
+
+pub use config::Config;
+pub use error::{Error, Result};

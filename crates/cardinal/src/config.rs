@@ -1,0 +1,368 @@
+//! Typed, validated configuration of a model and its training, saved next to every checkpoint.
+//!
+//! Every field has a default; [`Config::paper`] is the faithful configuration of the authors'
+//! released code (see `docs/DESIGN.md`), and it is what `cardinal train` uses unless told
+//! otherwise.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use cardinal_proj::Method;
+
+/// Which counts the cardinality network chooses among; `z` is a function of its softmax.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum CountRange {
+    /// The counts `min..=max`.
+    Fixed { min: usize, max: usize },
+    /// From the training label counts: `min` is the smallest training count, `max` the smallest
+    /// count that covers at least `coverage` of the training examples, but never below
+    /// `min + 2`. With `coverage = 0.8` this gives the authors' `{1,2,3}` on Bibtex
+    /// (81.2 % of its training examples have at most 3 labels).
+    Auto { coverage: f64 },
+}
+
+/// How `z` is read off the cardinality network's softmax `p` over counts `k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ZMode {
+    /// `z = Σ_k k·p_k`: differentiable, the authors' choice.
+    Expectation,
+    /// `z = argmax_k p_k`: not differentiable; the network then learns only from the
+    /// supervised cardinality term.
+    Argmax,
+}
+
+/// Sizes of the three networks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    /// Hidden units of the unary (feature) network `x → H → L`.
+    pub hidden: usize,
+    /// Hidden units of the global energy `w2ᵀ relu(Wpᵀ y)`.
+    pub energy_hidden: usize,
+    /// Hidden units of the cardinality network `x → Hc → K`.
+    pub card_hidden: usize,
+    pub counts: CountRange,
+    pub z_mode: ZMode,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            hidden: 150,
+            energy_hidden: 16,
+            card_hidden: 150,
+            counts: CountRange::Auto { coverage: 0.8 },
+            z_mode: ZMode::Expectation,
+        }
+    }
+}
+
+/// The unrolled projected gradient ascent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InferenceConfig {
+    /// Number of unrolled steps `T`.
+    pub steps: usize,
+    /// Step size `η` of the inner ascent.
+    pub eta: f64,
+    /// Learn `η` with the other parameters (starting from `eta`).
+    pub learn_eta: bool,
+    /// Momentum of the inner ascent.
+    pub momentum: f64,
+    /// Projection used while training (exact, simplex, soft, dykstra-soft, dykstra-exact, fp).
+    #[serde(with = "method_name")]
+    pub train_projection: Method,
+    /// Projection used at evaluation and prediction.
+    #[serde(with = "method_name")]
+    pub test_projection: Method,
+    /// Dykstra rounds `R` (for the Dykstra methods).
+    pub rounds: usize,
+    /// Bisection iterations `J` of the FP method.
+    pub fp_iters: usize,
+}
+
+impl Default for InferenceConfig {
+    fn default() -> Self {
+        Self {
+            steps: 15,
+            eta: 0.005,
+            learn_eta: false,
+            momentum: 0.9,
+            train_projection: Method::DykstraSoft,
+            test_projection: Method::DykstraSoft,
+            rounds: 2,
+            fp_iters: 20,
+        }
+    }
+}
+
+/// Weights of the per-iterate losses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IterateWeights {
+    /// The released code: `(1/T)·1/(T − i + 1)` for the iterate `y_{i+1}`, `i = 0..T−1`
+    /// (weights 1/(T+1) … 1/2, divided by T).
+    Authors,
+    /// The paper's formula with 1-based `t`: `(1/T)·1/(T − t + 1)` (last iterate weight 1/T).
+    Paper,
+    /// Only the last iterate, weight 1.
+    Last,
+}
+
+/// The training objective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LossConfig {
+    pub iterate_weights: IterateWeights,
+    /// Weight of a supervised cross-entropy term on the true count (0 = the paper: `h` learns
+    /// only through the F1 loss).
+    pub cardinality_weight: f64,
+    /// Sum the per-example losses over the batch (the released code) instead of averaging.
+    pub sum_over_batch: bool,
+}
+
+impl Default for LossConfig {
+    fn default() -> Self {
+        Self { iterate_weights: IterateWeights::Authors, cardinality_weight: 0.0, sum_over_batch: true }
+    }
+}
+
+/// Optimisation and schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// AdaGrad learning rate.
+    pub lr: f64,
+    /// AdaGrad initial accumulator (TensorFlow's default is 0.1).
+    pub adagrad_init: f64,
+    pub batch_size: usize,
+    /// Epochs on the training part of the train/dev split.
+    pub epochs: usize,
+    /// Further epochs on all of train afterwards (the released code: 2).
+    pub full_epochs: usize,
+    /// Fraction of the training file held out as dev data.
+    pub dev_fraction: f64,
+    /// Seed of the train/dev split (fixed across `--seed`s, as in the released code).
+    pub split_seed: u64,
+    /// Coefficient of `½‖W‖²` on every weight matrix (biases are not decayed).
+    pub weight_decay: f64,
+    /// Multiplier of the weight decay on the unary network's two matrices. The released code
+    /// adds their decay once per unrolled step plus once, i.e. `T + 1 = 16` times.
+    pub unary_weight_decay_mult: f64,
+    /// Stop phase 1 when dev example-F1 has not improved for this many epochs (0 = never) and
+    /// keep the best epoch's weights.
+    pub patience: usize,
+    /// Skip (instead of stopping on) a batch whose loss or gradients are not finite.
+    pub skip_nonfinite_batches: bool,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            lr: 0.1,
+            adagrad_init: 0.1,
+            batch_size: 50,
+            epochs: 20,
+            full_epochs: 2,
+            dev_fraction: 0.05,
+            split_seed: 0,
+            weight_decay: 0.001,
+            unary_weight_decay_mult: 16.0,
+            patience: 0,
+            skip_nonfinite_batches: false,
+        }
+    }
+}
+
+/// Everything that defines a model and how it is trained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Name of the preset this configuration started from (informational).
+    pub preset: String,
+    /// Seed of the weight initialisation and the batch order.
+    pub seed: u64,
+    pub model: ModelConfig,
+    pub inference: InferenceConfig,
+    pub loss: LossConfig,
+    pub train: TrainConfig,
+    /// Threshold on the last iterate for the headline prediction.
+    pub threshold: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::paper()
+    }
+}
+
+impl Config {
+    /// The faithful configuration of the authors' released code (anchors §1).
+    pub fn paper() -> Self {
+        Self {
+            preset: "paper".into(),
+            seed: 0,
+            model: ModelConfig::default(),
+            inference: InferenceConfig::default(),
+            loss: LossConfig::default(),
+            train: TrainConfig::default(),
+            threshold: 0.5,
+        }
+    }
+
+    /// A configuration by preset name.
+    pub fn preset(name: &str) -> Result<Self> {
+        match name {
+            "paper" => Ok(Self::paper()),
+            other => Err(Error::Config(format!("unknown preset `{other}`; known presets: paper"))),
+        }
+    }
+
+    /// Reads a JSON configuration; fields left out keep the defaults of the `paper` preset.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let cfg: Self = serde_json::from_str(text).map_err(|e| Error::Config(format!("invalid configuration: {e}")))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks every field against its allowed range; the error names field, value and range.
+    pub fn validate(&self) -> Result<()> {
+        fn check(ok: bool, field: &str, value: impl std::fmt::Display, range: &str) -> Result<()> {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::Config(format!("{field} = {value} is out of range: expected {range}")))
+            }
+        }
+        let m = &self.model;
+        check(m.hidden >= 1 && m.hidden <= 1 << 16, "model.hidden", m.hidden, "1..=65536")?;
+        check(m.energy_hidden <= 1 << 16, "model.energy_hidden", m.energy_hidden, "0..=65536")?;
+        check(m.card_hidden >= 1 && m.card_hidden <= 1 << 16, "model.card_hidden", m.card_hidden, "1..=65536")?;
+        match m.counts {
+            CountRange::Fixed { min, max } => {
+                check(min <= max, "model.counts.max", max, &format!(">= model.counts.min ({min})"))?
+            }
+            CountRange::Auto { coverage } => {
+                check(coverage > 0.0 && coverage <= 1.0, "model.counts.coverage", coverage, "(0, 1]")?
+            }
+        }
+        let i = &self.inference;
+        check(i.steps >= 1 && i.steps <= 1000, "inference.steps", i.steps, "1..=1000")?;
+        check(i.eta.is_finite() && i.eta > 0.0, "inference.eta", i.eta, "a finite number > 0")?;
+        check((0.0..1.0).contains(&i.momentum), "inference.momentum", i.momentum, "[0, 1)")?;
+        check(i.rounds >= 1 && i.rounds <= 1000, "inference.rounds", i.rounds, "1..=1000")?;
+        check(i.fp_iters >= 1 && i.fp_iters <= 200, "inference.fp_iters", i.fp_iters, "1..=200")?;
+        let l = &self.loss;
+        check(
+            l.cardinality_weight.is_finite() && l.cardinality_weight >= 0.0,
+            "loss.cardinality_weight",
+            l.cardinality_weight,
+            "a finite number >= 0",
+        )?;
+        if m.z_mode == ZMode::Argmax && l.cardinality_weight == 0.0 {
+            return Err(Error::Config(
+                "model.z_mode = argmax needs loss.cardinality_weight > 0: an argmax z passes no gradient".into(),
+            ));
+        }
+        let t = &self.train;
+        check(t.lr.is_finite() && t.lr > 0.0, "train.lr", t.lr, "a finite number > 0")?;
+        check(t.adagrad_init.is_finite() && t.adagrad_init > 0.0, "train.adagrad_init", t.adagrad_init, "a finite number > 0")?;
+        check(t.batch_size >= 1 && t.batch_size <= 1 << 20, "train.batch_size", t.batch_size, "1..=1048576")?;
+        check(t.epochs + t.full_epochs >= 1, "train.epochs", t.epochs, ">= 1 when train.full_epochs = 0")?;
+        check((0.0..1.0).contains(&t.dev_fraction), "train.dev_fraction", t.dev_fraction, "[0, 1)")?;
+        check(t.weight_decay.is_finite() && t.weight_decay >= 0.0, "train.weight_decay", t.weight_decay, "a finite number >= 0")?;
+        check(
+            t.unary_weight_decay_mult.is_finite() && t.unary_weight_decay_mult >= 0.0,
+            "train.unary_weight_decay_mult",
+            t.unary_weight_decay_mult,
+            "a finite number >= 0",
+        )?;
+        if t.patience > 0 && t.dev_fraction == 0.0 {
+            return Err(Error::Config("train.patience > 0 needs train.dev_fraction > 0".into()));
+        }
+        check(self.threshold.is_finite(), "threshold", self.threshold, "a finite number")?;
+        Ok(())
+    }
+}
+
+/// (De)serialises a projection [`Method`] by its command-line name.
+mod method_name {
+    use cardinal_proj::Method;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &Method, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(m)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Method, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(|e| serde::de::Error::custom(format!("{e}")))
+    }
+}
+
+/// Resolves a [`CountRange`] against the training label counts.
+pub fn resolve_counts(range: &CountRange, train_counts: &[usize], n_labels: usize) -> (usize, usize) {
+    match *range {
+        CountRange::Fixed { min, max } => (min, max.min(n_labels)),
+        CountRange::Auto { coverage } => {
+            if train_counts.is_empty() {
+                return (0, 2.min(n_labels));
+            }
+            let mut sorted = train_counts.to_vec();
+            sorted.sort_unstable();
+            let min = sorted[0];
+            let need = ((coverage * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+            let covered = sorted[need - 1];
+            (min, covered.max(min + 2).min(n_labels).max(min))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper_preset_is_valid_and_round_trips() {
+        let cfg = Config::paper();
+        cfg.validate().unwrap();
+        let text = serde_json::to_string_pretty(&cfg).unwrap();
+        assert_eq!(Config::from_json(&text).unwrap(), cfg);
+    }
+
+    #[test]
+    fn partial_json_keeps_defaults() {
+        let cfg = Config::from_json(r#"{"inference": {"steps": 7}}"#).unwrap();
+        assert_eq!(cfg.inference.steps, 7);
+        assert_eq!(cfg.inference.eta, 0.005);
+        assert_eq!(cfg.train.batch_size, 50);
+    }
+
+    #[test]
+    fn out_of_range_fields_are_named() {
+        let err = Config::from_json(r#"{"inference": {"eta": -1}}"#).unwrap_err().to_string();
+        assert!(err.contains("inference.eta") && err.contains("-1") && err.contains("> 0"), "{err}");
+        let err = Config::from_json(r#"{"train": {"dev_fraction": 1.5}}"#).unwrap_err().to_string();
+        assert!(err.contains("train.dev_fraction") && err.contains("1.5"), "{err}");
+        let err = Config::from_json(r#"{"model": {"counts": {"kind": "fixed", "min": 5, "max": 2}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("model.counts.max"), "{err}");
+        let err = Config::from_json(r#"{"train": {"bogus": 1}}"#).unwrap_err().to_string();
+        assert!(err.contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn auto_counts_reproduce_the_authors_range_on_bibtex_like_counts() {
+        // Bibtex training histogram head: 1849 ones, 1230 twos, 885 threes, then 916 above 3.
+        let mut counts = vec![1; 1849];
+        counts.extend(vec![2; 1230]);
+        counts.extend(vec![3; 885]);
+        counts.extend(vec![5; 916]);
+        assert_eq!(resolve_counts(&CountRange::Auto { coverage: 0.8 }, &counts, 159), (1, 3));
+        assert_eq!(resolve_counts(&CountRange::Auto { coverage: 1.0 }, &counts, 159), (1, 5));
+        assert_eq!(resolve_counts(&CountRange::Fixed { min: 0, max: 500 }, &counts, 159), (0, 159));
+    }
+}

@@ -1,0 +1,91 @@
+//! Prediction over a whole dataset and its evaluation: every metric at every binarisation rule,
+//! how well the count is predicted, and whether the constraint holds.
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::{CsrMatrix, LabelSets};
+use crate::error::Result;
+use crate::metrics::{binarize, cardinality_report, evaluate, Binarize, CardinalityReport, MetricOptions, MetricReport};
+use crate::pipeline::{Model, Outputs, Workspace};
+
+/// Runs inference on every row of `x`, `batch` rows at a time (rows in parallel).
+pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+    let mut ws = Workspace::default();
+    let mut out = Outputs::default();
+    let rows: Vec<usize> = (0..x.n_rows).collect();
+    for chunk in rows.chunks(batch.max(1)) {
+        model.forward(x, chunk, &mut ws, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Does the last iterate satisfy `0 ≤ y ≤ 1, Σy = z`?
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConstraintReport {
+    /// Fraction of rows with `|Σ y_T − z| ≤ 0.01`.
+    pub frac_sum_within_001: f64,
+    /// Fraction of rows with every `y_T` entry in `[0, 1]` (to 1e-6).
+    pub frac_in_box: f64,
+    /// Mean `|Σ y_T − z|`.
+    pub mean_abs_sum_gap: f64,
+    /// Smallest and largest entry of `y_T` over all rows.
+    pub min_y: f64,
+    pub max_y: f64,
+}
+
+/// Everything `cardinal eval` reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalReport {
+    /// The configured threshold (0.5 in the paper's protocol) on `y_T`.
+    pub threshold: f64,
+    pub at_threshold: MetricReport,
+    /// The `round(z)` highest entries of `y_T`.
+    pub at_top_round_z: MetricReport,
+    /// A threshold chosen on dev data, when one was tuned.
+    pub dev_threshold: Option<f64>,
+    pub at_dev_threshold: Option<MetricReport>,
+    pub cardinality: CardinalityReport,
+    pub constraint: ConstraintReport,
+}
+
+/// Checks the constraint on the outputs.
+pub fn constraint_report(out: &Outputs<f32>, n_labels: usize) -> ConstraintReport {
+    let n = out.z.len().max(1) as f64;
+    let (mut within, mut boxed, mut gap_sum) = (0usize, 0usize, 0.0f64);
+    let (mut min_y, mut max_y) = (f64::INFINITY, f64::NEG_INFINITY);
+    for (row, &z) in out.y.chunks_exact(n_labels).zip(&out.z) {
+        let sum: f64 = row.iter().map(|&v| v as f64).sum();
+        let gap = (sum - z as f64).abs();
+        gap_sum += gap;
+        within += usize::from(gap <= 0.01);
+        let (lo, hi) = row.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v as f64), hi.max(v as f64)));
+        boxed += usize::from(lo >= -1e-6 && hi <= 1.0 + 1e-6);
+        min_y = min_y.min(lo);
+        max_y = max_y.max(hi);
+    }
+    ConstraintReport {
+        frac_sum_within_001: within as f64 / n,
+        frac_in_box: boxed as f64 / n,
+        mean_abs_sum_gap: gap_sum / n,
+        min_y,
+        max_y,
+    }
+}
+
+/// Evaluates outputs against gold labels (threshold from the model's config).
+pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets) -> EvalReport {
+    let l = model.n_labels();
+    let opts = MetricOptions::default();
+    let thr = model.config.threshold;
+    let pred = binarize(&out.y, l, &Binarize::Threshold(thr as f32), None).expect("well-formed outputs");
+    let pred_z = binarize(&out.y, l, &Binarize::TopRoundZ, Some(&out.z)).expect("finite z");
+    EvalReport {
+        threshold: thr,
+        at_threshold: evaluate(&pred, gold, &opts),
+        at_top_round_z: evaluate(&pred_z, gold, &opts),
+        dev_threshold: None,
+        at_dev_threshold: None,
+        cardinality: cardinality_report(&out.z, gold, model.train_mean_cardinality).expect("finite z"),
+        constraint: constraint_report(out, l),
+    }
+}

@@ -1,0 +1,421 @@
+//! The networks of Predict and Constrain and their parameters.
+//!
+//! * unary net `u(x) = relu(x̃ W1 + b1) W2 + b2` (`x̃` the standardised input), score `yᵀu(x)`;
+//! * global energy `s_g(y) = w2ᵀ relu(Wpᵀ y)`, not conditioned on `x`, no biases;
+//! * cardinality net `p(x) = softmax(relu(x̃ C1 + c1) C2 + c2)` over the counts `k`,
+//!   `z = Σ_k k p_k` (or the argmax).
+//!
+//! The standardisation `x̃ = (x − mean)·scale` is folded into the first layers, so the sparse input
+//! stays sparse: `x̃ W = Σ_{d ∈ nz(x)} x_d scale_d W_d − (mean ⊙ scale)ᵀ W`.
+
+use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
+use rand::Rng;
+use rand_distr::StandardNormal;
+
+use crate::data::CsrMatrix;
+
+/// Scalar type of the model: `f32` for training, `f64` for gradient checks.
+pub trait Float: cardinal_proj::Real + ndarray::LinalgScalar + ndarray::ScalarOperand {}
+impl Float for f32 {}
+impl Float for f64 {}
+
+/// Converts an `f64` constant to `F`.
+#[inline]
+pub fn c<F: Float>(x: f64) -> F {
+    F::from_f64(x).expect("constant representable")
+}
+
+/// Trainable parameters; the same type holds their gradients and optimiser state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Params<F> {
+    /// Unary net, first layer `D × H`.
+    pub w1: Array2<F>,
+    pub b1: Array1<F>,
+    /// Unary net, second layer `H × L`.
+    pub w2: Array2<F>,
+    pub b2: Array1<F>,
+    /// Global energy, `L × E`.
+    pub wp: Array2<F>,
+    /// Global energy output weights, `E`.
+    pub we: Array1<F>,
+    /// Cardinality net, first layer `D × Hc`.
+    pub c1: Array2<F>,
+    pub cb1: Array1<F>,
+    /// Cardinality net, second layer `Hc × K`.
+    pub c2: Array2<F>,
+    pub cb2: Array1<F>,
+    /// Inner step size `η` (one entry; trained only when `inference.learn_eta`).
+    pub eta: Array1<F>,
+}
+
+/// How a tensor is treated by the optimiser's weight decay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decay {
+    /// Not decayed (biases, `η`).
+    None,
+    /// A weight matrix of the unary net (decayed `unary_weight_decay_mult` times).
+    Unary,
+    /// Any other weight matrix.
+    Other,
+}
+
+macro_rules! for_each_tensor {
+    ($m:ident) => {
+        $m!(w1, "unary.w1", Decay::Unary);
+        $m!(b1, "unary.b1", Decay::None);
+        $m!(w2, "unary.w2", Decay::Unary);
+        $m!(b2, "unary.b2", Decay::None);
+        $m!(wp, "energy.wp", Decay::Other);
+        $m!(we, "energy.we", Decay::Other);
+        $m!(c1, "card.w1", Decay::Other);
+        $m!(cb1, "card.b1", Decay::None);
+        $m!(c2, "card.w2", Decay::Other);
+        $m!(cb2, "card.b2", Decay::None);
+        $m!(eta, "inference.eta", Decay::None);
+    };
+}
+
+impl<F: Float> Params<F> {
+    /// All-zero parameters of the given sizes.
+    pub fn zeros(d: usize, h: usize, l: usize, e: usize, hc: usize, k: usize) -> Self {
+        Self {
+            w1: Array2::zeros((d, h)),
+            b1: Array1::zeros(h),
+            w2: Array2::zeros((h, l)),
+            b2: Array1::zeros(l),
+            wp: Array2::zeros((l, e)),
+            we: Array1::zeros(e),
+            c1: Array2::zeros((d, hc)),
+            cb1: Array1::zeros(hc),
+            c2: Array2::zeros((hc, k)),
+            cb2: Array1::zeros(k),
+            eta: Array1::zeros(1),
+        }
+    }
+
+    /// Zeros shaped like `self`.
+    pub fn zeros_like(&self) -> Self {
+        Self::zeros(
+            self.w1.nrows(),
+            self.w1.ncols(),
+            self.w2.ncols(),
+            self.wp.ncols(),
+            self.c1.ncols(),
+            self.c2.ncols(),
+        )
+    }
+
+    /// Glorot-normal weights (truncated at two standard deviations, variance-corrected, as
+    /// TensorFlow's initialiser), zero biases, and `η = eta`.
+    pub fn glorot(
+        d: usize,
+        h: usize,
+        l: usize,
+        e: usize,
+        hc: usize,
+        k: usize,
+        eta: f64,
+        rng: &mut impl Rng,
+    ) -> Self {
+        let mut p = Self::zeros(d, h, l, e, hc, k);
+        glorot_fill(&mut p.w1, rng);
+        glorot_fill(&mut p.w2, rng);
+        glorot_fill(&mut p.wp, rng);
+        {
+            // A vector is a `E × 1` matrix for the fan computation.
+            let mut col = p.we.clone().insert_axis(Axis(1));
+            glorot_fill(&mut col, rng);
+            p.we.assign(&col.index_axis(Axis(1), 0));
+        }
+        glorot_fill(&mut p.c1, rng);
+        glorot_fill(&mut p.c2, rng);
+        p.eta[0] = c(eta);
+        p
+    }
+
+    /// Visits every tensor with its name, flat data and decay class.
+    pub fn visit(&self, mut f: impl FnMut(&'static str, &[F], Decay)) {
+        macro_rules! v {
+            ($field:ident, $name:expr, $decay:expr) => {
+                f($name, self.$field.as_slice().expect("contiguous"), $decay)
+            };
+        }
+        for_each_tensor!(v);
+    }
+
+    /// Visits every tensor mutably.
+    pub fn visit_mut(&mut self, mut f: impl FnMut(&'static str, &mut [F], Decay)) {
+        macro_rules! v {
+            ($field:ident, $name:expr, $decay:expr) => {
+                f($name, self.$field.as_slice_mut().expect("contiguous"), $decay)
+            };
+        }
+        for_each_tensor!(v);
+    }
+
+    /// Visits every tensor of `self` mutably together with the same tensor of `other`.
+    pub fn zip_mut(&mut self, other: &Self, mut f: impl FnMut(&'static str, &mut [F], &[F], Decay)) {
+        macro_rules! v {
+            ($field:ident, $name:expr, $decay:expr) => {
+                f(
+                    $name,
+                    self.$field.as_slice_mut().expect("contiguous"),
+                    other.$field.as_slice().expect("contiguous"),
+                    $decay,
+                )
+            };
+        }
+        for_each_tensor!(v);
+    }
+
+    /// Visits every tensor of `self` and `state` mutably together with the same tensor of
+    /// `grad` (an optimiser step).
+    pub fn update_with(
+        &mut self,
+        state: &mut Self,
+        grad: &Self,
+        mut f: impl FnMut(&'static str, &mut [F], &mut [F], &[F]),
+    ) {
+        macro_rules! v {
+            ($field:ident, $name:expr, $decay:expr) => {
+                f(
+                    $name,
+                    self.$field.as_slice_mut().expect("contiguous"),
+                    state.$field.as_slice_mut().expect("contiguous"),
+                    grad.$field.as_slice().expect("contiguous"),
+                )
+            };
+        }
+        for_each_tensor!(v);
+    }
+
+    /// Shapes by tensor name (for checkpoints).
+    pub fn shapes(&self) -> Vec<(&'static str, Vec<usize>)> {
+        let mut out = Vec::new();
+        macro_rules! v {
+            ($field:ident, $name:expr, $decay:expr) => {
+                out.push(($name, self.$field.shape().to_vec()))
+            };
+        }
+        for_each_tensor!(v);
+        out
+    }
+
+    /// Converts every entry to another float type.
+    pub fn cast<G: Float>(&self) -> Params<G> {
+        let cv2 = |a: &Array2<F>| a.mapv(|x| c::<G>(x.to_f64().unwrap_or(f64::NAN)));
+        let cv1 = |a: &Array1<F>| a.mapv(|x| c::<G>(x.to_f64().unwrap_or(f64::NAN)));
+        Params {
+            w1: cv2(&self.w1),
+            b1: cv1(&self.b1),
+            w2: cv2(&self.w2),
+            b2: cv1(&self.b2),
+            wp: cv2(&self.wp),
+            we: cv1(&self.we),
+            c1: cv2(&self.c1),
+            cb1: cv1(&self.cb1),
+            c2: cv2(&self.c2),
+            cb2: cv1(&self.cb2),
+            eta: cv1(&self.eta),
+        }
+    }
+
+    /// The name of the first tensor holding a non-finite entry, if any.
+    pub fn first_nonfinite(&self) -> Option<&'static str> {
+        let mut bad = None;
+        self.visit(|name, data, _| {
+            if bad.is_none() && data.iter().any(|x| !x.is_finite()) {
+                bad = Some(name);
+            }
+        });
+        bad
+    }
+}
+
+fn glorot_fill<F: Float>(w: &mut Array2<F>, rng: &mut impl Rng) {
+    let (fan_in, fan_out) = (w.nrows() as f64, w.ncols() as f64);
+    // Truncation at 2σ shrinks the standard deviation by this factor; undo it.
+    let std = (2.0 / (fan_in + fan_out)).sqrt() / 0.879_625_661_034_239_8;
+    for x in w.iter_mut() {
+        let n: f64 = loop {
+            let n: f64 = rng.sample(StandardNormal);
+            if n.abs() <= 2.0 {
+                break n;
+            }
+        };
+        *x = c(n * std);
+    }
+}
+
+/// Per-feature standardisation with training statistics: `x̃_d = (x_d − mean_d)·scale_d`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Standardizer {
+    pub mean: Vec<f32>,
+    /// `1 / (std + 1e-6)` as in the released code; 0 for a feature constant on the training
+    /// data, which would otherwise turn an unseen test value into ±10⁶.
+    pub scale: Vec<f32>,
+}
+
+impl Standardizer {
+    /// Statistics of `x` (population standard deviation, over all rows including zeros).
+    pub fn fit(x: &CsrMatrix) -> Self {
+        let n = x.n_rows.max(1) as f64;
+        let mut sum = vec![0f64; x.n_cols];
+        let mut sq = vec![0f64; x.n_cols];
+        for (&i, &v) in x.indices.iter().zip(&x.values) {
+            sum[i as usize] += v as f64;
+            sq[i as usize] += (v as f64) * (v as f64);
+        }
+        let mut mean = Vec::with_capacity(x.n_cols);
+        let mut scale = Vec::with_capacity(x.n_cols);
+        for d in 0..x.n_cols {
+            let m = sum[d] / n;
+            let var = (sq[d] / n - m * m).max(0.0);
+            mean.push(m as f32);
+            scale.push(if var > 0.0 { (1.0 / (var.sqrt() + 1e-6)) as f32 } else { 0.0 });
+        }
+        Self { mean, scale }
+    }
+
+    /// No standardisation (identity).
+    pub fn identity(d: usize) -> Self {
+        Self { mean: vec![0.0; d], scale: vec![1.0; d] }
+    }
+}
+
+/// A standardised sparse first layer `x̃ W + b` for the rows `rows` of `x`, written into `out`.
+///
+/// `shift` must hold `(mean ⊙ scale)ᵀ W` (see [`first_layer_shift`]).
+pub fn sparse_first_layer<F: Float>(
+    x: &CsrMatrix,
+    rows: &[usize],
+    stdz: &Standardizer,
+    w: ArrayView2<F>,
+    b: &[F],
+    shift: &[F],
+    mut out: ArrayViewMut2<F>,
+) {
+    for (r, &row) in rows.iter().enumerate() {
+        let mut o = out.row_mut(r);
+        let o = o.as_slice_mut().expect("contiguous");
+        for ((o, &b), &s) in o.iter_mut().zip(b).zip(shift) {
+            *o = b - s;
+        }
+        let (idx, val) = x.row(row);
+        for (&d, &v) in idx.iter().zip(val) {
+            let a: F = c((v * stdz.scale[d as usize]) as f64);
+            if a == F::zero() {
+                continue;
+            }
+            let wr = w.row(d as usize);
+            for (o, &wv) in o.iter_mut().zip(wr.as_slice().expect("contiguous")) {
+                *o += a * wv;
+            }
+        }
+    }
+}
+
+/// `(mean ⊙ scale)ᵀ W`, the constant part of a standardised first layer.
+pub fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec<F> {
+    let mut shift = vec![F::zero(); w.ncols()];
+    for (d, wr) in w.outer_iter().enumerate() {
+        let ms: F = c((stdz.mean[d] * stdz.scale[d]) as f64);
+        if ms == F::zero() {
+            continue;
+        }
+        for (s, &wv) in shift.iter_mut().zip(wr.iter()) {
+            *s += ms * wv;
+        }
+    }
+    shift
+}
+
+/// Backward of [`sparse_first_layer`]: accumulates `∂ℓ/∂W` and `∂ℓ/∂b` from `∂ℓ/∂pre`.
+pub fn sparse_first_layer_backward<F: Float>(
+    x: &CsrMatrix,
+    rows: &[usize],
+    stdz: &Standardizer,
+    dpre: ArrayView2<F>,
+    dw: &mut Array2<F>,
+    db: &mut Array1<F>,
+) {
+    let colsum = dpre.sum_axis(Axis(0));
+    *db += &colsum;
+    for (r, &row) in rows.iter().enumerate() {
+        let g = dpre.row(r);
+        let g = g.as_slice().expect("contiguous");
+        let (idx, val) = x.row(row);
+        for (&d, &v) in idx.iter().zip(val) {
+            let a: F = c((v * stdz.scale[d as usize]) as f64);
+            if a == F::zero() {
+                continue;
+            }
+            let mut wr = dw.row_mut(d as usize);
+            for (o, &gv) in wr.as_slice_mut().expect("contiguous").iter_mut().zip(g) {
+                *o += a * gv;
+            }
+        }
+    }
+    // The shift term −(mean ⊙ scale)ᵀ W is dense: a rank-one update.
+    let colsum = colsum.as_slice().expect("contiguous");
+    for (d, mut wr) in dw.outer_iter_mut().enumerate() {
+        let ms: F = c((stdz.mean[d] * stdz.scale[d]) as f64);
+        if ms == F::zero() {
+            continue;
+        }
+        for (o, &cs) in wr.iter_mut().zip(colsum) {
+            *o -= ms * cs;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn standardizer_matches_dense_statistics() {
+        let mut x = CsrMatrix::new(3);
+        x.push_row(&[0, 2], &[1.0, 2.0]);
+        x.push_row(&[0], &[3.0]);
+        x.push_row(&[], &[]);
+        let s = Standardizer::fit(&x);
+        // column 0: values 1, 3, 0 -> mean 4/3, population std sqrt(14/9)
+        assert!((s.mean[0] - 4.0 / 3.0).abs() < 1e-6);
+        let std0 = (10.0f64 / 3.0 - 16.0 / 9.0).sqrt();
+        assert!((s.scale[0] as f64 - 1.0 / (std0 + 1e-6)).abs() < 1e-5);
+        assert_eq!(s.scale[1], 0.0, "a constant feature is switched off");
+    }
+
+    #[test]
+    fn sparse_first_layer_equals_dense_standardised_product() {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        let mut x = CsrMatrix::new(5);
+        x.push_row(&[0, 3], &[1.0, 1.0]);
+        x.push_row(&[1, 2, 4], &[1.0, 2.0, 1.0]);
+        x.push_row(&[3], &[1.0]);
+        let s = Standardizer::fit(&x);
+        let mut w = Array2::<f64>::zeros((5, 4));
+        glorot_fill(&mut w, &mut rng);
+        let b = Array1::from(vec![0.1, -0.2, 0.3, 0.0]);
+        let shift = first_layer_shift(&s, w.view());
+        let mut out = Array2::zeros((3, 4));
+        sparse_first_layer(&x, &[0, 1, 2], &s, w.view(), b.as_slice().unwrap(), &shift, out.view_mut());
+        for r in 0..3 {
+            let mut dense = vec![0f64; 5];
+            let (i, v) = x.row(r);
+            for (&i, &v) in i.iter().zip(v) {
+                dense[i as usize] = v as f64;
+            }
+            for h in 0..4 {
+                let mut e = b[h];
+                for d in 0..5 {
+                    e += (dense[d] - s.mean[d] as f64) * s.scale[d] as f64 * w[[d, h]];
+                }
+                // mean and scale are stored in f32: agreement to f32 precision
+                assert!((out[[r, h]] - e).abs() < 1e-5 * (1.0 + e.abs()), "row {r} unit {h}: {} vs {e}", out[[r, h]]);
+            }
+        }
+    }
+}

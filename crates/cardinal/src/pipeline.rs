@@ -1,0 +1,362 @@
+//! The whole model on a batch: networks, unrolled inference, the loss and its gradient.
+
+use cardinal_proj::{AnyProjector, Method};
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array2, Axis};
+use rayon::prelude::*;
+
+use crate::config::{Config, IterateWeights, ZMode};
+use crate::data::{CsrMatrix, LabelSets};
+use crate::error::{Error, Result};
+use crate::inference::{soft_f1, RowTape, Unroll};
+use crate::model::{c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, Float, Params, Standardizer};
+
+/// A trained or initialised model: parameters plus everything needed to apply them.
+#[derive(Debug, Clone)]
+pub struct Model<F: Float> {
+    pub config: Config,
+    pub params: Params<F>,
+    pub standardizer: Standardizer,
+    /// The counts the cardinality network chooses among (`K` values).
+    pub counts: Vec<F>,
+    /// Mean label count on the training data (the constant baseline of the count predictor).
+    pub train_mean_cardinality: f64,
+}
+
+/// Per-row outputs of a forward pass.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs<F> {
+    /// Last iterates `y_T`, `n × L` row-major.
+    pub y: Vec<F>,
+    /// Predicted counts `z`, one per row.
+    pub z: Vec<F>,
+    /// Unary scores `u(x)`, `n × L`.
+    pub unary: Vec<F>,
+}
+
+/// Reusable buffers of one batch (no allocation once grown).
+#[derive(Default)]
+pub struct Workspace<F: Float> {
+    pre1: Array2<F>,
+    h1: Array2<F>,
+    u: Array2<F>,
+    prec: Array2<F>,
+    hc: Array2<F>,
+    p: Array2<F>,
+    z: Vec<F>,
+    tapes: Vec<RowTape<F>>,
+    gu: Array2<F>,
+    ggs: Array2<F>,
+    masks: Array2<F>,
+    row_out: Vec<RowResult<F>>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct RowResult<F> {
+    loss: F,
+    gz: F,
+    geta: F,
+}
+
+/// Loss terms of one batch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BatchLoss {
+    /// Weighted negative relaxed F1 over the iterates (summed or averaged over the batch).
+    pub f1_loss: f64,
+    /// Supervised cardinality cross-entropy term (already weighted).
+    pub card_loss: f64,
+    /// Weight-decay term.
+    pub decay_loss: f64,
+}
+
+impl BatchLoss {
+    pub fn total(&self) -> f64 {
+        self.f1_loss + self.card_loss + self.decay_loss
+    }
+}
+
+impl<F: Float> Model<F> {
+    pub fn n_features(&self) -> usize {
+        self.params.w1.nrows()
+    }
+    pub fn n_labels(&self) -> usize {
+        self.params.w2.ncols()
+    }
+
+    fn projector(&self, training: bool) -> AnyProjector {
+        let inf = &self.config.inference;
+        let method: Method = if training { inf.train_projection } else { inf.test_projection };
+        AnyProjector { method, rounds: inf.rounds, iters: inf.fp_iters }
+    }
+
+    fn iterate_weight(&self, t: usize) -> F {
+        // t is 1-based: the weight of the loss on y_t.
+        let steps = self.config.inference.steps;
+        let tt = steps as f64;
+        let w = match self.config.loss.iterate_weights {
+            IterateWeights::Authors => 1.0 / (tt * (tt - t as f64 + 2.0)),
+            IterateWeights::Paper => 1.0 / (tt * (tt - t as f64 + 1.0)),
+            IterateWeights::Last => f64::from(u8::from(t == steps)),
+        };
+        c(w)
+    }
+
+    /// Networks forward for `rows` of `x`: fills `u`, `p` and `z` in the workspace.
+    fn networks_forward(&self, x: &CsrMatrix, rows: &[usize], ws: &mut Workspace<F>) {
+        let p = &self.params;
+        let (b, h, l, hc, k) = (rows.len(), p.w1.ncols(), p.w2.ncols(), p.c1.ncols(), p.c2.ncols());
+        ensure_shape(&mut ws.pre1, b, h);
+        ensure_shape(&mut ws.h1, b, h);
+        ensure_shape(&mut ws.u, b, l);
+        ensure_shape(&mut ws.prec, b, hc);
+        ensure_shape(&mut ws.hc, b, hc);
+        ensure_shape(&mut ws.p, b, k);
+        let shift = first_layer_shift(&self.standardizer, p.w1.view());
+        sparse_first_layer(x, rows, &self.standardizer, p.w1.view(), p.b1.as_slice().unwrap(), &shift, ws.pre1.view_mut());
+        ws.h1.zip_mut_with(&ws.pre1, |o, &a| *o = a.max(F::zero()));
+        ws.u.assign(&p.b2.broadcast((b, l)).unwrap());
+        general_mat_mul(F::one(), &ws.h1, &p.w2, F::one(), &mut ws.u);
+
+        let shift = first_layer_shift(&self.standardizer, p.c1.view());
+        sparse_first_layer(x, rows, &self.standardizer, p.c1.view(), p.cb1.as_slice().unwrap(), &shift, ws.prec.view_mut());
+        ws.hc.zip_mut_with(&ws.prec, |o, &a| *o = a.max(F::zero()));
+        ws.p.assign(&p.cb2.broadcast((b, k)).unwrap());
+        general_mat_mul(F::one(), &ws.hc, &p.c2, F::one(), &mut ws.p);
+        ws.z.clear();
+        for mut row in ws.p.outer_iter_mut() {
+            let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
+            row.mapv_inplace(|v| (v - m).exp());
+            let s = row.sum();
+            row.mapv_inplace(|v| v / s);
+            let z = match self.config.model.z_mode {
+                ZMode::Expectation => row.iter().zip(&self.counts).map(|(&p, &k)| p * k).sum(),
+                ZMode::Argmax => {
+                    let mut best = 0;
+                    for (i, &v) in row.iter().enumerate() {
+                        if v > row[best] {
+                            best = i;
+                        }
+                    }
+                    self.counts[best]
+                }
+            };
+            ws.z.push(z);
+        }
+        if ws.tapes.len() < b {
+            ws.tapes.resize_with(b, RowTape::default);
+        }
+    }
+
+    fn unroll<'a>(&'a self, projector: &'a AnyProjector) -> Unroll<'a, F> {
+        let inf = &self.config.inference;
+        Unroll {
+            wp: self.params.wp.view(),
+            we: self.params.we.as_slice().unwrap(),
+            eta: self.params.eta[0],
+            momentum: c(inf.momentum),
+            steps: inf.steps,
+            projector,
+        }
+    }
+
+    /// Inference (no gradients) for `rows` of `x`; appends to `out`.
+    pub fn forward(&self, x: &CsrMatrix, rows: &[usize], ws: &mut Workspace<F>, out: &mut Outputs<F>) -> Result<()> {
+        self.networks_forward(x, rows, ws);
+        let projector = self.projector(false);
+        let un = self.unroll(&projector);
+        let l = self.n_labels();
+        let steps = self.config.inference.steps;
+        let start = out.y.len();
+        out.y.resize(start + rows.len() * l, F::zero());
+        let u = ws.u.as_slice().unwrap();
+        let z = &ws.z;
+        out.y[start..]
+            .par_chunks_mut(l)
+            .zip(ws.tapes[..rows.len()].par_iter_mut())
+            .enumerate()
+            .try_for_each(|(r, (y, tape))| -> Result<()> {
+                un.forward_row(&u[r * l..(r + 1) * l], z[r], tape)?;
+                y.copy_from_slice(tape.y(steps, l));
+                Ok(())
+            })?;
+        out.z.extend_from_slice(&ws.z);
+        out.unary.extend_from_slice(u);
+        Ok(())
+    }
+
+    /// Loss of the batch `rows` and its gradient (written into `grad`, overwritten).
+    pub fn loss_and_grad(
+        &self,
+        x: &CsrMatrix,
+        labels: &LabelSets,
+        rows: &[usize],
+        ws: &mut Workspace<F>,
+        grad: &mut Params<F>,
+    ) -> Result<BatchLoss> {
+        self.networks_forward(x, rows, ws);
+        let cfg = &self.config;
+        let (b, l, e, steps) = (rows.len(), self.n_labels(), self.params.wp.ncols(), cfg.inference.steps);
+        let batch_scale: F = if cfg.loss.sum_over_batch { F::one() } else { c(1.0 / b as f64) };
+        ensure_shape(&mut ws.gu, b, l);
+        ensure_shape(&mut ws.ggs, b * steps, l);
+        ensure_shape(&mut ws.masks, b * steps, e);
+        ws.row_out.resize(b, RowResult::default());
+        let projector = self.projector(true);
+        let un = self.unroll(&projector);
+        let weights: Vec<F> = (1..=steps).map(|t| self.iterate_weight(t) * batch_scale).collect();
+        let u = ws.u.as_slice().unwrap();
+        let z = &ws.z;
+        ws.gu
+            .as_slice_mut()
+            .unwrap()
+            .par_chunks_mut(l)
+            .zip(ws.ggs.as_slice_mut().unwrap().par_chunks_mut(steps * l))
+            .zip(ws.masks.as_slice_mut().unwrap().par_chunks_mut(steps * e))
+            .zip(ws.tapes[..b].par_iter_mut())
+            .zip(ws.row_out.par_iter_mut())
+            .enumerate()
+            .try_for_each(|(r, ((((gu, ggs), masks), tape), res))| -> Result<()> {
+                un.forward_row(&u[r * l..(r + 1) * l], z[r], tape)?;
+                let gold = labels.row(rows[r]);
+                // ∂ℓ/∂y_t for every iterate, built in `ggs` and consumed by backward_row
+                // before it overwrites the same buffer with the adjoints of g_t.
+                let mut loss = F::zero();
+                let mut gys = std::mem::take(&mut tape.spare);
+                gys.clear();
+                gys.resize(steps * l, F::zero());
+                for t in 1..=steps {
+                    let w = weights[t - 1];
+                    let f1 = soft_f1(tape.y(t, l), gold, Some((&mut gys[(t - 1) * l..t * l], -w)));
+                    loss -= w * f1;
+                }
+                let (gz, geta) = un.backward_row(tape, &gys, gu, ggs);
+                tape.spare = gys;
+                masks.copy_from_slice(&tape.masks[..steps * e]);
+                *res = RowResult { loss, gz, geta };
+                Ok(())
+            })?;
+
+        grad.visit_mut(|_, g, _| g.fill(F::zero()));
+        let p = &self.params;
+        let mut loss = BatchLoss { f1_loss: ws.row_out[..b].iter().map(|r| r.loss.to_f64().unwrap()).sum(), ..Default::default() };
+
+        // Energy: ∂Wp = Σ ḡg (w2 ⊙ m)ᵀ, ∂w2 = Σ (Wpᵀ ḡg) ⊙ m, over all rows and steps.
+        if e > 0 {
+            let s = &ws.masks * &p.we.broadcast((b * steps, e)).unwrap();
+            general_mat_mul(F::one(), &ws.ggs.t(), &s, F::zero(), &mut grad.wp);
+            let mut proj = Array2::zeros((b * steps, e));
+            general_mat_mul(F::one(), &ws.ggs, &p.wp, F::zero(), &mut proj);
+            proj *= &ws.masks;
+            grad.we.assign(&proj.sum_axis(Axis(0)));
+        }
+        if cfg.inference.learn_eta {
+            grad.eta[0] = ws.row_out[..b].iter().map(|r| r.geta).sum();
+        }
+
+        // Unary net.
+        grad.b2.assign(&ws.gu.sum_axis(Axis(0)));
+        general_mat_mul(F::one(), &ws.h1.t(), &ws.gu, F::zero(), &mut grad.w2);
+        let mut dh = Array2::zeros(ws.h1.raw_dim());
+        general_mat_mul(F::one(), &ws.gu, &p.w2.t(), F::zero(), &mut dh);
+        dh.zip_mut_with(&ws.pre1, |d, &a| {
+            if a <= F::zero() {
+                *d = F::zero()
+            }
+        });
+        sparse_first_layer_backward(x, rows, &self.standardizer, dh.view(), &mut grad.w1, &mut grad.b1);
+
+        // Cardinality net: through z (expectation) and the supervised term.
+        let k = self.counts.len();
+        let mut dlogits = Array2::<F>::zeros((b, k));
+        let card_w: F = c(cfg.loss.cardinality_weight);
+        let (kmin, kmax) = (self.counts[0], self.counts[k - 1]);
+        for r in 0..b {
+            let pr = ws.p.row(r);
+            let mut dl = dlogits.row_mut(r);
+            if cfg.model.z_mode == ZMode::Expectation {
+                let gz = ws.row_out[r].gz;
+                for j in 0..k {
+                    dl[j] += pr[j] * (self.counts[j] - ws.z[r]) * gz;
+                }
+            }
+            if card_w > F::zero() {
+                let count: F = c(labels.count(rows[r]) as f64);
+                let target = (count.max(kmin).min(kmax) - kmin).to_usize().unwrap();
+                loss.card_loss -= (card_w * batch_scale * pr[target].max(c(1e-30)).ln()).to_f64().unwrap();
+                for j in 0..k {
+                    let onehot = if j == target { F::one() } else { F::zero() };
+                    dl[j] += card_w * batch_scale * (pr[j] - onehot);
+                }
+            }
+        }
+        grad.cb2.assign(&dlogits.sum_axis(Axis(0)));
+        general_mat_mul(F::one(), &ws.hc.t(), &dlogits, F::zero(), &mut grad.c2);
+        let mut dhc = Array2::zeros(ws.hc.raw_dim());
+        general_mat_mul(F::one(), &dlogits, &p.c2.t(), F::zero(), &mut dhc);
+        dhc.zip_mut_with(&ws.prec, |d, &a| {
+            if a <= F::zero() {
+                *d = F::zero()
+            }
+        });
+        sparse_first_layer_backward(x, rows, &self.standardizer, dhc.view(), &mut grad.c1, &mut grad.cb1);
+
+        // Weight decay λ·½‖W‖² (the unary matrices λ·mult).
+        let wd = cfg.train.weight_decay;
+        let mult = cfg.train.unary_weight_decay_mult;
+        let mut decay = 0.0;
+        grad.zip_mut(p, |_, g, w, class| {
+            let lambda = match class {
+                Decay::None => return,
+                Decay::Unary => wd * mult,
+                Decay::Other => wd,
+            };
+            if lambda == 0.0 {
+                return;
+            }
+            let lf: F = c(lambda);
+            let mut sq = F::zero();
+            for (g, &w) in g.iter_mut().zip(w) {
+                *g += lf * w;
+                sq += w * w;
+            }
+            decay += 0.5 * lambda * sq.to_f64().unwrap();
+        });
+        loss.decay_loss = decay;
+        Ok(loss)
+    }
+}
+
+fn ensure_shape<F: Float>(a: &mut Array2<F>, rows: usize, cols: usize) {
+    if a.dim() != (rows, cols) {
+        *a = Array2::zeros((rows, cols));
+    }
+}
+
+/// Builds the count values `min..=max`.
+pub fn count_values<F: Float>(min: usize, max: usize) -> Vec<F> {
+    (min..=max).map(|k| c(k as f64)).collect()
+}
+
+/// Gradient checks need the loss as a plain function of the parameters.
+pub fn batch_loss<F: Float>(
+    model: &Model<F>,
+    x: &CsrMatrix,
+    labels: &LabelSets,
+    rows: &[usize],
+    ws: &mut Workspace<F>,
+) -> Result<f64> {
+    let mut g = model.params.zeros_like();
+    Ok(model.loss_and_grad(x, labels, rows, ws, &mut g)?.total())
+}
+
+/// Checks that a model fits a dataset's dimensions.
+pub fn check_dims<F: Float>(model: &Model<F>, n_features: usize, n_labels: usize, what: &str) -> Result<()> {
+    if model.n_features() != n_features || model.n_labels() != n_labels {
+        return Err(Error::Mismatch(format!(
+            "{what} has {n_features} features and {n_labels} labels, but the model expects {} features and {} labels",
+            model.n_features(),
+            model.n_labels()
+        )));
+    }
+    Ok(())
+}
