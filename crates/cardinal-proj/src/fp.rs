@@ -17,9 +17,12 @@
 //!   `u = clip(v − λ*, 0, 1)`. If the soft free count `r₂ − r₁ ≤ 1/2` (no free coordinate) we
 //!   use `λ* = λ_J` as a constant instead of dividing by ~0.
 //!
-//! VJP: the bisection's bound updates are discrete, so λ_J is a constant; the gradient flows
-//! through the clip, the formula for λ* and the two soft one-hots (softmax and softsign of `μ`,
-//! the cumsum, the sort permutation) and through z in the formula.
+//! VJP: the bisection's bound updates are discrete choices and are held constant; the gradient
+//! flows through the clip, the formula for λ*, the two soft one-hots (softmax and softsign of
+//! `μ`, the cumsum, the sort permutation) and z in the formula. With the choices fixed,
+//! `λ_J = α·min(ṽ) + β·max(v)` for dyadic α + β = 1, so λ_J still moves with the interval's
+//! initial ends; we include that term, which makes the VJP the exact derivative of the forward
+//! map wherever no choice flips.
 
 use crate::util::{argsort_desc_with, of, validate, ZRange};
 use crate::{ProjError, Projector, Real};
@@ -41,6 +44,9 @@ pub struct FpTape<F> {
     rho1: Vec<F>,
     rho2: Vec<F>,
     lam_j: F,
+    /// λ_J = α·lo₀ + β·hi₀ (the bisection only ever averages the two initial ends).
+    alpha_beta: (F, F),
+    lo0_active: bool,
     lam: F,
     sums: [F; 4], // C1, C2, r1, r2
     formula: bool,
@@ -87,25 +93,34 @@ impl<F: Real> Projector<F> for FastProjection {
             t.c.push(acc);
         }
         let l = v.len();
-        let mut lo = (t.mu[l - 1] - one).max(zero);
+        let lo_arg = t.mu[l - 1] - one;
+        t.lo0_active = lo_arg > zero;
+        let mut lo = lo_arg.max(zero);
         let mut hi = t.mu[0];
         let mut lam = half * (lo + hi);
+        // Coefficients of lo, hi and λ on (lo₀, hi₀), for the derivative of λ_J.
+        let (mut clo, mut chi) = ((one, zero), (zero, one));
+        let mut clam = (half, half);
         for _ in 0..self.iters {
             let (c1, r1) = soft_last(&t.mu, &t.c, lam + one, &mut t.rho1);
             let (c2, r2) = soft_last(&t.mu, &t.c, lam, &mut t.rho2);
             let z_lam = r1 + c2 - c1 - (r2 - r1) * lam;
             if z_lam > z {
                 lo = lam;
+                clo = clam;
             } else {
                 hi = lam;
+                chi = clam;
             }
             lam = half * (lo + hi);
+            clam = (half * (clo.0 + chi.0), half * (clo.1 + chi.1));
         }
         let (c1, r1) = soft_last(&t.mu, &t.c, lam + one, &mut t.rho1);
         let (c2, r2) = soft_last(&t.mu, &t.c, lam, &mut t.rho2);
         let d = r2 - r1;
         t.formula = d > half;
         t.lam_j = lam;
+        t.alpha_beta = clam;
         t.lam = if t.formula {
             (c2 - c1 - (z - r1)) / d
         } else {
@@ -129,7 +144,14 @@ impl<F: Real> Projector<F> for FastProjection {
             *o = f * gi;
             dlam -= f * gi;
         }
+        let l = t.mu.len();
+        let (alpha, beta) = t.alpha_beta;
         if !t.formula {
+            // λ* = λ_J: only the interval ends carry gradient.
+            gv[t.perm[0] as usize] += beta * dlam;
+            if t.lo0_active {
+                gv[t.perm[l - 1] as usize] += alpha * dlam;
+            }
             return zero;
         }
         let [c1, c2, r1, r2] = t.sums;
@@ -141,7 +163,8 @@ impl<F: Real> Projector<F> for FastProjection {
         let dot1 = dc1 * c1 + dr1 * r1;
         let dot2 = dc2 * c2 + dr2 * r2;
         let mut suffix = zero;
-        for k in (0..t.mu.len()).rev() {
+        let mut dlam_j = zero;
+        for k in (0..l).rev() {
             let j: F = of(k + 1);
             let (p1, p2) = (t.rho1[k], t.rho2[k]);
             let x1 = t.mu[k] - t.lam_j - one;
@@ -151,8 +174,13 @@ impl<F: Real> Projector<F> for FastProjection {
             let q1 = one + x1.abs();
             let q2 = one + x2.abs();
             let dmu = j * (a1 / (q1 * q1) + a2 / (q2 * q2));
+            dlam_j -= dmu; // the scores see μ_j − λ_J
             suffix += dc1 * p1 + dc2 * p2;
             gv[t.perm[k] as usize] += dmu + suffix;
+        }
+        gv[t.perm[0] as usize] += beta * dlam_j;
+        if t.lo0_active {
+            gv[t.perm[l - 1] as usize] += alpha * dlam_j;
         }
         gz
     }
