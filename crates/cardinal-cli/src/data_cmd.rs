@@ -1,0 +1,116 @@
+//! `cardinal data ...`: dataset inspection.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use cardinal_data::data::{resolve_dataset, DatasetStats, Resolved};
+
+/// Dataset commands.
+#[derive(Debug, clap::Args)]
+pub struct DataArgs {
+    #[command(subcommand)]
+    pub command: DataCommand,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DataCommand {
+    /// Print instances, features, labels, label cardinality, density and distinct label sets
+    /// for train, test and all.
+    Stats(StatsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatsArgs {
+    /// Dataset name (looked up in the data directory, then among the vendored datasets) or path
+    /// (MULAN folder, ARFF file with its XML beside it, LIBSVM or XMC file).
+    pub dataset: String,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Folder holding datasets by name (default: env CARDINAL_DATA).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+pub fn run(args: &DataArgs) -> anyhow::Result<()> {
+    match &args.command {
+        DataCommand::Stats(a) => stats(a),
+    }
+}
+
+fn stats(a: &StatsArgs) -> anyhow::Result<()> {
+    let resolved = resolve_dataset(&a.dataset, a.data_dir.as_deref())
+        .with_context(|| format!("loading dataset `{}`", a.dataset))?;
+    let name = resolved.name().to_string();
+    let rows: Vec<(&str, DatasetStats)> = match &resolved {
+        Resolved::Split(tt) => vec![
+            ("train", DatasetStats::of(&tt.train)),
+            ("test", DatasetStats::of(&tt.test)),
+            ("all", DatasetStats::of_all(&[&tt.train, &tt.test])),
+        ],
+        Resolved::Single(d) => vec![("all", DatasetStats::of(d))],
+    };
+    if a.json {
+        let mut obj = serde_json::Map::new();
+        obj.insert("dataset".into(), name.into());
+        for (part, s) in &rows {
+            obj.insert((*part).into(), serde_json::to_value(s)?);
+        }
+        println!("{}", serde_json::Value::Object(obj));
+        return Ok(());
+    }
+    print!("{}", table(&name, &rows));
+    Ok(())
+}
+
+/// A plain-text table, one row per part.
+fn table(name: &str, rows: &[(&str, DatasetStats)]) -> String {
+    let header = [
+        "split",
+        "instances",
+        "features",
+        "labels",
+        "cardinality",
+        "density",
+        "distinct sets",
+    ];
+    let body: Vec<[String; 7]> = rows
+        .iter()
+        .map(|(part, s)| {
+            [
+                part.to_string(),
+                s.instances.to_string(),
+                s.features.to_string(),
+                s.labels.to_string(),
+                format!("{:.3}", s.cardinality),
+                format!("{:.5}", s.density),
+                s.distinct_label_sets.to_string(),
+            ]
+        })
+        .collect();
+    let mut width = header.map(str::len);
+    for r in &body {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::new();
+        for (k, (c, w)) in cells.iter().zip(&width).enumerate() {
+            if k == 0 {
+                s.push_str(&format!("{c:<w$}"));
+            } else {
+                s.push_str(&format!("  {c:>w$}"));
+            }
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = format!("dataset: {name}\n");
+    out.push_str(&line(&header.map(String::from)));
+    out.push_str(&line(&width.map(|w| "-".repeat(w))));
+    for r in &body {
+        out.push_str(&line(r));
+    }
+    out
+}
