@@ -111,30 +111,56 @@ fn key(s: f32) -> f32 {
     }
 }
 
-/// Rank order: higher score first, then lower label index.
-#[inline]
-fn rank_cmp(row: &[f32], a: u32, b: u32) -> Ordering {
-    let (sa, sb) = (key(row[a as usize]), key(row[b as usize]));
-    // Keys are never NaN, so partial_cmp always answers.
-    sb.partial_cmp(&sa)
-        .unwrap_or(Ordering::Equal)
-        .then(a.cmp(&b))
-}
+/// Up to this `k`, top-k is one scan keeping a sorted buffer; above, a partial selection.
+const SMALL_K: usize = 32;
 
 /// The `min(k, L)` best-ranked labels of one score row, best first, into `out` (cleared first).
 pub fn top_k_labels(row: &[f32], k: usize, out: &mut Vec<u32>) {
+    top_k_with(row, k, out, &mut Vec::new());
+}
+
+/// [`top_k_labels`] with a reusable scratch buffer for large `k`.
+fn top_k_with(row: &[f32], k: usize, out: &mut Vec<u32>, scratch: &mut Vec<(f32, u32)>) {
     out.clear();
     let k = k.min(row.len());
     if k == 0 {
         return;
     }
-    out.extend(0..row.len() as u32);
-    if k < row.len() {
-        // Partial selection keeps this O(L) per row before sorting only the k winners.
-        out.select_nth_unstable_by(k - 1, |&a, &b| rank_cmp(row, a, b));
-        out.truncate(k);
+    if k <= SMALL_K && k < row.len() {
+        // Labels arrive in index order, so an equal score never displaces a kept one: most
+        // labels cost one comparison against the current k-th key.
+        let mut keys = [0f32; SMALL_K];
+        for (l, &s) in row.iter().enumerate() {
+            let s = key(s);
+            let len = out.len();
+            if len == k && s <= keys[k - 1] {
+                continue;
+            }
+            let pos = keys[..len].partition_point(|&x| x >= s);
+            let end = if len == k { k - 1 } else { len };
+            keys.copy_within(pos..end, pos + 1);
+            keys[pos] = s;
+            if len == k {
+                out.pop();
+            }
+            out.insert(pos, l as u32);
+        }
+        return;
     }
-    out.sort_unstable_by(|&a, &b| rank_cmp(row, a, b));
+    // Sorting (key, index) pairs avoids indirect loads in the comparator.
+    let cmp = |a: &(f32, u32), b: &(f32, u32)| {
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+    };
+    scratch.clear();
+    scratch.extend(row.iter().enumerate().map(|(l, &s)| (key(s), l as u32)));
+    if k < scratch.len() {
+        scratch.select_nth_unstable_by(k - 1, cmp);
+        scratch.truncate(k);
+    }
+    scratch.sort_unstable_by(cmp);
+    out.extend(scratch.iter().map(|p| p.1));
 }
 
 /// Binarises row-major `n × n_labels` `scores` with `rule`. `z` (one value per row) is needed by
@@ -167,6 +193,7 @@ pub fn binarize(
     };
     let mut out = LabelSets::new(n_labels);
     let mut buf = Vec::with_capacity(n_labels);
+    let mut scratch = Vec::new();
     for (r, row) in scores.chunks_exact(n_labels).enumerate() {
         match *rule {
             Binarize::Threshold(t) => {
@@ -174,12 +201,12 @@ pub fn binarize(
                 buf.extend((0..n_labels as u32).filter(|&l| row[l as usize] >= t));
             }
             Binarize::TopK(k) => {
-                top_k_labels(row, k, &mut buf);
+                top_k_with(row, k, &mut buf, &mut scratch);
                 buf.sort_unstable();
             }
             Binarize::TopRoundZ => {
                 let k = round_cardinality(z.expect("checked above")[r], n_labels);
-                top_k_labels(row, k, &mut buf);
+                top_k_with(row, k, &mut buf, &mut scratch);
                 buf.sort_unstable();
             }
         }
@@ -205,12 +232,14 @@ pub fn precision_at_k(
     let k_max = ks.iter().copied().max().unwrap_or(0);
     let mut hits = vec![0u64; ks.len()];
     let mut top = Vec::with_capacity(k_max.min(gold.n_labels));
+    let mut scratch = Vec::new();
+    let mut cum_at = Vec::with_capacity(k_max.min(gold.n_labels) + 1);
     for (r, row) in scores.chunks_exact(gold.n_labels).enumerate() {
-        top_k_labels(row, k_max, &mut top);
+        top_k_with(row, k_max, &mut top, &mut scratch);
         let g = gold.row(r);
         // Gold rows are sorted, so membership is a binary search.
         let mut cum = 0u64;
-        let mut cum_at = Vec::with_capacity(top.len() + 1);
+        cum_at.clear();
         cum_at.push(0u64);
         for &l in &top {
             cum += g.binary_search(&l).is_ok() as u64;
@@ -262,6 +291,7 @@ pub fn example_f1_by_threshold(
     let sorted: Vec<f32> = order.iter().map(|&i| grid[i]).collect();
     let g_len = sorted.len();
     // bucket(s) = #{j : sorted[j] <= s}; s passes sorted[j] iff j < bucket(s). NaN gets 0.
+    let lowest = sorted[0];
     let bucket = |s: f32| sorted.partition_point(|&t| t <= s);
     let mut cnt_all = vec![0u32; g_len + 1];
     let mut cnt_gold = vec![0u32; g_len + 1];
@@ -270,7 +300,10 @@ pub fn example_f1_by_threshold(
         cnt_all.fill(0);
         cnt_gold.fill(0);
         for &s in row {
-            cnt_all[bucket(s)] += 1;
+            // Bucket 0 passes no threshold and is never read: skip the search (and NaN).
+            if s >= lowest {
+                cnt_all[bucket(s)] += 1;
+            }
         }
         let g = gold.row(r);
         for &l in g {
