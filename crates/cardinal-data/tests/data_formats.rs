@@ -17,7 +17,10 @@ fn fx(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-fn rows(ds: &Dataset) -> Vec<(Vec<(u32, f32)>, Vec<u32>)> {
+/// One row: (column, value) pairs and labels.
+type Row = (Vec<(u32, f32)>, Vec<u32>);
+
+fn rows(ds: &Dataset) -> Vec<Row> {
     (0..ds.n_rows())
         .map(|r| {
             let (i, v) = ds.features.row(r);

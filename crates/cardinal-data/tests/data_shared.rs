@@ -11,7 +11,7 @@ use cardinal_data::data::{
 /// The shared data folder: `CARDINAL_SHARED_DATA`, else `shared/data` in or beside the checkout.
 fn shared_data() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("CARDINAL_SHARED_DATA") {
-        return Some(PathBuf::from(p));
+        return Some(PathBuf::from(p)).filter(|p| p.is_dir());
     }
     let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     ["../../shared/data", "../../../shared/data"]

@@ -338,8 +338,8 @@ fn value(
                 }
             } else {
                 match parse_f32(tok) {
-                    Some(x) if x == 0.0 => false,
-                    Some(x) if x == 1.0 => true,
+                    Some(0.0) => false,
+                    Some(1.0) => true,
                     _ => return Err(bad_binary()),
                 }
             };

@@ -128,15 +128,9 @@ impl DataError {
     /// Attaches `path` to an error that has none yet (readers of `impl BufRead` don't know it).
     pub fn with_path(mut self, p: &Path) -> Self {
         match &mut self {
-            DataError::Io { path, .. } => {
-                if path.is_none() {
-                    *path = Some(p.to_path_buf());
-                }
-            }
-            DataError::Parse { location, .. } => {
-                if location.path.is_none() {
-                    location.path = Some(p.to_path_buf());
-                }
+            DataError::Io { path, .. } if path.is_none() => *path = Some(p.to_path_buf()),
+            DataError::Parse { location, .. } if location.path.is_none() => {
+                location.path = Some(p.to_path_buf())
             }
             _ => {}
         }

@@ -16,6 +16,8 @@ const BIBTEX_TEST: &[u8] = include_bytes!("../../../../data/bibtex/bibtex-test.a
 const BIBTEX_XML: &[u8] = include_bytes!("../../../../data/bibtex/bibtex.xml.gz");
 
 /// A resolved dataset: with its standard train/test split, or a single file without one.
+// Made once per load: boxing the larger variant would only add friction for users.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Resolved {
     Split(TrainTest),
