@@ -1,1 +1,73 @@
-fn main() {}
+//! `cardinal`: the command-line interface. A thin layer over the `cardinal` library:
+//! parse arguments, call the library, print.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod data_cmd;
+mod model_cmd;
+
+/// Deep structured prediction with cardinality constraints (Predict and Constrain).
+#[derive(Debug, Parser)]
+#[command(name = "cardinal", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Worker threads (default: all cores). Results are identical for any thread count.
+    #[arg(long, global = true, value_name = "N")]
+    threads: Option<usize>,
+    /// More log output (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Inspect datasets.
+    Data(data_cmd::DataArgs),
+    /// Train a model and evaluate it on the test split.
+    Train(model_cmd::TrainArgs),
+    /// Evaluate a trained model.
+    Eval(model_cmd::EvalArgs),
+    /// Predict label sets (JSON lines).
+    Predict(model_cmd::PredictArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let level = match cli.verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()))
+        .with_writer(std::io::stderr)
+        .init();
+    if let Some(n) = cli.threads {
+        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global() {
+            eprintln!("error: cannot set up {n} threads: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let result = match &cli.command {
+        Command::Data(a) => data_cmd::run(a),
+        Command::Train(a) => model_cmd::train(a),
+        Command::Eval(a) => model_cmd::eval(a),
+        Command::Predict(a) => model_cmd::predict(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Where datasets are looked up by name.
+pub fn data_dir(explicit: &Option<PathBuf>) -> Option<PathBuf> {
+    explicit.clone().or_else(|| std::env::var_os("CARDINAL_DATA").map(PathBuf::from))
+}

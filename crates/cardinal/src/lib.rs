@@ -12,6 +12,7 @@
 pub use cardinal_data::{data, metrics};
 pub use cardinal_proj as proj;
 
+pub mod checkpoint;
 pub mod config;
 pub mod error;
 pub mod eval;
@@ -22,3 +23,4 @@ pub mod train;
 
 pub use config::Config;
 pub use error::{Error, Result};
+

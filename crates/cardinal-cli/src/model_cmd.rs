@@ -1,0 +1,292 @@
+//! `cardinal train | eval | predict`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use cardinal::checkpoint::{self, write_atomic};
+use cardinal::data::{read_mulan, resolve_dataset, Dataset, TrainTest};
+use cardinal::eval::{evaluate_outputs, predict as run_predict, EvalReport};
+use cardinal::train::{train as run_train, Event};
+use cardinal::Config;
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// Where the data comes from.
+#[derive(Debug, clap::Args)]
+pub struct DataSource {
+    /// Dataset name (data directory, then vendored) or path (MULAN folder, ARFF with XML beside,
+    /// LIBSVM or XMC file).
+    #[arg(long, default_value = "bibtex", conflicts_with = "train")]
+    pub dataset: String,
+    /// Training ARFF file (with --test and --labels).
+    #[arg(long, requires_all = ["test", "labels"], value_name = "FILE")]
+    pub train: Option<PathBuf>,
+    /// Test ARFF file.
+    #[arg(long, requires = "train", value_name = "FILE")]
+    pub test: Option<PathBuf>,
+    /// MULAN XML label file naming the label attributes.
+    #[arg(long, requires = "train", value_name = "FILE")]
+    pub labels: Option<PathBuf>,
+    /// Folder holding datasets by name (default: env CARDINAL_DATA).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// For a single-file dataset: fraction used for training in a seeded split.
+    #[arg(long, default_value_t = 0.8)]
+    pub train_fraction: f64,
+}
+
+impl DataSource {
+    pub fn load(&self) -> anyhow::Result<TrainTest> {
+        if let (Some(tr), Some(te), Some(xml)) = (&self.train, &self.test, &self.labels) {
+            let train = read_mulan(tr, xml).with_context(|| format!("reading {}", tr.display()))?;
+            let test = read_mulan(te, xml).with_context(|| format!("reading {}", te.display()))?;
+            return Ok(TrainTest { train, test });
+        }
+        let dir = crate::data_dir(&self.data_dir);
+        let resolved = resolve_dataset(&self.dataset, dir.as_deref()).with_context(|| format!("loading dataset `{}`", self.dataset))?;
+        Ok(resolved.into_train_test(self.train_fraction, 0)?)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    pub data: DataSource,
+    /// JSON configuration (fields left out keep the preset's values).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Preset to start from.
+    #[arg(long, default_value = "paper")]
+    pub preset: String,
+    /// Seed of the initialisation and batch order (overrides the configuration's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Model directory to write (weights, config, metrics.jsonl, eval.json).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Print the final evaluation as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn load_config(args: &TrainArgs) -> anyhow::Result<Config> {
+    let mut cfg = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Config::from_json(&text).with_context(|| format!("in {}", path.display()))?
+        }
+        None => Config::preset(&args.preset)?,
+    };
+    if let Some(seed) = args.seed {
+        cfg.seed = seed;
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
+    let cfg = load_config(args)?;
+    let data = args.data.load()?;
+    let name = data.train.name.clone();
+    eprintln!(
+        "{name}: {} train / {} test examples, {} features, {} labels; preset {}, seed {}, {} threads",
+        data.train.n_rows(),
+        data.test.n_rows(),
+        data.train.n_features(),
+        data.train.n_labels(),
+        cfg.preset,
+        cfg.seed,
+        rayon::current_num_threads()
+    );
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let metrics_path = args.out.join("metrics.jsonl");
+    let mut metrics_lines = String::new();
+    let bar = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    bar.set_style(
+        ProgressStyle::with_template("phase {prefix} {bar:30} {pos}/{len} batches  {msg}")
+            .expect("valid template"),
+    );
+    let mut io_error = None;
+    let mut on_event = |ev: Event| match ev {
+        Event::Start { phase, epochs, batches_per_epoch } => {
+            bar.set_prefix(phase.to_string());
+            bar.set_length((epochs * batches_per_epoch) as u64);
+            bar.set_position(0);
+        }
+        Event::Batch { epoch, loss, .. } => {
+            bar.inc(1);
+            bar.set_message(format!("epoch {epoch} loss {loss:.4}"));
+        }
+        Event::Epoch(rec) => {
+            let dev = rec.dev_example_f1.map(|f| format!(" dev F1 {f:.2}")).unwrap_or_default();
+            bar.println(format!(
+                "phase {} epoch {:>3}: loss {:.4}{dev}  ({:.2} s/epoch)",
+                rec.phase, rec.epoch, rec.loss, rec.seconds
+            ));
+            metrics_lines.push_str(&serde_json::to_string(rec).expect("serialisable"));
+            metrics_lines.push('\n');
+            if let Err(e) = write_atomic(&metrics_path, metrics_lines.as_bytes()) {
+                io_error.get_or_insert(e);
+            }
+        }
+    };
+    let trained = run_train(&data.train, &cfg, &mut on_event)?;
+    bar.finish_and_clear();
+    if let Some(e) = io_error {
+        return Err(e.into());
+    }
+    let secs: Vec<f64> = trained.history.iter().map(|r| r.seconds).collect();
+    let mean_epoch = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
+    checkpoint::save(&trained.model, &args.out, &name, &data.train.label_names)?;
+    let report = evaluate(&trained.model, &data.test)?;
+    write_atomic(&args.out.join("eval.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print_report(&name, "test", &report);
+        println!("training time: {mean_epoch:.3} s/epoch (mean of {} epochs)", secs.len());
+        println!("model written to {}", args.out.display());
+    }
+    Ok(())
+}
+
+fn evaluate(model: &cardinal::pipeline::Model<f32>, data: &Dataset) -> anyhow::Result<EvalReport> {
+    cardinal::pipeline::check_dims(model, data.n_features(), data.n_labels(), "the evaluation data")?;
+    let out = run_predict(model, &data.features, 256)?;
+    Ok(evaluate_outputs(model, &out, &data.labels))
+}
+
+pub fn print_report(name: &str, split: &str, r: &EvalReport) {
+    let t = &r.at_threshold;
+    let z = &r.at_top_round_z;
+    println!("{name} {split}: {} examples", t.n_examples);
+    println!("  {:<26} {:>10} {:>10} {:>10} {:>10} {:>10}", "binarisation", "example-F1", "macro-F1", "micro-F1", "Hamming", "labels/ex");
+    let row = |label: String, m: &cardinal::metrics::MetricReport| {
+        println!(
+            "  {:<26} {:>10.2} {:>10.2} {:>10.2} {:>10.5} {:>10.2}",
+            label,
+            100.0 * m.example_f1,
+            100.0 * m.macro_f1,
+            100.0 * m.micro_f1,
+            m.hamming_loss,
+            m.mean_pred_cardinality
+        )
+    };
+    row(format!("y_T >= {}", r.threshold), t);
+    row("top round(z) of y_T".into(), z);
+    if let (Some(thr), Some(m)) = (r.dev_threshold, &r.at_dev_threshold) {
+        row(format!("y_T >= {thr} (dev-tuned)"), m);
+    }
+    let c = &r.cardinality;
+    println!(
+        "  count: mean z {:.3} vs gold {:.3}; MAE {:.3} (train-mean constant {:.3}); corr {}",
+        c.mean_z,
+        c.mean_gold,
+        c.mae,
+        c.baseline_mae,
+        c.pearson.map(|p| format!("{p:.3}")).unwrap_or_else(|| "n/a (constant)".into())
+    );
+    let k = &r.constraint;
+    println!(
+        "  constraint: |sum y - z| <= 0.01 on {:.1}% of rows (mean gap {:.4}); y in [0,1] on {:.1}% (range {:.3}..{:.3})",
+        100.0 * k.frac_sum_within_001,
+        k.mean_abs_sum_gap,
+        100.0 * k.frac_in_box,
+        k.min_y,
+        k.max_y
+    );
+    println!("EXAMPLE_F1 {:.2}", 100.0 * t.example_f1);
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// Model directory written by `cardinal train`.
+    #[arg(long, value_name = "DIR")]
+    pub model: PathBuf,
+    /// Which split of the model's dataset to evaluate on.
+    #[arg(long, default_value = "test", value_parser = ["train", "test"])]
+    pub split: String,
+    /// Evaluate on this data instead (a dataset name or path, as for `train --dataset`).
+    #[arg(long, value_name = "NAME_OR_PATH")]
+    pub data: Option<String>,
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Write the full report as JSON to this file ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+fn load_split(spec: &str, data_dir: &Option<PathBuf>, split: &str) -> anyhow::Result<Dataset> {
+    let dir = crate::data_dir(data_dir);
+    let tt = resolve_dataset(spec, dir.as_deref())?.into_train_test(0.8, 0)?;
+    Ok(if split == "train" { tt.train } else { tt.test })
+}
+
+fn check_labels(meta: &checkpoint::Meta, data: &Dataset, model_dir: &Path) -> anyhow::Result<()> {
+    if !meta.label_names.is_empty() && !data.label_names.is_empty() && meta.label_names != data.label_names {
+        bail!(
+            "the data's labels differ from those of the model in {} (trained on `{}`)",
+            model_dir.display(),
+            meta.dataset
+        );
+    }
+    Ok(())
+}
+
+pub fn eval(args: &EvalArgs) -> anyhow::Result<()> {
+    let (model, meta) = checkpoint::load(&args.model)?;
+    let spec = args.data.clone().unwrap_or_else(|| meta.dataset.clone());
+    let data = load_split(&spec, &args.data_dir, &args.split)?;
+    check_labels(&meta, &data, &args.model)?;
+    let report = evaluate(&model, &data)?;
+    match &args.json {
+        Some(p) if p.as_os_str() == "-" => println!("{}", serde_json::to_string_pretty(&report)?),
+        Some(p) => {
+            write_atomic(p, serde_json::to_string_pretty(&report)?.as_bytes())?;
+            print_report(&data.name, &args.split, &report);
+        }
+        None => print_report(&data.name, &args.split, &report),
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PredictArgs {
+    /// Model directory written by `cardinal train`.
+    #[arg(long, value_name = "DIR")]
+    pub model: PathBuf,
+    /// Data to predict (dataset name or path); its test split for a dataset with a split.
+    #[arg(long, value_name = "NAME_OR_PATH")]
+    pub data: String,
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Include every label's score y_T (else only the predicted labels').
+    #[arg(long)]
+    pub all_scores: bool,
+}
+
+pub fn predict(args: &PredictArgs) -> anyhow::Result<()> {
+    let (model, meta) = checkpoint::load(&args.model)?;
+    let data = load_split(&args.data, &args.data_dir, "test")?;
+    cardinal::pipeline::check_dims(&model, data.n_features(), data.n_labels(), "the data")?;
+    check_labels(&meta, &data, &args.model)?;
+    let out = run_predict(&model, &data.features, 256)?;
+    let l = model.n_labels();
+    let thr = model.config.threshold as f32;
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    for (r, row) in out.y.chunks_exact(l).enumerate() {
+        let labels: Vec<&str> = (0..l).filter(|&i| row[i] >= thr).map(|i| meta.label_names.get(i).map(String::as_str).unwrap_or("?")).collect();
+        let scores: serde_json::Map<String, serde_json::Value> = (0..l)
+            .filter(|&i| args.all_scores || row[i] >= thr)
+            .map(|i| (meta.label_names.get(i).cloned().unwrap_or_else(|| i.to_string()), serde_json::json!(row[i])))
+            .collect();
+        let line = serde_json::json!({"row": r, "z": out.z[r], "labels": labels, "scores": scores});
+        writeln!(w, "{line}")?;
+    }
+    w.flush()?;
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! Model directories: `model.safetensors` (weights, standardisation, counts), `config.json`,
+//! `meta.json` (format version, label names, sizes). Every file is written to a temporary file in
+//! the same directory, synced, then renamed over the old one, so a crash never leaves a partial
+//! file in its place.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ndarray::{Array1, Array2};
+use safetensors::tensor::{Dtype, TensorView};
+use safetensors::SafeTensors;
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::model::{Params, Standardizer};
+use crate::pipeline::Model;
+
+/// Version of the on-disk layout; bumped on any incompatible change.
+pub const FORMAT_VERSION: u32 = 1;
+
+pub const WEIGHTS_FILE: &str = "model.safetensors";
+pub const CONFIG_FILE: &str = "config.json";
+pub const META_FILE: &str = "meta.json";
+
+/// What a model directory says about itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub format_version: u32,
+    pub cardinal_version: String,
+    pub dataset: String,
+    pub n_features: usize,
+    pub n_labels: usize,
+    pub label_names: Vec<String>,
+    pub train_mean_cardinality: f64,
+    /// The counts `min..=max` of the cardinality network.
+    pub count_min: usize,
+    pub count_max: usize,
+}
+
+/// Writes `bytes` to `path` atomically (temp file in the same directory, fsync, rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        // Make the rename itself durable.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(path, e));
+    }
+    Ok(())
+}
+
+fn f32_bytes(data: &[f32]) -> Vec<u8> {
+    data.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Saves `model` into `dir` (created if needed). Refuses to write non-finite weights.
+pub fn save(model: &Model<f32>, dir: &Path, dataset: &str, label_names: &[String]) -> Result<()> {
+    if let Some(name) = model.params.first_nonfinite() {
+        return Err(Error::Checkpoint { path: dir.to_path_buf(), message: format!("refusing to save: {name} holds non-finite values") });
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
+    let shapes = model.params.shapes();
+    let mut k = 0;
+    model.params.visit(|name, data, _| {
+        tensors.push((name.to_string(), shapes[k].1.clone(), f32_bytes(data)));
+        k += 1;
+    });
+    let d = model.standardizer.mean.len();
+    tensors.push(("standardize.mean".into(), vec![d], f32_bytes(&model.standardizer.mean)));
+    tensors.push(("standardize.scale".into(), vec![d], f32_bytes(&model.standardizer.scale)));
+    let views: Vec<(String, TensorView)> = tensors
+        .iter()
+        .map(|(n, s, b)| Ok((n.clone(), TensorView::new(Dtype::F32, s.clone(), b).map_err(|e| ckpt_err(dir, e))?)))
+        .collect::<Result<_>>()?;
+    let info = HashMap::from([("format".to_string(), format!("cardinal/{FORMAT_VERSION}"))]);
+    let bytes = safetensors::serialize(views, Some(info)).map_err(|e| ckpt_err(dir, e))?;
+    let meta = Meta {
+        format_version: FORMAT_VERSION,
+        cardinal_version: env!("CARGO_PKG_VERSION").into(),
+        dataset: dataset.into(),
+        n_features: model.n_features(),
+        n_labels: model.n_labels(),
+        label_names: label_names.to_vec(),
+        train_mean_cardinality: model.train_mean_cardinality,
+        count_min: model.counts[0] as usize,
+        count_max: *model.counts.last().expect("at least one count") as usize,
+    };
+    // Weights last: a directory whose weights exist is complete.
+    write_atomic(&dir.join(CONFIG_FILE), serde_json::to_string_pretty(&model.config).expect("serialisable").as_bytes())?;
+    write_atomic(&dir.join(META_FILE), serde_json::to_string_pretty(&meta).expect("serialisable").as_bytes())?;
+    write_atomic(&dir.join(WEIGHTS_FILE), &bytes)
+}
+
+fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Checkpoint { path: path.to_path_buf(), message: e.to_string() }
+}
+
+/// Loads a model directory written by [`save`], with its meta data.
+pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
+    let read = |name: &str| -> Result<(PathBuf, Vec<u8>)> {
+        let p = dir.join(name);
+        let bytes = std::fs::read(&p).map_err(|e| Error::io(&p, e))?;
+        Ok((p, bytes))
+    };
+    let (meta_path, meta_bytes) = read(META_FILE)?;
+    let meta: Meta = serde_json::from_slice(&meta_bytes).map_err(|e| ckpt_err(&meta_path, format!("invalid meta data: {e}")))?;
+    if meta.format_version != FORMAT_VERSION {
+        return Err(ckpt_err(
+            &meta_path,
+            format!(
+                "model format version {} (written by cardinal {}), but this is cardinal {} reading format {FORMAT_VERSION}",
+                meta.format_version,
+                meta.cardinal_version,
+                env!("CARGO_PKG_VERSION")
+            ),
+        ));
+    }
+    let (cfg_path, cfg_bytes) = read(CONFIG_FILE)?;
+    let config = Config::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
+        .map_err(|e| ckpt_err(&cfg_path, e))?;
+    let (w_path, w_bytes) = read(WEIGHTS_FILE)?;
+    let st = SafeTensors::deserialize(&w_bytes).map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;
+    let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
+        let t = st.tensor(name).map_err(|_| ckpt_err(&w_path, format!("tensor `{name}` is missing")))?;
+        if t.dtype() != Dtype::F32 {
+            return Err(ckpt_err(&w_path, format!("tensor `{name}` has dtype {:?}, expected F32", t.dtype())));
+        }
+        if t.shape() != shape {
+            return Err(ckpt_err(&w_path, format!("tensor `{name}` has shape {:?}, expected {shape:?}", t.shape())));
+        }
+        Ok(t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    };
+    let m = &config.model;
+    let (d, l, k) = (meta.n_features, meta.n_labels, meta.count_max.saturating_sub(meta.count_min) + 1);
+    if meta.count_max < meta.count_min || meta.label_names.len() != l && !meta.label_names.is_empty() {
+        return Err(ckpt_err(&meta_path, "inconsistent meta data (counts or label names)"));
+    }
+    let a2 = |name: &str, r: usize, c: usize| -> Result<Array2<f32>> {
+        Ok(Array2::from_shape_vec((r, c), get(name, &[r, c])?).expect("shape checked"))
+    };
+    let a1 = |name: &str, n: usize| -> Result<Array1<f32>> { Ok(Array1::from(get(name, &[n])?)) };
+    let params = Params {
+        w1: a2("unary.w1", d, m.hidden)?,
+        b1: a1("unary.b1", m.hidden)?,
+        w2: a2("unary.w2", m.hidden, l)?,
+        b2: a1("unary.b2", l)?,
+        wp: a2("energy.wp", l, m.energy_hidden)?,
+        we: a1("energy.we", m.energy_hidden)?,
+        c1: a2("card.w1", d, m.card_hidden)?,
+        cb1: a1("card.b1", m.card_hidden)?,
+        c2: a2("card.w2", m.card_hidden, k)?,
+        cb2: a1("card.b2", k)?,
+        eta: a1("inference.eta", 1)?,
+    };
+    if let Some(name) = params.first_nonfinite() {
+        return Err(ckpt_err(&w_path, format!("tensor `{name}` holds non-finite values")));
+    }
+    let standardizer = Standardizer { mean: get("standardize.mean", &[d])?, scale: get("standardize.scale", &[d])? };
+    let model = Model {
+        config,
+        params,
+        standardizer,
+        counts: (meta.count_min..=meta.count_max).map(|k| k as f32).collect(),
+        train_mean_cardinality: meta.train_mean_cardinality,
+    };
+    Ok((model, meta))
+}

@@ -1,0 +1,151 @@
+//! The end-to-end gradient (through the networks, all T unrolled steps, every projection and the
+//! cardinality net) against central finite differences, in f64, for every parameter tensor.
+
+use cardinal::config::{Config, CountRange, IterateWeights};
+use cardinal::data::{CsrMatrix, Dataset, LabelSets};
+use cardinal::pipeline::{batch_loss, Model, Workspace};
+use cardinal::proj::Method;
+use cardinal::train::init_model;
+
+fn lcg(seed: &mut u64) -> f64 {
+    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (*seed >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn tiny_dataset() -> Dataset {
+    let (n, d, l) = (6, 12, 7);
+    let mut s = 99u64;
+    let mut x = CsrMatrix::new(d);
+    let mut y = LabelSets::new(l);
+    for _ in 0..n {
+        let idx: Vec<u32> = (0..d as u32).filter(|_| lcg(&mut s) < 0.4).collect();
+        let val: Vec<f32> = idx.iter().map(|_| (0.5 + lcg(&mut s)) as f32).collect();
+        x.push_row(&idx, &val);
+        let mut lab: Vec<u32> = (0..l as u32).filter(|_| lcg(&mut s) < 0.35).collect();
+        if lab.is_empty() {
+            lab.push(2);
+        }
+        y.push_row(&lab);
+    }
+    Dataset { name: "tiny".into(), features: x, labels: y, feature_names: vec![], label_names: vec![] }
+}
+
+fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
+    let m = init_model(data, cfg).unwrap();
+    let mut params = m.params.cast::<f64>();
+    // Non-zero biases so that every path is exercised.
+    let mut s = 5u64;
+    params.visit_mut(|name, t, _| {
+        if name.ends_with(".b1") || name.ends_with(".b2") {
+            t.iter_mut().for_each(|v| *v = 0.3 * (lcg(&mut s) - 0.5));
+        }
+    });
+    Model {
+        config: m.config,
+        params,
+        standardizer: m.standardizer,
+        counts: m.counts.iter().map(|&k| k as f64).collect(),
+        train_mean_cardinality: m.train_mean_cardinality,
+    }
+}
+
+fn check(cfg: &Config, label: &str) {
+    let data = tiny_dataset();
+    let model = f64_model(&data, cfg);
+    let rows: Vec<usize> = (0..data.n_rows()).collect();
+    let mut ws = Workspace::default();
+    let mut grad = model.params.zeros_like();
+    model.loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad).unwrap();
+
+    let mut analytic: Vec<(&'static str, Vec<f64>)> = Vec::new();
+    grad.visit(|name, g, _| analytic.push((name, g.to_vec())));
+    let mut s = 17u64;
+    let h = 1e-6;
+    let mut checked = 0;
+    for (ti, (name, g)) in analytic.iter().enumerate() {
+        if *name == "inference.eta" && !cfg.inference.learn_eta {
+            continue;
+        }
+        let scale = g.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-3);
+        let picks: Vec<usize> = if g.len() <= 6 { (0..g.len()).collect() } else { (0..6).map(|_| (lcg(&mut s) * g.len() as f64) as usize).collect() };
+        for i in picks {
+            let eval = |delta: f64| {
+                let mut m = model.clone();
+                let mut k = 0;
+                m.params.visit_mut(|_, t, _| {
+                    if k == ti {
+                        t[i] += delta;
+                    }
+                    k += 1;
+                });
+                let mut ws = Workspace::default();
+                batch_loss(&m, &data.features, &data.labels, &rows, &mut ws).unwrap()
+            };
+            let fd = (eval(h) - eval(-h)) / (2.0 * h);
+            let err = (fd - g[i]).abs();
+            assert!(err <= 1e-6 * scale + 1e-8, "{label}: {name}[{i}]: finite difference {fd:.10e} vs analytic {:.10e} (scale {scale:.3e})", g[i]);
+            checked += 1;
+        }
+    }
+    assert!(checked > 40, "{label}: only {checked} entries checked");
+}
+
+fn tiny_config(method: Method) -> Config {
+    let mut cfg = Config::paper();
+    cfg.model.hidden = 5;
+    cfg.model.card_hidden = 4;
+    cfg.model.energy_hidden = 3;
+    cfg.model.counts = CountRange::Fixed { min: 1, max: 4 };
+    cfg.inference.steps = 4;
+    cfg.inference.eta = 0.3;
+    cfg.inference.learn_eta = true;
+    cfg.inference.train_projection = method;
+    cfg.loss.cardinality_weight = 0.5;
+    cfg
+}
+
+#[test]
+fn gradient_matches_finite_differences_soft_dykstra() {
+    check(&tiny_config(Method::DykstraSoft), "dykstra-soft");
+}
+
+#[test]
+fn gradient_matches_finite_differences_exact() {
+    check(&tiny_config(Method::Exact), "exact");
+}
+
+#[test]
+fn gradient_matches_finite_differences_exact_dykstra_mean_loss() {
+    let mut cfg = tiny_config(Method::DykstraExact);
+    cfg.loss.sum_over_batch = false;
+    cfg.loss.iterate_weights = IterateWeights::Paper;
+    check(&cfg, "dykstra-exact");
+}
+
+#[test]
+fn gradient_matches_finite_differences_fp() {
+    check(&tiny_config(Method::Fp), "fp");
+}
+
+/// The check must be able to fail: a wrong gradient (here, the η entry when η is frozen and
+/// its gradient is left at zero) is caught.
+#[test]
+#[should_panic(expected = "finite difference")]
+fn gradient_check_detects_a_missing_gradient() {
+    let mut cfg = tiny_config(Method::Exact);
+    cfg.inference.learn_eta = false;
+    let data = tiny_dataset();
+    let model = f64_model(&data, &cfg);
+    let rows: Vec<usize> = (0..data.n_rows()).collect();
+    let mut ws = Workspace::default();
+    let mut grad = model.params.zeros_like();
+    model.loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad).unwrap();
+    let h = 1e-6;
+    let eval = |delta: f64| {
+        let mut m = model.clone();
+        m.params.eta[0] += delta;
+        batch_loss(&m, &data.features, &data.labels, &rows, &mut Workspace::default()).unwrap()
+    };
+    let fd = (eval(h) - eval(-h)) / (2.0 * h);
+    assert!((fd - grad.eta[0]).abs() < 1e-8, "finite difference {fd} vs analytic {}", grad.eta[0]);
+}
