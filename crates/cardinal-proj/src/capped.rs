@@ -31,46 +31,65 @@ impl<F: Real> CappedTape<F> {
     }
 }
 
-/// One O(L) pass: (|U|, |F|, Σ_F v) at `tau`, with U = {v−τ ≥ 1}, F = {0 < v−τ < 1}.
-#[inline]
-fn pieces<F: Real>(v: &[F], tau: F) -> (F, F, F) {
-    let (zero, one) = (F::zero(), F::one());
-    let (mut n_one, mut n_free, mut s_free) = (zero, zero, zero);
-    // Counts are accumulated as floats (exact below 2^24) and with selects, not branches,
-    // so that the loop vectorises; several accumulators shorten the dependency chains.
-    for &x in v {
-        let d = x - tau;
-        let is_one = d >= one;
-        let is_free = d > zero && !is_one;
-        n_one += if is_one { one } else { zero };
-        n_free += if is_free { one } else { zero };
-        s_free += if is_free { x } else { zero };
-    }
-    (n_one, n_free, s_free)
-}
-
-/// τ of the exact capped-simplex projection by safeguarded Newton on `g` (expected O(L)).
+/// τ of the exact capped-simplex projection in expected O(L): safeguarded Newton on `g`.
 ///
-/// Each step jumps to the root of the linear piece containing the current τ; a bracket
-/// `[lo, hi]` with `g(lo) ≥ 0 ≥ g(hi)` falls back to bisection when a jump leaves it. The
-/// iteration stops once the free/one sets at the new τ equal those the jump was computed from
-/// (τ is then the exact root of a piece that contains it). Falls back to the sort-based method
-/// after a fixed number of steps, so termination is guaranteed.
+/// A bracket `[lo, hi]` with `g(lo) ≥ 0 ≥ g(hi)` is kept. Each step jumps to the root of the
+/// linear piece containing the current τ, `τ + g(τ)/|F(τ)|`, falling back to bisection when the
+/// jump leaves the bracket; it stops when the new τ lies in the piece it was computed from
+/// (same `|U|`, `|F|`), i.e. τ is the exact root of a piece containing it. On random rows this
+/// takes a handful of passes; each pass is branch-free and vectorised. A step cap with a
+/// sort-based fallback guarantees termination.
 pub fn capped_simplex_tau<F: Real>(v: &[F], z: F) -> Result<F, ProjError> {
     validate(v, z, v.len(), ZRange::UpToLen)?;
     Ok(tau_newton(v, z))
 }
 
+const LANES: usize = 8;
+
+/// At `tau`: (Σ clip(x − τ, 0, 1), #ones, #free). Explicit lanes let LLVM vectorise without
+/// reassociating float sums; everything is computed with selects, no branches.
+#[inline]
+fn eval_at<F: Real>(xs: &[F], tau: F) -> (F, u32, u32) {
+    let (zero, one) = (F::zero(), F::one());
+    let mut s = [zero; LANES];
+    let mut n1 = [0u32; LANES];
+    let mut nf = [0u32; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for k in 0..LANES {
+            let d = c[k] - tau;
+            let lo = if d > zero { d } else { zero };
+            s[k] += if lo < one { lo } else { one };
+            n1[k] += (d >= one) as u32;
+            nf[k] += ((d > zero) & (d < one)) as u32;
+        }
+    }
+    for (k, &x) in rest.iter().enumerate() {
+        let d = x - tau;
+        s[k] += d.max(zero).min(one);
+        n1[k] += (d >= one) as u32;
+        nf[k] += ((d > zero) & (d < one)) as u32;
+    }
+    let total = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    (total, n1.iter().sum(), nf.iter().sum())
+}
+
 pub(crate) fn tau_newton<F: Real>(v: &[F], z: F) -> F {
     let l = v.len();
-    let (mut vmin, mut vmax, mut vsum) = (v[0], v[0], F::zero());
-    for &x in v {
-        vmin = vmin.min(x);
-        vmax = vmax.max(x);
-        vsum += x;
+    let (zero, one) = (F::zero(), F::one());
+    let (mut vmin, mut vmax) = (v[0], v[0]);
+    let mut vs = [zero; LANES];
+    for c in v.chunks(LANES) {
+        for (k, &x) in c.iter().enumerate() {
+            vmin = if x < vmin { x } else { vmin };
+            vmax = if x > vmax { x } else { vmax };
+            vs[k] += x;
+        }
     }
-    let (mut lo, mut hi) = (vmin - F::one(), vmax);
-    if z <= F::zero() {
+    let vsum: F = vs.iter().copied().sum();
+    let (mut lo, mut hi) = (vmin - one, vmax);
+    if z <= zero {
         return hi;
     }
     if z >= of(l) {
@@ -79,46 +98,45 @@ pub(crate) fn tau_newton<F: Real>(v: &[F], z: F) -> F {
     let half = F::from_f64(0.5).unwrap();
     // Guess "everything free": exact when no coordinate hits a bound.
     let mut tau = ((vsum - z) / of(l)).max(lo).min(hi);
-    let mut prev: Option<(F, F)> = None;
-    for _ in 0..64 {
-        let (n_one, n_free, s_free) = pieces(v, tau);
-        if prev == Some((n_one, n_free)) && n_free > F::zero() {
-            // Same piece as the one whose root `tau` is: exact.
+    let mut prev: Option<(u32, u32)> = None;
+    for _ in 0..100 {
+        let (s, n_one, n_free) = eval_at(v, tau);
+        if n_free > 0 && prev == Some((n_one, n_free)) {
+            return tau; // same piece as the one whose root τ is
+        }
+        let g = s - z;
+        if g == zero {
             return tau;
         }
-        let g = n_one + s_free - n_free * tau - z;
-        if g == F::zero() {
-            return tau;
-        }
-        if g > F::zero() {
+        if g > zero {
             lo = tau;
         } else {
             hi = tau;
         }
-        if hi - lo <= F::epsilon() * (F::one() + lo.abs().max(hi.abs())) {
-            // Bracket collapsed to a few ulps; settle on the local piece (or the midpoint of a
-            // flat piece where every coordinate is at a bound).
-            return if n_free > F::zero() {
-                (s_free - (z - n_one)) / n_free
+        // Differences x − τ keep full precision even for |v| ~ 1e6, unlike Σ_F v.
+        let root = if n_free > 0 {
+            tau + g / of(n_free as usize)
+        } else {
+            lo - one
+        };
+        if hi - lo <= F::epsilon() * (one + lo.abs().max(hi.abs())) {
+            // Bracket collapsed to a few ulps: settle on the local piece, or on the midpoint of a
+            // flat piece where every coordinate is at a bound.
+            return if n_free > 0 {
+                root.max(lo).min(hi)
             } else {
                 half * (lo + hi)
             };
         }
-        let mut next = if n_free > F::zero() {
-            (s_free - (z - n_one)) / n_free
-        } else {
-            lo - F::one()
-        };
-        if !(next > lo && next < hi) {
-            next = half * (lo + hi);
-            prev = None;
-        } else {
+        if root > lo && root < hi {
+            tau = root;
             prev = Some((n_one, n_free));
+        } else {
+            tau = half * (lo + hi);
+            prev = None;
         }
-        tau = next;
     }
-    let mut scratch = Vec::new();
-    tau_sorted(v, z, &mut scratch)
+    tau_sorted(v, z, &mut Vec::new())
 }
 
 /// τ of the exact capped-simplex projection by sorting and scanning the 2L breakpoints
