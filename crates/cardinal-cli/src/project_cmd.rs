@@ -1,0 +1,158 @@
+//! `cardinal project`: project vectors read from stdin, one per line.
+//!
+//! Each input line holds whitespace-separated numbers (with `--z-column`, the first is z); each
+//! output line holds the projection, numbers printed in the shortest form that reads back as the
+//! same f32.
+
+use anyhow::{bail, Context, Result};
+use cardinal_proj::{AnyProjector, AnyTape, Method, Projector};
+use std::io::{BufRead, BufWriter, Write};
+
+/// Arguments of `cardinal project`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProjectArgs {
+    /// Cardinality z for every line (required unless --z-column).
+    #[arg(
+        long,
+        required_unless_present = "z_column",
+        conflicts_with = "z_column"
+    )]
+    pub z: Option<f32>,
+    /// Projection: exact | simplex | soft | dykstra-soft | dykstra-exact | fp.
+    #[arg(long, default_value = "exact", value_parser = parse_method)]
+    pub method: Method,
+    /// Dykstra rounds R (dykstra-soft, dykstra-exact).
+    #[arg(long, default_value_t = 2)]
+    pub rounds: usize,
+    /// Bisection iterations J (fp).
+    #[arg(long, default_value_t = 10)]
+    pub iters: usize,
+    /// Read z from the first column of each line instead of --z.
+    #[arg(long)]
+    pub z_column: bool,
+}
+
+fn parse_method(s: &str) -> Result<Method, String> {
+    s.parse::<Method>().map_err(|e| e.to_string())
+}
+
+/// Runs the command on stdin/stdout.
+pub fn run(args: &ProjectArgs) -> Result<()> {
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    project_stream(args, stdin.lock(), BufWriter::new(stdout.lock()))
+}
+
+/// The command on any reader/writer (testable without a process).
+pub fn project_stream<R: BufRead, W: Write>(
+    args: &ProjectArgs,
+    input: R,
+    mut output: W,
+) -> Result<()> {
+    let proj = AnyProjector::new(args.method, args.rounds, args.iters);
+    let mut tape = AnyTape::<f32>::default();
+    let mut nums: Vec<f32> = Vec::new();
+    let mut out: Vec<f32> = Vec::new();
+    let mut text = String::new();
+    for (i, line) in input.lines().enumerate() {
+        let lineno = i + 1;
+        let line = line.with_context(|| format!("line {lineno}: cannot read input"))?;
+        nums.clear();
+        for (k, tok) in line.split_whitespace().enumerate() {
+            let x: f32 = tok.parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "line {lineno}, field {}: expected a number, got {tok:?}",
+                    k + 1
+                )
+            })?;
+            nums.push(x);
+        }
+        let (z, v) = if args.z_column {
+            match nums.split_first() {
+                Some((z, v)) if !v.is_empty() => (*z, v),
+                _ => bail!("line {lineno}: expected z followed by at least one number (--z-column), got {line:?}"),
+            }
+        } else {
+            if nums.is_empty() {
+                bail!("line {lineno}: expected whitespace-separated numbers, got an empty line");
+            }
+            (
+                args.z
+                    .context("--z is required unless --z-column is given")?,
+                &nums[..],
+            )
+        };
+        out.clear();
+        out.resize(v.len(), 0.0);
+        proj.forward(v, z, &mut out, &mut tape).map_err(|e| {
+            anyhow::anyhow!("line {lineno}: {e} (row of {} numbers, z = {z})", v.len())
+        })?;
+        text.clear();
+        for (k, x) in out.iter().enumerate() {
+            if k > 0 {
+                text.push(' ');
+            }
+            // `Display` for f32 is the shortest representation that round-trips.
+            use std::fmt::Write as _;
+            write!(text, "{x}").expect("writing to a String");
+        }
+        writeln!(output, "{text}").context("cannot write output")?;
+    }
+    output.flush().context("cannot write output")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(z: Option<f32>, method: Method, z_column: bool) -> ProjectArgs {
+        ProjectArgs {
+            z,
+            method,
+            rounds: 2,
+            iters: 10,
+            z_column,
+        }
+    }
+
+    fn run_str(a: &ProjectArgs, input: &str) -> Result<String> {
+        let mut out = Vec::new();
+        project_stream(a, input.as_bytes(), &mut out)?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn projects_each_line() {
+        let out = run_str(&args(Some(1.0), Method::Exact, false), "0.5 0.5\n2 0 -1\n").unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines, vec!["0.5 0.5", "1 0 0"]);
+    }
+
+    #[test]
+    fn z_column_and_round_trip_precision() {
+        let out = run_str(&args(None, Method::Exact, true), "1 0.1 0.2 0.3\n").unwrap();
+        let xs: Vec<f32> = out.split_whitespace().map(|t| t.parse().unwrap()).collect();
+        let mut want = vec![0.0f32; 3];
+        let mut tape = AnyTape::default();
+        AnyProjector::new(Method::Exact, 2, 10)
+            .forward(&[0.1, 0.2, 0.3], 1.0, &mut want, &mut tape)
+            .unwrap();
+        assert_eq!(xs, want);
+    }
+
+    #[test]
+    fn bad_lines_name_the_line() {
+        let e = run_str(&args(Some(1.0), Method::Exact, false), "0 1\n0 x\n").unwrap_err();
+        assert!(e.to_string().contains("line 2, field 2"), "{e}");
+        let e = run_str(&args(Some(1.0), Method::Exact, false), "0 1\n\n").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        let e = run_str(&args(None, Method::Exact, true), "2\n").unwrap_err();
+        assert!(e.to_string().contains("line 1: expected z"), "{e}");
+        let e = run_str(&args(Some(5.0), Method::Exact, false), "0 1\n").unwrap_err();
+        assert!(
+            e.to_string().contains("line 1") && e.to_string().contains("outside"),
+            "{e}"
+        );
+    }
+}
