@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod data_cmd;
 mod model_cmd;
+mod project_cmd;
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
 #[derive(Debug, Parser)]
@@ -33,6 +34,8 @@ enum Command {
     Eval(model_cmd::EvalArgs),
     /// Predict label sets (JSON lines).
     Predict(model_cmd::PredictArgs),
+    /// Project vectors read from stdin onto {0 <= y <= 1, sum y = z} (or another operator's set).
+    Project(project_cmd::ProjectArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Train(a) => model_cmd::train(a),
         Command::Eval(a) => model_cmd::eval(a),
         Command::Predict(a) => model_cmd::predict(a),
+        Command::Project(a) => project_cmd::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

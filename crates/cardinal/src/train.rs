@@ -28,18 +28,26 @@ impl<F: Float> Adagrad<F> {
         Self { lr: c(lr), acc }
     }
 
-    /// One update; `η` is updated only when `learn_eta`.
-    pub fn step(&mut self, params: &mut Params<F>, grad: &Params<F>, learn_eta: bool) {
+    /// One update; `η` is updated only when `learn_eta`. Returns the name of the first tensor
+    /// holding a non-finite value afterwards (a non-finite gradient always shows up here).
+    pub fn step(&mut self, params: &mut Params<F>, grad: &Params<F>, learn_eta: bool) -> Option<&'static str> {
         let lr = self.lr;
+        let mut bad = None;
         params.update_with(&mut self.acc, grad, |name, w, acc, g| {
             if name == "inference.eta" && !learn_eta {
                 return;
             }
+            let mut finite = true;
             for ((w, a), &g) in w.iter_mut().zip(acc.iter_mut()).zip(g) {
                 *a += g * g;
                 *w -= lr * g / a.sqrt();
+                finite &= w.is_finite();
+            }
+            if !finite && bad.is_none() {
+                bad = Some(name);
             }
         });
+        bad
     }
 }
 
@@ -126,17 +134,25 @@ pub fn train(train: &Dataset, cfg: &Config, on_event: &mut dyn FnMut(Event)) -> 
             let mut loss_sum = 0.0;
             for (batch, rows) in order.chunks(tc.batch_size).enumerate() {
                 let loss = model.loss_and_grad(&train.features, &train.labels, rows, &mut ws, &mut grad)?;
-                let bad = if !loss.total().is_finite() { Some("loss") } else { grad.first_nonfinite() };
-                if let Some(quantity) = bad {
+                if !loss.total().is_finite() {
                     if tc.skip_nonfinite_batches {
-                        tracing::warn!(phase, epoch, batch, quantity, "skipping a batch with non-finite values");
+                        tracing::warn!(phase, epoch, batch, "skipping a batch with a non-finite loss");
                         continue;
                     }
-                    return Err(Error::Diverged { epoch, batch, quantity: format!("the gradient of {quantity}") });
+                    return Err(Error::Diverged { epoch, batch, quantity: "the loss".into() });
                 }
-                opt.step(&mut model.params, &grad, cfg.inference.learn_eta);
-                if let Some(name) = model.params.first_nonfinite() {
-                    return Err(Error::Diverged { epoch, batch, quantity: format!("parameter {name} after the update") });
+                let before = tc.skip_nonfinite_batches.then(|| (model.params.clone(), opt.clone()));
+                if let Some(name) = opt.step(&mut model.params, &grad, cfg.inference.learn_eta) {
+                    match before {
+                        Some((params, state)) => {
+                            tracing::warn!(phase, epoch, batch, name, "skipping a batch with non-finite gradients");
+                            (model.params, opt) = (params, state);
+                            continue;
+                        }
+                        None => {
+                            return Err(Error::Diverged { epoch, batch, quantity: format!("parameter {name} after the update") })
+                        }
+                    }
                 }
                 loss_sum += loss.total();
                 on_event(Event::Batch { phase, epoch, batch, loss: loss.total() });
