@@ -117,3 +117,27 @@ pub fn grad_vjp<F: Real>(y: &[F], w: &[F], k_min: F, h: &[F], gy: &mut [F], gw: 
         *o = hs * dgamma_dw(sum, k_of(k_min, i), one);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sigmoid_is_stable_and_symmetric() {
+        assert_eq!(sigmoid(1000.0f64), 1.0);
+        assert_eq!(sigmoid(-1000.0f64), 0.0);
+        for x in [-3.0f64, -0.5, 0.0, 0.7, 4.0] {
+            assert!((sigmoid(x) + sigmoid(-x) - 1.0).abs() < 1e-15);
+        }
+    }
+
+    #[test]
+    fn potential_peaks_between_thresholds() {
+        // One weight at k = 2: I_2(1 − I_3) is largest for S ≈ 2.5 and small far away.
+        let w = [1.0f64];
+        let at = |s: f64| value_of_sum(s, &w, 2.0);
+        assert!(at(2.5) > at(0.0) && at(2.5) > at(5.0));
+        assert!(grad_of_sum(2.5, &w, 2.0).abs() < 1e-12, "symmetric peak");
+        assert!(grad_of_sum(1.5, &w, 2.0) > 0.0 && grad_of_sum(3.5, &w, 2.0) < 0.0);
+    }
+}
