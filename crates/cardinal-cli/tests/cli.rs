@@ -1,0 +1,135 @@
+//! End-to-end tests of the `cardinal` binary on the vendored data and tiny files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cardinal(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cardinal")).args(args).output().expect("runs")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cardinal-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn write_quick_config(dir: &Path) -> PathBuf {
+    let p = dir.join("quick.json");
+    std::fs::write(&p, r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 1, "full_epochs": 1}}"#).unwrap();
+    p
+}
+
+#[test]
+fn train_eval_predict_round_trip_on_vendored_bibtex() {
+    let dir = tmpdir("roundtrip");
+    let cfg = write_quick_config(&dir);
+    let model = dir.join("model");
+    let out = cardinal(&["train", "--config", cfg.to_str().unwrap(), "--out", model.to_str().unwrap(), "--quiet", "--seed", "3"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("EXAMPLE_F1"), "{t}");
+    for f in ["model.safetensors", "config.json", "meta.json", "metrics.jsonl", "eval.json"] {
+        assert!(model.join(f).exists(), "{f} missing");
+    }
+    let lines = std::fs::read_to_string(model.join("metrics.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 2, "one record per epoch: {lines}");
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(model.join("config.json")).unwrap()).unwrap();
+    assert_eq!(saved["seed"], 3);
+
+    // eval reproduces the numbers written at the end of training
+    let out = cardinal(&["eval", "--model", model.to_str().unwrap(), "--json", "-"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let at_train: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(model.join("eval.json")).unwrap()).unwrap();
+    assert_eq!(report["at_threshold"]["example_f1"], at_train["at_threshold"]["example_f1"]);
+    assert_eq!(report["at_threshold"]["n_examples"], 2515);
+
+    let out = cardinal(&["predict", "--model", model.to_str().unwrap(), "--data", "bibtex"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 2515);
+    let first: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert!(first["z"].as_f64().unwrap() >= 1.0 && first["labels"].is_array());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn same_seed_gives_identical_weights_for_any_thread_count() {
+    let dir = tmpdir("determinism");
+    let cfg = write_quick_config(&dir);
+    let mut weights = Vec::new();
+    for (name, threads) in [("a", "1"), ("b", "2"), ("c", "2")] {
+        let model = dir.join(name);
+        let out = cardinal(&["--threads", threads, "train", "--config", cfg.to_str().unwrap(), "--out", model.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+        weights.push(std::fs::read(model.join("model.safetensors")).unwrap());
+    }
+    assert!(weights[0] == weights[1] && weights[1] == weights[2], "weights differ between runs");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_inputs_get_clear_errors() {
+    let dir = tmpdir("errors");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"inference": {"steps": 0}}"#).unwrap();
+    let out = cardinal(&["train", "--config", bad.to_str().unwrap(), "--out", dir.join("m").to_str().unwrap()]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("inference.steps") && t.contains("1..=1000"), "{t}");
+
+    let out = cardinal(&["train", "--dataset", "no-such-dataset", "--out", dir.join("m").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("no-such-dataset"), "{}", text(&out));
+
+    let out = cardinal(&["eval", "--model", dir.join("missing").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("meta.json"), "{}", text(&out));
+
+    // A checkpoint of another format version is refused with both versions named.
+    let model = dir.join("old");
+    std::fs::create_dir_all(&model).unwrap();
+    std::fs::write(model.join("meta.json"), r#"{"format_version": 99, "cardinal_version": "9.9.9", "dataset": "bibtex", "n_features": 1, "n_labels": 1, "label_names": [], "train_mean_cardinality": 1.0, "count_min": 1, "count_max": 3}"#).unwrap();
+    let out = cardinal(&["eval", "--model", model.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("format version 99") && t.contains("9.9.9"), "{t}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn project_reads_stdin_and_rejects_bad_lines() {
+    use std::io::Write;
+    let run = |args: &[&str], input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cardinal"))
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = run(&["project", "--z", "2"], "0.2 0.9 0.4 1.5\n");
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Vec<f64> = String::from_utf8(out.stdout).unwrap().split_whitespace().map(|s| s.parse().unwrap()).collect();
+    assert_eq!(v.len(), 4);
+    assert!((v.iter().sum::<f64>() - 2.0).abs() < 1e-6 && v.iter().all(|&x| (0.0..=1.0).contains(&x)));
+    let out = run(&["project", "--z", "1"], "0.5 0.5\n0.1 abc\n");
+    assert!(!out.status.success());
+    assert!(text(&out).contains("line 2"), "{}", text(&out));
+}
+
+#[test]
+fn data_stats_on_vendored_bibtex() {
+    let out = cardinal(&["data", "stats", "bibtex", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = String::from_utf8(out.stdout).unwrap();
+    assert!(t.contains("4880") && t.contains("2515") && t.contains("1836"), "{t}");
+}
