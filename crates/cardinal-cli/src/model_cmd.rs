@@ -7,12 +7,12 @@ use anyhow::{bail, Context};
 use cardinal::checkpoint::{self, write_atomic};
 use cardinal::data::{read_mulan, resolve_dataset, Dataset, TrainTest};
 use cardinal::eval::{evaluate_outputs, predict as run_predict, EvalReport};
-use cardinal::train::{train as run_train, Event};
+use cardinal::train::{run as run_train, Event, TrainState};
 use cardinal::Config;
 use indicatif::{ProgressBar, ProgressStyle};
 
-/// Where the data comes from.
-#[derive(Debug, clap::Args)]
+/// Where the data comes from (saved as `run.json` in the model directory for `--resume`).
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct DataSource {
     /// Dataset name (data directory, then vendored) or path (MULAN folder, ARFF with XML beside,
     /// LIBSVM or XMC file).
@@ -61,9 +61,16 @@ pub struct TrainArgs {
     /// Seed of the initialisation and batch order (overrides the configuration's).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Model directory to write (weights, config, metrics.jsonl, eval.json).
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    /// Model directory to write (weights, config, metrics.jsonl, eval.json, checkpoints/).
+    #[arg(long, value_name = "DIR", required_unless_present = "resume")]
+    pub out: Option<PathBuf>,
+    /// Continue the interrupted run in DIR from its latest checkpoint (same data, same
+    /// configuration); the result is bit-identical to an uninterrupted run.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "config", "seed"])]
+    pub resume: Option<PathBuf>,
+    /// Do not write a resumable checkpoint after every epoch.
+    #[arg(long)]
+    pub no_checkpoints: bool,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -88,8 +95,28 @@ fn load_config(args: &TrainArgs) -> anyhow::Result<Config> {
 }
 
 pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
-    let cfg = load_config(args)?;
-    let data = args.data.load()?;
+    let (state, data, out) = match &args.resume {
+        Some(dir) => {
+            let run_path = dir.join("run.json");
+            let source: DataSource = serde_json::from_slice(&std::fs::read(&run_path).with_context(|| format!("reading {}", run_path.display()))?)
+                .with_context(|| format!("in {}", run_path.display()))?;
+            let data = source.load()?;
+            let (state, meta) = checkpoint::load_state(dir)?;
+            cardinal::pipeline::check_dims(&state.model, data.train.n_features(), data.train.n_labels(), "the training data")?;
+            check_labels(&meta, &data.train, dir)?;
+            eprintln!("resuming {} after {} epochs", dir.display(), state.epochs_run());
+            (state, data, dir.clone())
+        }
+        None => {
+            let cfg = load_config(args)?;
+            let data = args.data.load()?;
+            let out = args.out.clone().expect("clap requires --out without --resume");
+            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+            write_atomic(&out.join("run.json"), serde_json::to_string_pretty(&args.data)?.as_bytes())?;
+            (TrainState::new(&data.train, &cfg)?, data, out)
+        }
+    };
+    let cfg = state.model.config.clone();
     let name = data.train.name.clone();
     eprintln!(
         "{name}: {} train / {} test examples, {} features, {} labels; preset {}, seed {}, {} threads",
@@ -101,9 +128,9 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
         cfg.seed,
         rayon::current_num_threads()
     );
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let metrics_path = args.out.join("metrics.jsonl");
-    let mut metrics_lines = String::new();
+    let metrics_path = out.join("metrics.jsonl");
+    let mut metrics_lines: String =
+        state.progress.history.iter().map(|r| serde_json::to_string(r).expect("serialisable") + "\n").collect();
     let bar = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
     bar.set_style(
         ProgressStyle::with_template("phase {prefix} {bar:30} {pos}/{len} batches  {msg}")
@@ -133,22 +160,29 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
             }
         }
     };
-    let trained = run_train(&data.train, &cfg, &mut on_event)?;
+    let labels = data.train.label_names.clone();
+    let mut after_epoch = |st: &TrainState| -> cardinal::Result<()> {
+        if !args.no_checkpoints {
+            checkpoint::save_state(&out, st, &name, &labels)?;
+        }
+        Ok(())
+    };
+    let trained = run_train(&data.train, state, &mut after_epoch, &mut on_event)?;
     bar.finish_and_clear();
     if let Some(e) = io_error {
         return Err(e.into());
     }
     let secs: Vec<f64> = trained.history.iter().map(|r| r.seconds).collect();
     let mean_epoch = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
-    checkpoint::save(&trained.model, &args.out, &name, &data.train.label_names)?;
+    checkpoint::save(&trained.model, &out, &name, &data.train.label_names)?;
     let report = evaluate(&trained.model, &data.test)?;
-    write_atomic(&args.out.join("eval.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
+    write_atomic(&out.join("eval.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         print_report(&name, "test", &report);
         println!("training time: {mean_epoch:.3} s/epoch (mean of {} epochs)", secs.len());
-        println!("model written to {}", args.out.display());
+        println!("model written to {}", out.display());
     }
     Ok(())
 }

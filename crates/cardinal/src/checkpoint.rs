@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::{Params, Standardizer};
 use crate::pipeline::Model;
+use crate::train::{Adagrad, Progress, TrainState};
 
 /// Version of the on-disk layout; bumped on any incompatible change.
 pub const FORMAT_VERSION: u32 = 1;
@@ -72,22 +73,10 @@ pub fn save(model: &Model<f32>, dir: &Path, dataset: &str, label_names: &[String
         return Err(Error::Checkpoint { path: dir.to_path_buf(), message: format!("refusing to save: {name} holds non-finite values") });
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = Vec::new();
-    let shapes = model.params.shapes();
-    let mut k = 0;
-    model.params.visit(|name, data, _| {
-        tensors.push((name.to_string(), shapes[k].1.clone(), f32_bytes(data)));
-        k += 1;
-    });
+    let mut tensors = params_tensors(&model.params);
     let d = model.standardizer.mean.len();
     tensors.push(("standardize.mean".into(), vec![d], f32_bytes(&model.standardizer.mean)));
     tensors.push(("standardize.scale".into(), vec![d], f32_bytes(&model.standardizer.scale)));
-    let views: Vec<(String, TensorView)> = tensors
-        .iter()
-        .map(|(n, s, b)| Ok((n.clone(), TensorView::new(Dtype::F32, s.clone(), b).map_err(|e| ckpt_err(dir, e))?)))
-        .collect::<Result<_>>()?;
-    let info = HashMap::from([("format".to_string(), format!("cardinal/{FORMAT_VERSION}"))]);
-    let bytes = safetensors::serialize(views, Some(info)).map_err(|e| ckpt_err(dir, e))?;
     let meta = Meta {
         format_version: FORMAT_VERSION,
         cardinal_version: env!("CARGO_PKG_VERSION").into(),
@@ -102,7 +91,7 @@ pub fn save(model: &Model<f32>, dir: &Path, dataset: &str, label_names: &[String
     // Weights last: a directory whose weights exist is complete.
     write_atomic(&dir.join(CONFIG_FILE), serde_json::to_string_pretty(&model.config).expect("serialisable").as_bytes())?;
     write_atomic(&dir.join(META_FILE), serde_json::to_string_pretty(&meta).expect("serialisable").as_bytes())?;
-    write_atomic(&dir.join(WEIGHTS_FILE), &bytes)
+    write_tensors(&dir.join(WEIGHTS_FILE), &tensors)
 }
 
 fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -178,4 +167,125 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
         train_mean_cardinality: meta.train_mean_cardinality,
     };
     Ok((model, meta))
+}
+
+/// Writes named `f32` tensors as a safetensors file (atomically).
+fn write_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Result<()> {
+    let views: Vec<(String, TensorView)> = tensors
+        .iter()
+        .map(|(n, s, b)| Ok((n.clone(), TensorView::new(Dtype::F32, s.clone(), b).map_err(|e| ckpt_err(path, e))?)))
+        .collect::<Result<_>>()?;
+    let info = HashMap::from([("format".to_string(), format!("cardinal/{FORMAT_VERSION}"))]);
+    let bytes = safetensors::serialize(views, Some(info)).map_err(|e| ckpt_err(path, e))?;
+    write_atomic(path, &bytes)
+}
+
+fn params_tensors(p: &Params<f32>) -> Vec<(String, Vec<usize>, Vec<u8>)> {
+    let shapes = p.shapes();
+    let mut out = Vec::new();
+    let mut k = 0;
+    p.visit(|name, data, _| {
+        out.push((name.to_string(), shapes[k].1.clone(), f32_bytes(data)));
+        k += 1;
+    });
+    out
+}
+
+/// Reads a tensor file written by [`write_tensors`] into parameters shaped like `like`.
+fn read_params(path: &Path, like: &Params<f32>) -> Result<Params<f32>> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let st = SafeTensors::deserialize(&bytes).map_err(|e| ckpt_err(path, format!("not a valid safetensors file: {e}")))?;
+    let shapes = like.shapes();
+    let mut out = like.clone();
+    let mut k = 0;
+    let mut err = None;
+    out.visit_mut(|name, data, _| {
+        let shape = &shapes[k].1;
+        k += 1;
+        if err.is_some() {
+            return;
+        }
+        match st.tensor(name) {
+            Ok(t) if t.dtype() == Dtype::F32 && t.shape() == shape.as_slice() => {
+                for (d, b) in data.iter_mut().zip(t.data().chunks_exact(4)) {
+                    *d = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            }
+            Ok(t) => err = Some(ckpt_err(path, format!("tensor `{name}` has {:?} {:?}, expected F32 {shape:?}", t.dtype(), t.shape()))),
+            Err(_) => err = Some(ckpt_err(path, format!("tensor `{name}` is missing"))),
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// Name of the file in `<dir>/checkpoints` that names the latest complete checkpoint.
+pub const LATEST_FILE: &str = "LATEST";
+
+/// Writes a resumable checkpoint of a run in progress to `<dir>/checkpoints/epoch-NNNN` and
+/// points `<dir>/checkpoints/LATEST` at it. The checkpoint is assembled in a temporary
+/// directory and renamed into place, so `LATEST` only ever names a complete checkpoint; older
+/// checkpoints are removed afterwards.
+pub fn save_state(dir: &Path, state: &TrainState, dataset: &str, label_names: &[String]) -> Result<PathBuf> {
+    let root = dir.join("checkpoints");
+    std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
+    let name = format!("epoch-{:04}", state.epochs_run());
+    let tmp = root.join(format!(".tmp-{name}-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    }
+    save(&state.model, &tmp, dataset, label_names)?;
+    write_tensors(&tmp.join("optimizer.safetensors"), &params_tensors(&state.optimizer.acc))?;
+    if let Some(best) = &state.best_params {
+        write_tensors(&tmp.join("best.safetensors"), &params_tensors(best))?;
+    }
+    let progress = serde_json::to_vec(&state.progress).expect("serialisable");
+    write_atomic(&tmp.join("progress.json"), &progress)?;
+    let fin = root.join(&name);
+    if fin.exists() {
+        std::fs::remove_dir_all(&fin).map_err(|e| Error::io(&fin, e))?;
+    }
+    std::fs::rename(&tmp, &fin).map_err(|e| Error::io(&fin, e))?;
+    if let Ok(d) = std::fs::File::open(&root) {
+        let _ = d.sync_all();
+    }
+    write_atomic(&root.join(LATEST_FILE), name.as_bytes())?;
+    // Older checkpoints and leftovers of interrupted writes are no longer needed.
+    if let Ok(entries) = std::fs::read_dir(&root) {
+        for e in entries.flatten() {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            if (n.starts_with("epoch-") && n != name) || (n.starts_with(".tmp-") && e.path() != tmp) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    Ok(fin)
+}
+
+/// The directory of the latest complete checkpoint under `<dir>/checkpoints`, if any.
+pub fn latest_checkpoint(dir: &Path) -> Result<Option<PathBuf>> {
+    let root = dir.join("checkpoints");
+    let latest = root.join(LATEST_FILE);
+    match std::fs::read_to_string(&latest) {
+        Ok(name) => Ok(Some(root.join(name.trim()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(latest, e)),
+    }
+}
+
+/// Loads the latest resumable checkpoint of the run in `dir`.
+pub fn load_state(dir: &Path) -> Result<(TrainState, Meta)> {
+    let ckpt = latest_checkpoint(dir)?.ok_or_else(|| ckpt_err(dir, "no checkpoint to resume from (checkpoints/LATEST is missing)"))?;
+    let (model, meta) = load(&ckpt)?;
+    let acc = read_params(&ckpt.join("optimizer.safetensors"), &model.params)?;
+    let best_path = ckpt.join("best.safetensors");
+    let best_params = if best_path.exists() { Some(read_params(&best_path, &model.params)?) } else { None };
+    let p = ckpt.join("progress.json");
+    let bytes = std::fs::read(&p).map_err(|e| Error::io(&p, e))?;
+    let progress: Progress = serde_json::from_slice(&bytes).map_err(|e| ckpt_err(&p, format!("invalid progress record: {e}")))?;
+    let optimizer = Adagrad { lr: model.config.train.lr as f32, acc };
+    Ok((TrainState { model, optimizer, best_params, progress }, meta))
 }

@@ -17,10 +17,10 @@ pub enum Error {
     #[error("{0}")]
     Mismatch(String),
     #[error(
-        "training diverged at epoch {epoch}, batch {batch}: {quantity} is not finite \
-         (see train.skip_nonfinite_batches)"
+        "training diverged in phase {phase}, epoch {epoch}, batch {batch}: {quantity} is not \
+         finite (see train.skip_nonfinite_batches)"
     )]
-    Diverged { epoch: usize, batch: usize, quantity: String },
+    Diverged { phase: u8, epoch: usize, batch: usize, quantity: String },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 }

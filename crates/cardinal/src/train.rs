@@ -52,7 +52,7 @@ impl<F: Float> Adagrad<F> {
 }
 
 /// What happened during training, for progress display and `metrics.jsonl`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochRecord {
     /// 1 = epochs on the train part of the split, 2 = epochs on all of train.
     pub phase: u8,
@@ -83,6 +83,59 @@ pub struct Trained {
     pub history: Vec<EpochRecord>,
 }
 
+/// Where a run stands between two epochs: with the model and optimiser, everything needed to
+/// continue it bit-identically (batch order, generator state, early-stopping state).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Phase of the next epoch (1: train part of the split, 2: all of train, 3: finished).
+    pub phase: u8,
+    /// Epochs finished in the current phase.
+    pub epochs_done: usize,
+    /// The batch order, shuffled in place at the start of every epoch.
+    pub order: Vec<usize>,
+    pub rng: Xoshiro256PlusPlus,
+    pub best_dev_f1: Option<f64>,
+    pub since_best: usize,
+    pub stopped_early: bool,
+    pub history: Vec<EpochRecord>,
+}
+
+/// A run in progress.
+#[derive(Debug, Clone)]
+pub struct TrainState {
+    pub model: Model<f32>,
+    pub optimizer: Adagrad<f32>,
+    /// Parameters of the best dev epoch so far (early stopping only).
+    pub best_params: Option<Params<f32>>,
+    pub progress: Progress,
+}
+
+impl TrainState {
+    /// A fresh run of `cfg` on `train`.
+    pub fn new(train: &Dataset, cfg: &Config) -> Result<Self> {
+        let model = init_model(train, cfg)?;
+        let optimizer = Adagrad::new(&model.params, cfg.train.lr, cfg.train.adagrad_init);
+        // Batch order uses its own stream so that changing the split never changes the init.
+        let rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x9E37_79B9_7F4A_7C15);
+        let progress = Progress {
+            phase: 1,
+            epochs_done: 0,
+            order: Vec::new(),
+            rng,
+            best_dev_f1: None,
+            since_best: 0,
+            stopped_early: false,
+            history: Vec::new(),
+        };
+        Ok(Self { model, optimizer, best_params: None, progress })
+    }
+
+    /// Total epochs run so far, over both phases.
+    pub fn epochs_run(&self) -> usize {
+        self.progress.history.len()
+    }
+}
+
 /// A freshly initialised model for `train` under `cfg`.
 pub fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
     cfg.validate()?;
@@ -111,82 +164,124 @@ pub fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
 
 /// Trains a model on `train` (a dev part is held out as configured).
 pub fn train(train: &Dataset, cfg: &Config, on_event: &mut dyn FnMut(Event)) -> Result<Trained> {
-    let mut model = init_model(train, cfg)?;
-    // Batch order uses its own stream so that changing the split never changes the init.
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x9E37_79B9_7F4A_7C15);
+    run(train, TrainState::new(train, cfg)?, &mut |_| Ok(()), on_event)
+}
+
+/// Runs (or continues) `state` to the end. `after_epoch` is called with the state after every
+/// epoch (e.g. to write a checkpoint); an error from it stops training.
+pub fn run(
+    train: &Dataset,
+    mut state: TrainState,
+    after_epoch: &mut dyn FnMut(&TrainState) -> Result<()>,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Trained> {
+    let cfg = state.model.config.clone();
     let tc = &cfg.train;
     let (train_idx, dev_idx) = split::train_dev_split(train.n_rows(), tc.dev_fraction, tc.split_seed);
     let all_idx: Vec<usize> = (0..train.n_rows()).collect();
-    let mut opt = Adagrad::new(&model.params, tc.lr, tc.adagrad_init);
+    let dev = (!dev_idx.is_empty()).then(|| train.select_rows(&dev_idx));
     let mut ws = Workspace::default();
-    let mut grad = model.params.zeros_like();
-    let mut history = Vec::new();
-    let mut best: Option<(f64, Params<f32>)> = None;
-    let mut since_best = 0;
+    let mut grad = state.model.params.zeros_like();
+    let mut announced = 0u8;
 
-    for (phase, epochs, rows) in [(1u8, tc.epochs, &train_idx), (2u8, tc.full_epochs, &all_idx)] {
-        let mut order = rows.clone();
-        let n_batches = order.len().div_ceil(tc.batch_size);
-        on_event(Event::Start { phase, epochs, batches_per_epoch: n_batches });
-        for epoch in 1..=epochs {
-            order.shuffle(&mut rng);
-            let start = std::time::Instant::now();
-            let mut loss_sum = 0.0;
-            for (batch, rows) in order.chunks(tc.batch_size).enumerate() {
-                let loss = model.loss_and_grad(&train.features, &train.labels, rows, &mut ws, &mut grad)?;
-                if !loss.total().is_finite() {
-                    if tc.skip_nonfinite_batches {
-                        tracing::warn!(phase, epoch, batch, "skipping a batch with a non-finite loss");
-                        continue;
-                    }
-                    return Err(Error::Diverged { epoch, batch, quantity: "the loss".into() });
-                }
-                let before = tc.skip_nonfinite_batches.then(|| (model.params.clone(), opt.clone()));
-                if let Some(name) = opt.step(&mut model.params, &grad, cfg.inference.learn_eta) {
-                    match before {
-                        Some((params, state)) => {
-                            tracing::warn!(phase, epoch, batch, name, "skipping a batch with non-finite gradients");
-                            (model.params, opt) = (params, state);
-                            continue;
-                        }
-                        None => {
-                            return Err(Error::Diverged { epoch, batch, quantity: format!("parameter {name} after the update") })
-                        }
-                    }
-                }
-                loss_sum += loss.total();
-                on_event(Event::Batch { phase, epoch, batch, loss: loss.total() });
+    while state.progress.phase <= 2 {
+        let phase = state.progress.phase;
+        let (epochs, rows) = if phase == 1 { (tc.epochs, &train_idx) } else { (tc.full_epochs, &all_idx) };
+        let n_batches = rows.len().div_ceil(tc.batch_size);
+        let ran_epoch = state.progress.epochs_done < epochs && !state.progress.stopped_early;
+        if ran_epoch {
+            if announced != phase {
+                on_event(Event::Start { phase, epochs, batches_per_epoch: n_batches });
+                announced = phase;
             }
-            let seconds = start.elapsed().as_secs_f64();
-            let (mut dev_f1, mut dev_z) = (None, None);
-            if phase == 1 && !dev_idx.is_empty() {
-                let dev = train.select_rows(&dev_idx);
-                let out = predict(&model, &dev.features, 256)?;
-                let report = evaluate_outputs(&model, &out, &dev.labels);
-                dev_f1 = Some(report.at_threshold.example_f1 * 100.0);
-                dev_z = Some(report.cardinality.mean_z);
+            if state.progress.order.is_empty() {
+                state.progress.order = rows.clone();
             }
-            let record = EpochRecord { phase, epoch, loss: loss_sum / n_batches.max(1) as f64, dev_example_f1: dev_f1, dev_mean_z: dev_z, seconds };
+            let epoch = state.progress.epochs_done + 1;
+            let record = run_epoch(train, dev.as_ref(), &mut state, phase, epoch, &mut ws, &mut grad, on_event)?;
             on_event(Event::Epoch(&record));
-            history.push(record);
+            let p = &mut state.progress;
+            p.epochs_done = epoch;
             if phase == 1 && tc.patience > 0 {
-                let f1 = dev_f1.unwrap_or(0.0);
-                if best.as_ref().is_none_or(|(b, _)| f1 > *b) {
-                    best = Some((f1, model.params.clone()));
-                    since_best = 0;
+                let f1 = record.dev_example_f1.unwrap_or(0.0);
+                if p.best_dev_f1.is_none_or(|b| f1 > b) {
+                    p.best_dev_f1 = Some(f1);
+                    p.since_best = 0;
+                    state.best_params = Some(state.model.params.clone());
                 } else {
-                    since_best += 1;
-                    if since_best >= tc.patience {
-                        break;
-                    }
+                    p.since_best += 1;
+                    p.stopped_early = p.since_best >= tc.patience;
                 }
             }
+            state.progress.history.push(record);
         }
-        if phase == 1 {
-            if let Some((_, params)) = best.take() {
-                model.params = params;
+        if state.progress.epochs_done >= epochs || state.progress.stopped_early {
+            // End of the phase: keep the best dev epoch's weights, move on.
+            if let Some(best) = state.best_params.take() {
+                state.model.params = best;
             }
+            let p = &mut state.progress;
+            p.phase += 1;
+            p.epochs_done = 0;
+            p.order.clear();
+            p.stopped_early = false;
+        }
+        if ran_epoch {
+            after_epoch(&state)?;
         }
     }
-    Ok(Trained { model, history })
+    Ok(Trained { model: state.model, history: state.progress.history })
+}
+
+fn run_epoch(
+    train: &Dataset,
+    dev: Option<&Dataset>,
+    state: &mut TrainState,
+    phase: u8,
+    epoch: usize,
+    ws: &mut Workspace<f32>,
+    grad: &mut Params<f32>,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<EpochRecord> {
+    let tc = state.model.config.train.clone();
+    let learn_eta = state.model.config.inference.learn_eta;
+    let TrainState { model, optimizer, progress, .. } = state;
+    progress.order.shuffle(&mut progress.rng);
+    let start = std::time::Instant::now();
+    let mut loss_sum = 0.0;
+    let n_batches = progress.order.len().div_ceil(tc.batch_size);
+    for (batch, rows) in progress.order.chunks(tc.batch_size).enumerate() {
+        let loss = model.loss_and_grad(&train.features, &train.labels, rows, ws, grad)?;
+        if !loss.total().is_finite() {
+            if tc.skip_nonfinite_batches {
+                tracing::warn!(phase, epoch, batch, "skipping a batch with a non-finite loss");
+                continue;
+            }
+            return Err(Error::Diverged { phase, epoch, batch, quantity: "the loss".into() });
+        }
+        let before = tc.skip_nonfinite_batches.then(|| (model.params.clone(), optimizer.clone()));
+        if let Some(name) = optimizer.step(&mut model.params, grad, learn_eta) {
+            match before {
+                Some((params, opt)) => {
+                    tracing::warn!(phase, epoch, batch, name, "skipping a batch with non-finite gradients");
+                    (model.params, *optimizer) = (params, opt);
+                    continue;
+                }
+                None => {
+                    return Err(Error::Diverged { phase, epoch, batch, quantity: format!("parameter {name} after the update") })
+                }
+            }
+        }
+        loss_sum += loss.total();
+        on_event(Event::Batch { phase, epoch, batch, loss: loss.total() });
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let (mut dev_f1, mut dev_z) = (None, None);
+    if let (1, Some(dev)) = (phase, dev) {
+        let out = predict(model, &dev.features, 256)?;
+        let report = evaluate_outputs(model, &out, &dev.labels);
+        dev_f1 = Some(report.at_threshold.example_f1 * 100.0);
+        dev_z = Some(report.cardinality.mean_z);
+    }
+    Ok(EpochRecord { phase, epoch, loss: loss_sum / n_batches.max(1) as f64, dev_example_f1: dev_f1, dev_mean_z: dev_z, seconds })
 }
