@@ -24,7 +24,7 @@
 //! initial ends; we include that term, which makes the VJP the exact derivative of the forward
 //! map wherever no choice flips.
 
-use crate::util::{argsort_desc_with, of, validate, ZRange};
+use crate::util::{argsort_desc, of, validate, SortScratch, ZRange};
 use crate::{ProjError, Projector, Real};
 
 /// Differentiable bisection projection onto `C(z)` with `iters` (J) iterations.
@@ -38,7 +38,7 @@ pub struct FastProjection {
 pub struct FpTape<F> {
     perm: Vec<u32>,
     mu: Vec<F>,
-    pairs: Vec<(F, u32)>,
+    sort: SortScratch,
     c: Vec<F>,
     /// Soft one-hots over indices 1..L (index 0 only enters the normalisation).
     rho1: Vec<F>,
@@ -85,7 +85,9 @@ impl<F: Real> Projector<F> for FastProjection {
         validate(v, z, out.len(), ZRange::UpToLen)?;
         let (zero, one) = (F::zero(), F::one());
         let half = F::from_f64(0.5).unwrap();
-        argsort_desc_with(v, &mut t.perm, &mut t.mu, &mut t.pairs);
+        argsort_desc(v, &mut t.perm, &mut t.sort);
+        t.mu.clear();
+        t.mu.extend(t.perm.iter().map(|&i| v[i as usize]));
         t.c.clear();
         let mut acc = zero;
         for &m in &t.mu {

@@ -43,9 +43,40 @@ pub trait Real:
     + std::iter::Sum
     + 'static
 {
+    /// Number of significant low bits of [`Real::order_key`] (32 for `f32`, 64 for `f64`).
+    #[doc(hidden)]
+    const KEY_BITS: u32 = 64;
+
+    /// Order-preserving unsigned key: for finite `a`, `b`, `a < b` implies
+    /// `order_key(a) < order_key(b)`, and equal keys imply equal values. Sorting by this key lets
+    /// the argsorts compare integers instead of floats.
+    #[doc(hidden)]
+    fn order_key(self) -> u64 {
+        f64_order_key(self.to_f64().unwrap_or(f64::NAN))
+    }
 }
-impl Real for f32 {}
-impl Real for f64 {}
+
+#[inline]
+fn f64_order_key(x: f64) -> u64 {
+    let b = x.to_bits();
+    // Negative: flip every bit (larger magnitude sorts lower); non-negative: set the sign bit.
+    b ^ ((((b as i64) >> 63) as u64) | (1 << 63))
+}
+
+impl Real for f32 {
+    const KEY_BITS: u32 = 32;
+    #[inline]
+    fn order_key(self) -> u64 {
+        let b = self.to_bits();
+        (b ^ ((((b as i32) >> 31) as u32) | (1 << 31))) as u64
+    }
+}
+impl Real for f64 {
+    #[inline]
+    fn order_key(self) -> u64 {
+        f64_order_key(self)
+    }
+}
 
 /// Errors of the projection operators: invalid input is reported, never turned into NaN.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -78,4 +109,28 @@ pub trait Projector<F: Real>: Send + Sync {
 
     /// Given `g = ∂ℓ/∂out`, overwrites `gv` with `∂ℓ/∂v` and returns `∂ℓ/∂z`.
     fn vjp(&self, tape: &Self::Tape, g: &[F], gv: &mut [F]) -> F;
+
+    /// Whether [`Projector::forward_ordered`] makes use of the order it is given (sort-based
+    /// operators); [`Dykstra`] only computes an order for inner projections that do.
+    #[doc(hidden)]
+    fn uses_order(&self) -> bool {
+        false
+    }
+
+    /// [`Projector::forward`] given `order`, a permutation expected to sort `v` descending
+    /// (non-strictly), so that a sort-based operator can skip its sort. Implementations must check
+    /// the order and sort themselves if it does not sort `v`: the output never depends on it, and
+    /// the VJP only in how tied entries are ranked. The default ignores it.
+    #[doc(hidden)]
+    fn forward_ordered(
+        &self,
+        v: &[F],
+        z: F,
+        order: &[u32],
+        out: &mut [F],
+        tape: &mut Self::Tape,
+    ) -> Result<(), ProjError> {
+        let _ = order;
+        self.forward(v, z, out, tape)
+    }
 }

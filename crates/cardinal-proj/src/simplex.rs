@@ -8,7 +8,7 @@
 //! the zero gradient.
 
 use crate::capped::masked_centered_vjp;
-use crate::util::{desc, of, validate, ZRange};
+use crate::util::{desc, of, validate, validate_shape, ZRange};
 use crate::{ProjError, Projector, Real};
 
 /// Exact projection onto `B(z)`, `z ≥ 0`.
@@ -28,6 +28,11 @@ pub(crate) fn simplex_theta<F: Real>(v: &[F], z: F, mu: &mut Vec<F>) -> F {
     mu.clear();
     mu.extend_from_slice(v);
     mu.sort_unstable_by(desc);
+    theta_sorted(mu, z)
+}
+
+/// θ from the row sorted descending.
+fn theta_sorted<F: Real>(mu: &[F], z: F) -> F {
     let mut c = F::zero();
     let mut theta = mu[0]; // z = 0: nothing is positive
     for (j, &m) in mu.iter().enumerate() {
@@ -55,23 +60,55 @@ impl<F: Real> Projector<F> for Simplex {
     ) -> Result<(), ProjError> {
         validate(v, z, out.len(), ZRange::NonNegative)?;
         let theta = simplex_theta(v, z, &mut tape.sorted);
-        let zero = F::zero();
-        tape.mask.clear();
-        tape.mask.resize(v.len(), zero);
-        let mut n = 0usize;
-        for ((o, m), &x) in out.iter_mut().zip(tape.mask.iter_mut()).zip(v) {
-            let u = (x - theta).max(zero);
-            *o = u;
-            if u > zero {
-                *m = F::one();
-                n += 1;
-            }
+        apply(v, theta, out, tape);
+        Ok(())
+    }
+
+    fn uses_order(&self) -> bool {
+        true
+    }
+
+    fn forward_ordered(
+        &self,
+        v: &[F],
+        z: F,
+        order: &[u32],
+        out: &mut [F],
+        tape: &mut Self::Tape,
+    ) -> Result<(), ProjError> {
+        validate_shape(v, z, out.len(), ZRange::NonNegative)?;
+        if order.len() != v.len() {
+            return self.forward(v, z, out, tape);
         }
-        tape.n_support = n;
+        let mu = &mut tape.sorted;
+        mu.clear();
+        mu.extend(order.iter().map(|&i| v[i as usize]));
+        let sorted = mu.windows(2).all(|w| w[1] <= w[0]);
+        if !(sorted && mu[0].is_finite() && mu[mu.len() - 1].is_finite()) {
+            return self.forward(v, z, out, tape);
+        }
+        let theta = theta_sorted(mu, z);
+        apply(v, theta, out, tape);
         Ok(())
     }
 
     fn vjp(&self, tape: &Self::Tape, g: &[F], gv: &mut [F]) -> F {
         masked_centered_vjp(&tape.mask, tape.n_support, g, gv)
     }
+}
+
+/// `out = max(v − θ, 0)` and the support mask.
+fn apply<F: Real>(v: &[F], theta: F, out: &mut [F], tape: &mut SimplexTape<F>) {
+    let (zero, one) = (F::zero(), F::one());
+    tape.mask.resize(v.len(), zero);
+    let mut n = zero;
+    for ((o, m), &x) in out.iter_mut().zip(tape.mask.iter_mut()).zip(v) {
+        let u = x - theta;
+        let pos = u > zero;
+        *o = if pos { u } else { zero };
+        let f = if pos { one } else { zero };
+        *m = f;
+        n += f;
+    }
+    tape.n_support = n.to_usize().unwrap_or(0);
 }

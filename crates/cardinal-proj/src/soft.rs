@@ -14,7 +14,14 @@
 //! `c̄_j += N̄ ρ_j`; the cumsum adjoint is a suffix sum, `μ̄_k += Σ_{j≥k} c̄_j`; finally μ̄ is
 //! scattered back through the sort permutation.
 
-use crate::util::{argsort_desc_with, of, validate, ZRange};
+//!
+//! Implementation: let `h` be one past the last `j` with `r_j > 0`. For `j > h` the logit
+//! `j δ_j` is exactly 0, so the tail shares one softmax weight `ρ_t`; only the head needs
+//! exponentials, and the tail enters `N` and `D` through `Σ_{j>h} c_j` (a running sum) and
+//! `Σ_{j>h} j` (closed form). In the backward pass the tail has `r̄_j = 0`, leaving only the
+//! suffix sum. The sort compares packed integer keys (see `util::argsort_desc`).
+
+use crate::util::{argsort_desc, masked_copy_sum, of, validate, validate_shape, SortScratch, ZRange};
 use crate::{ProjError, Projector, Real};
 
 /// Algorithm 1 of the paper (authors' variant with relu inside softsign), `z ≥ 0`.
@@ -25,15 +32,103 @@ pub struct SoftSimplex;
 #[derive(Debug, Clone, Default)]
 pub struct SoftTape<F> {
     perm: Vec<u32>,
-    mu: Vec<F>,
-    pairs: Vec<(F, u32)>,
+    sort: SortScratch,
+    /// `c_j` and `r_j` for every j (only the head is read back).
     c: Vec<F>,
     r: Vec<F>,
+    /// Softmax weights of the head `j ≤ h`; `rho_tail` is the weight of every later j.
     rho: Vec<F>,
+    rho_tail: F,
     active: Vec<F>,
     theta: F,
     n: F,
     d: F,
+}
+
+/// Cumsum pass over `v` in the order `t.perm`: fills `c`, `r`, the head, the softmax weights and
+/// `N`, `D`. Returns `false` (and computes nothing further) if `t.perm` does not sort `v`
+/// descending or the row is not finite.
+fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>) -> bool {
+    let l = v.len();
+    let (zero, one) = (F::zero(), F::one());
+    t.c.resize(l, zero);
+    t.r.resize(l, zero);
+    let mut c = zero;
+    let mut prev = F::infinity();
+    let mut sorted = true;
+    let mut head = 0usize;
+    let mut ctail = zero; // Σ c_j over j ≥ head (0-based), reset at every positive r
+    for (k, ((&i, ck), rk)) in t
+        .perm
+        .iter()
+        .zip(t.c.iter_mut())
+        .zip(t.r.iter_mut())
+        .enumerate()
+    {
+        let m = v[i as usize];
+        sorted &= m <= prev;
+        prev = m;
+        let j: F = of(k + 1);
+        c += m;
+        let r = j * m - (c - z);
+        *ck = c;
+        *rk = r;
+        let pos = r > zero;
+        head = if pos { k + 1 } else { head };
+        ctail = if pos { zero } else { ctail + c };
+    }
+    if !(sorted && prev.is_finite() && v[t.perm[0] as usize].is_finite()) {
+        return false;
+    }
+    let n_tail = l - head;
+    // Tail logits are exactly 0, so they take part in the max (stable softmax).
+    let mut amax = if n_tail > 0 { zero } else { F::neg_infinity() };
+    t.rho.clear();
+    for (k, &r) in t.r[..head].iter().enumerate() {
+        let j: F = of(k + 1);
+        let rr = r.max(zero);
+        let a = j * rr / (one + rr);
+        amax = amax.max(a);
+        t.rho.push(a);
+    }
+    let mut s = zero;
+    for a in t.rho.iter_mut() {
+        *a = (*a - amax).exp();
+        s += *a;
+    }
+    let e_tail = (zero - amax).exp();
+    s += of::<F>(n_tail) * e_tail;
+    let (mut n, mut d) = (zero, zero);
+    for (k, (p, &ck)) in t.rho.iter_mut().zip(&t.c[..head]).enumerate() {
+        *p /= s;
+        n += ck * *p;
+        d += of::<F>(k + 1) * *p;
+    }
+    let p_tail = e_tail / s;
+    // Σ_{j=head+1}^{l} j, exact in integers.
+    let j_tail = (l * (l + 1) - head * (head + 1)) / 2;
+    if n_tail > 0 {
+        n += ctail * p_tail;
+        d += of::<F>(j_tail) * p_tail;
+    }
+    t.rho_tail = p_tail;
+    t.n = n;
+    t.d = d;
+    true
+}
+
+/// `out = relu(v − θ)` and the active mask, from the `N`, `D` of [`scan`].
+fn finish<F: Real>(v: &[F], z: F, out: &mut [F], t: &mut SoftTape<F>) {
+    let (zero, one) = (F::zero(), F::one());
+    let theta = (t.n - z) / t.d;
+    t.active.resize(v.len(), zero);
+    for ((o, a), &x) in out.iter_mut().zip(t.active.iter_mut()).zip(v) {
+        let u = x - theta;
+        let pos = u > zero;
+        *o = if pos { u } else { zero };
+        *a = if pos { one } else { zero };
+    }
+    t.theta = theta;
 }
 
 impl<F: Real> Projector<F> for SoftSimplex {
@@ -41,68 +136,56 @@ impl<F: Real> Projector<F> for SoftSimplex {
 
     fn forward(&self, v: &[F], z: F, out: &mut [F], t: &mut Self::Tape) -> Result<(), ProjError> {
         validate(v, z, out.len(), ZRange::NonNegative)?;
-        let l = v.len();
-        let zero = F::zero();
-        argsort_desc_with(v, &mut t.perm, &mut t.mu, &mut t.pairs);
-        t.c.clear();
-        t.r.clear();
-        t.rho.clear();
-        let mut c = zero;
-        let mut amax = F::neg_infinity();
-        for (k, &m) in t.mu.iter().enumerate() {
-            let j: F = of(k + 1);
-            c += m;
-            let r = j * m - (c - z);
-            let rr = r.max(zero);
-            let a = j * rr / (F::one() + rr);
-            amax = amax.max(a);
-            t.c.push(c);
-            t.r.push(r);
-            t.rho.push(a);
+        argsort_desc(v, &mut t.perm, &mut t.sort);
+        let ok = scan(v, z, t);
+        debug_assert!(ok, "a fresh argsort must sort a finite row");
+        finish(v, z, out, t);
+        Ok(())
+    }
+
+    fn uses_order(&self) -> bool {
+        true
+    }
+
+    fn forward_ordered(
+        &self,
+        v: &[F],
+        z: F,
+        order: &[u32],
+        out: &mut [F],
+        t: &mut Self::Tape,
+    ) -> Result<(), ProjError> {
+        validate_shape(v, z, out.len(), ZRange::NonNegative)?;
+        if order.len() != v.len() {
+            return self.forward(v, z, out, t);
         }
-        // Stable softmax: scores reach L, so subtract the max before exponentiating.
-        let mut s = zero;
-        for a in t.rho.iter_mut() {
-            *a = (*a - amax).exp();
-            s += *a;
+        t.perm.clear();
+        t.perm.extend_from_slice(order);
+        if !scan(v, z, t) {
+            // Not sorted (or not finite): sort here; `forward` also reports non-finite input.
+            return self.forward(v, z, out, t);
         }
-        let (mut n, mut d) = (zero, zero);
-        for (k, p) in t.rho.iter_mut().enumerate() {
-            *p /= s;
-            n += t.c[k] * *p;
-            d += of::<F>(k + 1) * *p;
-        }
-        let theta = (n - z) / d;
-        t.active.clear();
-        t.active.resize(l, zero);
-        for ((o, a), &x) in out.iter_mut().zip(t.active.iter_mut()).zip(v) {
-            let u = x - theta;
-            if u > zero {
-                *o = u;
-                *a = F::one();
-            } else {
-                *o = zero;
-            }
-        }
-        t.theta = theta;
-        t.n = n;
-        t.d = d;
+        finish(v, z, out, t);
         Ok(())
     }
 
     fn vjp(&self, t: &Self::Tape, g: &[F], gv: &mut [F]) -> F {
         let zero = F::zero();
-        let mut dtheta = zero;
-        for ((o, &a), &gi) in gv.iter_mut().zip(&t.active).zip(g) {
-            *o = a * gi;
-            dtheta -= a * gi;
-        }
+        let dtheta = -masked_copy_sum(&t.active, g, gv);
         let dn = dtheta / t.d;
         let dd = -dtheta * t.theta / t.d;
-        let mut gz = -dtheta / t.d;
+        let gz = -dtheta / t.d;
         let dot = dn * t.n + dd * t.d;
+        let head = t.rho.len();
+        // Tail: r̄ = 0, only the suffix sum of c̄_j = N̄ ρ_t remains.
         let mut suffix = zero;
-        for k in (0..t.mu.len()).rev() {
+        let step = dn * t.rho_tail;
+        for &i in t.perm[head..].iter().rev() {
+            suffix += step;
+            gv[i as usize] += suffix;
+        }
+        let mut gz = gz;
+        for k in (0..head).rev() {
             let j: F = of(k + 1);
             let rho = t.rho[k];
             let da = rho * (dn * t.c[k] + dd * j - dot);

@@ -20,6 +20,17 @@ pub(crate) fn validate<F: Real>(
     out_len: usize,
     range: ZRange,
 ) -> Result<(), ProjError> {
+    validate_shape(v, z, out_len, range)?;
+    check_finite(v)
+}
+
+/// Everything [`validate`] checks except the finiteness of the entries (no pass over the row).
+pub(crate) fn validate_shape<F: Real>(
+    v: &[F],
+    z: F,
+    out_len: usize,
+    range: ZRange,
+) -> Result<(), ProjError> {
     if v.is_empty() {
         return Err(ProjError::Empty);
     }
@@ -46,6 +57,11 @@ pub(crate) fn validate<F: Real>(
             }
         }
     }
+    Ok(())
+}
+
+/// `NonFinite` for the first entry that is NaN or infinite.
+pub(crate) fn check_finite<F: Real>(v: &[F]) -> Result<(), ProjError> {
     // A single pass with a cheap test; the index is only searched for on failure.
     if !v.iter().all(|x| x.is_finite()) {
         let (index, value) = v.iter().enumerate().find(|(_, x)| !x.is_finite()).unwrap();
@@ -63,26 +79,133 @@ pub(crate) fn desc<F: Real>(a: &F, b: &F) -> Ordering {
     b.partial_cmp(a).unwrap_or(Ordering::Equal)
 }
 
-/// Fills `perm` with a permutation sorting `v` descending and `mu` with the sorted values.
-/// Sorting (value, index) pairs keeps comparisons on contiguous memory (faster than an
-/// indirect index sort); `pairs` is reused, so nothing is allocated once it has grown.
-pub(crate) fn argsort_desc_with<F: Real>(
-    v: &[F],
-    perm: &mut Vec<u32>,
-    mu: &mut Vec<F>,
-    pairs: &mut Vec<(F, u32)>,
-) {
-    pairs.clear();
-    pairs.extend(v.iter().enumerate().map(|(i, &x)| (x, i as u32)));
-    pairs.sort_unstable_by(|a, b| desc(&a.0, &b.0));
+/// Reusable buffers of [`argsort_desc`] (nothing is allocated once they have grown).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SortScratch {
+    keys: Vec<u64>,
+    tmp: Vec<u64>,
+    wide: Vec<u128>,
+}
+
+/// Below this length the packed keys are sorted by comparison (`sort_unstable`), above it by an
+/// LSD radix sort on the 32 value bits.
+pub(crate) const RADIX_MIN_LEN: usize = 128;
+
+/// Fills `perm` with a permutation sorting `v` descending (ties by ascending index, so the
+/// result is fully determined by `v`).
+///
+/// Each value is mapped to an order-preserving integer ([`Real::order_key`]), complemented (for
+/// descending order) and packed above its index, so the sort compares plain integers: `u64` for
+/// `f32` (radix sort on the upper 32 bits for long rows), `u128` for `f64`.
+pub(crate) fn argsort_desc<F: Real>(v: &[F], perm: &mut Vec<u32>, s: &mut SortScratch) {
     perm.clear();
-    mu.clear();
-    perm.extend(pairs.iter().map(|p| p.1));
-    mu.extend(pairs.iter().map(|p| p.0));
+    if F::KEY_BITS <= 32 {
+        s.keys.clear();
+        s.keys.extend(
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| (!x.order_key() << 32) | i as u64),
+        );
+        if v.len() < RADIX_MIN_LEN {
+            s.keys.sort_unstable();
+        } else {
+            radix_sort_hi32(&mut s.keys, &mut s.tmp);
+        }
+        perm.extend(s.keys.iter().map(|&k| k as u32));
+    } else {
+        s.wide.clear();
+        s.wide.extend(
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| ((!x.order_key() as u128) << 32) | i as u128),
+        );
+        s.wide.sort_unstable();
+        perm.extend(s.wide.iter().map(|&k| k as u32));
+    }
+}
+
+/// Stable LSD radix sort of `keys` by their upper 32 bits (4 passes of 8 bits; a pass whose
+/// digit is the same for every key is skipped). Keys enter in ascending index order (the low
+/// bits), so stability gives the same order as sorting the whole `u64`.
+pub(crate) fn radix_sort_hi32(keys: &mut Vec<u64>, tmp: &mut Vec<u64>) {
+    let n = keys.len();
+    if n < 2 {
+        return;
+    }
+    let mut hist = [[0u32; 256]; 4];
+    for &k in keys.iter() {
+        let h = (k >> 32) as u32;
+        hist[0][(h & 0xff) as usize] += 1;
+        hist[1][((h >> 8) & 0xff) as usize] += 1;
+        hist[2][((h >> 16) & 0xff) as usize] += 1;
+        hist[3][(h >> 24) as usize] += 1;
+    }
+    tmp.clear();
+    tmp.resize(n, 0);
+    let mut in_keys = true;
+    for (pass, h) in hist.iter_mut().enumerate() {
+        let shift = 32 + 8 * pass;
+        if h[((keys[0] >> shift) & 0xff) as usize] as usize == n {
+            continue; // every key has this digit
+        }
+        let mut sum = 0u32;
+        for c in h.iter_mut() {
+            let t = *c;
+            *c = sum;
+            sum += t;
+        }
+        let (src, dst) = if in_keys {
+            (&keys[..], &mut tmp[..])
+        } else {
+            (&tmp[..], &mut keys[..])
+        };
+        for &k in src {
+            let d = ((k >> shift) & 0xff) as usize;
+            dst[h[d] as usize] = k;
+            h[d] += 1;
+        }
+        in_keys = !in_keys;
+    }
+    if !in_keys {
+        std::mem::swap(keys, tmp);
+    }
 }
 
 /// `F::from(usize)`; exact for every length we handle.
 #[inline]
 pub(crate) fn of<F: Real>(n: usize) -> F {
     F::from_usize(n).expect("usize fits a float")
+}
+
+/// Lanes of the reductions below (explicit, so that LLVM vectorises without reassociating).
+const LANES: usize = 8;
+
+/// `out = m ⊙ g`, returns `Σ m ⊙ g` (summed in [`LANES`] interleaved partial sums).
+#[inline]
+pub(crate) fn masked_copy_sum<F: Real>(m: &[F], g: &[F], out: &mut [F]) -> F {
+    let mut acc = [F::zero(); LANES];
+    let n = out.len().min(m.len()).min(g.len());
+    let (m, g, out) = (&m[..n], &g[..n], &mut out[..n]);
+    let mut oc = out.chunks_exact_mut(LANES);
+    let mut mc = m.chunks_exact(LANES);
+    let mut gc = g.chunks_exact(LANES);
+    for ((o, mm), gg) in (&mut oc).zip(&mut mc).zip(&mut gc) {
+        for k in 0..LANES {
+            let x = mm[k] * gg[k];
+            o[k] = x;
+            acc[k] += x;
+        }
+    }
+    for (k, ((o, &mm), &gg)) in oc
+        .into_remainder()
+        .iter_mut()
+        .zip(mc.remainder())
+        .zip(gc.remainder())
+        .enumerate()
+    {
+        let x = mm * gg;
+        *o = x;
+        acc[k] += x;
+    }
+    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
 }
