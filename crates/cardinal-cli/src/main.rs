@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench_cmd;
 mod data_cmd;
 mod model_cmd;
 mod project_cmd;
@@ -34,6 +35,8 @@ enum Command {
     Eval(model_cmd::EvalArgs),
     /// Predict label sets (JSON lines).
     Predict(model_cmd::PredictArgs),
+    /// Time a training epoch and test-set inference; prints one JSON line.
+    Bench(bench_cmd::BenchArgs),
     /// Project vectors read from stdin onto {0 <= y <= 1, sum y = z} (or another operator's set).
     Project(project_cmd::ProjectArgs),
 }
@@ -46,11 +49,16 @@ fn main() -> ExitCode {
         _ => "debug",
     };
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     if let Some(n) = cli.threads {
-        if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global() {
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build_global()
+        {
             eprintln!("error: cannot set up {n} threads: {e}");
             return ExitCode::FAILURE;
         }
@@ -61,6 +69,7 @@ fn main() -> ExitCode {
         Command::Eval(a) => model_cmd::eval(a),
         Command::Predict(a) => model_cmd::predict(a),
         Command::Project(a) => project_cmd::run(a),
+        Command::Bench(a) => bench_cmd::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -73,5 +82,7 @@ fn main() -> ExitCode {
 
 /// Where datasets are looked up by name.
 pub fn data_dir(explicit: &Option<PathBuf>) -> Option<PathBuf> {
-    explicit.clone().or_else(|| std::env::var_os("CARDINAL_DATA").map(PathBuf::from))
+    explicit
+        .clone()
+        .or_else(|| std::env::var_os("CARDINAL_DATA").map(PathBuf::from))
 }

@@ -43,7 +43,8 @@ impl DataSource {
             return Ok(TrainTest { train, test });
         }
         let dir = crate::data_dir(&self.data_dir);
-        let resolved = resolve_dataset(&self.dataset, dir.as_deref()).with_context(|| format!("loading dataset `{}`", self.dataset))?;
+        let resolved = resolve_dataset(&self.dataset, dir.as_deref())
+            .with_context(|| format!("loading dataset `{}`", self.dataset))?;
         Ok(resolved.into_train_test(self.train_fraction, 0)?)
     }
 }
@@ -82,7 +83,8 @@ pub struct TrainArgs {
 fn load_config(args: &TrainArgs) -> anyhow::Result<Config> {
     let mut cfg = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
             Config::from_json(&text).with_context(|| format!("in {}", path.display()))?
         }
         None => Config::preset(&args.preset)?,
@@ -98,21 +100,39 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
     let (state, data, out) = match &args.resume {
         Some(dir) => {
             let run_path = dir.join("run.json");
-            let source: DataSource = serde_json::from_slice(&std::fs::read(&run_path).with_context(|| format!("reading {}", run_path.display()))?)
-                .with_context(|| format!("in {}", run_path.display()))?;
+            let source: DataSource = serde_json::from_slice(
+                &std::fs::read(&run_path)
+                    .with_context(|| format!("reading {}", run_path.display()))?,
+            )
+            .with_context(|| format!("in {}", run_path.display()))?;
             let data = source.load()?;
             let (state, meta) = checkpoint::load_state(dir)?;
-            cardinal::pipeline::check_dims(&state.model, data.train.n_features(), data.train.n_labels(), "the training data")?;
+            cardinal::pipeline::check_dims(
+                &state.model,
+                data.train.n_features(),
+                data.train.n_labels(),
+                "the training data",
+            )?;
             check_labels(&meta, &data.train, dir)?;
-            eprintln!("resuming {} after {} epochs", dir.display(), state.epochs_run());
+            eprintln!(
+                "resuming {} after {} epochs",
+                dir.display(),
+                state.epochs_run()
+            );
             (state, data, dir.clone())
         }
         None => {
             let cfg = load_config(args)?;
             let data = args.data.load()?;
-            let out = args.out.clone().expect("clap requires --out without --resume");
+            let out = args
+                .out
+                .clone()
+                .expect("clap requires --out without --resume");
             std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-            write_atomic(&out.join("run.json"), serde_json::to_string_pretty(&args.data)?.as_bytes())?;
+            write_atomic(
+                &out.join("run.json"),
+                serde_json::to_string_pretty(&args.data)?.as_bytes(),
+            )?;
             (TrainState::new(&data.train, &cfg)?, data, out)
         }
     };
@@ -129,16 +149,28 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
         rayon::current_num_threads()
     );
     let metrics_path = out.join("metrics.jsonl");
-    let mut metrics_lines: String =
-        state.progress.history.iter().map(|r| serde_json::to_string(r).expect("serialisable") + "\n").collect();
-    let bar = if args.quiet { ProgressBar::hidden() } else { ProgressBar::new(0) };
+    let mut metrics_lines: String = state
+        .progress
+        .history
+        .iter()
+        .map(|r| serde_json::to_string(r).expect("serialisable") + "\n")
+        .collect();
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(0)
+    };
     bar.set_style(
         ProgressStyle::with_template("phase {prefix} {bar:30} {pos}/{len} batches  {msg}")
             .expect("valid template"),
     );
     let mut io_error = None;
     let mut on_event = |ev: Event| match ev {
-        Event::Start { phase, epochs, batches_per_epoch } => {
+        Event::Start {
+            phase,
+            epochs,
+            batches_per_epoch,
+        } => {
             bar.set_prefix(phase.to_string());
             bar.set_length((epochs * batches_per_epoch) as u64);
             bar.set_position(0);
@@ -148,7 +180,10 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
             bar.set_message(format!("epoch {epoch} loss {loss:.4}"));
         }
         Event::Epoch(rec) => {
-            let dev = rec.dev_example_f1.map(|f| format!(" dev F1 {f:.2}")).unwrap_or_default();
+            let dev = rec
+                .dev_example_f1
+                .map(|f| format!(" dev F1 {f:.2}"))
+                .unwrap_or_default();
             bar.println(format!(
                 "phase {} epoch {:>3}: loss {:.4}{dev}  ({:.2} s/epoch)",
                 rec.phase, rec.epoch, rec.loss, rec.seconds
@@ -176,19 +211,30 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
     let mean_epoch = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
     checkpoint::save(&trained.model, &out, &name, &data.train.label_names)?;
     let report = evaluate(&trained.model, &data.test)?;
-    write_atomic(&out.join("eval.json"), serde_json::to_string_pretty(&report)?.as_bytes())?;
+    write_atomic(
+        &out.join("eval.json"),
+        serde_json::to_string_pretty(&report)?.as_bytes(),
+    )?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         print_report(&name, "test", &report);
-        println!("training time: {mean_epoch:.3} s/epoch (mean of {} epochs)", secs.len());
+        println!(
+            "training time: {mean_epoch:.3} s/epoch (mean of {} epochs)",
+            secs.len()
+        );
         println!("model written to {}", out.display());
     }
     Ok(())
 }
 
 fn evaluate(model: &cardinal::pipeline::Model<f32>, data: &Dataset) -> anyhow::Result<EvalReport> {
-    cardinal::pipeline::check_dims(model, data.n_features(), data.n_labels(), "the evaluation data")?;
+    cardinal::pipeline::check_dims(
+        model,
+        data.n_features(),
+        data.n_labels(),
+        "the evaluation data",
+    )?;
     let out = run_predict(model, &data.features, 256)?;
     Ok(evaluate_outputs(model, &out, &data.labels))
 }
@@ -197,7 +243,10 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
     let t = &r.at_threshold;
     let z = &r.at_top_round_z;
     println!("{name} {split}: {} examples", t.n_examples);
-    println!("  {:<26} {:>10} {:>10} {:>10} {:>10} {:>10}", "binarisation", "example-F1", "macro-F1", "micro-F1", "Hamming", "labels/ex");
+    println!(
+        "  {:<26} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "binarisation", "example-F1", "macro-F1", "micro-F1", "Hamming", "labels/ex"
+    );
     let row = |label: String, m: &cardinal::metrics::MetricReport| {
         println!(
             "  {:<26} {:>10.2} {:>10.2} {:>10.2} {:>10.5} {:>10.2}",
@@ -221,7 +270,9 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
         c.mean_gold,
         c.mae,
         c.baseline_mae,
-        c.pearson.map(|p| format!("{p:.3}")).unwrap_or_else(|| "n/a (constant)".into())
+        c.pearson
+            .map(|p| format!("{p:.3}"))
+            .unwrap_or_else(|| "n/a (constant)".into())
     );
     let k = &r.constraint;
     println!(
@@ -260,7 +311,10 @@ fn load_split(spec: &str, data_dir: &Option<PathBuf>, split: &str) -> anyhow::Re
 }
 
 fn check_labels(meta: &checkpoint::Meta, data: &Dataset, model_dir: &Path) -> anyhow::Result<()> {
-    if !meta.label_names.is_empty() && !data.label_names.is_empty() && meta.label_names != data.label_names {
+    if !meta.label_names.is_empty()
+        && !data.label_names.is_empty()
+        && meta.label_names != data.label_names
+    {
         bail!(
             "the data's labels differ from those of the model in {} (trained on `{}`)",
             model_dir.display(),
@@ -313,10 +367,21 @@ pub fn predict(args: &PredictArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
     for (r, row) in out.y.chunks_exact(l).enumerate() {
-        let labels: Vec<&str> = (0..l).filter(|&i| row[i] >= thr).map(|i| meta.label_names.get(i).map(String::as_str).unwrap_or("?")).collect();
+        let labels: Vec<&str> = (0..l)
+            .filter(|&i| row[i] >= thr)
+            .map(|i| meta.label_names.get(i).map(String::as_str).unwrap_or("?"))
+            .collect();
         let scores: serde_json::Map<String, serde_json::Value> = (0..l)
             .filter(|&i| args.all_scores || row[i] >= thr)
-            .map(|i| (meta.label_names.get(i).cloned().unwrap_or_else(|| i.to_string()), serde_json::json!(row[i])))
+            .map(|i| {
+                (
+                    meta.label_names
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| i.to_string()),
+                    serde_json::json!(row[i]),
+                )
+            })
             .collect();
         let line = serde_json::json!({"row": r, "z": out.z[r], "labels": labels, "scores": scores});
         writeln!(w, "{line}")?;

@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn cardinal(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cardinal")).args(args).output().expect("runs")
+    Command::new(env!("CARGO_BIN_EXE_cardinal"))
+        .args(args)
+        .output()
+        .expect("runs")
 }
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -15,7 +18,11 @@ fn tmpdir(name: &str) -> PathBuf {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 fn write_quick_config(dir: &Path) -> PathBuf {
@@ -29,27 +36,53 @@ fn train_eval_predict_round_trip_on_vendored_bibtex() {
     let dir = tmpdir("roundtrip");
     let cfg = write_quick_config(&dir);
     let model = dir.join("model");
-    let out = cardinal(&["train", "--config", cfg.to_str().unwrap(), "--out", model.to_str().unwrap(), "--quiet", "--seed", "3"]);
+    let out = cardinal(&[
+        "train",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        model.to_str().unwrap(),
+        "--quiet",
+        "--seed",
+        "3",
+    ]);
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("EXAMPLE_F1"), "{t}");
-    for f in ["model.safetensors", "config.json", "meta.json", "metrics.jsonl", "eval.json"] {
+    for f in [
+        "model.safetensors",
+        "config.json",
+        "meta.json",
+        "metrics.jsonl",
+        "eval.json",
+    ] {
         assert!(model.join(f).exists(), "{f} missing");
     }
     let lines = std::fs::read_to_string(model.join("metrics.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), 2, "one record per epoch: {lines}");
-    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(model.join("config.json")).unwrap()).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(model.join("config.json")).unwrap()).unwrap();
     assert_eq!(saved["seed"], 3);
 
     // eval reproduces the numbers written at the end of training
     let out = cardinal(&["eval", "--model", model.to_str().unwrap(), "--json", "-"]);
     assert!(out.status.success(), "{}", text(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let at_train: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(model.join("eval.json")).unwrap()).unwrap();
-    assert_eq!(report["at_threshold"]["example_f1"], at_train["at_threshold"]["example_f1"]);
+    let at_train: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(model.join("eval.json")).unwrap()).unwrap();
+    assert_eq!(
+        report["at_threshold"]["example_f1"],
+        at_train["at_threshold"]["example_f1"]
+    );
     assert_eq!(report["at_threshold"]["n_examples"], 2515);
 
-    let out = cardinal(&["predict", "--model", model.to_str().unwrap(), "--data", "bibtex"]);
+    let out = cardinal(&[
+        "predict",
+        "--model",
+        model.to_str().unwrap(),
+        "--data",
+        "bibtex",
+    ]);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(stdout.lines().count(), 2515);
@@ -65,11 +98,23 @@ fn same_seed_gives_identical_weights_for_any_thread_count() {
     let mut weights = Vec::new();
     for (name, threads) in [("a", "1"), ("b", "2"), ("c", "2")] {
         let model = dir.join(name);
-        let out = cardinal(&["--threads", threads, "train", "--config", cfg.to_str().unwrap(), "--out", model.to_str().unwrap(), "--quiet"]);
+        let out = cardinal(&[
+            "--threads",
+            threads,
+            "train",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            model.to_str().unwrap(),
+            "--quiet",
+        ]);
         assert!(out.status.success(), "{}", text(&out));
         weights.push(std::fs::read(model.join("model.safetensors")).unwrap());
     }
-    assert!(weights[0] == weights[1] && weights[1] == weights[2], "weights differ between runs");
+    assert!(
+        weights[0] == weights[1] && weights[1] == weights[2],
+        "weights differ between runs"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -78,12 +123,27 @@ fn bad_inputs_get_clear_errors() {
     let dir = tmpdir("errors");
     let bad = dir.join("bad.json");
     std::fs::write(&bad, r#"{"inference": {"steps": 0}}"#).unwrap();
-    let out = cardinal(&["train", "--config", bad.to_str().unwrap(), "--out", dir.join("m").to_str().unwrap()]);
+    let out = cardinal(&[
+        "train",
+        "--config",
+        bad.to_str().unwrap(),
+        "--out",
+        dir.join("m").to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     let t = text(&out);
-    assert!(t.contains("inference.steps") && t.contains("1..=1000"), "{t}");
+    assert!(
+        t.contains("inference.steps") && t.contains("1..=1000"),
+        "{t}"
+    );
 
-    let out = cardinal(&["train", "--dataset", "no-such-dataset", "--out", dir.join("m").to_str().unwrap()]);
+    let out = cardinal(&[
+        "train",
+        "--dataset",
+        "no-such-dataset",
+        "--out",
+        dir.join("m").to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     assert!(text(&out).contains("no-such-dataset"), "{}", text(&out));
 
@@ -98,7 +158,10 @@ fn bad_inputs_get_clear_errors() {
     let out = cardinal(&["eval", "--model", model.to_str().unwrap()]);
     assert!(!out.status.success());
     let t = text(&out);
-    assert!(t.contains("format version 99") && t.contains("9.9.9"), "{t}");
+    assert!(
+        t.contains("format version 99") && t.contains("9.9.9"),
+        "{t}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -113,14 +176,25 @@ fn project_reads_stdin_and_rejects_bad_lines() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap()
     };
     let out = run(&["project", "--z", "2"], "0.2 0.9 0.4 1.5\n");
     assert!(out.status.success(), "{}", text(&out));
-    let v: Vec<f64> = String::from_utf8(out.stdout).unwrap().split_whitespace().map(|s| s.parse().unwrap()).collect();
+    let v: Vec<f64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .map(|s| s.parse().unwrap())
+        .collect();
     assert_eq!(v.len(), 4);
-    assert!((v.iter().sum::<f64>() - 2.0).abs() < 1e-6 && v.iter().all(|&x| (0.0..=1.0).contains(&x)));
+    assert!(
+        (v.iter().sum::<f64>() - 2.0).abs() < 1e-6 && v.iter().all(|&x| (0.0..=1.0).contains(&x))
+    );
     let out = run(&["project", "--z", "1"], "0.5 0.5\n0.1 abc\n");
     assert!(!out.status.success());
     assert!(text(&out).contains("line 2"), "{}", text(&out));
@@ -131,5 +205,8 @@ fn data_stats_on_vendored_bibtex() {
     let out = cardinal(&["data", "stats", "bibtex", "--json"]);
     assert!(out.status.success(), "{}", text(&out));
     let t = String::from_utf8(out.stdout).unwrap();
-    assert!(t.contains("4880") && t.contains("2515") && t.contains("1836"), "{t}");
+    assert!(
+        t.contains("4880") && t.contains("2515") && t.contains("1836"),
+        "{t}"
+    );
 }

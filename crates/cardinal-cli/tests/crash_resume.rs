@@ -25,7 +25,10 @@ fn config(dir: &Path, epochs: usize) -> PathBuf {
 
 fn train_cmd(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_cardinal"));
-    c.args(["--threads", "1", "train", "--quiet"]).args(args).stdout(Stdio::null()).stderr(Stdio::piped());
+    c.args(["--threads", "1", "train", "--quiet"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     c
 }
 
@@ -42,8 +45,14 @@ fn wait_for_checkpoint(dir: &Path, min: usize, child: &mut std::process::Child) 
                 return;
             }
         }
-        assert!(child.try_wait().unwrap().is_none(), "training ended before epoch {min}");
-        assert!(start.elapsed() < Duration::from_secs(120), "no checkpoint after 120 s");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "training ended before epoch {min}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no checkpoint after 120 s"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -53,21 +62,51 @@ fn resumed_run_is_bit_identical_to_an_uninterrupted_one() {
     let dir = tmpdir("resume");
     let cfg = config(&dir, 4);
     let whole = dir.join("whole");
-    let st = train_cmd(&["--config", cfg.to_str().unwrap(), "--seed", "5", "--out", whole.to_str().unwrap()]).status().unwrap();
+    let st = train_cmd(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--seed",
+        "5",
+        "--out",
+        whole.to_str().unwrap(),
+    ])
+    .status()
+    .unwrap();
     assert!(st.success());
 
     let cut = dir.join("cut");
-    let mut child = train_cmd(&["--config", cfg.to_str().unwrap(), "--seed", "5", "--out", cut.to_str().unwrap()]).spawn().unwrap();
+    let mut child = train_cmd(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--seed",
+        "5",
+        "--out",
+        cut.to_str().unwrap(),
+    ])
+    .spawn()
+    .unwrap();
     wait_for_checkpoint(&cut, 2, &mut child);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    assert!(!cut.join("eval.json").exists(), "the run was interrupted before its end");
+    assert!(
+        !cut.join("eval.json").exists(),
+        "the run was interrupted before its end"
+    );
 
-    let out = train_cmd(&["--resume", cut.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = train_cmd(&["--resume", cut.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let a = std::fs::read(whole.join("model.safetensors")).unwrap();
     let b = std::fs::read(cut.join("model.safetensors")).unwrap();
-    assert!(a == b, "resumed weights differ from the uninterrupted run's");
+    assert!(
+        a == b,
+        "resumed weights differ from the uninterrupted run's"
+    );
     let ma = std::fs::read_to_string(whole.join("metrics.jsonl")).unwrap();
     let mb = std::fs::read_to_string(cut.join("metrics.jsonl")).unwrap();
     let strip = |s: &str| -> Vec<serde_json::Value> {
@@ -91,7 +130,14 @@ fn sigkill_at_random_moments_never_leaves_a_broken_checkpoint() {
     let mut kills_with_checkpoint = 0;
     for round in 0..20 {
         let run = dir.join(format!("run{round}"));
-        let mut child = train_cmd(&["--config", cfg.to_str().unwrap(), "--out", run.to_str().unwrap()]).spawn().unwrap();
+        let mut child = train_cmd(&[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            run.to_str().unwrap(),
+        ])
+        .spawn()
+        .unwrap();
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
@@ -102,8 +148,12 @@ fn sigkill_at_random_moments_never_leaves_a_broken_checkpoint() {
         if let Some(name) = latest(&run) {
             kills_with_checkpoint += 1;
             let ckpt = run.join("checkpoints").join(name.trim());
-            let (state, meta) = cardinal::checkpoint::load_state(&run)
-                .unwrap_or_else(|e| panic!("round {round}: latest checkpoint {} does not load: {e}", ckpt.display()));
+            let (state, meta) = cardinal::checkpoint::load_state(&run).unwrap_or_else(|e| {
+                panic!(
+                    "round {round}: latest checkpoint {} does not load: {e}",
+                    ckpt.display()
+                )
+            });
             assert_eq!(meta.n_labels, 159);
             assert!(state.model.params.first_nonfinite().is_none());
             // It evaluates.
@@ -115,10 +165,16 @@ fn sigkill_at_random_moments_never_leaves_a_broken_checkpoint() {
             // and no temporary file sits in the checkpoint itself.
             for e in std::fs::read_dir(&ckpt).unwrap().flatten() {
                 let n = e.file_name().to_string_lossy().to_string();
-                assert!(!n.starts_with('.'), "round {round}: leftover temporary file {n}");
+                assert!(
+                    !n.starts_with('.'),
+                    "round {round}: leftover temporary file {n}"
+                );
             }
         }
     }
-    assert!(kills_with_checkpoint >= 5, "only {kills_with_checkpoint} of 20 kills happened after a checkpoint");
+    assert!(
+        kills_with_checkpoint >= 5,
+        "only {kills_with_checkpoint} of 20 kills happened after a checkpoint"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -42,7 +42,10 @@ pub struct Meta {
 
 /// Writes `bytes` to `path` atomically (temp file in the same directory, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let result = (|| -> std::io::Result<()> {
@@ -70,13 +73,24 @@ fn f32_bytes(data: &[f32]) -> Vec<u8> {
 /// Saves `model` into `dir` (created if needed). Refuses to write non-finite weights.
 pub fn save(model: &Model<f32>, dir: &Path, dataset: &str, label_names: &[String]) -> Result<()> {
     if let Some(name) = model.params.first_nonfinite() {
-        return Err(Error::Checkpoint { path: dir.to_path_buf(), message: format!("refusing to save: {name} holds non-finite values") });
+        return Err(Error::Checkpoint {
+            path: dir.to_path_buf(),
+            message: format!("refusing to save: {name} holds non-finite values"),
+        });
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let mut tensors = params_tensors(&model.params);
     let d = model.standardizer.mean.len();
-    tensors.push(("standardize.mean".into(), vec![d], f32_bytes(&model.standardizer.mean)));
-    tensors.push(("standardize.scale".into(), vec![d], f32_bytes(&model.standardizer.scale)));
+    tensors.push((
+        "standardize.mean".into(),
+        vec![d],
+        f32_bytes(&model.standardizer.mean),
+    ));
+    tensors.push((
+        "standardize.scale".into(),
+        vec![d],
+        f32_bytes(&model.standardizer.scale),
+    ));
     let meta = Meta {
         format_version: FORMAT_VERSION,
         cardinal_version: env!("CARGO_PKG_VERSION").into(),
@@ -89,13 +103,26 @@ pub fn save(model: &Model<f32>, dir: &Path, dataset: &str, label_names: &[String
         count_max: *model.counts.last().expect("at least one count") as usize,
     };
     // Weights last: a directory whose weights exist is complete.
-    write_atomic(&dir.join(CONFIG_FILE), serde_json::to_string_pretty(&model.config).expect("serialisable").as_bytes())?;
-    write_atomic(&dir.join(META_FILE), serde_json::to_string_pretty(&meta).expect("serialisable").as_bytes())?;
+    write_atomic(
+        &dir.join(CONFIG_FILE),
+        serde_json::to_string_pretty(&model.config)
+            .expect("serialisable")
+            .as_bytes(),
+    )?;
+    write_atomic(
+        &dir.join(META_FILE),
+        serde_json::to_string_pretty(&meta)
+            .expect("serialisable")
+            .as_bytes(),
+    )?;
     write_tensors(&dir.join(WEIGHTS_FILE), &tensors)
 }
 
 fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Checkpoint { path: path.to_path_buf(), message: e.to_string() }
+    Error::Checkpoint {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
 }
 
 /// Loads a model directory written by [`save`], with its meta data.
@@ -106,7 +133,8 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
         Ok((p, bytes))
     };
     let (meta_path, meta_bytes) = read(META_FILE)?;
-    let meta: Meta = serde_json::from_slice(&meta_bytes).map_err(|e| ckpt_err(&meta_path, format!("invalid meta data: {e}")))?;
+    let meta: Meta = serde_json::from_slice(&meta_bytes)
+        .map_err(|e| ckpt_err(&meta_path, format!("invalid meta data: {e}")))?;
     if meta.format_version != FORMAT_VERSION {
         return Err(ckpt_err(
             &meta_path,
@@ -119,24 +147,49 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
         ));
     }
     let (cfg_path, cfg_bytes) = read(CONFIG_FILE)?;
-    let config = Config::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
-        .map_err(|e| ckpt_err(&cfg_path, e))?;
+    let config =
+        Config::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
+            .map_err(|e| ckpt_err(&cfg_path, e))?;
     let (w_path, w_bytes) = read(WEIGHTS_FILE)?;
-    let st = SafeTensors::deserialize(&w_bytes).map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;
+    let st = SafeTensors::deserialize(&w_bytes)
+        .map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;
     let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
-        let t = st.tensor(name).map_err(|_| ckpt_err(&w_path, format!("tensor `{name}` is missing")))?;
+        let t = st
+            .tensor(name)
+            .map_err(|_| ckpt_err(&w_path, format!("tensor `{name}` is missing")))?;
         if t.dtype() != Dtype::F32 {
-            return Err(ckpt_err(&w_path, format!("tensor `{name}` has dtype {:?}, expected F32", t.dtype())));
+            return Err(ckpt_err(
+                &w_path,
+                format!("tensor `{name}` has dtype {:?}, expected F32", t.dtype()),
+            ));
         }
         if t.shape() != shape {
-            return Err(ckpt_err(&w_path, format!("tensor `{name}` has shape {:?}, expected {shape:?}", t.shape())));
+            return Err(ckpt_err(
+                &w_path,
+                format!(
+                    "tensor `{name}` has shape {:?}, expected {shape:?}",
+                    t.shape()
+                ),
+            ));
         }
-        Ok(t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+        Ok(t.data()
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
     };
     let m = &config.model;
-    let (d, l, k) = (meta.n_features, meta.n_labels, meta.count_max.saturating_sub(meta.count_min) + 1);
-    if meta.count_max < meta.count_min || meta.label_names.len() != l && !meta.label_names.is_empty() {
-        return Err(ckpt_err(&meta_path, "inconsistent meta data (counts or label names)"));
+    let (d, l, k) = (
+        meta.n_features,
+        meta.n_labels,
+        meta.count_max.saturating_sub(meta.count_min) + 1,
+    );
+    if meta.count_max < meta.count_min
+        || meta.label_names.len() != l && !meta.label_names.is_empty()
+    {
+        return Err(ckpt_err(
+            &meta_path,
+            "inconsistent meta data (counts or label names)",
+        ));
     }
     let a2 = |name: &str, r: usize, c: usize| -> Result<Array2<f32>> {
         Ok(Array2::from_shape_vec((r, c), get(name, &[r, c])?).expect("shape checked"))
@@ -156,14 +209,22 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
         eta: a1("inference.eta", 1)?,
     };
     if let Some(name) = params.first_nonfinite() {
-        return Err(ckpt_err(&w_path, format!("tensor `{name}` holds non-finite values")));
+        return Err(ckpt_err(
+            &w_path,
+            format!("tensor `{name}` holds non-finite values"),
+        ));
     }
-    let standardizer = Standardizer { mean: get("standardize.mean", &[d])?, scale: get("standardize.scale", &[d])? };
+    let standardizer = Standardizer {
+        mean: get("standardize.mean", &[d])?,
+        scale: get("standardize.scale", &[d])?,
+    };
     let model = Model {
         config,
         params,
         standardizer,
-        counts: (meta.count_min..=meta.count_max).map(|k| k as f32).collect(),
+        counts: (meta.count_min..=meta.count_max)
+            .map(|k| k as f32)
+            .collect(),
         train_mean_cardinality: meta.train_mean_cardinality,
     };
     Ok((model, meta))
@@ -173,7 +234,12 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
 fn write_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Result<()> {
     let views: Vec<(String, TensorView)> = tensors
         .iter()
-        .map(|(n, s, b)| Ok((n.clone(), TensorView::new(Dtype::F32, s.clone(), b).map_err(|e| ckpt_err(path, e))?)))
+        .map(|(n, s, b)| {
+            Ok((
+                n.clone(),
+                TensorView::new(Dtype::F32, s.clone(), b).map_err(|e| ckpt_err(path, e))?,
+            ))
+        })
         .collect::<Result<_>>()?;
     let info = HashMap::from([("format".to_string(), format!("cardinal/{FORMAT_VERSION}"))]);
     let bytes = safetensors::serialize(views, Some(info)).map_err(|e| ckpt_err(path, e))?;
@@ -194,7 +260,8 @@ fn params_tensors(p: &Params<f32>) -> Vec<(String, Vec<usize>, Vec<u8>)> {
 /// Reads a tensor file written by [`write_tensors`] into parameters shaped like `like`.
 fn read_params(path: &Path, like: &Params<f32>) -> Result<Params<f32>> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let st = SafeTensors::deserialize(&bytes).map_err(|e| ckpt_err(path, format!("not a valid safetensors file: {e}")))?;
+    let st = SafeTensors::deserialize(&bytes)
+        .map_err(|e| ckpt_err(path, format!("not a valid safetensors file: {e}")))?;
     let shapes = like.shapes();
     let mut out = like.clone();
     let mut k = 0;
@@ -211,7 +278,16 @@ fn read_params(path: &Path, like: &Params<f32>) -> Result<Params<f32>> {
                     *d = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                 }
             }
-            Ok(t) => err = Some(ckpt_err(path, format!("tensor `{name}` has {:?} {:?}, expected F32 {shape:?}", t.dtype(), t.shape()))),
+            Ok(t) => {
+                err = Some(ckpt_err(
+                    path,
+                    format!(
+                        "tensor `{name}` has {:?} {:?}, expected F32 {shape:?}",
+                        t.dtype(),
+                        t.shape()
+                    ),
+                ))
+            }
             Err(_) => err = Some(ckpt_err(path, format!("tensor `{name}` is missing"))),
         }
     });
@@ -228,7 +304,12 @@ pub const LATEST_FILE: &str = "LATEST";
 /// points `<dir>/checkpoints/LATEST` at it. The checkpoint is assembled in a temporary
 /// directory and renamed into place, so `LATEST` only ever names a complete checkpoint; older
 /// checkpoints are removed afterwards.
-pub fn save_state(dir: &Path, state: &TrainState, dataset: &str, label_names: &[String]) -> Result<PathBuf> {
+pub fn save_state(
+    dir: &Path,
+    state: &TrainState,
+    dataset: &str,
+    label_names: &[String],
+) -> Result<PathBuf> {
     let root = dir.join("checkpoints");
     std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
     let name = format!("epoch-{:04}", state.epochs_run());
@@ -237,7 +318,10 @@ pub fn save_state(dir: &Path, state: &TrainState, dataset: &str, label_names: &[
         std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
     save(&state.model, &tmp, dataset, label_names)?;
-    write_tensors(&tmp.join("optimizer.safetensors"), &params_tensors(&state.optimizer.acc))?;
+    write_tensors(
+        &tmp.join("optimizer.safetensors"),
+        &params_tensors(&state.optimizer.acc),
+    )?;
     if let Some(best) = &state.best_params {
         write_tensors(&tmp.join("best.safetensors"), &params_tensors(best))?;
     }
@@ -257,7 +341,8 @@ pub fn save_state(dir: &Path, state: &TrainState, dataset: &str, label_names: &[
         for e in entries.flatten() {
             let n = e.file_name();
             let n = n.to_string_lossy();
-            if (n.starts_with("epoch-") && n != name) || (n.starts_with(".tmp-") && e.path() != tmp) {
+            if (n.starts_with("epoch-") && n != name) || (n.starts_with(".tmp-") && e.path() != tmp)
+            {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }
@@ -278,14 +363,35 @@ pub fn latest_checkpoint(dir: &Path) -> Result<Option<PathBuf>> {
 
 /// Loads the latest resumable checkpoint of the run in `dir`.
 pub fn load_state(dir: &Path) -> Result<(TrainState, Meta)> {
-    let ckpt = latest_checkpoint(dir)?.ok_or_else(|| ckpt_err(dir, "no checkpoint to resume from (checkpoints/LATEST is missing)"))?;
+    let ckpt = latest_checkpoint(dir)?.ok_or_else(|| {
+        ckpt_err(
+            dir,
+            "no checkpoint to resume from (checkpoints/LATEST is missing)",
+        )
+    })?;
     let (model, meta) = load(&ckpt)?;
     let acc = read_params(&ckpt.join("optimizer.safetensors"), &model.params)?;
     let best_path = ckpt.join("best.safetensors");
-    let best_params = if best_path.exists() { Some(read_params(&best_path, &model.params)?) } else { None };
+    let best_params = if best_path.exists() {
+        Some(read_params(&best_path, &model.params)?)
+    } else {
+        None
+    };
     let p = ckpt.join("progress.json");
     let bytes = std::fs::read(&p).map_err(|e| Error::io(&p, e))?;
-    let progress: Progress = serde_json::from_slice(&bytes).map_err(|e| ckpt_err(&p, format!("invalid progress record: {e}")))?;
-    let optimizer = Adagrad { lr: model.config.train.lr as f32, acc };
-    Ok((TrainState { model, optimizer, best_params, progress }, meta))
+    let progress: Progress = serde_json::from_slice(&bytes)
+        .map_err(|e| ckpt_err(&p, format!("invalid progress record: {e}")))?;
+    let optimizer = Adagrad {
+        lr: model.config.train.lr as f32,
+        acc,
+    };
+    Ok((
+        TrainState {
+            model,
+            optimizer,
+            best_params,
+            progress,
+        },
+        meta,
+    ))
 }

@@ -125,7 +125,11 @@ pub struct LossConfig {
 
 impl Default for LossConfig {
     fn default() -> Self {
-        Self { iterate_weights: IterateWeights::Authors, cardinality_weight: 0.0, sum_over_batch: true }
+        Self {
+            iterate_weights: IterateWeights::Authors,
+            cardinality_weight: 0.0,
+            sum_over_batch: true,
+        }
     }
 }
 
@@ -216,13 +220,16 @@ impl Config {
     pub fn preset(name: &str) -> Result<Self> {
         match name {
             "paper" => Ok(Self::paper()),
-            other => Err(Error::Config(format!("unknown preset `{other}`; known presets: paper"))),
+            other => Err(Error::Config(format!(
+                "unknown preset `{other}`; known presets: paper"
+            ))),
         }
     }
 
     /// Reads a JSON configuration; fields left out keep the defaults of the `paper` preset.
     pub fn from_json(text: &str) -> Result<Self> {
-        let cfg: Self = serde_json::from_str(text).map_err(|e| Error::Config(format!("invalid configuration: {e}")))?;
+        let cfg: Self = serde_json::from_str(text)
+            .map_err(|e| Error::Config(format!("invalid configuration: {e}")))?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -233,27 +240,75 @@ impl Config {
             if ok {
                 Ok(())
             } else {
-                Err(Error::Config(format!("{field} = {value} is out of range: expected {range}")))
+                Err(Error::Config(format!(
+                    "{field} = {value} is out of range: expected {range}"
+                )))
             }
         }
         let m = &self.model;
-        check(m.hidden >= 1 && m.hidden <= 1 << 16, "model.hidden", m.hidden, "1..=65536")?;
-        check(m.energy_hidden <= 1 << 16, "model.energy_hidden", m.energy_hidden, "0..=65536")?;
-        check(m.card_hidden >= 1 && m.card_hidden <= 1 << 16, "model.card_hidden", m.card_hidden, "1..=65536")?;
+        check(
+            m.hidden >= 1 && m.hidden <= 1 << 16,
+            "model.hidden",
+            m.hidden,
+            "1..=65536",
+        )?;
+        check(
+            m.energy_hidden <= 1 << 16,
+            "model.energy_hidden",
+            m.energy_hidden,
+            "0..=65536",
+        )?;
+        check(
+            m.card_hidden >= 1 && m.card_hidden <= 1 << 16,
+            "model.card_hidden",
+            m.card_hidden,
+            "1..=65536",
+        )?;
         match m.counts {
-            CountRange::Fixed { min, max } => {
-                check(min <= max, "model.counts.max", max, &format!(">= model.counts.min ({min})"))?
-            }
-            CountRange::Auto { coverage } => {
-                check(coverage > 0.0 && coverage <= 1.0, "model.counts.coverage", coverage, "(0, 1]")?
-            }
+            CountRange::Fixed { min, max } => check(
+                min <= max,
+                "model.counts.max",
+                max,
+                &format!(">= model.counts.min ({min})"),
+            )?,
+            CountRange::Auto { coverage } => check(
+                coverage > 0.0 && coverage <= 1.0,
+                "model.counts.coverage",
+                coverage,
+                "(0, 1]",
+            )?,
         }
         let i = &self.inference;
-        check(i.steps >= 1 && i.steps <= 1000, "inference.steps", i.steps, "1..=1000")?;
-        check(i.eta.is_finite() && i.eta > 0.0, "inference.eta", i.eta, "a finite number > 0")?;
-        check((0.0..1.0).contains(&i.momentum), "inference.momentum", i.momentum, "[0, 1)")?;
-        check(i.rounds >= 1 && i.rounds <= 1000, "inference.rounds", i.rounds, "1..=1000")?;
-        check(i.fp_iters >= 1 && i.fp_iters <= 200, "inference.fp_iters", i.fp_iters, "1..=200")?;
+        check(
+            i.steps >= 1 && i.steps <= 1000,
+            "inference.steps",
+            i.steps,
+            "1..=1000",
+        )?;
+        check(
+            i.eta.is_finite() && i.eta > 0.0,
+            "inference.eta",
+            i.eta,
+            "a finite number > 0",
+        )?;
+        check(
+            (0.0..1.0).contains(&i.momentum),
+            "inference.momentum",
+            i.momentum,
+            "[0, 1)",
+        )?;
+        check(
+            i.rounds >= 1 && i.rounds <= 1000,
+            "inference.rounds",
+            i.rounds,
+            "1..=1000",
+        )?;
+        check(
+            i.fp_iters >= 1 && i.fp_iters <= 200,
+            "inference.fp_iters",
+            i.fp_iters,
+            "1..=200",
+        )?;
         let l = &self.loss;
         check(
             l.cardinality_weight.is_finite() && l.cardinality_weight >= 0.0,
@@ -267,12 +322,42 @@ impl Config {
             ));
         }
         let t = &self.train;
-        check(t.lr.is_finite() && t.lr > 0.0, "train.lr", t.lr, "a finite number > 0")?;
-        check(t.adagrad_init.is_finite() && t.adagrad_init > 0.0, "train.adagrad_init", t.adagrad_init, "a finite number > 0")?;
-        check(t.batch_size >= 1 && t.batch_size <= 1 << 20, "train.batch_size", t.batch_size, "1..=1048576")?;
-        check(t.epochs + t.full_epochs >= 1, "train.epochs", t.epochs, ">= 1 when train.full_epochs = 0")?;
-        check((0.0..1.0).contains(&t.dev_fraction), "train.dev_fraction", t.dev_fraction, "[0, 1)")?;
-        check(t.weight_decay.is_finite() && t.weight_decay >= 0.0, "train.weight_decay", t.weight_decay, "a finite number >= 0")?;
+        check(
+            t.lr.is_finite() && t.lr > 0.0,
+            "train.lr",
+            t.lr,
+            "a finite number > 0",
+        )?;
+        check(
+            t.adagrad_init.is_finite() && t.adagrad_init > 0.0,
+            "train.adagrad_init",
+            t.adagrad_init,
+            "a finite number > 0",
+        )?;
+        check(
+            t.batch_size >= 1 && t.batch_size <= 1 << 20,
+            "train.batch_size",
+            t.batch_size,
+            "1..=1048576",
+        )?;
+        check(
+            t.epochs + t.full_epochs >= 1,
+            "train.epochs",
+            t.epochs,
+            ">= 1 when train.full_epochs = 0",
+        )?;
+        check(
+            (0.0..1.0).contains(&t.dev_fraction),
+            "train.dev_fraction",
+            t.dev_fraction,
+            "[0, 1)",
+        )?;
+        check(
+            t.weight_decay.is_finite() && t.weight_decay >= 0.0,
+            "train.weight_decay",
+            t.weight_decay,
+            "a finite number >= 0",
+        )?;
         check(
             t.unary_weight_decay_mult.is_finite() && t.unary_weight_decay_mult >= 0.0,
             "train.unary_weight_decay_mult",
@@ -280,9 +365,16 @@ impl Config {
             "a finite number >= 0",
         )?;
         if t.patience > 0 && t.dev_fraction == 0.0 {
-            return Err(Error::Config("train.patience > 0 needs train.dev_fraction > 0".into()));
+            return Err(Error::Config(
+                "train.patience > 0 needs train.dev_fraction > 0".into(),
+            ));
         }
-        check(self.threshold.is_finite(), "threshold", self.threshold, "a finite number")?;
+        check(
+            self.threshold.is_finite(),
+            "threshold",
+            self.threshold,
+            "a finite number",
+        )?;
         Ok(())
     }
 }
@@ -298,12 +390,17 @@ mod method_name {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Method, D::Error> {
         let name = String::deserialize(d)?;
-        name.parse().map_err(|e| serde::de::Error::custom(format!("{e}")))
+        name.parse()
+            .map_err(|e| serde::de::Error::custom(format!("{e}")))
     }
 }
 
 /// Resolves a [`CountRange`] against the training label counts.
-pub fn resolve_counts(range: &CountRange, train_counts: &[usize], n_labels: usize) -> (usize, usize) {
+pub fn resolve_counts(
+    range: &CountRange,
+    train_counts: &[usize],
+    n_labels: usize,
+) -> (usize, usize) {
     match *range {
         CountRange::Fixed { min, max } => (min, max.min(n_labels)),
         CountRange::Auto { coverage } => {
@@ -342,15 +439,28 @@ mod tests {
 
     #[test]
     fn out_of_range_fields_are_named() {
-        let err = Config::from_json(r#"{"inference": {"eta": -1}}"#).unwrap_err().to_string();
-        assert!(err.contains("inference.eta") && err.contains("-1") && err.contains("> 0"), "{err}");
-        let err = Config::from_json(r#"{"train": {"dev_fraction": 1.5}}"#).unwrap_err().to_string();
-        assert!(err.contains("train.dev_fraction") && err.contains("1.5"), "{err}");
-        let err = Config::from_json(r#"{"model": {"counts": {"kind": "fixed", "min": 5, "max": 2}}}"#)
+        let err = Config::from_json(r#"{"inference": {"eta": -1}}"#)
             .unwrap_err()
             .to_string();
+        assert!(
+            err.contains("inference.eta") && err.contains("-1") && err.contains("> 0"),
+            "{err}"
+        );
+        let err = Config::from_json(r#"{"train": {"dev_fraction": 1.5}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("train.dev_fraction") && err.contains("1.5"),
+            "{err}"
+        );
+        let err =
+            Config::from_json(r#"{"model": {"counts": {"kind": "fixed", "min": 5, "max": 2}}}"#)
+                .unwrap_err()
+                .to_string();
         assert!(err.contains("model.counts.max"), "{err}");
-        let err = Config::from_json(r#"{"train": {"bogus": 1}}"#).unwrap_err().to_string();
+        let err = Config::from_json(r#"{"train": {"bogus": 1}}"#)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("bogus"), "{err}");
     }
 
@@ -361,8 +471,17 @@ mod tests {
         counts.extend(vec![2; 1230]);
         counts.extend(vec![3; 885]);
         counts.extend(vec![5; 916]);
-        assert_eq!(resolve_counts(&CountRange::Auto { coverage: 0.8 }, &counts, 159), (1, 3));
-        assert_eq!(resolve_counts(&CountRange::Auto { coverage: 1.0 }, &counts, 159), (1, 5));
-        assert_eq!(resolve_counts(&CountRange::Fixed { min: 0, max: 500 }, &counts, 159), (0, 159));
+        assert_eq!(
+            resolve_counts(&CountRange::Auto { coverage: 0.8 }, &counts, 159),
+            (1, 3)
+        );
+        assert_eq!(
+            resolve_counts(&CountRange::Auto { coverage: 1.0 }, &counts, 159),
+            (1, 5)
+        );
+        assert_eq!(
+            resolve_counts(&CountRange::Fixed { min: 0, max: 500 }, &counts, 159),
+            (0, 159)
+        );
     }
 }

@@ -20,15 +20,26 @@ pub enum Error {
         "training diverged in phase {phase}, epoch {epoch}, batch {batch}: {quantity} is not \
          finite (see train.skip_nonfinite_batches)"
     )]
-    Diverged { phase: u8, epoch: usize, batch: usize, quantity: String },
+    Diverged {
+        phase: u8,
+        epoch: usize,
+        batch: usize,
+        quantity: String,
+    },
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Self::Io { path: path.into(), source }
+        Self::Io {
+            path: path.into(),
+            source,
+        }
     }
 }

@@ -5,7 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
-use crate::metrics::{binarize, cardinality_report, evaluate, Binarize, CardinalityReport, MetricOptions, MetricReport};
+use crate::metrics::{
+    binarize, cardinality_report, evaluate, Binarize, CardinalityReport, MetricOptions,
+    MetricReport,
+};
 use crate::pipeline::{Model, Outputs, Workspace};
 
 /// Runs inference on every row of `x`, `batch` rows at a time (rows in parallel).
@@ -58,7 +61,11 @@ pub fn constraint_report(out: &Outputs<f32>, n_labels: usize) -> ConstraintRepor
         let gap = (sum - z as f64).abs();
         gap_sum += gap;
         within += usize::from(gap <= 0.01);
-        let (lo, hi) = row.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v as f64), hi.max(v as f64)));
+        let (lo, hi) = row
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                (lo.min(v as f64), hi.max(v as f64))
+            });
         boxed += usize::from(lo >= -1e-6 && hi <= 1.0 + 1e-6);
         min_y = min_y.min(lo);
         max_y = max_y.max(hi);
@@ -77,7 +84,8 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
     let l = model.n_labels();
     let opts = MetricOptions::default();
     let thr = model.config.threshold;
-    let pred = binarize(&out.y, l, &Binarize::Threshold(thr as f32), None).expect("well-formed outputs");
+    let pred =
+        binarize(&out.y, l, &Binarize::Threshold(thr as f32), None).expect("well-formed outputs");
     let pred_z = binarize(&out.y, l, &Binarize::TopRoundZ, Some(&out.z)).expect("finite z");
     EvalReport {
         threshold: thr,
@@ -85,7 +93,8 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
         at_top_round_z: evaluate(&pred_z, gold, &opts),
         dev_threshold: None,
         at_dev_threshold: None,
-        cardinality: cardinality_report(&out.z, gold, model.train_mean_cardinality).expect("finite z"),
+        cardinality: cardinality_report(&out.z, gold, model.train_mean_cardinality)
+            .expect("finite z"),
         constraint: constraint_report(out, l),
     }
 }

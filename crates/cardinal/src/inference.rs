@@ -129,7 +129,11 @@ impl<F: Float> Unroll<'_, F> {
             }
             let mask = &mut tape.masks[t * e..(t + 1) * e];
             for k in 0..e {
-                mask[k] = if act[k] > F::zero() { F::one() } else { F::zero() };
+                mask[k] = if act[k] > F::zero() {
+                    F::one()
+                } else {
+                    F::zero()
+                };
                 act[k] = mask[k] * self.we[k];
             }
             // g = u + Wp s;  v = μ v + η g;  y' = y + v (written into y_next, projected in place)
@@ -155,7 +159,13 @@ impl<F: Float> Unroll<'_, F> {
     ///
     /// `gys` holds `∂ℓ/∂y_t` for `t = 1..T` (`T × L`). Writes `∂ℓ/∂u` into `gu` and `η·ḡv_t`
     /// (the adjoint of `g_t`) into `ggs` (`T × L`); returns `(∂ℓ/∂z, ∂ℓ/∂η)`.
-    pub fn backward_row(&self, tape: &mut RowTape<F>, gys: &[F], gu: &mut [F], ggs: &mut [F]) -> (F, F) {
+    pub fn backward_row(
+        &self,
+        tape: &mut RowTape<F>,
+        gys: &[F],
+        gu: &mut [F],
+        ggs: &mut [F],
+    ) -> (F, F) {
         let (l, steps) = (self.l(), self.steps);
         tape.gy.clear();
         tape.gy.resize(l, F::zero());
@@ -220,7 +230,15 @@ mod tests {
     fn unroll_loss(un: &Unroll<f64>, u: &[f64], z: f64, w: &[f64], tape: &mut RowTape<f64>) -> f64 {
         un.forward_row(u, z, tape).unwrap();
         let l = u.len();
-        (1..=un.steps).map(|t| tape.y(t, l).iter().zip(&w[(t - 1) * l..t * l]).map(|(a, b)| a * b).sum::<f64>()).sum()
+        (1..=un.steps)
+            .map(|t| {
+                tape.y(t, l)
+                    .iter()
+                    .zip(&w[(t - 1) * l..t * l])
+                    .map(|(a, b)| a * b)
+                    .sum::<f64>()
+            })
+            .sum()
     }
 
     /// The unrolled solve's VJP against central differences of a random linear functional of
@@ -230,16 +248,34 @@ mod tests {
         let (l, e, steps) = (7, 3, 4);
         let mut s = 12345u64;
         let mut rnd = || {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
         };
         let wp = Array2::from_shape_fn((l, e), |_| rnd());
         let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
         let u: Vec<f64> = (0..l).map(|_| 2.0 * rnd()).collect();
         let w: Vec<f64> = (0..steps * l).map(|_| rnd()).collect();
-        for method in [Method::Exact, Method::DykstraSoft, Method::DykstraExact, Method::Soft] {
-            let projector = AnyProjector { method, rounds: 2, iters: 20 };
-            let un = Unroll { wp: wp.view(), we: &we, eta: 0.3, momentum: 0.9, steps, projector: &projector };
+        for method in [
+            Method::Exact,
+            Method::DykstraSoft,
+            Method::DykstraExact,
+            Method::Soft,
+        ] {
+            let projector = AnyProjector {
+                method,
+                rounds: 2,
+                iters: 20,
+            };
+            let un = Unroll {
+                wp: wp.view(),
+                we: &we,
+                eta: 0.3,
+                momentum: 0.9,
+                steps,
+                projector: &projector,
+            };
             let z = 2.3;
             let mut tape = RowTape::default();
             unroll_loss(&un, &u, z, &w, &mut tape);
@@ -252,15 +288,31 @@ mod tests {
                 up[i] += h;
                 let mut um = u.clone();
                 um[i] -= h;
-                let fd = (unroll_loss(&un, &up, z, &w, &mut tape) - unroll_loss(&un, &um, z, &w, &mut tape)) / (2.0 * h);
-                assert!((fd - gu[i]).abs() < 1e-5 * (1.0 + fd.abs()), "{method}: du[{i}] fd {fd} vs {}", gu[i]);
+                let fd = (unroll_loss(&un, &up, z, &w, &mut tape)
+                    - unroll_loss(&un, &um, z, &w, &mut tape))
+                    / (2.0 * h);
+                assert!(
+                    (fd - gu[i]).abs() < 1e-5 * (1.0 + fd.abs()),
+                    "{method}: du[{i}] fd {fd} vs {}",
+                    gu[i]
+                );
             }
-            let fd = (unroll_loss(&un, &u, z + h, &w, &mut tape) - unroll_loss(&un, &u, z - h, &w, &mut tape)) / (2.0 * h);
-            assert!((fd - gz).abs() < 1e-5 * (1.0 + fd.abs()), "{method}: dz fd {fd} vs {gz}");
+            let fd = (unroll_loss(&un, &u, z + h, &w, &mut tape)
+                - unroll_loss(&un, &u, z - h, &w, &mut tape))
+                / (2.0 * h);
+            assert!(
+                (fd - gz).abs() < 1e-5 * (1.0 + fd.abs()),
+                "{method}: dz fd {fd} vs {gz}"
+            );
             let un_p = Unroll { eta: 0.3 + h, ..un };
             let un_m = Unroll { eta: 0.3 - h, ..un };
-            let fd = (unroll_loss(&un_p, &u, z, &w, &mut tape) - unroll_loss(&un_m, &u, z, &w, &mut tape)) / (2.0 * h);
-            assert!((fd - geta).abs() < 1e-5 * (1.0 + fd.abs()), "{method}: deta fd {fd} vs {geta}");
+            let fd = (unroll_loss(&un_p, &u, z, &w, &mut tape)
+                - unroll_loss(&un_m, &u, z, &w, &mut tape))
+                / (2.0 * h);
+            assert!(
+                (fd - geta).abs() < 1e-5 * (1.0 + fd.abs()),
+                "{method}: deta fd {fd} vs {geta}"
+            );
         }
     }
 
@@ -277,7 +329,8 @@ mod tests {
             yp[i] += h;
             let mut ym = y;
             ym[i] -= h;
-            let fd = (soft_f1::<f64>(&yp, &gold, None) - soft_f1::<f64>(&ym, &gold, None)) / (2.0 * h);
+            let fd =
+                (soft_f1::<f64>(&yp, &gold, None) - soft_f1::<f64>(&ym, &gold, None)) / (2.0 * h);
             assert!((fd - grad[i]).abs() < 1e-8);
         }
         assert_eq!(soft_f1::<f64>(&[0.0; 3], &[], None), 0.0);

@@ -23,4 +23,3 @@ pub mod train;
 
 pub use config::Config;
 pub use error::{Error, Result};
-

@@ -147,14 +147,22 @@ impl<F: Float> Params<F> {
     pub fn visit_mut(&mut self, mut f: impl FnMut(&'static str, &mut [F], Decay)) {
         macro_rules! v {
             ($field:ident, $name:expr, $decay:expr) => {
-                f($name, self.$field.as_slice_mut().expect("contiguous"), $decay)
+                f(
+                    $name,
+                    self.$field.as_slice_mut().expect("contiguous"),
+                    $decay,
+                )
             };
         }
         for_each_tensor!(v);
     }
 
     /// Visits every tensor of `self` mutably together with the same tensor of `other`.
-    pub fn zip_mut(&mut self, other: &Self, mut f: impl FnMut(&'static str, &mut [F], &[F], Decay)) {
+    pub fn zip_mut(
+        &mut self,
+        other: &Self,
+        mut f: impl FnMut(&'static str, &mut [F], &[F], Decay),
+    ) {
         macro_rules! v {
             ($field:ident, $name:expr, $decay:expr) => {
                 f(
@@ -272,14 +280,21 @@ impl Standardizer {
             let m = sum[d] / n;
             let var = (sq[d] / n - m * m).max(0.0);
             mean.push(m as f32);
-            scale.push(if var > 0.0 { (1.0 / (var.sqrt() + 1e-6)) as f32 } else { 0.0 });
+            scale.push(if var > 0.0 {
+                (1.0 / (var.sqrt() + 1e-6)) as f32
+            } else {
+                0.0
+            });
         }
         Self { mean, scale }
     }
 
     /// No standardisation (identity).
     pub fn identity(d: usize) -> Self {
-        Self { mean: vec![0.0; d], scale: vec![1.0; d] }
+        Self {
+            mean: vec![0.0; d],
+            scale: vec![1.0; d],
+        }
     }
 }
 
@@ -401,9 +416,17 @@ mod tests {
         let b = Array1::from(vec![0.1, -0.2, 0.3, 0.0]);
         let shift = first_layer_shift(&s, w.view());
         let mut out = Array2::zeros((3, 4));
-        sparse_first_layer(&x, &[0, 1, 2], &s, w.view(), b.as_slice().unwrap(), &shift, out.view_mut());
+        sparse_first_layer(
+            &x,
+            &[0, 1, 2],
+            &s,
+            w.view(),
+            b.as_slice().unwrap(),
+            &shift,
+            out.view_mut(),
+        );
         for r in 0..3 {
-            let mut dense = vec![0f64; 5];
+            let mut dense = [0f64; 5];
             let (i, v) = x.row(r);
             for (&i, &v) in i.iter().zip(v) {
                 dense[i as usize] = v as f64;
@@ -414,7 +437,11 @@ mod tests {
                     e += (dense[d] - s.mean[d] as f64) * s.scale[d] as f64 * w[[d, h]];
                 }
                 // mean and scale are stored in f32: agreement to f32 precision
-                assert!((out[[r, h]] - e).abs() < 1e-5 * (1.0 + e.abs()), "row {r} unit {h}: {} vs {e}", out[[r, h]]);
+                assert!(
+                    (out[[r, h]] - e).abs() < 1e-5 * (1.0 + e.abs()),
+                    "row {r} unit {h}: {} vs {e}",
+                    out[[r, h]]
+                );
             }
         }
     }

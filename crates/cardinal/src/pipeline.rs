@@ -9,7 +9,10 @@ use crate::config::{Config, IterateWeights, ZMode};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::{Error, Result};
 use crate::inference::{soft_f1, RowTape, Unroll};
-use crate::model::{c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, Float, Params, Standardizer};
+use crate::model::{
+    c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, Float, Params,
+    Standardizer,
+};
 
 /// A trained or initialised model: parameters plus everything needed to apply them.
 #[derive(Debug, Clone)]
@@ -85,8 +88,16 @@ impl<F: Float> Model<F> {
 
     fn projector(&self, training: bool) -> AnyProjector {
         let inf = &self.config.inference;
-        let method: Method = if training { inf.train_projection } else { inf.test_projection };
-        AnyProjector { method, rounds: inf.rounds, iters: inf.fp_iters }
+        let method: Method = if training {
+            inf.train_projection
+        } else {
+            inf.test_projection
+        };
+        AnyProjector {
+            method,
+            rounds: inf.rounds,
+            iters: inf.fp_iters,
+        }
     }
 
     fn iterate_weight(&self, t: usize) -> F {
@@ -104,7 +115,13 @@ impl<F: Float> Model<F> {
     /// Networks forward for `rows` of `x`: fills `u`, `p` and `z` in the workspace.
     fn networks_forward(&self, x: &CsrMatrix, rows: &[usize], ws: &mut Workspace<F>) {
         let p = &self.params;
-        let (b, h, l, hc, k) = (rows.len(), p.w1.ncols(), p.w2.ncols(), p.c1.ncols(), p.c2.ncols());
+        let (b, h, l, hc, k) = (
+            rows.len(),
+            p.w1.ncols(),
+            p.w2.ncols(),
+            p.c1.ncols(),
+            p.c2.ncols(),
+        );
         ensure_shape(&mut ws.pre1, b, h);
         ensure_shape(&mut ws.h1, b, h);
         ensure_shape(&mut ws.u, b, l);
@@ -112,13 +129,29 @@ impl<F: Float> Model<F> {
         ensure_shape(&mut ws.hc, b, hc);
         ensure_shape(&mut ws.p, b, k);
         let shift = first_layer_shift(&self.standardizer, p.w1.view());
-        sparse_first_layer(x, rows, &self.standardizer, p.w1.view(), p.b1.as_slice().unwrap(), &shift, ws.pre1.view_mut());
+        sparse_first_layer(
+            x,
+            rows,
+            &self.standardizer,
+            p.w1.view(),
+            p.b1.as_slice().unwrap(),
+            &shift,
+            ws.pre1.view_mut(),
+        );
         ws.h1.zip_mut_with(&ws.pre1, |o, &a| *o = a.max(F::zero()));
         ws.u.assign(&p.b2.broadcast((b, l)).unwrap());
         general_mat_mul(F::one(), &ws.h1, &p.w2, F::one(), &mut ws.u);
 
         let shift = first_layer_shift(&self.standardizer, p.c1.view());
-        sparse_first_layer(x, rows, &self.standardizer, p.c1.view(), p.cb1.as_slice().unwrap(), &shift, ws.prec.view_mut());
+        sparse_first_layer(
+            x,
+            rows,
+            &self.standardizer,
+            p.c1.view(),
+            p.cb1.as_slice().unwrap(),
+            &shift,
+            ws.prec.view_mut(),
+        );
         ws.hc.zip_mut_with(&ws.prec, |o, &a| *o = a.max(F::zero()));
         ws.p.assign(&p.cb2.broadcast((b, k)).unwrap());
         general_mat_mul(F::one(), &ws.hc, &p.c2, F::one(), &mut ws.p);
@@ -160,7 +193,13 @@ impl<F: Float> Model<F> {
     }
 
     /// Inference (no gradients) for `rows` of `x`; appends to `out`.
-    pub fn forward(&self, x: &CsrMatrix, rows: &[usize], ws: &mut Workspace<F>, out: &mut Outputs<F>) -> Result<()> {
+    pub fn forward(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        ws: &mut Workspace<F>,
+        out: &mut Outputs<F>,
+    ) -> Result<()> {
         self.networks_forward(x, rows, ws);
         let projector = self.projector(false);
         let un = self.unroll(&projector);
@@ -195,15 +234,26 @@ impl<F: Float> Model<F> {
     ) -> Result<BatchLoss> {
         self.networks_forward(x, rows, ws);
         let cfg = &self.config;
-        let (b, l, e, steps) = (rows.len(), self.n_labels(), self.params.wp.ncols(), cfg.inference.steps);
-        let batch_scale: F = if cfg.loss.sum_over_batch { F::one() } else { c(1.0 / b as f64) };
+        let (b, l, e, steps) = (
+            rows.len(),
+            self.n_labels(),
+            self.params.wp.ncols(),
+            cfg.inference.steps,
+        );
+        let batch_scale: F = if cfg.loss.sum_over_batch {
+            F::one()
+        } else {
+            c(1.0 / b as f64)
+        };
         ensure_shape(&mut ws.gu, b, l);
         ensure_shape(&mut ws.ggs, b * steps, l);
         ensure_shape(&mut ws.masks, b * steps, e);
         ws.row_out.resize(b, RowResult::default());
         let projector = self.projector(true);
         let un = self.unroll(&projector);
-        let weights: Vec<F> = (1..=steps).map(|t| self.iterate_weight(t) * batch_scale).collect();
+        let weights: Vec<F> = (1..=steps)
+            .map(|t| self.iterate_weight(t) * batch_scale)
+            .collect();
         let u = ws.u.as_slice().unwrap();
         let z = &ws.z;
         ws.gu
@@ -238,7 +288,13 @@ impl<F: Float> Model<F> {
 
         grad.visit_mut(|_, g, _| g.fill(F::zero()));
         let p = &self.params;
-        let mut loss = BatchLoss { f1_loss: ws.row_out[..b].iter().map(|r| r.loss.to_f64().unwrap()).sum(), ..Default::default() };
+        let mut loss = BatchLoss {
+            f1_loss: ws.row_out[..b]
+                .iter()
+                .map(|r| r.loss.to_f64().unwrap())
+                .sum(),
+            ..Default::default()
+        };
 
         // Energy: ∂Wp = Σ ḡg (w2 ⊙ m)ᵀ, ∂w2 = Σ (Wpᵀ ḡg) ⊙ m, over all rows and steps.
         if e > 0 {
@@ -263,7 +319,14 @@ impl<F: Float> Model<F> {
                 *d = F::zero()
             }
         });
-        sparse_first_layer_backward(x, rows, &self.standardizer, dh.view(), &mut grad.w1, &mut grad.b1);
+        sparse_first_layer_backward(
+            x,
+            rows,
+            &self.standardizer,
+            dh.view(),
+            &mut grad.w1,
+            &mut grad.b1,
+        );
 
         // Cardinality net: through z (expectation) and the supervised term.
         let k = self.counts.len();
@@ -282,7 +345,9 @@ impl<F: Float> Model<F> {
             if card_w > F::zero() {
                 let count: F = c(labels.count(rows[r]) as f64);
                 let target = (count.max(kmin).min(kmax) - kmin).to_usize().unwrap();
-                loss.card_loss -= (card_w * batch_scale * pr[target].max(c(1e-30)).ln()).to_f64().unwrap();
+                loss.card_loss -= (card_w * batch_scale * pr[target].max(c(1e-30)).ln())
+                    .to_f64()
+                    .unwrap();
                 for j in 0..k {
                     let onehot = if j == target { F::one() } else { F::zero() };
                     dl[j] += card_w * batch_scale * (pr[j] - onehot);
@@ -298,7 +363,14 @@ impl<F: Float> Model<F> {
                 *d = F::zero()
             }
         });
-        sparse_first_layer_backward(x, rows, &self.standardizer, dhc.view(), &mut grad.c1, &mut grad.cb1);
+        sparse_first_layer_backward(
+            x,
+            rows,
+            &self.standardizer,
+            dhc.view(),
+            &mut grad.c1,
+            &mut grad.cb1,
+        );
 
         // Weight decay λ·½‖W‖² (the unary matrices λ·mult).
         let wd = cfg.train.weight_decay;
@@ -350,7 +422,12 @@ pub fn batch_loss<F: Float>(
 }
 
 /// Checks that a model fits a dataset's dimensions.
-pub fn check_dims<F: Float>(model: &Model<F>, n_features: usize, n_labels: usize, what: &str) -> Result<()> {
+pub fn check_dims<F: Float>(
+    model: &Model<F>,
+    n_features: usize,
+    n_labels: usize,
+    what: &str,
+) -> Result<()> {
     if model.n_features() != n_features || model.n_labels() != n_labels {
         return Err(Error::Mismatch(format!(
             "{what} has {n_features} features and {n_labels} labels, but the model expects {} features and {} labels",

@@ -30,7 +30,12 @@ impl<F: Float> Adagrad<F> {
 
     /// One update; `η` is updated only when `learn_eta`. Returns the name of the first tensor
     /// holding a non-finite value afterwards (a non-finite gradient always shows up here).
-    pub fn step(&mut self, params: &mut Params<F>, grad: &Params<F>, learn_eta: bool) -> Option<&'static str> {
+    pub fn step(
+        &mut self,
+        params: &mut Params<F>,
+        grad: &Params<F>,
+        learn_eta: bool,
+    ) -> Option<&'static str> {
         let lr = self.lr;
         let mut bad = None;
         params.update_with(&mut self.acc, grad, |name, w, acc, g| {
@@ -71,8 +76,17 @@ pub struct EpochRecord {
 /// Progress events.
 #[derive(Debug, Clone)]
 pub enum Event<'a> {
-    Start { phase: u8, epochs: usize, batches_per_epoch: usize },
-    Batch { phase: u8, epoch: usize, batch: usize, loss: f64 },
+    Start {
+        phase: u8,
+        epochs: usize,
+        batches_per_epoch: usize,
+    },
+    Batch {
+        phase: u8,
+        epoch: usize,
+        batch: usize,
+        loss: f64,
+    },
     Epoch(&'a EpochRecord),
 }
 
@@ -127,7 +141,12 @@ impl TrainState {
             stopped_early: false,
             history: Vec::new(),
         };
-        Ok(Self { model, optimizer, best_params: None, progress })
+        Ok(Self {
+            model,
+            optimizer,
+            best_params: None,
+            progress,
+        })
     }
 
     /// Total epochs run so far, over both phases.
@@ -164,7 +183,12 @@ pub fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
 
 /// Trains a model on `train` (a dev part is held out as configured).
 pub fn train(train: &Dataset, cfg: &Config, on_event: &mut dyn FnMut(Event)) -> Result<Trained> {
-    run(train, TrainState::new(train, cfg)?, &mut |_| Ok(()), on_event)
+    run(
+        train,
+        TrainState::new(train, cfg)?,
+        &mut |_| Ok(()),
+        on_event,
+    )
 }
 
 /// Runs (or continues) `state` to the end. `after_epoch` is called with the state after every
@@ -177,7 +201,8 @@ pub fn run(
 ) -> Result<Trained> {
     let cfg = state.model.config.clone();
     let tc = &cfg.train;
-    let (train_idx, dev_idx) = split::train_dev_split(train.n_rows(), tc.dev_fraction, tc.split_seed);
+    let (train_idx, dev_idx) =
+        split::train_dev_split(train.n_rows(), tc.dev_fraction, tc.split_seed);
     let all_idx: Vec<usize> = (0..train.n_rows()).collect();
     let dev = (!dev_idx.is_empty()).then(|| train.select_rows(&dev_idx));
     let mut ws = Workspace::default();
@@ -186,19 +211,36 @@ pub fn run(
 
     while state.progress.phase <= 2 {
         let phase = state.progress.phase;
-        let (epochs, rows) = if phase == 1 { (tc.epochs, &train_idx) } else { (tc.full_epochs, &all_idx) };
+        let (epochs, rows) = if phase == 1 {
+            (tc.epochs, &train_idx)
+        } else {
+            (tc.full_epochs, &all_idx)
+        };
         let n_batches = rows.len().div_ceil(tc.batch_size);
         let ran_epoch = state.progress.epochs_done < epochs && !state.progress.stopped_early;
         if ran_epoch {
             if announced != phase {
-                on_event(Event::Start { phase, epochs, batches_per_epoch: n_batches });
+                on_event(Event::Start {
+                    phase,
+                    epochs,
+                    batches_per_epoch: n_batches,
+                });
                 announced = phase;
             }
             if state.progress.order.is_empty() {
                 state.progress.order = rows.clone();
             }
             let epoch = state.progress.epochs_done + 1;
-            let record = run_epoch(train, dev.as_ref(), &mut state, phase, epoch, &mut ws, &mut grad, on_event)?;
+            let record = run_epoch(
+                train,
+                dev.as_ref(),
+                &mut state,
+                phase,
+                epoch,
+                &mut ws,
+                &mut grad,
+                on_event,
+            )?;
             on_event(Event::Epoch(&record));
             let p = &mut state.progress;
             p.epochs_done = epoch;
@@ -230,7 +272,10 @@ pub fn run(
             after_epoch(&state)?;
         }
     }
-    Ok(Trained { model: state.model, history: state.progress.history })
+    Ok(Trained {
+        model: state.model,
+        history: state.progress.history,
+    })
 }
 
 fn run_epoch(
@@ -245,7 +290,12 @@ fn run_epoch(
 ) -> Result<EpochRecord> {
     let tc = state.model.config.train.clone();
     let learn_eta = state.model.config.inference.learn_eta;
-    let TrainState { model, optimizer, progress, .. } = state;
+    let TrainState {
+        model,
+        optimizer,
+        progress,
+        ..
+    } = state;
     progress.order.shuffle(&mut progress.rng);
     let start = std::time::Instant::now();
     let mut loss_sum = 0.0;
@@ -254,26 +304,54 @@ fn run_epoch(
         let loss = model.loss_and_grad(&train.features, &train.labels, rows, ws, grad)?;
         if !loss.total().is_finite() {
             if tc.skip_nonfinite_batches {
-                tracing::warn!(phase, epoch, batch, "skipping a batch with a non-finite loss");
+                tracing::warn!(
+                    phase,
+                    epoch,
+                    batch,
+                    "skipping a batch with a non-finite loss"
+                );
                 continue;
             }
-            return Err(Error::Diverged { phase, epoch, batch, quantity: "the loss".into() });
+            return Err(Error::Diverged {
+                phase,
+                epoch,
+                batch,
+                quantity: "the loss".into(),
+            });
         }
-        let before = tc.skip_nonfinite_batches.then(|| (model.params.clone(), optimizer.clone()));
+        let before = tc
+            .skip_nonfinite_batches
+            .then(|| (model.params.clone(), optimizer.clone()));
         if let Some(name) = optimizer.step(&mut model.params, grad, learn_eta) {
             match before {
                 Some((params, opt)) => {
-                    tracing::warn!(phase, epoch, batch, name, "skipping a batch with non-finite gradients");
+                    tracing::warn!(
+                        phase,
+                        epoch,
+                        batch,
+                        name,
+                        "skipping a batch with non-finite gradients"
+                    );
                     (model.params, *optimizer) = (params, opt);
                     continue;
                 }
                 None => {
-                    return Err(Error::Diverged { phase, epoch, batch, quantity: format!("parameter {name} after the update") })
+                    return Err(Error::Diverged {
+                        phase,
+                        epoch,
+                        batch,
+                        quantity: format!("parameter {name} after the update"),
+                    })
                 }
             }
         }
         loss_sum += loss.total();
-        on_event(Event::Batch { phase, epoch, batch, loss: loss.total() });
+        on_event(Event::Batch {
+            phase,
+            epoch,
+            batch,
+            loss: loss.total(),
+        });
     }
     let seconds = start.elapsed().as_secs_f64();
     let (mut dev_f1, mut dev_z) = (None, None);
@@ -283,5 +361,27 @@ fn run_epoch(
         dev_f1 = Some(report.at_threshold.example_f1 * 100.0);
         dev_z = Some(report.cardinality.mean_z);
     }
-    Ok(EpochRecord { phase, epoch, loss: loss_sum / n_batches.max(1) as f64, dev_example_f1: dev_f1, dev_mean_z: dev_z, seconds })
+    Ok(EpochRecord {
+        phase,
+        epoch,
+        loss: loss_sum / n_batches.max(1) as f64,
+        dev_example_f1: dev_f1,
+        dev_mean_z: dev_z,
+        seconds,
+    })
+}
+
+/// Runs one epoch over every row of `train` (no dev evaluation), for benchmarks. Returns the
+/// mean loss per batch.
+pub fn epoch_over_all(
+    train: &Dataset,
+    state: &mut TrainState,
+    ws: &mut Workspace<f32>,
+    grad: &mut Params<f32>,
+) -> Result<f64> {
+    if state.progress.order.len() != train.n_rows() {
+        state.progress.order = (0..train.n_rows()).collect();
+    }
+    let record = run_epoch(train, None, state, 2, 1, ws, grad, &mut |_| {})?;
+    Ok(record.loss)
 }

@@ -8,7 +8,9 @@ use cardinal::proj::Method;
 use cardinal::train::init_model;
 
 fn lcg(seed: &mut u64) -> f64 {
-    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (*seed >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -27,7 +29,13 @@ fn tiny_dataset() -> Dataset {
         }
         y.push_row(&lab);
     }
-    Dataset { name: "tiny".into(), features: x, labels: y, feature_names: vec![], label_names: vec![] }
+    Dataset {
+        name: "tiny".into(),
+        features: x,
+        labels: y,
+        feature_names: vec![],
+        label_names: vec![],
+    }
 }
 
 fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
@@ -55,7 +63,9 @@ fn check(cfg: &Config, label: &str) {
     let rows: Vec<usize> = (0..data.n_rows()).collect();
     let mut ws = Workspace::default();
     let mut grad = model.params.zeros_like();
-    model.loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad).unwrap();
+    model
+        .loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad)
+        .unwrap();
 
     let mut analytic: Vec<(&'static str, Vec<f64>)> = Vec::new();
     grad.visit(|name, g, _| analytic.push((name, g.to_vec())));
@@ -67,7 +77,13 @@ fn check(cfg: &Config, label: &str) {
             continue;
         }
         let scale = g.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-3);
-        let picks: Vec<usize> = if g.len() <= 6 { (0..g.len()).collect() } else { (0..6).map(|_| (lcg(&mut s) * g.len() as f64) as usize).collect() };
+        let picks: Vec<usize> = if g.len() <= 6 {
+            (0..g.len()).collect()
+        } else {
+            (0..6)
+                .map(|_| (lcg(&mut s) * g.len() as f64) as usize)
+                .collect()
+        };
         for i in picks {
             let eval = |delta: f64| {
                 let mut m = model.clone();
@@ -122,9 +138,14 @@ fn gradient_matches_finite_differences_exact_dykstra_mean_loss() {
     check(&cfg, "dykstra-exact");
 }
 
+/// FP's bisection makes discrete choices whose late iterations are near-ties (the interval has
+/// shrunk to ~2^-J), so the loss is only piecewise smooth at that scale; with few iterations the
+/// choices are far from ties and finite differences are meaningful.
 #[test]
 fn gradient_matches_finite_differences_fp() {
-    check(&tiny_config(Method::Fp), "fp");
+    let mut cfg = tiny_config(Method::Fp);
+    cfg.inference.fp_iters = 3;
+    check(&cfg, "fp");
 }
 
 /// The check must be able to fail: a wrong gradient (here, the η entry when η is frozen and
@@ -139,13 +160,26 @@ fn gradient_check_detects_a_missing_gradient() {
     let rows: Vec<usize> = (0..data.n_rows()).collect();
     let mut ws = Workspace::default();
     let mut grad = model.params.zeros_like();
-    model.loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad).unwrap();
+    model
+        .loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad)
+        .unwrap();
     let h = 1e-6;
     let eval = |delta: f64| {
         let mut m = model.clone();
         m.params.eta[0] += delta;
-        batch_loss(&m, &data.features, &data.labels, &rows, &mut Workspace::default()).unwrap()
+        batch_loss(
+            &m,
+            &data.features,
+            &data.labels,
+            &rows,
+            &mut Workspace::default(),
+        )
+        .unwrap()
     };
     let fd = (eval(h) - eval(-h)) / (2.0 * h);
-    assert!((fd - grad.eta[0]).abs() < 1e-8, "finite difference {fd} vs analytic {}", grad.eta[0]);
+    assert!(
+        (fd - grad.eta[0]).abs() < 1e-8,
+        "finite difference {fd} vs analytic {}",
+        grad.eta[0]
+    );
 }

@@ -1,0 +1,101 @@
+//! `cardinal bench`: training-epoch and inference timings with the faithful configuration,
+//! printed as one JSON line (field names are relied on by scripts: keep them).
+
+use std::time::Instant;
+
+use anyhow::Context;
+use cardinal::eval::predict;
+use cardinal::pipeline::Workspace;
+use cardinal::train::{epoch_over_all, TrainState};
+use cardinal::Config;
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Dataset name or path (as for `train --dataset`).
+    #[arg(long, default_value = "bibtex")]
+    pub dataset: String,
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Timed training epochs (after one warm-up epoch); the median is reported.
+    #[arg(long, default_value_t = 3)]
+    pub train_reps: usize,
+    /// Timed inference passes over the test set (after one warm-up); the median is reported.
+    #[arg(long, default_value_t = 5)]
+    pub infer_reps: usize,
+    /// Inference batch size.
+    #[arg(long, default_value_t = 256)]
+    pub infer_batch: usize,
+    /// JSON configuration instead of the `paper` preset.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        0.5 * (xs[n / 2 - 1] + xs[n / 2])
+    }
+}
+
+/// Peak resident memory of this process in MiB (Linux; 0 elsewhere).
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    let dir = crate::data_dir(&args.data_dir);
+    let data = cardinal::data::resolve_dataset(&args.dataset, dir.as_deref())
+        .with_context(|| format!("loading dataset `{}`", args.dataset))?
+        .into_train_test(0.8, 0)?;
+    let cfg = match &args.config {
+        Some(p) => Config::from_json(&std::fs::read_to_string(p)?)?,
+        None => Config::paper(),
+    };
+    let mut state = TrainState::new(&data.train, &cfg)?;
+    let mut ws = Workspace::default();
+    let mut grad = state.model.params.zeros_like();
+    let mut epochs = Vec::new();
+    for rep in 0..=args.train_reps.max(1) {
+        let t = Instant::now();
+        epoch_over_all(&data.train, &mut state, &mut ws, &mut grad)?;
+        if rep > 0 {
+            epochs.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let mut infers = Vec::new();
+    for rep in 0..=args.infer_reps.max(1) {
+        let t = Instant::now();
+        let out = predict(&state.model, &data.test.features, args.infer_batch)?;
+        std::hint::black_box(&out);
+        if rep > 0 {
+            infers.push(t.elapsed().as_secs_f64());
+        }
+    }
+    let line = serde_json::json!({
+        "dataset": data.train.name,
+        "threads": rayon::current_num_threads(),
+        "train_epoch_s": median(epochs.clone()),
+        "train_epoch_s_all": epochs,
+        "infer_s": median(infers.clone()),
+        "infer_s_all": infers,
+        "infer_batch": args.infer_batch,
+        "n_train": data.train.n_rows(),
+        "n_test": data.test.n_rows(),
+        "steps": cfg.inference.steps,
+        "train_projection": cfg.inference.train_projection.to_string(),
+        "peak_rss_mib": peak_rss_mib(),
+        "cardinal": env!("CARGO_PKG_VERSION"),
+    });
+    println!("{line}");
+    Ok(())
+}
