@@ -45,69 +45,100 @@ pub struct SoftTape<F> {
     d: F,
 }
 
-/// Cumsum pass over `v` in the order `t.perm`: fills `c`, `r`, the head, the softmax weights and
-/// `N`, `D`. Returns `false` (and computes nothing further) if `t.perm` does not sort `v`
-/// descending or the row is not finite.
+/// Lanes of the tail loops (independent partial sums, so that they pipeline).
+const LANES: usize = 8;
+
+/// Cumsum pass over `v` in the order `t.perm`: fills the head's `c`, `r` and softmax weights, the
+/// tail weight and `N`, `D`. Returns `false` (computing nothing further) if `t.perm` does not
+/// sort `v` descending or the row is not finite.
+///
+/// `r_{j+1} − r_j = j (μ_{j+1} − μ_j) ≤ 0`, so the head `{r_j > 0}` is a prefix: the serial
+/// cumsum stops at the first `r_j ≤ 0` and the tail needs only
+/// `Σ_{j>h} c_j = (L − h) c_h + Σ_{i>h} (L − i + 1) μ_i`, an independent weighted sum.
 fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>) -> bool {
     let l = v.len();
     let (zero, one) = (F::zero(), F::one());
-    t.c.resize(l, zero);
-    t.r.resize(l, zero);
+    t.c.clear();
+    t.r.clear();
     let mut c = zero;
     let mut prev = F::infinity();
     let mut sorted = true;
-    let mut head = 0usize;
-    let mut ctail = zero; // Σ c_j over j ≥ head (0-based), reset at every positive r
-    for (k, ((&i, ck), rk)) in t
-        .perm
-        .iter()
-        .zip(t.c.iter_mut())
-        .zip(t.r.iter_mut())
-        .enumerate()
-    {
+    for (k, &i) in t.perm.iter().enumerate() {
+        let m = v[i as usize];
+        let j: F = of(k + 1);
+        let cn = c + m;
+        let r = j * m - (cn - z);
+        if !(r > zero) {
+            break;
+        }
+        sorted &= m <= prev;
+        prev = m;
+        c = cn;
+        t.c.push(c);
+        t.r.push(r);
+    }
+    let head = t.c.len();
+    let n_tail = l - head;
+    // Tail: Σ_{i ≥ head} (l − i) μ_i (0-based i) and the order check, in independent lanes.
+    let mut acc = [zero; LANES];
+    let mut w0: F = of(l - head);
+    let tail = &t.perm[head..];
+    let mut chunks = tail.chunks_exact(LANES);
+    for ch in &mut chunks {
+        let mut ms = [zero; LANES];
+        for q in 0..LANES {
+            ms[q] = v[ch[q] as usize];
+        }
+        sorted &= ms[0] <= prev;
+        for q in 1..LANES {
+            sorted &= ms[q] <= ms[q - 1];
+        }
+        prev = ms[LANES - 1];
+        for q in 0..LANES {
+            acc[q] += (w0 - of(q)) * ms[q];
+        }
+        w0 -= of(LANES);
+    }
+    for (q, &i) in chunks.remainder().iter().enumerate() {
         let m = v[i as usize];
         sorted &= m <= prev;
         prev = m;
-        let j: F = of(k + 1);
-        c += m;
-        let r = j * m - (c - z);
-        *ck = c;
-        *rk = r;
-        let pos = r > zero;
-        head = if pos { k + 1 } else { head };
-        ctail = if pos { zero } else { ctail + c };
+        acc[q] += (w0 - of(q)) * m;
     }
     if !(sorted && prev.is_finite() && v[t.perm[0] as usize].is_finite()) {
         return false;
     }
-    let n_tail = l - head;
+    let wsum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    let ctail = of::<F>(n_tail) * c + wsum;
     // Tail logits are exactly 0, so they take part in the max (stable softmax).
     let mut amax = if n_tail > 0 { zero } else { F::neg_infinity() };
     t.rho.clear();
-    for (k, &r) in t.r[..head].iter().enumerate() {
+    for (k, &r) in t.r.iter().enumerate() {
         let j: F = of(k + 1);
-        let rr = r.max(zero);
-        let a = j * rr / (one + rr);
+        let a = j * r / (one + r);
         amax = amax.max(a);
         t.rho.push(a);
     }
+    // exp of anything below `cutoff` is exactly 0 (under the smallest subnormal): skip it.
+    let cutoff = (F::min_positive_value() * F::epsilon()).ln() - one;
     let mut s = zero;
     for a in t.rho.iter_mut() {
-        *a = (*a - amax).exp();
+        let x = *a - amax;
+        *a = if x < cutoff { zero } else { x.exp() };
         s += *a;
     }
     let e_tail = (zero - amax).exp();
     s += of::<F>(n_tail) * e_tail;
     let (mut n, mut d) = (zero, zero);
-    for (k, (p, &ck)) in t.rho.iter_mut().zip(&t.c[..head]).enumerate() {
+    for (k, (p, &ck)) in t.rho.iter_mut().zip(&t.c).enumerate() {
         *p /= s;
         n += ck * *p;
         d += of::<F>(k + 1) * *p;
     }
     let p_tail = e_tail / s;
-    // Σ_{j=head+1}^{l} j, exact in integers.
-    let j_tail = (l * (l + 1) - head * (head + 1)) / 2;
     if n_tail > 0 {
+        // Σ_{j=head+1}^{l} j, exact in integers.
+        let j_tail = (l * (l + 1) - head * (head + 1)) / 2;
         n += ctail * p_tail;
         d += of::<F>(j_tail) * p_tail;
     }
@@ -177,21 +208,31 @@ impl<F: Real> Projector<F> for SoftSimplex {
         let gz = -dtheta / t.d;
         let dot = dn * t.n + dd * t.d;
         let head = t.rho.len();
-        // Tail: r̄ = 0, only the suffix sum of c̄_j = N̄ ρ_t remains.
-        let mut suffix = zero;
+        // Tail: r̄ = 0, only the suffix sum of c̄_j = N̄ ρ_t remains; at 0-based position i it is
+        // (l − i) N̄ ρ_t (closed form, no serial chain).
+        let l = t.perm.len();
         let step = dn * t.rho_tail;
-        for &i in t.perm[head..].iter().rev() {
-            suffix += step;
-            gv[i as usize] += suffix;
+        let tail = &t.perm[head..];
+        let mut w0: F = of(l - head);
+        let mut chunks = tail.chunks_exact(LANES);
+        for ch in &mut chunks {
+            for q in 0..LANES {
+                gv[ch[q] as usize] += (w0 - of(q)) * step;
+            }
+            w0 -= of(LANES);
         }
+        for (q, &i) in chunks.remainder().iter().enumerate() {
+            gv[i as usize] += (w0 - of(q)) * step;
+        }
+        let mut suffix = of::<F>(l - head) * step;
         let mut gz = gz;
         for k in (0..head).rev() {
             let j: F = of(k + 1);
             let rho = t.rho[k];
-            let da = rho * (dn * t.c[k] + dd * j - dot);
-            let r = t.r[k];
-            let dr = if r > zero {
-                let q = F::one() + r;
+            // Head entries have r > 0; a zero weight (underflowed exp) gives r̄ = 0.
+            let dr = if rho > zero {
+                let da = rho * (dn * t.c[k] + dd * j - dot);
+                let q = F::one() + t.r[k];
                 j * da / (q * q)
             } else {
                 zero
