@@ -182,7 +182,7 @@ impl<F: Float> Params<F> {
         &mut self,
         state: &mut Self,
         grad: &Self,
-        mut f: impl FnMut(&'static str, &mut [F], &mut [F], &[F]),
+        mut f: impl FnMut(&'static str, &mut [F], &mut [F], &[F], Decay),
     ) {
         macro_rules! v {
             ($field:ident, $name:expr, $decay:expr) => {
@@ -191,6 +191,7 @@ impl<F: Float> Params<F> {
                     self.$field.as_slice_mut().expect("contiguous"),
                     state.$field.as_slice_mut().expect("contiguous"),
                     grad.$field.as_slice().expect("contiguous"),
+                    $decay,
                 )
             };
         }
@@ -345,7 +346,44 @@ pub fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec
     shift
 }
 
-/// Backward of [`sparse_first_layer`]: accumulates `∂ℓ/∂W` and `∂ℓ/∂b` from `∂ℓ/∂pre`.
+/// The gradient of a standardised sparse first layer, split for speed: the batch touches few
+/// rows of `W`, whose sparse part is accumulated in the dense gradient buffer, while the
+/// standardisation shift adds a dense rank-one term `−(mean ⊙ scale) ⊗ colsum(∂ℓ/∂pre)` that
+/// is kept aside and applied where the gradient is consumed (see [`FirstLayerGrad::densify`]).
+#[derive(Debug, Clone, Default)]
+pub struct FirstLayerGrad<F> {
+    /// Rows of `W` holding a sparse contribution, sorted, distinct.
+    pub touched: Vec<u32>,
+    /// `colsum(∂ℓ/∂pre)`, which is also `∂ℓ/∂b`.
+    pub colsum: Vec<F>,
+    mark: Vec<bool>,
+}
+
+impl<F: Float> FirstLayerGrad<F> {
+    /// Adds the rank-one shift term to every row of `dw`, making it the full gradient.
+    pub fn densify(&self, stdz: &Standardizer, dw: &mut Array2<F>) {
+        for (d, mut wr) in dw.outer_iter_mut().enumerate() {
+            let ms: F = c((stdz.mean[d] * stdz.scale[d]) as f64);
+            if ms == F::zero() {
+                continue;
+            }
+            for (o, &cs) in wr.iter_mut().zip(&self.colsum) {
+                *o -= ms * cs;
+            }
+        }
+    }
+
+    /// Zeroes the touched rows of `dw` (restoring the all-zero precondition of
+    /// [`sparse_first_layer_backward`]) without consuming them.
+    pub fn discard(&self, dw: &mut Array2<F>) {
+        for &d in &self.touched {
+            dw.row_mut(d as usize).fill(F::zero());
+        }
+    }
+}
+
+/// Backward of [`sparse_first_layer`]: scatters the sparse part of `∂ℓ/∂W` into `dw` (which
+/// must be zero on entry), sets `∂ℓ/∂b`, and records the touched rows and the column sums.
 pub fn sparse_first_layer_backward<F: Float>(
     x: &CsrMatrix,
     rows: &[usize],
@@ -353,9 +391,15 @@ pub fn sparse_first_layer_backward<F: Float>(
     dpre: ArrayView2<F>,
     dw: &mut Array2<F>,
     db: &mut Array1<F>,
+    aux: &mut FirstLayerGrad<F>,
 ) {
     let colsum = dpre.sum_axis(Axis(0));
-    *db += &colsum;
+    db.assign(&colsum);
+    aux.colsum.clear();
+    aux.colsum.extend(colsum.iter().copied());
+    aux.mark.clear();
+    aux.mark.resize(dw.nrows(), false);
+    aux.touched.clear();
     for (r, &row) in rows.iter().enumerate() {
         let g = dpre.row(r);
         let g = g.as_slice().expect("contiguous");
@@ -365,23 +409,20 @@ pub fn sparse_first_layer_backward<F: Float>(
             if a == F::zero() {
                 continue;
             }
+            if !aux.mark[d as usize] {
+                aux.mark[d as usize] = true;
+                aux.touched.push(d);
+            }
             let mut wr = dw.row_mut(d as usize);
             for (o, &gv) in wr.as_slice_mut().expect("contiguous").iter_mut().zip(g) {
                 *o += a * gv;
             }
         }
     }
-    // The shift term −(mean ⊙ scale)ᵀ W is dense: a rank-one update.
-    let colsum = colsum.as_slice().expect("contiguous");
-    for (d, mut wr) in dw.outer_iter_mut().enumerate() {
-        let ms: F = c((stdz.mean[d] * stdz.scale[d]) as f64);
-        if ms == F::zero() {
-            continue;
-        }
-        for (o, &cs) in wr.iter_mut().zip(colsum) {
-            *o -= ms * cs;
-        }
+    for &d in &aux.touched {
+        aux.mark[d as usize] = false;
     }
+    aux.touched.sort_unstable();
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use crate::data::{CsrMatrix, LabelSets};
 use crate::error::{Error, Result};
 use crate::inference::{soft_f1, RowTape, Unroll};
 use crate::model::{
-    c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, Float, Params,
-    Standardizer,
+    c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,
+    Float, Params, Standardizer,
 };
 
 /// A trained or initialised model: parameters plus everything needed to apply them.
@@ -52,6 +52,9 @@ pub struct Workspace<F: Float> {
     ggs: Array2<F>,
     masks: Array2<F>,
     row_out: Vec<RowResult<F>>,
+    /// Structure of the first layers' gradients of the last [`Model::loss_and_sparse_grad`].
+    pub grad_w1: FirstLayerGrad<F>,
+    pub grad_c1: FirstLayerGrad<F>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -223,8 +226,47 @@ impl<F: Float> Model<F> {
         Ok(())
     }
 
-    /// Loss of the batch `rows` and its gradient (written into `grad`, overwritten).
+    /// Loss of the batch `rows` and its gradient, written into `grad` (overwritten), with the
+    /// weight-decay term included. The simple, complete form of [`Self::loss_and_sparse_grad`].
     pub fn loss_and_grad(
+        &self,
+        x: &CsrMatrix,
+        labels: &LabelSets,
+        rows: &[usize],
+        ws: &mut Workspace<F>,
+        grad: &mut Params<F>,
+    ) -> Result<BatchLoss> {
+        grad.w1.fill(F::zero());
+        grad.c1.fill(F::zero());
+        let mut loss = self.loss_and_sparse_grad(x, labels, rows, ws, grad)?;
+        ws.grad_w1.densify(&self.standardizer, &mut grad.w1);
+        ws.grad_c1.densify(&self.standardizer, &mut grad.c1);
+        let wd = self.config.train.weight_decay;
+        let mult = self.config.train.unary_weight_decay_mult;
+        let mut decay = 0.0;
+        grad.zip_mut(&self.params, |_, g, w, class| {
+            let lambda = decay_coefficient(class, wd, mult);
+            if lambda == 0.0 {
+                return;
+            }
+            let lf: F = c(lambda);
+            let mut sq = F::zero();
+            for (g, &w) in g.iter_mut().zip(w) {
+                *g += lf * w;
+                sq += w * w;
+            }
+            decay += 0.5 * lambda * sq.to_f64().unwrap();
+        });
+        loss.decay_loss = decay;
+        Ok(loss)
+    }
+
+    /// Loss of the batch `rows` without weight decay, and its gradient in split form: every
+    /// tensor of `grad` is overwritten except the first layers' `w1` and `c1`, which must be
+    /// zero on entry and receive only their sparse parts (the rows the batch touches); the
+    /// dense rank-one remainder is described by `ws.grad_w1` / `ws.grad_c1`. The optimiser
+    /// consumes this form in one fused pass (`train::Adagrad::step_fused`).
+    pub fn loss_and_sparse_grad(
         &self,
         x: &CsrMatrix,
         labels: &LabelSets,
@@ -286,7 +328,6 @@ impl<F: Float> Model<F> {
                 Ok(())
             })?;
 
-        grad.visit_mut(|_, g, _| g.fill(F::zero()));
         let p = &self.params;
         let mut loss = BatchLoss {
             f1_loss: ws.row_out[..b]
@@ -305,9 +346,11 @@ impl<F: Float> Model<F> {
             proj *= &ws.masks;
             grad.we.assign(&proj.sum_axis(Axis(0)));
         }
-        if cfg.inference.learn_eta {
-            grad.eta[0] = ws.row_out[..b].iter().map(|r| r.geta).sum();
-        }
+        grad.eta[0] = if cfg.inference.learn_eta {
+            ws.row_out[..b].iter().map(|r| r.geta).sum()
+        } else {
+            F::zero()
+        };
 
         // Unary net.
         grad.b2.assign(&ws.gu.sum_axis(Axis(0)));
@@ -326,6 +369,7 @@ impl<F: Float> Model<F> {
             dh.view(),
             &mut grad.w1,
             &mut grad.b1,
+            &mut ws.grad_w1,
         );
 
         // Cardinality net: through z (expectation) and the supervised term.
@@ -370,31 +414,19 @@ impl<F: Float> Model<F> {
             dhc.view(),
             &mut grad.c1,
             &mut grad.cb1,
+            &mut ws.grad_c1,
         );
 
-        // Weight decay λ·½‖W‖² (the unary matrices λ·mult).
-        let wd = cfg.train.weight_decay;
-        let mult = cfg.train.unary_weight_decay_mult;
-        let mut decay = 0.0;
-        grad.zip_mut(p, |_, g, w, class| {
-            let lambda = match class {
-                Decay::None => return,
-                Decay::Unary => wd * mult,
-                Decay::Other => wd,
-            };
-            if lambda == 0.0 {
-                return;
-            }
-            let lf: F = c(lambda);
-            let mut sq = F::zero();
-            for (g, &w) in g.iter_mut().zip(w) {
-                *g += lf * w;
-                sq += w * w;
-            }
-            decay += 0.5 * lambda * sq.to_f64().unwrap();
-        });
-        loss.decay_loss = decay;
         Ok(loss)
+    }
+}
+
+/// The weight-decay coefficient of a tensor of decay class `class`.
+pub fn decay_coefficient(class: Decay, wd: f64, unary_mult: f64) -> f64 {
+    match class {
+        Decay::None => 0.0,
+        Decay::Unary => wd * unary_mult,
+        Decay::Other => wd,
     }
 }
 
