@@ -10,7 +10,7 @@
 //! coordinate at a bound) the projection is locally constant in v and we return the zero
 //! subgradient (never dividing by |F| = 0).
 
-use crate::util::{desc, of, validate, ZRange};
+use crate::util::{check_finite, desc, of, validate, validate_shape, ZRange};
 use crate::{ProjError, Projector, Real};
 
 /// Exact projection onto `C(z)`, `z ∈ [0, L]`.
@@ -44,20 +44,23 @@ pub fn capped_simplex_tau<F: Real>(v: &[F], z: F) -> Result<F, ProjError> {
     Ok(tau_newton(v, z))
 }
 
-const LANES: usize = 8;
+const LANES: usize = 4;
+/// Float lane counters are exact below 2^24; rows are reduced in blocks well under that.
+const BLOCK: usize = 1 << 20;
 
 /// At `tau`: (Σ clip(x − τ, 0, 1), #ones, #free). Explicit lanes let LLVM vectorise without
-/// reassociating float sums; everything is computed with selects, no branches.
+/// reassociating float sums; everything is computed with selects, no branches, and the counts
+/// are float lanes (no mask-to-integer conversions).
 #[inline]
-fn eval_at<F: Real>(xs: &[F], tau: F) -> (F, u32, u32) {
+fn eval_at<F: Real>(xs: &[F], tau: F) -> (F, usize, usize) {
     let (zero, one) = (F::zero(), F::one());
-    let mut s = [zero; LANES];
-    let mut n1 = [0u32; LANES];
-    let mut nf = [0u32; LANES];
-    let chunks = xs.chunks_exact(LANES);
+    let mut s = [zero; 4];
+    let mut n1 = [0u32; 4];
+    let mut nf = [0u32; 4];
+    let chunks = xs.chunks_exact(4);
     let rest = chunks.remainder();
     for c in chunks {
-        for k in 0..LANES {
+        for k in 0..4 {
             let d = c[k] - tau;
             let lo = if d > zero { d } else { zero };
             s[k] += if lo < one { lo } else { one };
@@ -71,23 +74,72 @@ fn eval_at<F: Real>(xs: &[F], tau: F) -> (F, u32, u32) {
         n1[k] += (d >= one) as u32;
         nf[k] += ((d > zero) & (d < one)) as u32;
     }
-    let total = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    (total, n1.iter().sum(), nf.iter().sum())
+    let total = (s[0] + s[1]) + (s[2] + s[3]);
+    (total, n1.iter().sum::<u32>() as usize, nf.iter().sum::<u32>() as usize)
 }
 
-pub(crate) fn tau_newton<F: Real>(v: &[F], z: F) -> F {
-    let l = v.len();
-    let (zero, one) = (F::zero(), F::one());
-    let (mut vmin, mut vmax) = (v[0], v[0]);
-    let mut vs = [zero; LANES];
-    for c in v.chunks(LANES) {
-        for (k, &x) in c.iter().enumerate() {
-            vmin = if x < vmin { x } else { vmin };
-            vmax = if x > vmax { x } else { vmax };
+#[inline]
+fn lane_sum<F: Real>(s: &[F; LANES]) -> F {
+    (s[0] + s[1]) + (s[2] + s[3])
+}
+
+/// Minimum, maximum and sum of a row in one vectorisable pass. A finite sum implies that every
+/// entry is finite (NaN and ±∞ propagate), so callers check finiteness only when it is not.
+#[derive(Clone, Copy)]
+pub(crate) struct RowStats<F> {
+    min: F,
+    max: F,
+    sum: F,
+}
+
+pub(crate) fn row_stats<F: Real>(v: &[F]) -> RowStats<F> {
+    let zero = F::zero();
+    let mut mn = [v[0]; LANES];
+    let mut mx = [v[0]; LANES];
+    let mut total = zero;
+    for block in v.chunks(BLOCK) {
+        let mut vs = [zero; LANES];
+        let chunks = block.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for k in 0..LANES {
+                let x = c[k];
+                mn[k] = if x < mn[k] { x } else { mn[k] };
+                mx[k] = if x > mx[k] { x } else { mx[k] };
+                vs[k] += x;
+            }
+        }
+        for (k, &x) in rest.iter().enumerate() {
+            mn[k] = if x < mn[k] { x } else { mn[k] };
+            mx[k] = if x > mx[k] { x } else { mx[k] };
             vs[k] += x;
         }
+        total += lane_sum(&vs);
     }
-    let vsum: F = vs.iter().copied().sum();
+    let (mut vmin, mut vmax) = (mn[0], mx[0]);
+    for k in 1..LANES {
+        vmin = if mn[k] < vmin { mn[k] } else { vmin };
+        vmax = if mx[k] > vmax { mx[k] } else { vmax };
+    }
+    RowStats {
+        min: vmin,
+        max: vmax,
+        sum: total,
+    }
+}
+
+/// Size of the sample whose τ starts the Newton iteration on long rows.
+const SAMPLE: usize = 32;
+const SAMPLE_MIN_LEN: usize = 4 * SAMPLE;
+
+pub(crate) fn tau_newton<F: Real>(v: &[F], z: F) -> F {
+    tau_newton_with(v, z, row_stats(v))
+}
+
+fn tau_newton_with<F: Real>(v: &[F], z: F, st: RowStats<F>) -> F {
+    let l = v.len();
+    let (zero, one) = (F::zero(), F::one());
+    let (vmin, vmax, vsum) = (st.min, st.max, st.sum);
     let (mut lo, mut hi) = (vmin - one, vmax);
     if z <= zero {
         return hi;
@@ -96,9 +148,21 @@ pub(crate) fn tau_newton<F: Real>(v: &[F], z: F) -> F {
         return lo;
     }
     let half = F::from_f64(0.5).unwrap();
-    // Guess "everything free": exact when no coordinate hits a bound.
-    let mut tau = ((vsum - z) / of(l)).max(lo).min(hi);
-    let mut prev: Option<(u32, u32)> = None;
+    let mut tau = if l >= SAMPLE_MIN_LEN {
+        // Start from the root for an evenly spaced sample (cardinality scaled to the sample):
+        // only a starting point, the bracket below keeps every step safe.
+        let mut sample = [zero; SAMPLE];
+        for (k, x) in sample.iter_mut().enumerate() {
+            *x = v[k * l / SAMPLE];
+        }
+        let zs = z * of(SAMPLE) / of(l);
+        tau_newton(&sample, zs)
+    } else {
+        // Guess "everything free": exact when no coordinate hits a bound.
+        (vsum - z) / of(l)
+    };
+    tau = tau.max(lo).min(hi);
+    let mut prev: Option<(usize, usize)> = None;
     for _ in 0..100 {
         let (s, n_one, n_free) = eval_at(v, tau);
         if n_free > 0 && prev == Some((n_one, n_free)) {
@@ -115,7 +179,7 @@ pub(crate) fn tau_newton<F: Real>(v: &[F], z: F) -> F {
         }
         // Differences x − τ keep full precision even for |v| ~ 1e6, unlike Σ_F v.
         let root = if n_free > 0 {
-            tau + g / of(n_free as usize)
+            tau + g / of(n_free)
         } else {
             lo - one
         };
@@ -192,17 +256,36 @@ pub(crate) fn tau_sorted<F: Real>(v: &[F], z: F, mu: &mut Vec<F>) -> F {
 #[inline]
 pub(crate) fn apply_tau<F: Real>(v: &[F], tau: F, out: &mut [F], mask: &mut Vec<F>) -> usize {
     let (zero, one) = (F::zero(), F::one());
-    mask.clear();
     mask.resize(v.len(), zero);
-    let mut n = zero;
-    for ((o, m), &x) in out.iter_mut().zip(mask.iter_mut()).zip(v) {
-        let u = (x - tau).max(zero).min(one);
-        *o = u;
-        let f = if u > zero && u < one { one } else { zero };
-        *m = f;
-        n += f;
+    let mut n = 0usize;
+    let blocks = v.chunks(BLOCK).zip(out.chunks_mut(BLOCK)).zip(mask.chunks_mut(BLOCK));
+    for ((vb, ob), mb) in blocks {
+        let mut cnt = [zero; LANES];
+        let mut vc = vb.chunks_exact(LANES);
+        let mut oc = ob.chunks_exact_mut(LANES);
+        let mut mc = mb.chunks_exact_mut(LANES);
+        for ((x, o), m) in (&mut vc).zip(&mut oc).zip(&mut mc) {
+            for k in 0..LANES {
+                let d = x[k] - tau;
+                let lo = if d > zero { d } else { zero };
+                o[k] = if lo < one { lo } else { one };
+                let f = if d > zero { one } else { zero } - if d >= one { one } else { zero };
+                m[k] = f;
+                cnt[k] += f;
+            }
+        }
+        let rest = vc.remainder().iter().zip(oc.into_remainder()).zip(mc.into_remainder());
+        for (k, ((&x, o), m)) in rest.enumerate() {
+            let d = x - tau;
+            let lo = if d > zero { d } else { zero };
+            *o = if lo < one { lo } else { one };
+            let f = if d > zero { one } else { zero } - if d >= one { one } else { zero };
+            *m = f;
+            cnt[k] += f;
+        }
+        n += lane_sum(&cnt).to_usize().unwrap_or(0);
     }
-    n.to_usize().unwrap_or(0)
+    n
 }
 
 /// The VJP of a masked mean-projection: `gv = m ⊙ (g − mean_F g)`, returns `mean_F g`.
@@ -212,8 +295,18 @@ pub(crate) fn masked_centered_vjp<F: Real>(mask: &[F], n: usize, g: &[F], gv: &m
         gv.iter_mut().for_each(|x| *x = F::zero());
         return F::zero();
     }
-    let s: F = mask.iter().zip(g).map(|(&m, &gi)| m * gi).sum();
-    let mean = s / of(n);
+    let mut acc = [F::zero(); LANES];
+    let mut mc = mask.chunks_exact(LANES);
+    let mut gc = g.chunks_exact(LANES);
+    for (m, x) in (&mut mc).zip(&mut gc) {
+        for k in 0..LANES {
+            acc[k] += m[k] * x[k];
+        }
+    }
+    for (k, (&m, &x)) in mc.remainder().iter().zip(gc.remainder()).enumerate() {
+        acc[k] += m * x;
+    }
+    let mean = lane_sum(&acc) / of(n);
     for ((o, &m), &gi) in gv.iter_mut().zip(mask).zip(g) {
         *o = m * (gi - mean);
     }
@@ -230,8 +323,12 @@ impl<F: Real> Projector<F> for CappedSimplex {
         out: &mut [F],
         tape: &mut Self::Tape,
     ) -> Result<(), ProjError> {
-        validate(v, z, out.len(), ZRange::UpToLen)?;
-        let tau = tau_newton(v, z);
+        validate_shape(v, z, out.len(), ZRange::UpToLen)?;
+        let st = row_stats(v);
+        if !(st.sum.is_finite() && st.min.is_finite() && st.max.is_finite()) {
+            check_finite(v)?; // reports the entry; a sum that merely overflowed passes
+        }
+        let tau = tau_newton_with(v, z, st);
         tape.n_free = apply_tau(v, tau, out, &mut tape.mask);
         Ok(())
     }
