@@ -33,7 +33,7 @@ pub struct SoftSimplex;
 pub struct SoftTape<F> {
     perm: Vec<u32>,
     sort: SortScratch,
-    /// `c_j` and `r_j` for every j (only the head is read back).
+    /// `c_j` and `j/(1 + r_j)²` over the head `r_j > 0`.
     c: Vec<F>,
     r: Vec<F>,
     /// Softmax weights of the head `j ≤ h`; `rho_tail` is the weight of every later j.
@@ -55,7 +55,7 @@ const LANES: usize = 8;
 /// `r_{j+1} − r_j = j (μ_{j+1} − μ_j) ≤ 0`, so the head `{r_j > 0}` is a prefix: the serial
 /// cumsum stops at the first `r_j ≤ 0` and the tail needs only
 /// `Σ_{j>h} c_j = (L − h) c_h + Σ_{i>h} (L − i + 1) μ_i`, an independent weighted sum.
-fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>) -> bool {
+fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>, trusted: bool) -> bool {
     let l = v.len();
     let (zero, one) = (F::zero(), F::one());
     t.c.clear();
@@ -79,45 +79,17 @@ fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>) -> bool {
     }
     let head = t.c.len();
     let n_tail = l - head;
-    // Tail: Σ_{i ≥ head} (l − i) μ_i (0-based i) and the order check, in independent lanes.
-    let mut acc = [zero; LANES];
-    let mut w0: F = of(l - head);
-    let tail = &t.perm[head..];
-    let mut chunks = tail.chunks_exact(LANES);
-    for ch in &mut chunks {
-        let mut ms = [zero; LANES];
-        for q in 0..LANES {
-            ms[q] = v[ch[q] as usize];
-        }
-        sorted &= ms[0] <= prev;
-        for q in 1..LANES {
-            sorted &= ms[q] <= ms[q - 1];
-        }
-        prev = ms[LANES - 1];
-        for q in 0..LANES {
-            acc[q] += (w0 - of(q)) * ms[q];
-        }
-        w0 -= of(LANES);
-    }
-    for (q, &i) in chunks.remainder().iter().enumerate() {
-        let m = v[i as usize];
-        sorted &= m <= prev;
-        prev = m;
-        acc[q] += (w0 - of(q)) * m;
-    }
-    if !(sorted && prev.is_finite() && v[t.perm[0] as usize].is_finite()) {
-        return false;
-    }
-    let wsum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-    let ctail = of::<F>(n_tail) * c + wsum;
+    // Head logits; `r` is then replaced by the VJP's factor j/(1 + r_j)².
     // Tail logits are exactly 0, so they take part in the max (stable softmax).
     let mut amax = if n_tail > 0 { zero } else { F::neg_infinity() };
     t.rho.clear();
-    for (k, &r) in t.r.iter().enumerate() {
+    for (k, r) in t.r.iter_mut().enumerate() {
         let j: F = of(k + 1);
-        let a = j * r / (one + r);
+        let q = one + *r;
+        let a = j * *r / q;
         amax = amax.max(a);
         t.rho.push(a);
+        *r = j / (q * q);
     }
     // exp of anything below `cutoff` is exactly 0 (under the smallest subnormal): skip it.
     let cutoff = (F::min_positive_value() * F::epsilon()).ln() - one;
@@ -127,7 +99,41 @@ fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>) -> bool {
         *a = if x < cutoff { zero } else { x.exp() };
         s += *a;
     }
-    let e_tail = (zero - amax).exp();
+    let e_tail = if n_tail > 0 { (zero - amax).exp() } else { zero };
+    // Tail: Σ_{i ≥ head} (l − i) μ_i (0-based i) and the order check, in independent lanes.
+    // With a zero tail weight neither matters, except the check for an order we were given.
+    let mut wsum = zero;
+    if n_tail > 0 && (e_tail > zero || !trusted) {
+        let mut acc = [zero; LANES];
+        let mut w0: F = of(n_tail);
+        let tail = &t.perm[head..];
+        let mut chunks = tail.chunks_exact(LANES);
+        for ch in &mut chunks {
+            let mut ms = [zero; LANES];
+            for q in 0..LANES {
+                ms[q] = v[ch[q] as usize];
+            }
+            sorted &= ms[0] <= prev;
+            for q in 1..LANES {
+                sorted &= ms[q] <= ms[q - 1];
+            }
+            prev = ms[LANES - 1];
+            for q in 0..LANES {
+                acc[q] += (w0 - of(q)) * ms[q];
+            }
+            w0 -= of(LANES);
+        }
+        for (q, &i) in chunks.remainder().iter().enumerate() {
+            let m = v[i as usize];
+            sorted &= m <= prev;
+            prev = m;
+            acc[q] += (w0 - of(q)) * m;
+        }
+        wsum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    }
+    if !(sorted && prev.is_finite() && v[t.perm[0] as usize].is_finite()) {
+        return false;
+    }
     s += of::<F>(n_tail) * e_tail;
     let (mut n, mut d) = (zero, zero);
     for (k, (p, &ck)) in t.rho.iter_mut().zip(&t.c).enumerate() {
@@ -136,7 +142,8 @@ fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>) -> bool {
         d += of::<F>(k + 1) * *p;
     }
     let p_tail = e_tail / s;
-    if n_tail > 0 {
+    if n_tail > 0 && p_tail > zero {
+        let ctail = of::<F>(n_tail) * c + wsum;
         // Σ_{j=head+1}^{l} j, exact in integers.
         let j_tail = (l * (l + 1) - head * (head + 1)) / 2;
         n += ctail * p_tail;
@@ -168,7 +175,7 @@ impl<F: Real> Projector<F> for SoftSimplex {
     fn forward(&self, v: &[F], z: F, out: &mut [F], t: &mut Self::Tape) -> Result<(), ProjError> {
         validate(v, z, out.len(), ZRange::NonNegative)?;
         argsort_desc(v, &mut t.perm, &mut t.sort);
-        let ok = scan(v, z, t);
+        let ok = scan(v, z, t, true);
         debug_assert!(ok, "a fresh argsort must sort a finite row");
         finish(v, z, out, t);
         Ok(())
@@ -192,7 +199,7 @@ impl<F: Real> Projector<F> for SoftSimplex {
         }
         t.perm.clear();
         t.perm.extend_from_slice(order);
-        if !scan(v, z, t) {
+        if !scan(v, z, t, false) {
             // Not sorted (or not finite): sort here; `forward` also reports non-finite input.
             return self.forward(v, z, out, t);
         }
@@ -212,31 +219,28 @@ impl<F: Real> Projector<F> for SoftSimplex {
         // (l − i) N̄ ρ_t (closed form, no serial chain).
         let l = t.perm.len();
         let step = dn * t.rho_tail;
-        let tail = &t.perm[head..];
-        let mut w0: F = of(l - head);
-        let mut chunks = tail.chunks_exact(LANES);
-        for ch in &mut chunks {
-            for q in 0..LANES {
-                gv[ch[q] as usize] += (w0 - of(q)) * step;
+        if step != zero {
+            let tail = &t.perm[head..];
+            let mut w0: F = of(l - head);
+            let mut chunks = tail.chunks_exact(LANES);
+            for ch in &mut chunks {
+                for q in 0..LANES {
+                    gv[ch[q] as usize] += (w0 - of(q)) * step;
+                }
+                w0 -= of(LANES);
             }
-            w0 -= of(LANES);
-        }
-        for (q, &i) in chunks.remainder().iter().enumerate() {
-            gv[i as usize] += (w0 - of(q)) * step;
+            for (q, &i) in chunks.remainder().iter().enumerate() {
+                gv[i as usize] += (w0 - of(q)) * step;
+            }
         }
         let mut suffix = of::<F>(l - head) * step;
         let mut gz = gz;
         for k in (0..head).rev() {
             let j: F = of(k + 1);
             let rho = t.rho[k];
-            // Head entries have r > 0; a zero weight (underflowed exp) gives r̄ = 0.
-            let dr = if rho > zero {
-                let da = rho * (dn * t.c[k] + dd * j - dot);
-                let q = F::one() + t.r[k];
-                j * da / (q * q)
-            } else {
-                zero
-            };
+            // Head entries have r > 0: r̄ = j ā/(1 + r)².
+            let da = rho * (dn * t.c[k] + dd * j - dot);
+            let dr = da * t.r[k];
             gz += dr;
             suffix += dn * rho - dr;
             gv[t.perm[k] as usize] += j * dr + suffix;

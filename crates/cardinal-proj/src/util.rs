@@ -89,7 +89,7 @@ pub(crate) struct SortScratch {
 
 /// Below this length the packed keys are sorted by comparison (`sort_unstable`), above it by an
 /// LSD radix sort on the 32 value bits.
-pub(crate) const RADIX_MIN_LEN: usize = 128;
+pub(crate) const RADIX_MIN_LEN: usize = 320;
 
 /// Fills `perm` with a permutation sorting `v` descending (ties by ascending index, so the
 /// result is fully determined by `v`).
