@@ -8,7 +8,7 @@
 //! the zero gradient.
 
 use crate::capped::masked_centered_vjp;
-use crate::util::{desc, of, validate, validate_shape, ZRange};
+use crate::util::{desc, of, repair_order, validate, validate_shape, ZRange};
 use crate::{ProjError, Projector, Real};
 
 /// Exact projection onto `B(z)`, `z ≥ 0`.
@@ -21,6 +21,8 @@ pub struct SimplexTape<F> {
     mask: Vec<F>,
     n_support: usize,
     sorted: Vec<F>,
+    /// Order repaired by `forward_ordered` (scratch).
+    perm: Vec<u32>,
 }
 
 /// θ of the simplex projection (`u = max(v − θ, 0)`); `mu` is a reusable sort buffer.
@@ -85,7 +87,12 @@ impl<F: Real> Projector<F> for Simplex {
         mu.extend(order.iter().map(|&i| v[i as usize]));
         let sorted = mu.windows(2).all(|w| w[1] <= w[0]);
         if !(sorted && mu[0].is_finite() && mu[mu.len() - 1].is_finite()) {
-            return self.forward(v, z, out, tape);
+            // Nearly sorted (Dykstra's `q = c − b` moves entries by an ulp): repair a copy.
+            tape.perm.clear();
+            tape.perm.extend_from_slice(order);
+            if !repair_order(v, &mut tape.perm, mu) {
+                return self.forward(v, z, out, tape);
+            }
         }
         let theta = theta_sorted(mu, z);
         apply(v, theta, out, tape);

@@ -21,7 +21,9 @@
 //! `Σ_{j>h} j` (closed form). In the backward pass the tail has `r̄_j = 0`, leaving only the
 //! suffix sum. The sort compares packed integer keys (see `util::argsort_desc`).
 
-use crate::util::{argsort_desc, masked_copy_sum, of, validate, validate_shape, SortScratch, ZRange};
+use crate::util::{
+    argsort_desc, masked_copy_sum, of, repair_order, validate, validate_shape, SortScratch, ZRange,
+};
 use crate::{ProjError, Projector, Real};
 
 /// Algorithm 1 of the paper (authors' variant with relu inside softsign), `z ≥ 0`.
@@ -200,8 +202,12 @@ impl<F: Real> Projector<F> for SoftSimplex {
         t.perm.clear();
         t.perm.extend_from_slice(order);
         if !scan(v, z, t, false) {
-            // Not sorted (or not finite): sort here; `forward` also reports non-finite input.
-            return self.forward(v, z, out, t);
+            // Not sorted: in Dykstra, `q = c − b` can move entries by an ulp, so repair the
+            // nearly sorted order; else (or if not finite) sort here, where `forward` also
+            // reports non-finite input.
+            if !(repair_order(v, &mut t.perm, &mut t.c) && scan(v, z, t, true)) {
+                return self.forward(v, z, out, t);
+            }
         }
         finish(v, z, out, t);
         Ok(())

@@ -209,3 +209,32 @@ pub(crate) fn masked_copy_sum<F: Real>(m: &[F], g: &[F], out: &mut [F]) -> F {
     }
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
 }
+
+/// Makes `perm` sort `v` descending when it nearly does already (the order of a related row):
+/// a stable insertion sort on the gathered values, so entries already in order keep their
+/// relative order. `mu` receives the sorted values. Gives up (returning `false`, `perm` still a
+/// permutation) once the work exceeds a few passes, or on a non-finite entry.
+pub(crate) fn repair_order<F: Real>(v: &[F], perm: &mut [u32], mu: &mut Vec<F>) -> bool {
+    mu.clear();
+    mu.extend(perm.iter().map(|&i| v[i as usize]));
+    if !mu.iter().all(|x| x.is_finite()) {
+        return false;
+    }
+    let mut budget = 4 * mu.len() + 64;
+    for k in 1..mu.len() {
+        let (x, i) = (mu[k], perm[k]);
+        let mut j = k;
+        while j > 0 && mu[j - 1] < x {
+            mu[j] = mu[j - 1];
+            perm[j] = perm[j - 1];
+            j -= 1;
+        }
+        mu[j] = x;
+        perm[j] = i;
+        budget = match budget.checked_sub(k - j) {
+            Some(b) => b,
+            None => return false,
+        };
+    }
+    true
+}

@@ -52,6 +52,11 @@ pub struct Workspace<F: Float> {
     ggs: Array2<F>,
     masks: Array2<F>,
     row_out: Vec<RowResult<F>>,
+    energy_s: Array2<F>,
+    energy_proj: Array2<F>,
+    dh: Array2<F>,
+    dhc: Array2<F>,
+    dlogits: Array2<F>,
     /// Structure of the first layers' gradients of the last [`Model::loss_and_sparse_grad`].
     pub grad_w1: FirstLayerGrad<F>,
     pub grad_c1: FirstLayerGrad<F>,
@@ -339,12 +344,17 @@ impl<F: Float> Model<F> {
 
         // Energy: ∂Wp = Σ ḡg (w2 ⊙ m)ᵀ, ∂w2 = Σ (Wpᵀ ḡg) ⊙ m, over all rows and steps.
         if e > 0 {
-            let s = &ws.masks * &p.we.broadcast((b * steps, e)).unwrap();
-            general_mat_mul(F::one(), &ws.ggs.t(), &s, F::zero(), &mut grad.wp);
-            let mut proj = Array2::zeros((b * steps, e));
-            general_mat_mul(F::one(), &ws.ggs, &p.wp, F::zero(), &mut proj);
-            proj *= &ws.masks;
-            grad.we.assign(&proj.sum_axis(Axis(0)));
+            ensure_shape(&mut ws.energy_s, b * steps, e);
+            ws.energy_s.assign(&ws.masks);
+            ws.energy_s *= &p.we;
+            general_mat_mul(F::one(), &ws.ggs.t(), &ws.energy_s, F::zero(), &mut grad.wp);
+            ensure_shape(&mut ws.energy_proj, b * steps, e);
+            general_mat_mul(F::one(), &ws.ggs, &p.wp, F::zero(), &mut ws.energy_proj);
+            ws.energy_proj *= &ws.masks;
+            grad.we.fill(F::zero());
+            for row in ws.energy_proj.outer_iter() {
+                grad.we += &row;
+            }
         }
         grad.eta[0] = if cfg.inference.learn_eta {
             ws.row_out[..b].iter().map(|r| r.geta).sum()
@@ -355,9 +365,9 @@ impl<F: Float> Model<F> {
         // Unary net.
         grad.b2.assign(&ws.gu.sum_axis(Axis(0)));
         general_mat_mul(F::one(), &ws.h1.t(), &ws.gu, F::zero(), &mut grad.w2);
-        let mut dh = Array2::zeros(ws.h1.raw_dim());
-        general_mat_mul(F::one(), &ws.gu, &p.w2.t(), F::zero(), &mut dh);
-        dh.zip_mut_with(&ws.pre1, |d, &a| {
+        ensure_shape(&mut ws.dh, b, p.w1.ncols());
+        general_mat_mul(F::one(), &ws.gu, &p.w2.t(), F::zero(), &mut ws.dh);
+        ws.dh.zip_mut_with(&ws.pre1, |d, &a| {
             if a <= F::zero() {
                 *d = F::zero()
             }
@@ -366,7 +376,7 @@ impl<F: Float> Model<F> {
             x,
             rows,
             &self.standardizer,
-            dh.view(),
+            ws.dh.view(),
             &mut grad.w1,
             &mut grad.b1,
             &mut ws.grad_w1,
@@ -374,7 +384,9 @@ impl<F: Float> Model<F> {
 
         // Cardinality net: through z (expectation) and the supervised term.
         let k = self.counts.len();
-        let mut dlogits = Array2::<F>::zeros((b, k));
+        ensure_shape(&mut ws.dlogits, b, k);
+        ws.dlogits.fill(F::zero());
+        let dlogits = &mut ws.dlogits;
         let card_w: F = c(cfg.loss.cardinality_weight);
         let (kmin, kmax) = (self.counts[0], self.counts[k - 1]);
         for r in 0..b {
@@ -399,10 +411,10 @@ impl<F: Float> Model<F> {
             }
         }
         grad.cb2.assign(&dlogits.sum_axis(Axis(0)));
-        general_mat_mul(F::one(), &ws.hc.t(), &dlogits, F::zero(), &mut grad.c2);
-        let mut dhc = Array2::zeros(ws.hc.raw_dim());
-        general_mat_mul(F::one(), &dlogits, &p.c2.t(), F::zero(), &mut dhc);
-        dhc.zip_mut_with(&ws.prec, |d, &a| {
+        general_mat_mul(F::one(), &ws.hc.t(), &*dlogits, F::zero(), &mut grad.c2);
+        ensure_shape(&mut ws.dhc, b, p.c1.ncols());
+        general_mat_mul(F::one(), &*dlogits, &p.c2.t(), F::zero(), &mut ws.dhc);
+        ws.dhc.zip_mut_with(&ws.prec, |d, &a| {
             if a <= F::zero() {
                 *d = F::zero()
             }
@@ -411,7 +423,7 @@ impl<F: Float> Model<F> {
             x,
             rows,
             &self.standardizer,
-            dhc.view(),
+            ws.dhc.view(),
             &mut grad.c1,
             &mut grad.cb1,
             &mut ws.grad_c1,
