@@ -238,3 +238,64 @@ pub(crate) fn repair_order<F: Real>(v: &[F], perm: &mut [u32], mu: &mut Vec<F>) 
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argsort_paths_agree_with_a_stable_comparison_sort() {
+        // Both key paths (comparison sort below RADIX_MIN_LEN, radix above; u128 keys for f64):
+        // descending values, ties (signed zeros compare equal but +0 ranks first) by index.
+        let mut s = 7u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for &l in &[1usize, 2, 5, RADIX_MIN_LEN - 1, RADIX_MIN_LEN, 1000, 5000] {
+            let v: Vec<f32> = (0..l)
+                .map(|_| match next() % 6 {
+                    0 => 0.0,
+                    1 => -0.0,
+                    2 => 1.5,
+                    3 => -((next() % 1000) as f32) * 1e-3,
+                    4 => f32::MIN_POSITIVE * (next() % 4) as f32,
+                    _ => ((next() % 100_000) as f32 - 50_000.0) * 1e-2,
+                })
+                .collect();
+            let key = |x: f32| (x, x.is_sign_positive());
+            let mut want: Vec<u32> = (0..l as u32).collect();
+            want.sort_by(|&a, &b| {
+                let (xa, xb) = (key(v[a as usize]), key(v[b as usize]));
+                xb.0.partial_cmp(&xa.0).unwrap().then(xb.1.cmp(&xa.1))
+            });
+            let (mut perm, mut sc) = (Vec::new(), SortScratch::default());
+            argsort_desc(&v, &mut perm, &mut sc);
+            assert_eq!(perm, want, "f32, L = {l}");
+            let v64: Vec<f64> = v.iter().map(|&x| x as f64).collect();
+            argsort_desc(&v64, &mut perm, &mut sc);
+            assert_eq!(perm, want, "f64, L = {l}");
+        }
+    }
+
+    #[test]
+    fn repair_order_sorts_nearly_sorted_and_gives_up_on_reversed() {
+        let v: Vec<f64> = (0..300).map(|i| -(i as f64) * 0.5).collect();
+        let mut perm: Vec<u32> = (0..300).collect();
+        perm.swap(10, 11);
+        perm.swap(200, 203);
+        let mut mu = Vec::new();
+        assert!(repair_order(&v, &mut perm, &mut mu));
+        assert_eq!(perm, (0..300).collect::<Vec<u32>>());
+        assert!(mu.windows(2).all(|w| w[1] <= w[0]));
+        let mut rev: Vec<u32> = (0..300).rev().collect();
+        assert!(!repair_order(&v, &mut rev, &mut mu));
+        let mut sorted_rev = rev.clone();
+        sorted_rev.sort_unstable();
+        assert_eq!(sorted_rev, (0..300).collect::<Vec<u32>>(), "still a permutation");
+        let w = [1.0, f64::NAN];
+        assert!(!repair_order(&w, &mut [0, 1], &mut mu));
+    }
+}
