@@ -119,6 +119,9 @@ pub struct LossConfig {
     /// Weight of a supervised cross-entropy term on the true count (0 = the paper: `h` learns
     /// only through the F1 loss).
     pub cardinality_weight: f64,
+    /// Weight of an auxiliary binary cross-entropy on the unary scores `σ(u)` (summed over
+    /// labels): a dense learning signal for every label, also those a projection clips to 0.
+    pub unary_bce_weight: f64,
     /// Sum the per-example losses over the batch (the released code) instead of averaging.
     pub sum_over_batch: bool,
 }
@@ -128,6 +131,7 @@ impl Default for LossConfig {
         Self {
             iterate_weights: IterateWeights::Authors,
             cardinality_weight: 0.0,
+            unary_bce_weight: 0.0,
             sum_over_batch: true,
         }
     }
@@ -314,6 +318,12 @@ impl Config {
             l.cardinality_weight.is_finite() && l.cardinality_weight >= 0.0,
             "loss.cardinality_weight",
             l.cardinality_weight,
+            "a finite number >= 0",
+        )?;
+        check(
+            l.unary_bce_weight.is_finite() && l.unary_bce_weight >= 0.0,
+            "loss.unary_bce_weight",
+            l.unary_bce_weight,
             "a finite number >= 0",
         )?;
         if m.z_mode == ZMode::Argmax && l.cardinality_weight == 0.0 {

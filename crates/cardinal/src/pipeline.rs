@@ -298,6 +298,7 @@ impl<F: Float> Model<F> {
         ws.row_out.resize(b, RowResult::default());
         let projector = self.projector(true);
         let un = self.unroll(&projector);
+        let bce_w: F = c::<F>(cfg.loss.unary_bce_weight) * batch_scale;
         let weights: Vec<F> = (1..=steps)
             .map(|t| self.iterate_weight(t) * batch_scale)
             .collect();
@@ -328,6 +329,20 @@ impl<F: Float> Model<F> {
                 }
                 let (gz, geta) = un.backward_row(tape, &gys, gu, ggs);
                 tape.spare = gys;
+                if bce_w > F::zero() {
+                    // BCE(σ(u), y*) summed over labels: ∂/∂u = σ(u) − y*.
+                    let (urow, y0) = (&u[r * l..(r + 1) * l], tape.y(0, l));
+                    for i in 0..l {
+                        let x = urow[i];
+                        // log(1 + e^{-|x|}) + max(x, 0) − x·y*, stably
+                        loss += bce_w * ((-x.abs()).exp().ln_1p() + x.max(F::zero()));
+                        gu[i] += bce_w * y0[i];
+                    }
+                    for &g in gold {
+                        loss -= bce_w * urow[g as usize];
+                        gu[g as usize] -= bce_w;
+                    }
+                }
                 masks.copy_from_slice(&tape.masks[..steps * e]);
                 *res = RowResult { loss, gz, geta };
                 Ok(())

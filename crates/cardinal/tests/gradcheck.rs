@@ -117,6 +117,7 @@ fn tiny_config(method: Method) -> Config {
     cfg.inference.learn_eta = true;
     cfg.inference.train_projection = method;
     cfg.loss.cardinality_weight = 0.5;
+    cfg.loss.unary_bce_weight = 0.3;
     cfg
 }
 
