@@ -108,10 +108,10 @@ pub(crate) fn argsort_desc<F: Real>(v: &[F], perm: &mut Vec<u32>, s: &mut SortSc
         );
         if v.len() < RADIX_MIN_LEN {
             s.keys.sort_unstable();
+            perm.extend(s.keys.iter().map(|&k| k as u32));
         } else {
-            radix_sort_hi32(&mut s.keys, &mut s.tmp);
+            radix_argsort_hi32(&mut s.keys, &mut s.tmp, perm);
         }
-        perm.extend(s.keys.iter().map(|&k| k as u32));
     } else {
         s.wide.clear();
         s.wide.extend(
@@ -125,13 +125,11 @@ pub(crate) fn argsort_desc<F: Real>(v: &[F], perm: &mut Vec<u32>, s: &mut SortSc
 }
 
 /// Stable LSD radix sort of `keys` by their upper 32 bits (4 passes of 8 bits; a pass whose
-/// digit is the same for every key is skipped). Keys enter in ascending index order (the low
-/// bits), so stability gives the same order as sorting the whole `u64`.
-pub(crate) fn radix_sort_hi32(keys: &mut Vec<u64>, tmp: &mut Vec<u64>) {
+/// digit is the same for every key is skipped), writing the low 32 bits (the indices) of the
+/// sorted keys to `perm`; the last pass scatters straight into `perm`. Keys enter in ascending
+/// index order, so stability gives the same order as sorting the whole `u64`.
+pub(crate) fn radix_argsort_hi32(keys: &mut Vec<u64>, tmp: &mut Vec<u64>, perm: &mut Vec<u32>) {
     let n = keys.len();
-    if n < 2 {
-        return;
-    }
     let mut hist = [[0u32; 256]; 4];
     for &k in keys.iter() {
         let h = (k >> 32) as u32;
@@ -140,19 +138,41 @@ pub(crate) fn radix_sort_hi32(keys: &mut Vec<u64>, tmp: &mut Vec<u64>) {
         hist[2][((h >> 16) & 0xff) as usize] += 1;
         hist[3][(h >> 24) as usize] += 1;
     }
+    // Passes that actually reorder (a digit shared by every key sorts nothing).
+    let mut passes = [0usize; 4];
+    let mut n_passes = 0;
+    for (pass, h) in hist.iter().enumerate() {
+        if n > 0 && h[((keys[0] >> (32 + 8 * pass)) & 0xff) as usize] as usize != n {
+            passes[n_passes] = pass;
+            n_passes += 1;
+        }
+    }
+    perm.clear();
+    if n_passes == 0 {
+        perm.extend(keys.iter().map(|&k| k as u32));
+        return;
+    }
     tmp.clear();
     tmp.resize(n, 0);
+    perm.resize(n, 0);
     let mut in_keys = true;
-    for (pass, h) in hist.iter_mut().enumerate() {
+    for (step, &pass) in passes[..n_passes].iter().enumerate() {
+        let h = &mut hist[pass];
         let shift = 32 + 8 * pass;
-        if h[((keys[0] >> shift) & 0xff) as usize] as usize == n {
-            continue; // every key has this digit
-        }
         let mut sum = 0u32;
         for c in h.iter_mut() {
             let t = *c;
             *c = sum;
             sum += t;
+        }
+        let src: &[u64] = if in_keys { keys } else { tmp };
+        if step + 1 == n_passes {
+            for &k in src {
+                let d = ((k >> shift) & 0xff) as usize;
+                perm[h[d] as usize] = k as u32;
+                h[d] += 1;
+            }
+            return;
         }
         let (src, dst) = if in_keys {
             (&keys[..], &mut tmp[..])
@@ -165,9 +185,6 @@ pub(crate) fn radix_sort_hi32(keys: &mut Vec<u64>, tmp: &mut Vec<u64>) {
             h[d] += 1;
         }
         in_keys = !in_keys;
-    }
-    if !in_keys {
-        std::mem::swap(keys, tmp);
     }
 }
 
@@ -277,6 +294,14 @@ mod tests {
             let v64: Vec<f64> = v.iter().map(|&x| x as f64).collect();
             argsort_desc(&v64, &mut perm, &mut sc);
             assert_eq!(perm, want, "f64, L = {l}");
+        }
+        // Radix with every digit shared (no pass) or one differing digit (one pass).
+        for v in [vec![0.75f32; 1000], (0..1000).map(|i| (i % 3) as f32).collect()] {
+            let mut want: Vec<u32> = (0..1000).collect();
+            want.sort_by(|&a, &b| v[b as usize].partial_cmp(&v[a as usize]).unwrap());
+            let (mut perm, mut sc) = (Vec::new(), SortScratch::default());
+            argsort_desc(&v, &mut perm, &mut sc);
+            assert_eq!(perm, want);
         }
     }
 
