@@ -87,11 +87,11 @@ fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>, trusted: bool) -> bool {
     t.rho.clear();
     for (k, r) in t.r.iter_mut().enumerate() {
         let j: F = of(k + 1);
-        let q = one + *r;
-        let a = j * *r / q;
+        let iq = one / (one + *r);
+        let a = j * *r * iq;
         amax = amax.max(a);
         t.rho.push(a);
-        *r = j / (q * q);
+        *r = j * iq * iq;
     }
     // exp of anything below `cutoff` is exactly 0 (under the smallest subnormal): skip it.
     let cutoff = (F::min_positive_value() * F::epsilon()).ln() - one;
@@ -138,12 +138,13 @@ fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>, trusted: bool) -> bool {
     }
     s += of::<F>(n_tail) * e_tail;
     let (mut n, mut d) = (zero, zero);
+    let inv_s = one / s;
     for (k, (p, &ck)) in t.rho.iter_mut().zip(&t.c).enumerate() {
-        *p /= s;
+        *p *= inv_s;
         n += ck * *p;
         d += of::<F>(k + 1) * *p;
     }
-    let p_tail = e_tail / s;
+    let p_tail = e_tail * inv_s;
     if n_tail > 0 && p_tail > zero {
         let ctail = of::<F>(n_tail) * c + wsum;
         // Σ_{j=head+1}^{l} j, exact in integers.
