@@ -119,9 +119,10 @@ pub fn read_arff<R: BufRead>(reader: R, labels: &LabelSpec) -> Result<Dataset> {
         }
     }
     if !saw_data {
+        let (line, col) = lines.eof();
         return Err(DataError::parse(
-            lines.line_no + 1,
-            1,
+            line,
+            col,
             ParseErrorKind::UnexpectedEof {
                 expected: "`@data`",
             },

@@ -77,6 +77,13 @@ pub enum ParseErrorKind {
         promised: usize,
         found: usize,
     },
+    #[error("{what} {value} is too large: at most {limit} are supported ({why})")]
+    TooLarge {
+        what: &'static str,
+        value: u64,
+        limit: u64,
+        why: &'static str,
+    },
     #[error("invalid label specification: {0}")]
     BadLabelSpec(String),
     #[error("invalid label XML: {0}")]

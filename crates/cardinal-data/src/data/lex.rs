@@ -11,6 +11,8 @@ pub(crate) struct Lines<R> {
     pub line_no: usize,
     /// Whether the current line was terminated by `\n` (false for a last line cut at EOF).
     pub terminated: bool,
+    /// Length of the last line read (kept after the end of input, for [`Self::eof`]).
+    last_len: usize,
 }
 
 impl<R: BufRead> Lines<R> {
@@ -20,6 +22,17 @@ impl<R: BufRead> Lines<R> {
             buf: Vec::with_capacity(4096),
             line_no: 0,
             terminated: true,
+            last_len: 0,
+        }
+    }
+
+    /// 1-based line and column of the end of input (after [`Self::advance`] returned `false`):
+    /// the start of the line after the last, or the end of an unterminated last line.
+    pub fn eof(&self) -> (usize, usize) {
+        if self.terminated {
+            (self.line_no + 1, 1)
+        } else {
+            (self.line_no, self.last_len + 1)
         }
     }
 
@@ -41,6 +54,11 @@ impl<R: BufRead> Lines<R> {
         if self.buf.last() == Some(&b'\r') {
             self.buf.pop();
         }
+        // A UTF-8 byte order mark (Windows editors) is not part of the first line.
+        if self.line_no == 1 && self.buf.starts_with(b"\xEF\xBB\xBF") {
+            self.buf.drain(..3);
+        }
+        self.last_len = self.buf.len();
         Ok(true)
     }
 

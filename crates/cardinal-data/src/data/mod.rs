@@ -34,7 +34,9 @@ pub use split::{
     iterative_stratification, kfold, permutation, split_sizes, train_dev_split, SplitMix64,
 };
 pub use stats::DatasetStats;
-pub use svm::{read_libsvm, read_libsvm_path, read_xmc, read_xmc_path, IndexBase, SvmOptions};
+pub use svm::{
+    read_libsvm, read_libsvm_path, read_xmc, read_xmc_path, IndexBase, SvmOptions, MAX_LABELS,
+};
 pub use write::{write_arff, write_label_xml, write_libsvm, write_xmc};
 pub use xml::{parse_label_xml, read_label_xml, read_label_xml_path};
 

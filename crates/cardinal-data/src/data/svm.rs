@@ -23,6 +23,13 @@ use super::error::{DataError, ParseErrorKind, Result};
 use super::lex::{is_blank, parse_f32, Cur, Lines};
 use super::{CsrMatrix, Dataset, LabelSets};
 
+/// The most labels a LIBSVM/XMC file may have (2^25 = 33,554,432; the largest public XMC
+/// datasets have under 10 million). Label names are materialised per label, so a single large
+/// label id (or XMC header count) would otherwise allocate gigabytes from a few bytes of input.
+pub const MAX_LABELS: usize = 1 << 25;
+
+const MAX_LABELS_WHY: &str = "cardinal_data::data::svm::MAX_LABELS";
+
 /// Whether indices in a file start at 0 or at 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexBase {
@@ -138,6 +145,17 @@ fn parse_row(
             let pos = c.pos;
             let raw = c.uint("a label id")?;
             let l = based(c, pos, raw, opts.label_base, "label id")?;
+            if l >= MAX_LABELS as u64 {
+                return Err(c.err_at(
+                    pos,
+                    ParseErrorKind::TooLarge {
+                        what: "label id",
+                        value: raw,
+                        limit: MAX_LABELS as u64 - 1 + opts.label_base.offset(),
+                        why: MAX_LABELS_WHY,
+                    },
+                ));
+            }
             if let Some((bound, what)) = l_bound {
                 if l >= bound {
                     return Err(c.err_at(
@@ -277,6 +295,11 @@ pub fn read_libsvm<R: BufRead>(reader: R, opts: &SvmOptions) -> Result<Dataset> 
         .n_features
         .map(|d| (d as u64, "given number of features"));
     let l_bound = opts.n_labels.map(|l| (l as u64, "given number of labels"));
+    if let Some(l) = opts.n_labels.filter(|&l| l > MAX_LABELS) {
+        return Err(DataError::Invalid(format!(
+            "{l} labels requested: at most {MAX_LABELS} are supported ({MAX_LABELS_WHY})"
+        )));
+    }
     while lines.advance()? {
         let line = lines.line();
         if is_blank(line) || line.first() == Some(&b'#') {
@@ -303,6 +326,7 @@ pub fn read_xmc<R: BufRead>(reader: R, feature_base: IndexBase) -> Result<Datase
         let mut dims = [0u64; 3];
         for (k, d) in dims.iter_mut().enumerate() {
             c.skip_ws();
+            let pos = c.pos;
             *d = c.uint(
                 [
                     "the row count N of the header `N D L`",
@@ -310,15 +334,27 @@ pub fn read_xmc<R: BufRead>(reader: R, feature_base: IndexBase) -> Result<Datase
                     "the label count L of the header `N D L`",
                 ][k],
             )?;
+            if k == 2 && *d > MAX_LABELS as u64 {
+                return Err(c.err_at(
+                    pos,
+                    ParseErrorKind::TooLarge {
+                        what: "label count L",
+                        value: *d,
+                        limit: MAX_LABELS as u64,
+                        why: MAX_LABELS_WHY,
+                    },
+                ));
+            }
         }
         c.expect_end(b'#')?;
         header = Some(dims);
         break;
     }
     let Some([n, d, l]) = header else {
+        let (line, col) = lines.eof();
         return Err(DataError::parse(
-            lines.line_no + 1,
-            1,
+            line,
+            col,
             ParseErrorKind::UnexpectedEof {
                 expected: "the header `N D L`",
             },
@@ -353,9 +389,10 @@ pub fn read_xmc<R: BufRead>(reader: R, feature_base: IndexBase) -> Result<Datase
         )?;
     }
     if (rows as u64) < n {
+        let (line, col) = lines.eof();
         return Err(DataError::parse(
-            lines.line_no + 1,
-            1,
+            line,
+            col,
             ParseErrorKind::HeaderCount {
                 what: "rows (truncated file?)",
                 promised: n as usize,

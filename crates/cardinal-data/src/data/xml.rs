@@ -12,9 +12,28 @@ use super::error::{DataError, ParseErrorKind, Result};
 
 /// Reads the label names from a MULAN XML label file, in document order.
 pub fn read_label_xml<R: Read>(mut reader: R) -> Result<Vec<String>> {
-    let mut text = String::new();
-    reader.read_to_string(&mut text).map_err(DataError::io)?;
-    parse_label_xml(&text)
+    let mut bytes = Vec::new();
+    reader.read_to_end(&mut bytes).map_err(DataError::io)?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        // Locate the first invalid byte (column in characters, as roxmltree counts).
+        let valid = &bytes[..e.valid_up_to()];
+        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        // The prefix is valid UTF-8 by construction.
+        let col = String::from_utf8_lossy(&valid[line_start..])
+            .chars()
+            .count()
+            + 1;
+        DataError::parse(
+            line,
+            col,
+            ParseErrorKind::Expected {
+                expected: "UTF-8 text",
+                found: format!("the byte 0x{:02X}", bytes[e.valid_up_to()]),
+            },
+        )
+    })?;
+    parse_label_xml(text)
 }
 
 /// Like [`read_label_xml`] for a path (plain or gzip); errors carry the path.

@@ -1,0 +1,880 @@
+//! Generated malformed inputs for every reader: a proptest stand-in for cargo-fuzz that runs in
+//! the normal test suite (see `docs/results/reliability.md`).
+//!
+//! Each target starts from a *valid* generated file (ARFF with sparse and dense rows, quoted
+//! names, comments and CRLF; MULAN label XML; LIBSVM; XMC), applies random byte-level and
+//! token-level mutations (truncation, line deletion/duplication/swaps, bit flips, inserted huge
+//! numbers, NaN/inf, negative or out-of-range indices, unbalanced braces and quotes, invalid
+//! UTF-8) and optionally wraps the result in gzip (whole, truncated or corrupted). A last target
+//! feeds fully random bytes. Every case asserts that the reader
+//! - never panics (`catch_unwind`);
+//! - on a parse error names a line and column inside the (decompressed) input, in the message too;
+//! - on success returns a dataset whose invariants hold (CSR structure, sorted in-range indices,
+//!   finite non-zero values, label counts and names consistent), whose statistics compute.
+//!
+//! The default case counts keep the suite at a few seconds; `CARDINAL_FUZZ_CASES=N` runs `N`
+//! cases per target (e.g. `CARDINAL_FUZZ_CASES=200000 cargo test --release --test fuzz_parsers`).
+
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use cardinal_data::data::{
+    open_bytes, parse_label_xml, read_arff, read_label_xml, read_libsvm, read_xmc, DataError,
+    Dataset, DatasetStats, IndexBase, LabelSpec, SplitMix64, SvmOptions,
+};
+use proptest::prelude::*;
+use proptest::sample::Index;
+use proptest::test_runner::TestCaseError;
+
+fn config(default_cases: u32) -> ProptestConfig {
+    let cases = std::env::var("CARDINAL_FUZZ_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default_cases);
+    ProptestConfig {
+        cases,
+        // Findings become named tests in `tests/regressions.rs`, not a persistence file.
+        failure_persistence: None,
+        max_shrink_iters: 2000,
+        ..ProptestConfig::default()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Valid documents.
+
+/// A small deterministic generator for the valid documents (the mutations are proptest values,
+/// so they shrink; the document shrinks through its size parameters).
+struct Gen(SplitMix64);
+
+impl Gen {
+    fn below(&mut self, n: usize) -> usize {
+        self.0.below(n.max(1))
+    }
+    fn coin(&mut self, one_in: usize) -> bool {
+        self.below(one_in) == 0
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+}
+
+/// A unique attribute or label name: bare, or with spaces/quotes/backslashes/non-ASCII text.
+fn raw_name(g: &mut Gen, i: usize) -> String {
+    let base = *g.pick(&[
+        "a",
+        "feat",
+        "Label",
+        "x y",
+        "it's",
+        "q\"t",
+        "b\\s",
+        "ünï",
+        "tab\there",
+        "c,d",
+        "{w}",
+        "50%",
+    ]);
+    format!("{base}{i}")
+}
+
+/// ARFF spelling of a name: bare when possible (sometimes quoted anyway), else quoted+escaped.
+fn arff_name(g: &mut Gen, name: &str) -> String {
+    let bare_ok = name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
+    if bare_ok && !g.coin(4) {
+        return name.to_string();
+    }
+    let q = if g.coin(2) { '\'' } else { '"' };
+    let mut s = String::new();
+    s.push(q);
+    for ch in name.chars() {
+        match ch {
+            '\\' => s.push_str("\\\\"),
+            '\t' => s.push_str("\\t"),
+            c if c == q => {
+                s.push('\\');
+                s.push(c);
+            }
+            c => s.push(c),
+        }
+    }
+    s.push(q);
+    s
+}
+
+fn number(g: &mut Gen) -> &'static str {
+    const NUMBERS: &[&str] = &[
+        "1",
+        "0.5",
+        "-2.25",
+        "3e-3",
+        "7",
+        "1.0E2",
+        "0.001",
+        "-0",
+        "12345.678",
+    ];
+    NUMBERS[g.below(NUMBERS.len())]
+}
+
+/// A valid MULAN ARFF file with its label specification and expected label count.
+#[derive(Debug, Clone)]
+struct ArffDoc {
+    text: Vec<u8>,
+    spec: LabelSpec,
+}
+
+fn gen_arff(n_feat: usize, n_lab: usize, n_rows: usize, seed: u64) -> ArffDoc {
+    let g = &mut Gen(SplitMix64::new(seed));
+    let n_attr = n_feat + n_lab;
+    let names: Vec<String> = (0..n_attr).map(|i| raw_name(g, i)).collect();
+    // Which attributes are labels: last, first, or scattered (named, in shuffled order).
+    let mode = g.below(3);
+    let mut is_label = vec![false; n_attr];
+    let spec = match mode {
+        0 => {
+            is_label[n_feat..].fill(true);
+            LabelSpec::Last(n_lab)
+        }
+        1 => {
+            is_label[..n_lab].fill(true);
+            LabelSpec::First(n_lab)
+        }
+        _ => {
+            let mut idx: Vec<usize> = (0..n_attr).collect();
+            g.0.shuffle(&mut idx);
+            idx.truncate(n_lab);
+            for &i in &idx {
+                is_label[i] = true;
+            }
+            LabelSpec::Names(idx.iter().map(|&i| names[i].clone()).collect())
+        }
+    };
+    let binary: Vec<bool> = (0..n_attr)
+        .map(|i| is_label[i] && !g.coin(4) || !is_label[i] && g.coin(3))
+        .collect();
+    let nl = if g.coin(3) { "\r\n" } else { "\n" };
+    let mut t = String::new();
+    if g.coin(2) {
+        t.push_str(&format!("% generated{nl}%{nl}"));
+    }
+    let kw = |g: &mut Gen, k: &str| {
+        if g.coin(3) {
+            k.to_uppercase()
+        } else {
+            k.to_string()
+        }
+    };
+    let rel = arff_name(g, "rel-ation x");
+    t.push_str(&format!("{} {rel}{nl}{nl}", kw(g, "@relation")));
+    for i in 0..n_attr {
+        let ty = if binary[i] {
+            if g.coin(2) {
+                "{0,1}"
+            } else {
+                "{ 0 , 1 }"
+            }
+        } else {
+            *g.pick(&["numeric", "NUMERIC", "real", "integer"])
+        };
+        let name = arff_name(g, &names[i]);
+        t.push_str(&format!("{} {name} {ty}", kw(g, "@attribute")));
+        if g.coin(5) {
+            t.push_str(" % note");
+        }
+        t.push_str(nl);
+    }
+    t.push_str(&format!("{}{nl}", kw(g, "@data")));
+    for _ in 0..n_rows {
+        if g.coin(6) {
+            t.push_str(&format!("% row comment{nl}"));
+        }
+        if g.coin(8) {
+            t.push_str(nl);
+        }
+        let vals: Vec<&str> = (0..n_attr)
+            .map(|i| {
+                if binary[i] || is_label[i] {
+                    *g.pick(&["0", "1"])
+                } else if g.coin(2) {
+                    "0"
+                } else {
+                    number(g)
+                }
+            })
+            .collect();
+        if g.coin(2) {
+            let items: Vec<String> = vals
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v != "0" || g.coin(5))
+                .map(|(i, v)| format!("{i} {v}"))
+                .collect();
+            let sep = if g.coin(2) { "," } else { ", " };
+            t.push_str(&format!("{{{}}}", items.join(sep)));
+        } else {
+            let sep = if g.coin(2) { "," } else { ", " };
+            t.push_str(&vals.join(sep));
+        }
+        if g.coin(6) {
+            t.push_str(" % trailing");
+        }
+        t.push_str(nl);
+    }
+    ArffDoc {
+        text: t.into_bytes(),
+        spec,
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A valid MULAN label XML file, with nested labels and comments.
+fn gen_xml(n_lab: usize, seed: u64) -> Vec<u8> {
+    let g = &mut Gen(SplitMix64::new(seed));
+    let mut t = String::new();
+    if !g.coin(3) {
+        t.push_str("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
+    }
+    t.push_str("<labels xmlns=\"http://mulan.sourceforge.net/labels\">\n");
+    let mut open = 0;
+    for i in 0..n_lab {
+        if g.coin(6) {
+            t.push_str("  <!-- a comment -->\n");
+        }
+        let name = xml_escape(&raw_name(g, i));
+        if g.coin(3) {
+            t.push_str(&format!("  <label name=\"{name}\">\n"));
+            open += 1;
+        } else {
+            t.push_str(&format!("  <label name=\"{name}\"></label>\n"));
+        }
+        if open > 0 && g.coin(2) {
+            t.push_str("  </label>\n");
+            open -= 1;
+        }
+    }
+    for _ in 0..open {
+        t.push_str("</label>\n");
+    }
+    t.push_str("</labels>\n");
+    t.into_bytes()
+}
+
+/// A valid LIBSVM multi-label file and options that accept it.
+fn gen_libsvm(n_rows: usize, seed: u64) -> (Vec<u8>, SvmOptions) {
+    let g = &mut Gen(SplitMix64::new(seed));
+    let fb = if g.coin(2) {
+        IndexBase::One
+    } else {
+        IndexBase::Zero
+    };
+    let lb = if g.coin(3) {
+        IndexBase::One
+    } else {
+        IndexBase::Zero
+    };
+    let (d, l) = (1 + g.below(40), 1 + g.below(20));
+    let off = |b: IndexBase| usize::from(b == IndexBase::One);
+    let mut t = String::new();
+    if g.coin(3) {
+        t.push_str("# a comment\n");
+    }
+    for _ in 0..n_rows {
+        let mut labels: Vec<usize> = (0..l).filter(|_| g.coin(4)).collect();
+        g.0.shuffle(&mut labels);
+        let ls: Vec<String> = labels.iter().map(|x| (x + off(lb)).to_string()).collect();
+        let mut feats = Vec::new();
+        for i in 0..d {
+            if g.coin(5) {
+                feats.push(format!("{}:{}", i + off(fb), number(g)));
+            }
+        }
+        t.push_str(&ls.join(","));
+        if !feats.is_empty() {
+            t.push(' ');
+            t.push_str(&feats.join(if g.coin(4) { "\t" } else { " " }));
+        }
+        if g.coin(6) {
+            t.push_str(" # trailing");
+        }
+        t.push('\n');
+    }
+    let mut opts = SvmOptions::new(fb);
+    opts.label_base = lb;
+    if g.coin(2) {
+        opts.n_features = Some(d + g.below(3));
+        opts.n_labels = Some(l + g.below(3));
+    }
+    (t.into_bytes(), opts)
+}
+
+/// A valid XMC file (header `N D L`) and its feature base.
+fn gen_xmc(n_rows: usize, seed: u64) -> (Vec<u8>, IndexBase) {
+    let g = &mut Gen(SplitMix64::new(seed));
+    let fb = if g.coin(2) {
+        IndexBase::One
+    } else {
+        IndexBase::Zero
+    };
+    let (d, l) = (1 + g.below(50), 1 + g.below(30));
+    let mut t = format!("{n_rows} {d} {l}\n");
+    for _ in 0..n_rows {
+        let labels: Vec<String> = (0..l)
+            .filter(|_| g.coin(5))
+            .map(|x| x.to_string())
+            .collect();
+        let mut feats = Vec::new();
+        for i in 0..d {
+            if g.coin(6) {
+                let v = number(g);
+                feats.push(format!("{}:{v}", i + usize::from(fb == IndexBase::One)));
+            }
+        }
+        if labels.is_empty() && feats.is_empty() {
+            // A row with neither would be a blank line, which the reader (by design) skips.
+            feats.push(format!("{}:1", usize::from(fb == IndexBase::One)));
+        }
+        t.push_str(&labels.join(","));
+        t.push(' ');
+        t.push_str(&feats.join(" "));
+        t.push('\n');
+    }
+    (t.into_bytes(), fb)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mutations.
+
+/// Tokens worth inserting: huge numbers, non-finite values, signs, structure characters,
+/// keywords, invalid UTF-8, XML specials.
+const DICT: &[&[u8]] = &[
+    b"18446744073709551616",
+    b"18446744073709551615",
+    b"99999999999999999999999999",
+    b"4294967295",
+    b"4294967296",
+    b"4294967294",
+    b"2147483648",
+    b"1e39",
+    b"-1e39",
+    b"3.4028236e38",
+    b"1e-50",
+    b"NaN",
+    b"nan",
+    b"inf",
+    b"-inf",
+    b"Infinity",
+    b"-1",
+    b"-0",
+    b"0",
+    b"00",
+    b"+1",
+    b"1.",
+    b".",
+    b"e",
+    b"?",
+    b"{",
+    b"}",
+    b"{}",
+    b"'",
+    b"\"",
+    b"\\",
+    b",",
+    b",,",
+    b":",
+    b"::",
+    b"%",
+    b"#",
+    b" ",
+    b"\t",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b"\0",
+    b"@data\n",
+    b"@attribute z numeric\n",
+    b"@attribute z string\n",
+    b"@relation",
+    b"\xff",
+    b"\xfe\xff",
+    b"\xc3",
+    b"\xe2\x82",
+    b"\xf0\x9f\x98\x80",
+    b"<",
+    b">",
+    b"/>",
+    b"</label>",
+    b"<label name=\"dup\"/>",
+    b"&",
+    b"&amp;",
+    b"&#0;",
+    b"&#x110000;",
+    b"<!DOCTYPE labels [<!ENTITY e \"x\">]>",
+    b"<![CDATA[",
+    b"<!--",
+];
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Truncate(Index),
+    DeleteLine(Index),
+    DuplicateLine(Index),
+    SwapLines(Index, Index),
+    FlipBit(Index, u8),
+    SetByte(Index, u8),
+    DeleteRange(Index, u8),
+    Insert(Index, Index),
+    /// Replaces the k-th run of ASCII digits with a dictionary token.
+    ReplaceNumber(Index, Index),
+    /// Swaps two whitespace-separated tokens of one line (unsorted indices, misplaced labels).
+    SwapTokens(Index, Index, Index),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        any::<Index>().prop_map(Mutation::Truncate),
+        any::<Index>().prop_map(Mutation::DeleteLine),
+        any::<Index>().prop_map(Mutation::DuplicateLine),
+        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::SwapLines(a, b)),
+        (any::<Index>(), 0u8..8).prop_map(|(a, b)| Mutation::FlipBit(a, b)),
+        (any::<Index>(), any::<u8>()).prop_map(|(a, b)| Mutation::SetByte(a, b)),
+        (any::<Index>(), 1u8..16).prop_map(|(a, b)| Mutation::DeleteRange(a, b)),
+        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::Insert(a, b)),
+        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::ReplaceNumber(a, b)),
+        (any::<Index>(), any::<Index>(), any::<Index>())
+            .prop_map(|(a, b, c)| Mutation::SwapTokens(a, b, c)),
+    ]
+}
+
+fn lines_of(text: &[u8]) -> Vec<Vec<u8>> {
+    text.split_inclusive(|&b| b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+fn apply(text: &mut Vec<u8>, m: &Mutation) {
+    let n = text.len();
+    match m {
+        Mutation::Truncate(i) => text.truncate(i.index(n + 1)),
+        Mutation::DeleteLine(i) | Mutation::DuplicateLine(i) | Mutation::SwapLines(i, _) => {
+            let mut lines = lines_of(text);
+            if lines.is_empty() {
+                return;
+            }
+            let a = i.index(lines.len());
+            match m {
+                Mutation::DeleteLine(_) => {
+                    lines.remove(a);
+                }
+                Mutation::DuplicateLine(_) => {
+                    let l = lines[a].clone();
+                    lines.insert(a, l);
+                }
+                Mutation::SwapLines(_, j) => {
+                    let b = j.index(lines.len());
+                    lines.swap(a, b);
+                }
+                _ => unreachable!(),
+            }
+            *text = lines.concat();
+        }
+        Mutation::FlipBit(i, bit) if n > 0 => text[i.index(n)] ^= 1 << bit,
+        Mutation::SetByte(i, b) if n > 0 => text[i.index(n)] = *b,
+        Mutation::DeleteRange(i, len) if n > 0 => {
+            let a = i.index(n);
+            let b = (a + usize::from(*len)).min(n);
+            text.drain(a..b);
+        }
+        Mutation::Insert(i, t) => {
+            let at = i.index(n + 1);
+            let tok = DICT[t.index(DICT.len())];
+            text.splice(at..at, tok.iter().copied());
+        }
+        Mutation::ReplaceNumber(k, t) => {
+            let mut runs = Vec::new();
+            let mut s = None;
+            for (p, b) in text.iter().enumerate() {
+                match (b.is_ascii_digit(), s) {
+                    (true, None) => s = Some(p),
+                    (false, Some(a)) => {
+                        runs.push((a, p));
+                        s = None;
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(a) = s {
+                runs.push((a, n));
+            }
+            if runs.is_empty() {
+                return;
+            }
+            let (a, b) = runs[k.index(runs.len())];
+            let tok = DICT[t.index(DICT.len())];
+            text.splice(a..b, tok.iter().copied());
+        }
+        Mutation::SwapTokens(li, a, b) => {
+            let mut lines = lines_of(text);
+            if lines.is_empty() {
+                return;
+            }
+            let k = li.index(lines.len());
+            let line = &lines[k];
+            let body_end = line
+                .iter()
+                .rposition(|&c| c != b'\n' && c != b'\r')
+                .map_or(0, |p| p + 1);
+            let mut toks: Vec<&[u8]> = line[..body_end]
+                .split(|c| *c == b' ' || *c == b',')
+                .collect();
+            if toks.len() < 2 {
+                return;
+            }
+            let (x, y) = (a.index(toks.len()), b.index(toks.len()));
+            toks.swap(x, y);
+            let mut out = toks.join(&b' ');
+            out.extend_from_slice(&line[body_end..]);
+            lines[k] = out;
+            *text = lines.concat();
+        }
+        _ => {}
+    }
+}
+
+/// How the mutated text reaches the reader.
+#[derive(Debug, Clone)]
+enum Wrap {
+    Plain,
+    Gzip,
+    /// Gzip stream cut at a position.
+    GzipTruncated(Index),
+    /// Gzip stream with one byte changed (header, deflate data or CRC/size trailer).
+    GzipCorrupt(Index, u8),
+}
+
+fn wrap() -> impl Strategy<Value = Wrap> {
+    prop_oneof![
+        6 => Just(Wrap::Plain),
+        1 => Just(Wrap::Gzip),
+        1 => any::<Index>().prop_map(Wrap::GzipTruncated),
+        1 => (any::<Index>(), 1u8..=255).prop_map(|(i, x)| Wrap::GzipCorrupt(i, x)),
+    ]
+}
+
+fn gzip(text: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(text).unwrap();
+    e.finish().unwrap()
+}
+
+fn wrapped(text: &[u8], w: &Wrap) -> Vec<u8> {
+    match w {
+        Wrap::Plain => text.to_vec(),
+        Wrap::Gzip => gzip(text),
+        Wrap::GzipTruncated(i) => {
+            let mut z = gzip(text);
+            let n = z.len();
+            z.truncate(i.index(n));
+            z
+        }
+        Wrap::GzipCorrupt(i, x) => {
+            let mut z = gzip(text);
+            let n = z.len();
+            // Keep the magic so the stream is still recognised as gzip.
+            let at = 2 + i.index(n - 2);
+            z[at] ^= x;
+            z
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks.
+
+/// Runs `parse` without letting a panic escape; a panic fails the case with the input.
+fn no_panic<T>(input: &[u8], parse: impl FnOnce() -> T) -> Result<T, TestCaseError> {
+    catch_unwind(AssertUnwindSafe(parse)).map_err(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        TestCaseError::fail(format!(
+            "reader panicked ({msg}) on input {:?}",
+            String::from_utf8_lossy(input)
+        ))
+    })
+}
+
+/// A parse error must point inside `text` (the decompressed input): a line that exists (or the
+/// line after the last, for end of file) and a column within that line (+1), both named in the
+/// message. I/O errors are accepted only for gzip input (a corrupt or cut stream).
+fn check_err(
+    e: &DataError,
+    text: &[u8],
+    gz: bool,
+    col_in_chars: bool,
+) -> Result<(), TestCaseError> {
+    let msg = e.to_string();
+    prop_assert!(!msg.trim().is_empty(), "empty error message");
+    match e {
+        DataError::Parse { location, .. } if gz => {
+            // A corrupted gzip stream may decompress to other text: only the form is checked.
+            prop_assert!(location.line >= 1 && location.column >= 1, "{msg}");
+            let named = format!("line {}, column {}", location.line, location.column);
+            prop_assert!(msg.contains(&named), "`{msg}` does not name `{named}`");
+        }
+        DataError::Parse { location, .. } => {
+            let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
+            // `split` yields a last empty piece after a final newline: that is "the line after".
+            let n_lines = lines.len();
+            prop_assert!(
+                location.line >= 1 && location.line <= n_lines.max(1),
+                "line {} outside 1..={n_lines}: {msg}",
+                location.line
+            );
+            let line = lines.get(location.line - 1).copied().unwrap_or(b"");
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let width = if col_in_chars {
+                String::from_utf8_lossy(line).chars().count()
+            } else {
+                line.len()
+            };
+            prop_assert!(
+                location.column >= 1 && location.column <= width + 1,
+                "column {} outside 1..={} of line {}: {msg}",
+                location.column,
+                width + 1,
+                location.line
+            );
+            let named = format!("line {}, column {}", location.line, location.column);
+            prop_assert!(msg.contains(&named), "`{msg}` does not name `{named}`");
+        }
+        DataError::Io { .. } => {
+            prop_assert!(gz, "I/O error on plain in-memory input: {msg}");
+        }
+        other => prop_assert!(false, "unexpected error kind: {other:?}"),
+    }
+    Ok(())
+}
+
+/// Structural invariants of a dataset returned by a reader.
+fn check_dataset(ds: &Dataset) -> Result<(), TestCaseError> {
+    let (f, l) = (&ds.features, &ds.labels);
+    prop_assert_eq!(f.n_rows, l.n_rows, "feature and label row counts differ");
+    for (what, indptr, nnz, n_rows) in [
+        ("features", &f.indptr, f.indices.len(), f.n_rows),
+        ("labels", &l.indptr, l.indices.len(), l.n_rows),
+    ] {
+        prop_assert_eq!(indptr.len(), n_rows + 1, "{} indptr length", what);
+        prop_assert_eq!(indptr[0], 0, "{} indptr[0]", what);
+        prop_assert_eq!(*indptr.last().unwrap(), nnz, "{} indptr end", what);
+        prop_assert!(
+            indptr.windows(2).all(|w| w[0] <= w[1]),
+            "{} indptr not monotone",
+            what
+        );
+    }
+    prop_assert_eq!(f.values.len(), f.indices.len());
+    for r in 0..f.n_rows {
+        let (idx, val) = f.row(r);
+        prop_assert!(idx.windows(2).all(|w| w[0] < w[1]), "row {} unsorted", r);
+        prop_assert!(idx.iter().all(|&i| (i as usize) < f.n_cols), "row {}", r);
+        prop_assert!(val.iter().all(|v| v.is_finite() && *v != 0.0), "row {}", r);
+        let lab = l.row(r);
+        prop_assert!(lab.windows(2).all(|w| w[0] < w[1]), "labels {} unsorted", r);
+        prop_assert!(
+            lab.iter().all(|&i| (i as usize) < l.n_labels),
+            "labels {}",
+            r
+        );
+    }
+    prop_assert_eq!(ds.label_names.len(), l.n_labels, "one name per label");
+    prop_assert!(
+        ds.feature_names.is_empty() || ds.feature_names.len() == f.n_cols,
+        "feature names"
+    );
+    let stats = no_panic(b"<stats>", || DatasetStats::of(ds))?;
+    prop_assert_eq!(stats.instances, ds.n_rows());
+    Ok(())
+}
+
+/// Mutated text (before wrapping), the bytes the reader sees, and whether they are gzip.
+fn prepare(base: &[u8], muts: &[Mutation], w: &Wrap) -> (Vec<u8>, Vec<u8>, bool) {
+    let mut text = base.to_vec();
+    for m in muts {
+        apply(&mut text, m);
+    }
+    let bytes = wrapped(&text, w);
+    let gz = !matches!(w, Wrap::Plain) || text.starts_with(&[0x1f, 0x8b]);
+    // A truncated gzip stream decompresses to (at most) a prefix of `text`: the checks against
+    // `text` stay valid.
+    (text, bytes, gz)
+}
+
+fn check_arff(bytes: &[u8], text: &[u8], gz: bool, spec: &LabelSpec) -> Result<(), TestCaseError> {
+    match no_panic(bytes, || read_arff(open_bytes(bytes), spec))? {
+        Ok(ds) => {
+            check_dataset(&ds)?;
+            let want = match spec {
+                LabelSpec::Names(n) => n.len(),
+                LabelSpec::Last(k) | LabelSpec::First(k) => *k,
+            };
+            prop_assert_eq!(ds.n_labels(), want, "label count differs from the spec");
+            prop_assert_eq!(ds.feature_names.len(), ds.n_features());
+            Ok(())
+        }
+        Err(e) => check_err(&e, text, gz, false),
+    }
+}
+
+fn check_svm(bytes: &[u8], text: &[u8], gz: bool, opts: &SvmOptions) -> Result<(), TestCaseError> {
+    match no_panic(bytes, || read_libsvm(open_bytes(bytes), opts))? {
+        Ok(ds) => {
+            check_dataset(&ds)?;
+            if let Some(d) = opts.n_features {
+                prop_assert_eq!(ds.n_features(), d);
+            }
+            if let Some(l) = opts.n_labels {
+                prop_assert_eq!(ds.n_labels(), l);
+            }
+            Ok(())
+        }
+        Err(e) => check_err(&e, text, gz, false),
+    }
+}
+
+fn check_xmc(bytes: &[u8], text: &[u8], gz: bool, fb: IndexBase) -> Result<(), TestCaseError> {
+    match no_panic(bytes, || read_xmc(open_bytes(bytes), fb))? {
+        Ok(ds) => {
+            check_dataset(&ds)?;
+            // The header's row count is enforced.
+            let header: Vec<u64> = String::from_utf8_lossy(text)
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("")
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            if header.len() == 3 {
+                prop_assert_eq!(ds.n_rows() as u64, header[0]);
+                prop_assert_eq!(ds.n_features() as u64, header[1]);
+                prop_assert_eq!(ds.n_labels() as u64, header[2]);
+            }
+            Ok(())
+        }
+        Err(e) => check_err(&e, text, gz, false),
+    }
+}
+
+fn check_xml(bytes: &[u8], text: &[u8], gz: bool) -> Result<(), TestCaseError> {
+    match no_panic(bytes, || read_label_xml(open_bytes(bytes)))? {
+        Ok(names) => {
+            prop_assert!(!names.is_empty());
+            let mut sorted = names.clone();
+            sorted.sort();
+            sorted.dedup();
+            prop_assert_eq!(sorted.len(), names.len(), "duplicate label names");
+            Ok(())
+        }
+        // roxmltree counts columns in characters.
+        Err(e) => check_err(&e, text, gz, true),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets.
+
+proptest! {
+    #![proptest_config(config(400))]
+
+    #[test]
+    fn arff_mutated(
+        n_feat in 0usize..5, n_lab in 1usize..4, n_rows in 0usize..6, seed in any::<u64>(),
+        muts in prop::collection::vec(mutation(), 0..5), w in wrap(),
+    ) {
+        let doc = gen_arff(n_feat, n_lab, n_rows, seed);
+        if muts.is_empty() && matches!(w, Wrap::Plain) {
+            // The unmutated document is valid.
+            let ds = read_arff(&doc.text[..], &doc.spec);
+            prop_assert!(ds.is_ok(), "valid ARFF rejected: {:?}\n{}", ds.err(),
+                String::from_utf8_lossy(&doc.text));
+            prop_assert_eq!(ds.unwrap().n_rows(), n_rows);
+        }
+        let (text, bytes, gz) = prepare(&doc.text, &muts, &w);
+        check_arff(&bytes, &text, gz, &doc.spec)?;
+    }
+
+    #[test]
+    fn xml_mutated(
+        n_lab in 1usize..6, seed in any::<u64>(),
+        muts in prop::collection::vec(mutation(), 0..5), w in wrap(),
+    ) {
+        let doc = gen_xml(n_lab, seed);
+        if muts.is_empty() && matches!(w, Wrap::Plain) {
+            let names = parse_label_xml(std::str::from_utf8(&doc).unwrap());
+            prop_assert!(names.is_ok(), "valid XML rejected: {:?}", names.err());
+            prop_assert_eq!(names.unwrap().len(), n_lab);
+        }
+        let (text, bytes, gz) = prepare(&doc, &muts, &w);
+        check_xml(&bytes, &text, gz)?;
+    }
+
+    #[test]
+    fn libsvm_mutated(
+        n_rows in 0usize..8, seed in any::<u64>(),
+        muts in prop::collection::vec(mutation(), 0..5), w in wrap(),
+    ) {
+        let (doc, opts) = gen_libsvm(n_rows, seed);
+        if muts.is_empty() && matches!(w, Wrap::Plain) {
+            let ds = read_libsvm(&doc[..], &opts);
+            prop_assert!(ds.is_ok(), "valid LIBSVM rejected: {:?}", ds.err());
+        }
+        let (text, bytes, gz) = prepare(&doc, &muts, &w);
+        check_svm(&bytes, &text, gz, &opts)?;
+    }
+
+    #[test]
+    fn xmc_mutated(
+        n_rows in 0usize..8, seed in any::<u64>(),
+        muts in prop::collection::vec(mutation(), 0..5), w in wrap(),
+    ) {
+        let (doc, fb) = gen_xmc(n_rows, seed);
+        if muts.is_empty() && matches!(w, Wrap::Plain) {
+            let ds = read_xmc(&doc[..], fb);
+            prop_assert!(ds.is_ok(), "valid XMC rejected: {:?}", ds.err());
+        }
+        let (text, bytes, gz) = prepare(&doc, &muts, &w);
+        check_xmc(&bytes, &text, gz, fb)?;
+    }
+
+    /// Fully random bytes, and random bytes over each format's alphabet, into every reader.
+    #[test]
+    fn random_bytes(
+        raw in prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..512),
+            prop::collection::vec(
+                prop::sample::select(b"0123456789 ,:{}@%#'\"\\\n\r\t-.eEnaif?<>/=&;".to_vec()),
+                0..512,
+            ),
+        ],
+        w in wrap(),
+    ) {
+        let (text, bytes, gz) = prepare(&raw, &[], &w);
+        check_arff(&bytes, &text, gz, &LabelSpec::Last(1))?;
+        check_arff(&bytes, &text, gz, &LabelSpec::Names(vec!["a".into(), "b".into()]))?;
+        for fb in [IndexBase::Zero, IndexBase::One] {
+            check_svm(&bytes, &text, gz, &SvmOptions::new(fb))?;
+            check_xmc(&bytes, &text, gz, fb)?;
+        }
+        check_xml(&bytes, &text, gz)?;
+    }
+}
