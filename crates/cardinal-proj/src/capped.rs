@@ -75,7 +75,11 @@ fn eval_at<F: Real>(xs: &[F], tau: F) -> (F, usize, usize) {
         nf[k] += ((d > zero) & (d < one)) as u32;
     }
     let total = (s[0] + s[1]) + (s[2] + s[3]);
-    (total, n1.iter().sum::<u32>() as usize, nf.iter().sum::<u32>() as usize)
+    (
+        total,
+        n1.iter().sum::<u32>() as usize,
+        nf.iter().sum::<u32>() as usize,
+    )
 }
 
 #[inline]
@@ -258,7 +262,10 @@ pub(crate) fn apply_tau<F: Real>(v: &[F], tau: F, out: &mut [F], mask: &mut Vec<
     let (zero, one) = (F::zero(), F::one());
     mask.resize(v.len(), zero);
     let mut n = 0usize;
-    let blocks = v.chunks(BLOCK).zip(out.chunks_mut(BLOCK)).zip(mask.chunks_mut(BLOCK));
+    let blocks = v
+        .chunks(BLOCK)
+        .zip(out.chunks_mut(BLOCK))
+        .zip(mask.chunks_mut(BLOCK));
     for ((vb, ob), mb) in blocks {
         let mut cnt = [zero; LANES];
         let mut vc = vb.chunks_exact(LANES);
@@ -274,7 +281,11 @@ pub(crate) fn apply_tau<F: Real>(v: &[F], tau: F, out: &mut [F], mask: &mut Vec<
                 cnt[k] += f;
             }
         }
-        let rest = vc.remainder().iter().zip(oc.into_remainder()).zip(mc.into_remainder());
+        let rest = vc
+            .remainder()
+            .iter()
+            .zip(oc.into_remainder())
+            .zip(mc.into_remainder());
         for (k, ((&x, o), m)) in rest.enumerate() {
             let d = x - tau;
             let lo = if d > zero { d } else { zero };

@@ -85,8 +85,7 @@ impl<F: Real, P: Projector<F>> Projector<F> for Dykstra<P> {
             mask.resize(l, zero);
             if k == 0 {
                 // b = v, p = q = 0.
-                for (((&x, m), p), c) in v.iter().zip(mask.iter_mut()).zip(&mut t.p).zip(&mut t.c)
-                {
+                for (((&x, m), p), c) in v.iter().zip(mask.iter_mut()).zip(&mut t.p).zip(&mut t.c) {
                     let capped = x <= one;
                     let a = if capped { x } else { one };
                     *m = if capped { one } else { zero };
@@ -131,7 +130,12 @@ impl<F: Real, P: Projector<F>> Projector<F> for Dykstra<P> {
         }
         // Last round first: b̄ = g, p̄ = q̄ = 0.
         let mut gz = self.inner.vjp(&t.inner[r - 1], g, gc);
-        for (((o, q), &c), &m) in gv.iter_mut().zip(gq.iter_mut()).zip(gc.iter()).zip(&t.masks[r - 1]) {
+        for (((o, q), &c), &m) in gv
+            .iter_mut()
+            .zip(gq.iter_mut())
+            .zip(gc.iter())
+            .zip(&t.masks[r - 1])
+        {
             *o = if m > zero { c } else { zero };
             *q = c;
         }
@@ -141,7 +145,12 @@ impl<F: Real, P: Projector<F>> Projector<F> for Dykstra<P> {
                 *ti = b - q;
             }
             gz += self.inner.vjp(&t.inner[k], tin, gc);
-            for (((o, q), &c), &m) in gv.iter_mut().zip(gq.iter_mut()).zip(gc.iter()).zip(&t.masks[k]) {
+            for (((o, q), &c), &m) in gv
+                .iter_mut()
+                .zip(gq.iter_mut())
+                .zip(gc.iter())
+                .zip(&t.masks[k])
+            {
                 let c = *q + c;
                 *o = if m > zero { c } else { *o };
                 *q = c;

@@ -70,7 +70,8 @@ fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>, trusted: bool) -> bool {
         let j: F = of(k + 1);
         let cn = c + m;
         let r = j * m - (cn - z);
-        if !(r > zero) {
+        // `r <= 0` or NaN ends the head.
+        if r.partial_cmp(&zero) != Some(std::cmp::Ordering::Greater) {
             break;
         }
         sorted &= m <= prev;
@@ -101,7 +102,11 @@ fn scan<F: Real>(v: &[F], z: F, t: &mut SoftTape<F>, trusted: bool) -> bool {
         *a = if x < cutoff { zero } else { x.exp() };
         s += *a;
     }
-    let e_tail = if n_tail > 0 { (zero - amax).exp() } else { zero };
+    let e_tail = if n_tail > 0 {
+        (zero - amax).exp()
+    } else {
+        zero
+    };
     // Tail: Σ_{i ≥ head} (l − i) μ_i (0-based i) and the order check, in independent lanes.
     // With a zero tail weight neither matters, except the check for an order we were given.
     let mut wsum = zero;

@@ -128,7 +128,7 @@ pub(crate) fn argsort_desc<F: Real>(v: &[F], perm: &mut Vec<u32>, s: &mut SortSc
 /// digit is the same for every key is skipped), writing the low 32 bits (the indices) of the
 /// sorted keys to `perm`; the last pass scatters straight into `perm`. Keys enter in ascending
 /// index order, so stability gives the same order as sorting the whole `u64`.
-pub(crate) fn radix_argsort_hi32(keys: &mut Vec<u64>, tmp: &mut Vec<u64>, perm: &mut Vec<u32>) {
+pub(crate) fn radix_argsort_hi32(keys: &mut [u64], tmp: &mut Vec<u64>, perm: &mut Vec<u32>) {
     let n = keys.len();
     let mut hist = [[0u32; 256]; 4];
     for &k in keys.iter() {
@@ -296,7 +296,10 @@ mod tests {
             assert_eq!(perm, want, "f64, L = {l}");
         }
         // Radix with every digit shared (no pass) or one differing digit (one pass).
-        for v in [vec![0.75f32; 1000], (0..1000).map(|i| (i % 3) as f32).collect()] {
+        for v in [
+            vec![0.75f32; 1000],
+            (0..1000).map(|i| (i % 3) as f32).collect(),
+        ] {
             let mut want: Vec<u32> = (0..1000).collect();
             want.sort_by(|&a, &b| v[b as usize].partial_cmp(&v[a as usize]).unwrap());
             let (mut perm, mut sc) = (Vec::new(), SortScratch::default());
@@ -319,7 +322,11 @@ mod tests {
         assert!(!repair_order(&v, &mut rev, &mut mu));
         let mut sorted_rev = rev.clone();
         sorted_rev.sort_unstable();
-        assert_eq!(sorted_rev, (0..300).collect::<Vec<u32>>(), "still a permutation");
+        assert_eq!(
+            sorted_rev,
+            (0..300).collect::<Vec<u32>>(),
+            "still a permutation"
+        );
         let w = [1.0, f64::NAN];
         assert!(!repair_order(&w, &mut [0, 1], &mut mu));
     }

@@ -33,7 +33,13 @@ struct RefSoftTape {
 
 impl Projector<f64> for RefSoft {
     type Tape = RefSoftTape;
-    fn forward(&self, v: &[f64], z: f64, out: &mut [f64], t: &mut RefSoftTape) -> Result<(), ProjError> {
+    fn forward(
+        &self,
+        v: &[f64],
+        z: f64,
+        out: &mut [f64],
+        t: &mut RefSoftTape,
+    ) -> Result<(), ProjError> {
         let l = v.len();
         let mut perm: Vec<usize> = (0..l).collect();
         perm.sort_by(|&a, &b| v[b].partial_cmp(&v[a]).unwrap_or(Ordering::Equal));
@@ -52,13 +58,29 @@ impl Projector<f64> for RefSoft {
         let s: f64 = e.iter().sum();
         let rho: Vec<f64> = e.iter().map(|x| x / s).collect();
         let n: f64 = rho.iter().zip(&cs).map(|(p, c)| p * c).sum();
-        let d: f64 = rho.iter().enumerate().map(|(k, p)| (k + 1) as f64 * p).sum();
+        let d: f64 = rho
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (k + 1) as f64 * p)
+            .sum();
         let theta = (n - z) / d;
-        t.active = v.iter().map(|&x| if x - theta > 0.0 { 1.0 } else { 0.0 }).collect();
+        t.active = v
+            .iter()
+            .map(|&x| if x - theta > 0.0 { 1.0 } else { 0.0 })
+            .collect();
         for (o, &x) in out.iter_mut().zip(v) {
             *o = (x - theta).max(0.0);
         }
-        *t = RefSoftTape { perm, c: cs, r: rs, rho, active: std::mem::take(&mut t.active), theta, n, d };
+        *t = RefSoftTape {
+            perm,
+            c: cs,
+            r: rs,
+            rho,
+            active: std::mem::take(&mut t.active),
+            theta,
+            n,
+            d,
+        };
         Ok(())
     }
     fn vjp(&self, t: &RefSoftTape, g: &[f64], gv: &mut [f64]) -> f64 {
@@ -74,7 +96,11 @@ impl Projector<f64> for RefSoft {
         for k in (0..t.perm.len()).rev() {
             let j = (k + 1) as f64;
             let da = t.rho[k] * (dn * t.c[k] + dd * j - dot);
-            let dr = if t.r[k] > 0.0 { j * da / ((1.0 + t.r[k]) * (1.0 + t.r[k])) } else { 0.0 };
+            let dr = if t.r[k] > 0.0 {
+                j * da / ((1.0 + t.r[k]) * (1.0 + t.r[k]))
+            } else {
+                0.0
+            };
             gz += dr;
             suffix += dn * t.rho[k] - dr;
             gv[t.perm[k]] += j * dr + suffix;
@@ -92,13 +118,22 @@ struct RefDykTape<T> {
 }
 impl<T> Default for RefDykTape<T> {
     fn default() -> Self {
-        Self { inner: vec![], masks: vec![] }
+        Self {
+            inner: vec![],
+            masks: vec![],
+        }
     }
 }
 
 impl<P: Projector<f64>> Projector<f64> for RefDykstra<P> {
     type Tape = RefDykTape<P::Tape>;
-    fn forward(&self, v: &[f64], z: f64, out: &mut [f64], t: &mut Self::Tape) -> Result<(), ProjError> {
+    fn forward(
+        &self,
+        v: &[f64],
+        z: f64,
+        out: &mut [f64],
+        t: &mut Self::Tape,
+    ) -> Result<(), ProjError> {
         let l = v.len();
         let (mut b, mut p, mut q) = (v.to_vec(), vec![0.0; l], vec![0.0; l]);
         t.inner.clear();
@@ -148,7 +183,13 @@ impl<P: Projector<f64>> Projector<f64> for RefDykstra<P> {
 // Harness
 // ---------------------------------------------------------------------------------------------
 
-fn run<P: Projector<F>, F: Real>(p: &P, v: &[F], z: F, g: &[F], tape: &mut P::Tape) -> (Vec<F>, Vec<F>, F) {
+fn run<P: Projector<F>, F: Real>(
+    p: &P,
+    v: &[F],
+    z: F,
+    g: &[F],
+    tape: &mut P::Tape,
+) -> (Vec<F>, Vec<F>, F) {
     let mut out = vec![F::nan(); v.len()];
     p.forward(v, z, &mut out, tape).expect("valid input");
     let mut gv = vec![F::nan(); v.len()];
@@ -177,16 +218,28 @@ fn compare<P: Projector<f64>, R: Projector<f64>>(
     let scale = v.iter().fold(0.0f64, |m, x| m.max(x.abs())) * v.len() as f64;
     let tol = 1e-9;
     for (i, (a, b)) in o1.iter().zip(&o2).enumerate() {
-        assert!(close(*a, *b, tol, scale), "{what}: out[{i}] {a} vs {b} (L={}, z={z})", v.len());
+        assert!(
+            close(*a, *b, tol, scale),
+            "{what}: out[{i}] {a} vs {b} (L={}, z={z})",
+            v.len()
+        );
     }
     let gscale = g2.iter().fold(z2.abs(), |m, x| m.max(x.abs())) * v.len() as f64;
-    assert!(close(z1, z2, tol, gscale), "{what}: gz {z1} vs {z2} (L={}, z={z})", v.len());
+    assert!(
+        close(z1, z2, tol, gscale),
+        "{what}: gz {z1} vs {z2} (L={}, z={z})",
+        v.len()
+    );
     if ties {
         let (s1, s2): (f64, f64) = (g1.iter().sum(), g2.iter().sum());
         assert!(close(s1, s2, tol, gscale), "{what}: sum gv {s1} vs {s2}");
     } else {
         for (i, (a, b)) in g1.iter().zip(&g2).enumerate() {
-            assert!(close(*a, *b, tol, gscale), "{what}: gv[{i}] {a} vs {b} (L={}, z={z})", v.len());
+            assert!(
+                close(*a, *b, tol, gscale),
+                "{what}: gv[{i}] {a} vs {b} (L={}, z={z})",
+                v.len()
+            );
         }
     }
 }
@@ -224,7 +277,16 @@ fn soft_simplex_matches_reference_with_ties() {
             let v: Vec<f64> = (0..l).map(|_| levels[rng.below(levels.len())]).collect();
             let g = rng.normals(l, 1.0);
             let z = rng.range(0.0, 0.2 * l as f64 + 1.0);
-            compare("soft/ties", &SoftSimplex, &RefSoft, &v, z, &g, true, &mut tape);
+            compare(
+                "soft/ties",
+                &SoftSimplex,
+                &RefSoft,
+                &v,
+                z,
+                &g,
+                true,
+                &mut tape,
+            );
         }
     }
 }
@@ -259,7 +321,16 @@ fn soft_tail_with_zero_weight() {
     let l = 3000;
     let v = rng.normals(l, 50.0);
     let g = rng.normals(l, 1.0);
-    compare("soft/zero-tail", &SoftSimplex, &RefSoft, &v, 2000.0, &g, false, &mut SoftTape::default());
+    compare(
+        "soft/zero-tail",
+        &SoftSimplex,
+        &RefSoft,
+        &v,
+        2000.0,
+        &g,
+        false,
+        &mut SoftTape::default(),
+    );
 }
 
 #[test]
@@ -271,11 +342,33 @@ fn dykstra_matches_reference() {
         for rounds in [1usize, 2, 3] {
             for (scale, ties) in [(0.3, false), (2.0, true)] {
                 // max |v| < 1 gives no ties among the rounds' inputs; larger rows tie at the cap.
-                let v: Vec<f64> = rng.normals(l, scale).into_iter().map(|x| if scale < 1.0 { x.clamp(-0.99, 0.99) } else { x }).collect();
+                let v: Vec<f64> = rng
+                    .normals(l, scale)
+                    .into_iter()
+                    .map(|x| if scale < 1.0 { x.clamp(-0.99, 0.99) } else { x })
+                    .collect();
                 let g = rng.normals(l, 1.0);
                 let z = rng.range(0.0, l as f64);
-                compare("dykstra-soft", &Dykstra::new(rounds, SoftSimplex), &RefDykstra(rounds, RefSoft), &v, z, &g, ties, &mut tape_s);
-                compare("dykstra-exact", &Dykstra::new(rounds, Simplex), &RefDykstra(rounds, Simplex), &v, z, &g, ties, &mut tape_e);
+                compare(
+                    "dykstra-soft",
+                    &Dykstra::new(rounds, SoftSimplex),
+                    &RefDykstra(rounds, RefSoft),
+                    &v,
+                    z,
+                    &g,
+                    ties,
+                    &mut tape_s,
+                );
+                compare(
+                    "dykstra-exact",
+                    &Dykstra::new(rounds, Simplex),
+                    &RefDykstra(rounds, Simplex),
+                    &v,
+                    z,
+                    &g,
+                    ties,
+                    &mut tape_e,
+                );
             }
         }
     }
@@ -299,7 +392,13 @@ fn dykstra_batch_vjp_is_sync_and_matches_rows() {
     vjp_batch(&p, &tapes, &g, l, &mut gv, &mut gz).unwrap();
     for r in 0..rows {
         let s = r * l..(r + 1) * l;
-        let (o, gr, zr) = run(&p, &v[s.clone()], z[r], &g[s.clone()], &mut DykstraTape::default());
+        let (o, gr, zr) = run(
+            &p,
+            &v[s.clone()],
+            z[r],
+            &g[s.clone()],
+            &mut DykstraTape::default(),
+        );
         assert_eq!(o, out[s.clone()].to_vec());
         assert_eq!(gr, gv[s].to_vec());
         assert_eq!(zr, gz[r]);
@@ -328,12 +427,16 @@ fn forward_ordered_checks_the_order() {
         for order in [&good, &bad, &short, &nearly, &reversed] {
             let mut out = vec![0.0; l];
             let mut t = SoftTape::default();
-            SoftSimplex.forward_ordered(&v, z, order, &mut out, &mut t).unwrap();
+            SoftSimplex
+                .forward_ordered(&v, z, order, &mut out, &mut t)
+                .unwrap();
             let mut gv2 = vec![0.0; l];
             let gz2 = SoftSimplex.vjp(&t, &g, &mut gv2);
             assert_eq!((&out, &gv2, gz2), (&o, &gv, gz));
             let mut ts = SimplexTape::default();
-            Simplex.forward_ordered(&v, z, order, &mut out, &mut ts).unwrap();
+            Simplex
+                .forward_ordered(&v, z, order, &mut out, &mut ts)
+                .unwrap();
             let gz2 = Simplex.vjp(&ts, &g, &mut gv2);
             assert_eq!((&out, &gv2, gz2), (&os, &gvs, gzs));
         }
@@ -342,9 +445,15 @@ fn forward_ordered_checks_the_order() {
         w[l / 2] = f64::NAN;
         let mut out = vec![0.0; l];
         let e = SoftSimplex.forward_ordered(&w, z, &good, &mut out, &mut SoftTape::default());
-        assert!(matches!(e, Err(ProjError::NonFinite { index, .. }) if index == l / 2), "{e:?}");
+        assert!(
+            matches!(e, Err(ProjError::NonFinite { index, .. }) if index == l / 2),
+            "{e:?}"
+        );
         let e = Simplex.forward_ordered(&w, z, &good, &mut out, &mut SimplexTape::default());
-        assert!(matches!(e, Err(ProjError::NonFinite { index, .. }) if index == l / 2), "{e:?}");
+        assert!(
+            matches!(e, Err(ProjError::NonFinite { index, .. }) if index == l / 2),
+            "{e:?}"
+        );
         let e = SoftSimplex.forward_ordered(&v, -1.0, &good, &mut out, &mut SoftTape::default());
         assert!(matches!(e, Err(ProjError::NegativeZ { .. })), "{e:?}");
     }
@@ -358,12 +467,19 @@ fn exact_reports_non_finite_entries_and_survives_overflowing_sums() {
             v[l - 2] = bad;
             let mut out = vec![0.0; l];
             let e = CappedSimplex.forward(&v, 1.0, &mut out, &mut CappedTape::default());
-            assert!(matches!(e, Err(ProjError::NonFinite { index, .. }) if index == l - 2), "{e:?}");
+            assert!(
+                matches!(e, Err(ProjError::NonFinite { index, .. }) if index == l - 2),
+                "{e:?}"
+            );
         }
         // Finite entries whose sum overflows f32: accepted (no error), output in the box.
-        let v: Vec<f32> = (0..l).map(|i| if i % 2 == 0 { 3e38 } else { 1.0 }).collect();
+        let v: Vec<f32> = (0..l)
+            .map(|i| if i % 2 == 0 { 3e38 } else { 1.0 })
+            .collect();
         let mut out = vec![f32::NAN; l];
-        CappedSimplex.forward(&v, 1.0, &mut out, &mut CappedTape::default()).unwrap();
+        CappedSimplex
+            .forward(&v, 1.0, &mut out, &mut CappedTape::default())
+            .unwrap();
         assert!(out.iter().all(|x| (0.0..=1.0).contains(x)), "{out:?}");
     }
 }
@@ -375,23 +491,45 @@ fn exact_sampled_start_on_adversarial_rows() {
     let mut rng = Rng(51);
     for &l in &[128usize, 129, 500, 983, 4096] {
         let mut rows: Vec<Vec<f64>> = vec![];
-        rows.push((0..l).map(|i| if i % 32 == 0 { 0.0 } else { rng.normal() * 5.0 }).collect());
-        rows.push((0..l).map(|i| if i % 32 == 0 { 100.0 } else { rng.normal() }).collect());
+        rows.push(
+            (0..l)
+                .map(|i| if i % 32 == 0 { 0.0 } else { rng.normal() * 5.0 })
+                .collect(),
+        );
+        rows.push(
+            (0..l)
+                .map(|i| if i % 32 == 0 { 100.0 } else { rng.normal() })
+                .collect(),
+        );
         rows.push((0..l).map(|i| i as f64 / l as f64).collect());
         rows.push((0..l).map(|i| -(i as f64)).collect());
         rows.push(rng.normals(l, 1e4));
         rows.push(vec![0.25; l]);
         for v in rows {
-            for z in [0.0, 0.5, 1.0, l as f64 / 50.0, l as f64 / 2.0, l as f64 - 1.0, l as f64] {
+            for z in [
+                0.0,
+                0.5,
+                1.0,
+                l as f64 / 50.0,
+                l as f64 / 2.0,
+                l as f64 - 1.0,
+                l as f64,
+            ] {
                 let u = project(&CappedSimplex, &v, z);
                 let r = reference_capped(&v, z);
                 let scale = v.iter().fold(1.0f64, |m, x| m.max(x.abs()));
-                let d = u.iter().zip(&r).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+                let d = u
+                    .iter()
+                    .zip(&r)
+                    .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
                 assert!(d <= 1e-9 * scale, "L={l} z={z}: {d}");
                 let tau_sort = capped_simplex_tau_sort(&v, z, &mut Vec::new()).unwrap();
                 let tau_newton = capped_simplex_tau(&v, z).unwrap();
                 let s = |t: f64| ksum(v.iter().map(|x| (x - t).clamp(0.0, 1.0)));
-                assert!((s(tau_newton) - z).abs() <= 1e-9 * l as f64 * scale && (s(tau_sort) - z).abs() <= 1e-9 * l as f64 * scale);
+                assert!(
+                    (s(tau_newton) - z).abs() <= 1e-9 * l as f64 * scale
+                        && (s(tau_sort) - z).abs() <= 1e-9 * l as f64 * scale
+                );
             }
         }
     }
@@ -408,7 +546,11 @@ fn exact_vjp_matches_mask_formula() {
         let (u, gv, gz) = run(&CappedSimplex, &v, z, &g, &mut CappedTape::default());
         let free: Vec<bool> = u.iter().map(|&x| x > 0.0 && x < 1.0).collect();
         let n = free.iter().filter(|&&f| f).count();
-        let mean = if n == 0 { 0.0 } else { (0..l).filter(|&i| free[i]).map(|i| g[i]).sum::<f64>() / n as f64 };
+        let mean = if n == 0 {
+            0.0
+        } else {
+            (0..l).filter(|&i| free[i]).map(|i| g[i]).sum::<f64>() / n as f64
+        };
         assert!((gz - mean).abs() < 1e-12);
         for i in 0..l {
             let want = if free[i] { g[i] - mean } else { 0.0 };
