@@ -167,7 +167,8 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
             return Err(ckpt_err(
                 &w_path,
                 format!(
-                    "tensor `{name}` has shape {:?}, expected {shape:?}",
+                    "tensor `{name}` has shape {:?}, but {META_FILE} and {CONFIG_FILE} imply \
+                     {shape:?}",
                     t.shape()
                 ),
             ));
@@ -178,19 +179,32 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
             .collect())
     };
     let m = &config.model;
+    // Counts are label counts: `count_min <= count_max <= n_labels` (so `k` cannot overflow).
+    let inconsistent = if meta.count_min > meta.count_max || meta.count_max > meta.n_labels {
+        Some(format!(
+            "count_min = {}, count_max = {}: expected count_min <= count_max <= n_labels = {}",
+            meta.count_min, meta.count_max, meta.n_labels
+        ))
+    } else if meta.label_names.len() != meta.n_labels && !meta.label_names.is_empty() {
+        Some(format!(
+            "{} label names for n_labels = {}",
+            meta.label_names.len(),
+            meta.n_labels
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = inconsistent {
+        return Err(ckpt_err(
+            &meta_path,
+            format!("inconsistent meta data: {why}"),
+        ));
+    }
     let (d, l, k) = (
         meta.n_features,
         meta.n_labels,
-        meta.count_max.saturating_sub(meta.count_min) + 1,
+        meta.count_max - meta.count_min + 1,
     );
-    if meta.count_max < meta.count_min
-        || meta.label_names.len() != l && !meta.label_names.is_empty()
-    {
-        return Err(ckpt_err(
-            &meta_path,
-            "inconsistent meta data (counts or label names)",
-        ));
-    }
     let a2 = |name: &str, r: usize, c: usize| -> Result<Array2<f32>> {
         Ok(Array2::from_shape_vec((r, c), get(name, &[r, c])?).expect("shape checked"))
     };
@@ -218,6 +232,17 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
         mean: get("standardize.mean", &[d])?,
         scale: get("standardize.scale", &[d])?,
     };
+    for (name, v) in [
+        ("standardize.mean", &standardizer.mean),
+        ("standardize.scale", &standardizer.scale),
+    ] {
+        if v.iter().any(|x| !x.is_finite()) {
+            return Err(ckpt_err(
+                &w_path,
+                format!("tensor `{name}` holds non-finite values"),
+            ));
+        }
+    }
     let model = Model {
         config,
         params,
@@ -291,10 +316,16 @@ fn read_params(path: &Path, like: &Params<f32>) -> Result<Params<f32>> {
             Err(_) => err = Some(ckpt_err(path, format!("tensor `{name}` is missing"))),
         }
     });
-    match err {
-        Some(e) => Err(e),
-        None => Ok(out),
+    if let Some(e) = err {
+        return Err(e);
     }
+    if let Some(name) = out.first_nonfinite() {
+        return Err(ckpt_err(
+            path,
+            format!("tensor `{name}` holds non-finite values"),
+        ));
+    }
+    Ok(out)
 }
 
 /// Name of the file in `<dir>/checkpoints` that names the latest complete checkpoint.
@@ -370,7 +401,20 @@ pub fn load_state(dir: &Path) -> Result<(TrainState, Meta)> {
         )
     })?;
     let (model, meta) = load(&ckpt)?;
-    let acc = read_params(&ckpt.join("optimizer.safetensors"), &model.params)?;
+    let acc_path = ckpt.join("optimizer.safetensors");
+    let acc = read_params(&acc_path, &model.params)?;
+    let mut negative = None;
+    acc.visit(|name, data, _| {
+        if negative.is_none() && data.iter().any(|&a| a < 0.0) {
+            negative = Some(name);
+        }
+    });
+    if let Some(name) = negative {
+        return Err(ckpt_err(
+            &acc_path,
+            format!("Adagrad accumulator `{name}` holds negative values"),
+        ));
+    }
     let best_path = ckpt.join("best.safetensors");
     let best_params = if best_path.exists() {
         Some(read_params(&best_path, &model.params)?)
