@@ -535,3 +535,36 @@ fn bad_optimizer_state_is_an_error() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Was: `cardinal train` on 3 million labels grew past 12 GB and aborted (`memory allocation
+/// of 12000000 bytes failed`); `init_model` now refuses above the memory budget, by name.
+#[test]
+fn init_model_refuses_models_above_the_memory_budget() {
+    if std::env::var_os("CARDINAL_MEMORY_BUDGET").is_some() {
+        return; // the default budget is what is tested
+    }
+    let mut ds = tiny_dataset();
+    ds.labels.n_labels = 3_000_000;
+    ds.label_names.clear();
+    let e = cardinal::train::init_model(&ds, &Config::paper())
+        .err()
+        .expect("3 million labels exceed the default budget")
+        .to_string();
+    assert!(
+        e.contains("3000000 labels") && e.contains("GiB") && e.contains("CARDINAL_MEMORY_BUDGET"),
+        "{e}"
+    );
+}
+
+/// Was: `attempt to subtract with overflow` (panic) when a fixed count range starts above the
+/// number of labels.
+#[test]
+fn init_model_count_min_above_labels_is_an_error() {
+    let mut cfg = tiny_config();
+    cfg.model.counts = cardinal::config::CountRange::Fixed { min: 9, max: 12 };
+    let e = cardinal::train::init_model(&tiny_dataset(), &cfg)
+        .err()
+        .expect("no count possible")
+        .to_string();
+    assert!(e.contains("model.counts.min = 9"), "{e}");
+}

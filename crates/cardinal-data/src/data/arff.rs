@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::Path;
 
-use super::error::{show, DataError, Location, ParseErrorKind, Result};
+use super::error::{show, try_room, DataError, Location, ParseErrorKind, Result};
 use super::lex::{is_blank, parse_f32, Cur, Lines};
 use super::{CsrMatrix, Dataset, LabelSets};
 
@@ -247,6 +247,15 @@ pub fn read_arff<R: BufRead>(reader: R, labels: &LabelSpec) -> Result<Dataset> {
             // Label order (XML) differs from attribute order: sort this row.
             label_order_sorted = false;
             li.sort_unstable();
+        }
+        let ok = try_room(&mut features.indices, fi.len()).is_ok()
+            && try_room(&mut features.values, fv.len()).is_ok()
+            && try_room(&mut features.indptr, 1).is_ok()
+            && try_room(&mut label_sets.indices, li.len()).is_ok()
+            && try_room(&mut label_sets.indptr, 1).is_ok();
+        if !ok {
+            let bytes = features.nnz() * 8 + label_sets.indices.len() * 4;
+            return Err(DataError::out_of_memory(lines.line_no, bytes));
         }
         features.push_row(&fi, &fv);
         label_sets.push_row(&li);

@@ -158,6 +158,25 @@ impl DataError {
     pub(crate) fn io(source: io::Error) -> Self {
         DataError::Io { path: None, source }
     }
+
+    /// Out of memory while reading line `line`, holding `bytes` bytes of data so far.
+    pub(crate) fn out_of_memory(line: usize, bytes: usize) -> Self {
+        DataError::io(io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!(
+                "out of memory at line {line} with {:.1} MiB of data read: the dataset does not \
+                 fit in the memory available to this process",
+                bytes as f64 / (1 << 20) as f64
+            ),
+        ))
+    }
+}
+
+/// Makes room for at least `extra` more elements without aborting the process when the
+/// allocation fails (the readers' growing arrays; amortised doubling, so this is a comparison
+/// on most calls).
+pub(crate) fn try_room<T>(v: &mut Vec<T>, extra: usize) -> std::result::Result<(), ()> {
+    v.try_reserve(extra).map_err(|_| ())
 }
 
 /// Shows a token for an error message: escaped, shortened, and `end of line` when empty.

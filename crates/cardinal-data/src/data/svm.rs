@@ -19,7 +19,7 @@
 use std::io::BufRead;
 use std::path::Path;
 
-use super::error::{DataError, ParseErrorKind, Result};
+use super::error::{try_room, DataError, ParseErrorKind, Result};
 use super::lex::{is_blank, parse_f32, Cur, Lines};
 use super::{CsrMatrix, Dataset, LabelSets};
 
@@ -91,6 +91,22 @@ impl Builder {
             li: vec![],
             max_f: 0,
             max_l: 0,
+        }
+    }
+
+    /// Reserves room for a row of up to 64 Ki entries, failing cleanly when memory runs out.
+    fn room(&mut self, line: usize) -> Result<()> {
+        const ROW: usize = 1 << 16;
+        let ok = try_room(&mut self.fi, ROW).is_ok()
+            && try_room(&mut self.fv, ROW).is_ok()
+            && try_room(&mut self.li, ROW).is_ok()
+            && try_room(&mut self.indptr, 1).is_ok()
+            && try_room(&mut self.lptr, 1).is_ok();
+        if ok {
+            Ok(())
+        } else {
+            let bytes = self.fi.len() * 8 + self.li.len() * 4 + self.indptr.len() * 16;
+            Err(DataError::out_of_memory(line, bytes))
         }
     }
 
@@ -306,6 +322,7 @@ pub fn read_libsvm<R: BufRead>(reader: R, opts: &SvmOptions) -> Result<Dataset> 
             continue;
         }
         let mut c = lines.cursor();
+        b.room(lines.line_no)?;
         parse_row(&mut c, opts, f_bound, l_bound, &mut b)?;
     }
     let d = opts.n_features.unwrap_or(b.max_f as usize);
@@ -379,6 +396,7 @@ pub fn read_xmc<R: BufRead>(reader: R, feature_base: IndexBase) -> Result<Datase
                 },
             ));
         }
+        b.room(lines.line_no)?;
         let mut c = lines.cursor();
         parse_row(
             &mut c,
