@@ -2,7 +2,7 @@
 
 use crate::{
     CappedSimplex, CappedTape, Dykstra, DykstraTape, FastProjection, FpTape, ProjError, Projector,
-    Real, Simplex, SimplexTape, SoftSimplex, SoftTape,
+    Real, Simplex, SimplexTape, SmoothCappedSimplex, SmoothTape, SoftSimplex, SoftTape,
 };
 use std::fmt;
 use std::str::FromStr;
@@ -22,16 +22,20 @@ pub enum Method {
     DykstraExact,
     /// The differentiable bisection ([`FastProjection`]).
     Fp,
+    /// The smoothed (entropic) projection onto C(z) ([`SmoothCappedSimplex`]): exact
+    /// feasibility with a dense Jacobian.
+    Smooth,
 }
 
 impl Method {
-    pub const ALL: [Method; 6] = [
+    pub const ALL: [Method; 7] = [
         Method::Exact,
         Method::Simplex,
         Method::Soft,
         Method::DykstraSoft,
         Method::DykstraExact,
         Method::Fp,
+        Method::Smooth,
     ];
 
     pub fn name(self) -> &'static str {
@@ -42,6 +46,7 @@ impl Method {
             Method::DykstraSoft => "dykstra-soft",
             Method::DykstraExact => "dykstra-exact",
             Method::Fp => "fp",
+            Method::Smooth => "smooth",
         }
     }
 }
@@ -62,13 +67,18 @@ impl FromStr for Method {
     }
 }
 
-/// A projector chosen at run time; `rounds` is used by the Dykstra methods, `iters` by FP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A projector chosen at run time; `rounds` is used by the Dykstra methods, `iters` by FP,
+/// `eps` (the temperature) by the smoothed projection.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AnyProjector {
     pub method: Method,
     pub rounds: usize,
     pub iters: usize,
+    pub eps: f64,
 }
+
+/// Default temperature of [`Method::Smooth`].
+pub const DEFAULT_SMOOTH_EPS: f64 = 0.1;
 
 impl AnyProjector {
     pub fn new(method: Method, rounds: usize, iters: usize) -> Self {
@@ -76,7 +86,13 @@ impl AnyProjector {
             method,
             rounds,
             iters,
+            eps: DEFAULT_SMOOTH_EPS,
         }
+    }
+
+    /// The same projector with temperature `eps` for [`Method::Smooth`].
+    pub fn with_eps(self, eps: f64) -> Self {
+        Self { eps, ..self }
     }
 }
 
@@ -91,6 +107,7 @@ pub enum AnyTape<F> {
     DykstraSoft(DykstraTape<F, SoftTape<F>>),
     DykstraExact(DykstraTape<F, SimplexTape<F>>),
     Fp(FpTape<F>),
+    Smooth(SmoothTape<F>),
 }
 
 macro_rules! tape_as {
@@ -131,6 +148,9 @@ impl<F: Real> Projector<F> for AnyProjector {
             Method::Fp => {
                 FastProjection { iters: self.iters }.forward(v, z, out, tape_as!(tape, Fp))
             }
+            Method::Smooth => {
+                SmoothCappedSimplex { eps: self.eps }.forward(v, z, out, tape_as!(tape, Smooth))
+            }
         }
     }
 
@@ -148,6 +168,9 @@ impl<F: Real> Projector<F> for AnyProjector {
                 Dykstra::new(self.rounds, Simplex).vjp(t, g, gv)
             }
             (Method::Fp, AnyTape::Fp(t)) => FastProjection { iters: self.iters }.vjp(t, g, gv),
+            (Method::Smooth, AnyTape::Smooth(t)) => {
+                SmoothCappedSimplex { eps: self.eps }.vjp(t, g, gv)
+            }
             (m, _) => panic!("AnyProjector::vjp: tape was not recorded by a {m} forward"),
         }
     }

@@ -18,15 +18,17 @@ mod dykstra;
 mod fp;
 pub mod sigmoid_cardinality;
 mod simplex;
+mod smooth;
 mod soft;
 mod util;
 
-pub use any::{AnyProjector, AnyTape, Method};
+pub use any::{AnyProjector, AnyTape, Method, DEFAULT_SMOOTH_EPS};
 pub use batch::{forward_batch, vjp_batch};
 pub use capped::{capped_simplex_tau, capped_simplex_tau_sort, CappedSimplex, CappedTape};
 pub use dykstra::{Dykstra, DykstraTape};
 pub use fp::{FastProjection, FpTape};
 pub use simplex::{Simplex, SimplexTape};
+pub use smooth::{SmoothCappedSimplex, SmoothTape};
 pub use soft::{SoftSimplex, SoftTape};
 
 use std::fmt::Debug;
@@ -94,8 +96,10 @@ pub enum ProjError {
     NegativeZ { z: f64 },
     #[error("batch shape mismatch: {what}")]
     BatchShape { what: String },
-    #[error("unknown projection method {0:?} (expected exact|simplex|soft|dykstra-soft|dykstra-exact|fp)")]
+    #[error("unknown projection method {0:?} (expected exact|simplex|soft|dykstra-soft|dykstra-exact|fp|smooth)")]
     UnknownMethod(String),
+    #[error("parameter {name} = {value} is out of range (must be finite and > 0)")]
+    InvalidParameter { name: &'static str, value: f64 },
 }
 
 /// A differentiable projection of one row `v` (length L) given a cardinality `z`.

@@ -71,7 +71,8 @@ pub struct InferenceConfig {
     pub learn_eta: bool,
     /// Momentum of the inner ascent.
     pub momentum: f64,
-    /// Projection used while training (exact, simplex, soft, dykstra-soft, dykstra-exact, fp).
+    /// Projection used while training (exact, simplex, soft, dykstra-soft, dykstra-exact, fp,
+    /// smooth).
     #[serde(with = "method_name")]
     pub train_projection: Method,
     /// Projection used at evaluation and prediction.
@@ -81,6 +82,8 @@ pub struct InferenceConfig {
     pub rounds: usize,
     /// Bisection iterations `J` of the FP method.
     pub fp_iters: usize,
+    /// Temperature `ε` of the smoothed projection (`smooth`), in units of `y`.
+    pub smooth_eps: f64,
 }
 
 impl Default for InferenceConfig {
@@ -94,6 +97,7 @@ impl Default for InferenceConfig {
             test_projection: Method::DykstraSoft,
             rounds: 2,
             fp_iters: 20,
+            smooth_eps: 0.1,
         }
     }
 }

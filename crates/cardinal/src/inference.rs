@@ -263,11 +263,7 @@ mod tests {
             Method::DykstraExact,
             Method::Soft,
         ] {
-            let projector = AnyProjector {
-                method,
-                rounds: 2,
-                iters: 20,
-            };
+            let projector = AnyProjector::new(method, 2, 20).with_eps(0.3);
             let un = Unroll {
                 wp: wp.view(),
                 we: &we,

@@ -101,11 +101,7 @@ impl<F: Float> Model<F> {
         } else {
             inf.test_projection
         };
-        AnyProjector {
-            method,
-            rounds: inf.rounds,
-            iters: inf.fp_iters,
-        }
+        AnyProjector::new(method, inf.rounds, inf.fp_iters).with_eps(inf.smooth_eps)
     }
 
     fn iterate_weight(&self, t: usize) -> F {

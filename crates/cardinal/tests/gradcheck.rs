@@ -127,6 +127,13 @@ fn gradient_matches_finite_differences_soft_dykstra() {
 }
 
 #[test]
+fn gradient_matches_finite_differences_smooth() {
+    let mut cfg = tiny_config(Method::Smooth);
+    cfg.inference.smooth_eps = 0.2;
+    check(&cfg, "smooth");
+}
+
+#[test]
 fn gradient_matches_finite_differences_exact() {
     check(&tiny_config(Method::Exact), "exact");
 }
