@@ -78,6 +78,10 @@ pub struct InferenceConfig {
     /// Projection used at evaluation and prediction.
     #[serde(with = "method_name")]
     pub test_projection: Method,
+    /// A projection applied once more to the last iterate, in training and at test (`null`:
+    /// none, the paper). `exact` after soft Dykstra steps makes `y_T` feasible.
+    #[serde(with = "opt_method_name")]
+    pub final_projection: Option<Method>,
     /// Dykstra rounds `R` (for the Dykstra methods).
     pub rounds: usize,
     /// Bisection iterations `J` of the FP method.
@@ -95,6 +99,7 @@ impl Default for InferenceConfig {
             momentum: 0.9,
             train_projection: Method::DykstraSoft,
             test_projection: Method::DykstraSoft,
+            final_projection: None,
             rounds: 2,
             fp_iters: 20,
             smooth_eps: 0.1,
@@ -406,6 +411,28 @@ mod method_name {
         let name = String::deserialize(d)?;
         name.parse()
             .map_err(|e| serde::de::Error::custom(format!("{e}")))
+    }
+}
+
+/// (De)serialises an optional projection [`Method`] by its name (`null` for none).
+mod opt_method_name {
+    use cardinal_proj::Method;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &Option<Method>, s: S) -> Result<S::Ok, S::Error> {
+        match m {
+            Some(m) => s.collect_str(m),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Method>, D::Error> {
+        let name: Option<String> = Option::deserialize(d)?;
+        name.map(|n| {
+            n.parse()
+                .map_err(|e| serde::de::Error::custom(format!("{e}")))
+        })
+        .transpose()
     }
 }
 

@@ -33,6 +33,9 @@ pub struct Unroll<'a, F: Float> {
     pub momentum: F,
     pub steps: usize,
     pub projector: &'a AnyProjector,
+    /// An optional projection applied once more to the last iterate (e.g. the exact one after
+    /// soft Dykstra steps, so that `y_T` is feasible); it replaces `y_T`.
+    pub final_projector: Option<&'a AnyProjector>,
 }
 
 /// What the forward pass of one row records for its backward pass, plus scratch space.
@@ -45,6 +48,7 @@ pub struct RowTape<F: Float> {
     /// Energy masks `m_t = 1[a_t > 0]` (as 0/1), `T × E`.
     pub masks: Vec<F>,
     proj: Vec<<AnyProjector as Projector<F>>::Tape>,
+    final_tape: <AnyProjector as Projector<F>>::Tape,
     z: F,
     scratch: Vec<F>,
     gy: Vec<F>,
@@ -61,6 +65,7 @@ impl<F: Float> Default for RowTape<F> {
             gs: Vec::new(),
             masks: Vec::new(),
             proj: Vec::new(),
+            final_tape: Default::default(),
             z: F::zero(),
             scratch: Vec::new(),
             gy: Vec::new(),
@@ -152,6 +157,12 @@ impl<F: Float> Unroll<'_, F> {
             pre.extend_from_slice(y_next);
             self.projector.forward(pre, z, y_next, &mut tape.proj[t])?;
         }
+        if let Some(fp) = self.final_projector {
+            let last = &mut tape.ys[steps * l..(steps + 1) * l];
+            tape.gyp.clear();
+            tape.gyp.extend_from_slice(last);
+            fp.forward(&tape.gyp, z, last, &mut tape.final_tape)?;
+        }
         Ok(())
     }
 
@@ -177,6 +188,10 @@ impl<F: Float> Unroll<'_, F> {
         for t in (0..steps).rev() {
             for (gy, &d) in tape.gy.iter_mut().zip(&gys[t * l..(t + 1) * l]) {
                 *gy += d;
+            }
+            if let (Some(fp), true) = (self.final_projector, t + 1 == steps) {
+                gz += fp.vjp(&tape.final_tape, &tape.gy, &mut tape.gyp);
+                std::mem::swap(&mut tape.gy, &mut tape.gyp);
             }
             gz += self.projector.vjp(&tape.proj[t], &tape.gy, &mut tape.gyp);
             let g = &tape.gs[t * l..(t + 1) * l];
@@ -271,6 +286,7 @@ mod tests {
                 momentum: 0.9,
                 steps,
                 projector: &projector,
+                final_projector: None,
             };
             let z = 2.3;
             let mut tape = RowTape::default();

@@ -184,7 +184,18 @@ impl<F: Float> Model<F> {
         }
     }
 
-    fn unroll<'a>(&'a self, projector: &'a AnyProjector) -> Unroll<'a, F> {
+    /// The optional final projection of `y_T`.
+    fn final_projector(&self) -> Option<AnyProjector> {
+        let inf = &self.config.inference;
+        inf.final_projection
+            .map(|m| AnyProjector::new(m, inf.rounds, inf.fp_iters).with_eps(inf.smooth_eps))
+    }
+
+    fn unroll<'a>(
+        &'a self,
+        projector: &'a AnyProjector,
+        final_projector: Option<&'a AnyProjector>,
+    ) -> Unroll<'a, F> {
         let inf = &self.config.inference;
         Unroll {
             wp: self.params.wp.view(),
@@ -193,6 +204,7 @@ impl<F: Float> Model<F> {
             momentum: c(inf.momentum),
             steps: inf.steps,
             projector,
+            final_projector,
         }
     }
 
@@ -206,7 +218,8 @@ impl<F: Float> Model<F> {
     ) -> Result<()> {
         self.networks_forward(x, rows, ws);
         let projector = self.projector(false);
-        let un = self.unroll(&projector);
+        let final_projector = self.final_projector();
+        let un = self.unroll(&projector, final_projector.as_ref());
         let l = self.n_labels();
         let steps = self.config.inference.steps;
         let start = out.y.len();
@@ -293,7 +306,8 @@ impl<F: Float> Model<F> {
         ensure_shape(&mut ws.masks, b * steps, e);
         ws.row_out.resize(b, RowResult::default());
         let projector = self.projector(true);
-        let un = self.unroll(&projector);
+        let final_projector = self.final_projector();
+        let un = self.unroll(&projector, final_projector.as_ref());
         let bce_w: F = c::<F>(cfg.loss.unary_bce_weight) * batch_scale;
         let weights: Vec<F> = (1..=steps)
             .map(|t| self.iterate_weight(t) * batch_scale)

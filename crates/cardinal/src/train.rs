@@ -222,7 +222,10 @@ fn adagrad_lanes<F: Float>(
         *sq += wj * wj;
         *a += gj * gj;
         let nw = wj - lr * gj / a.sqrt();
-        *chk += nw - nw;
+        #[allow(clippy::eq_op)] // deliberate: NaN for a non-finite value, 0 otherwise
+        {
+            *chk += nw - nw;
+        }
         *w = nw;
     };
     for (((wc, ac), gc), cc) in w[..full]
@@ -486,6 +489,26 @@ pub fn run(
     let mut ws = Workspace::default();
     let mut grad = state.model.params.zeros_like();
     let mut announced = 0u8;
+    // A resumed batch order must be a permutation of rows that exist (a corrupted or foreign
+    // checkpoint must not index out of bounds).
+    {
+        let order = &state.progress.order;
+        let expected = if state.progress.phase == 1 {
+            train_idx.len()
+        } else {
+            all_idx.len()
+        };
+        if !order.is_empty()
+            && (order.len() != expected || order.iter().any(|&r| r >= train.n_rows()))
+        {
+            return Err(Error::Mismatch(format!(
+                "the checkpoint's batch order ({} rows) does not fit this training data ({} rows in phase {})",
+                order.len(),
+                expected,
+                state.progress.phase
+            )));
+        }
+    }
 
     while state.progress.phase <= 2 {
         let phase = state.progress.phase;

@@ -547,8 +547,7 @@ fn init_model_refuses_models_above_the_memory_budget() {
     ds.labels.n_labels = 3_000_000;
     ds.label_names.clear();
     let e = cardinal::train::init_model(&ds, &Config::paper())
-        .err()
-        .expect("3 million labels exceed the default budget")
+        .expect_err("3 million labels exceed the default budget")
         .to_string();
     assert!(
         e.contains("3000000 labels") && e.contains("GiB") && e.contains("CARDINAL_MEMORY_BUDGET"),
@@ -563,8 +562,7 @@ fn init_model_count_min_above_labels_is_an_error() {
     let mut cfg = tiny_config();
     cfg.model.counts = cardinal::config::CountRange::Fixed { min: 9, max: 12 };
     let e = cardinal::train::init_model(&tiny_dataset(), &cfg)
-        .err()
-        .expect("no count possible")
+        .expect_err("no count possible")
         .to_string();
     assert!(e.contains("model.counts.min = 9"), "{e}");
 }

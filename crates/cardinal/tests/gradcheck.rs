@@ -134,6 +134,13 @@ fn gradient_matches_finite_differences_smooth() {
 }
 
 #[test]
+fn gradient_matches_finite_differences_soft_then_final_exact() {
+    let mut cfg = tiny_config(Method::DykstraSoft);
+    cfg.inference.final_projection = Some(Method::Exact);
+    check(&cfg, "dykstra-soft + final exact");
+}
+
+#[test]
 fn gradient_matches_finite_differences_exact() {
     check(&tiny_config(Method::Exact), "exact");
 }
