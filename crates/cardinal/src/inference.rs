@@ -25,8 +25,9 @@ use crate::model::{c, Float};
 
 /// The fixed parts of one unrolled solve.
 pub struct Unroll<'a, F: Float> {
-    /// Energy matrix `Wp`, `L × E`.
-    pub wp: ArrayView2<'a, F>,
+    /// Energy matrix transposed, `Wpᵀ` (`E × L`, rows contiguous: both products below then
+    /// run over contiguous length-`L` rows).
+    pub wpt: ArrayView2<'a, F>,
     /// Energy output weights `w2`, `E`.
     pub we: &'a [F],
     pub eta: F,
@@ -96,10 +97,10 @@ pub fn sigmoid<F: Float>(x: F) -> F {
 
 impl<F: Float> Unroll<'_, F> {
     fn l(&self) -> usize {
-        self.wp.nrows()
+        self.wpt.ncols()
     }
     fn e(&self) -> usize {
-        self.wp.ncols()
+        self.wpt.nrows()
     }
 
     /// Runs the `T` steps for one row with unary scores `u` and count `z`.
@@ -117,38 +118,32 @@ impl<F: Float> Unroll<'_, F> {
         }
         let velocity = &mut tape.gv; // forward reuses the adjoint buffer as the velocity
         velocity.fill(F::zero());
-        let wp = self.wp.as_slice().expect("contiguous Wp");
+        let wpt = self.wpt.as_slice().expect("contiguous Wpᵀ");
         for t in 0..steps {
             let (prev, next) = tape.ys.split_at_mut((t + 1) * l);
             let y_prev = &prev[t * l..];
             let y_next = &mut next[..l];
             // a = Wpᵀ y, m = 1[a > 0], s = w2 ⊙ m
             let act = &mut tape.scratch[..e];
-            act.fill(F::zero());
-            for (i, &yi) in y_prev.iter().enumerate() {
-                if yi != F::zero() {
-                    for (a, &w) in act.iter_mut().zip(&wp[i * e..(i + 1) * e]) {
-                        *a += yi * w;
-                    }
-                }
-            }
             let mask = &mut tape.masks[t * e..(t + 1) * e];
             for k in 0..e {
-                mask[k] = if act[k] > F::zero() {
-                    F::one()
-                } else {
-                    F::zero()
-                };
+                let a = dot_lanes(&wpt[k * l..(k + 1) * l], y_prev);
+                mask[k] = if a > F::zero() { F::one() } else { F::zero() };
                 act[k] = mask[k] * self.we[k];
             }
             // g = u + Wp s;  v = μ v + η g;  y' = y + v (written into y_next, projected in place)
             let g = &mut tape.gs[t * l..(t + 1) * l];
-            for i in 0..l {
-                let mut gi = u[i];
-                for (&w, &s) in wp[i * e..(i + 1) * e].iter().zip(act.iter()) {
-                    gi += w * s;
+            g.copy_from_slice(u);
+            for k in 0..e {
+                let sk = act[k];
+                if sk != F::zero() {
+                    for (gi, &w) in g.iter_mut().zip(&wpt[k * l..(k + 1) * l]) {
+                        *gi += sk * w;
+                    }
                 }
-                g[i] = gi;
+            }
+            for i in 0..l {
+                let gi = g[i];
                 velocity[i] = self.momentum * velocity[i] + self.eta * gi;
                 y_next[i] = y_prev[i] + velocity[i];
             }
@@ -210,6 +205,27 @@ impl<F: Float> Unroll<'_, F> {
         }
         (gz, geta)
     }
+}
+
+/// `⟨a, b⟩` over fixed-width lanes, so that it vectorises.
+#[inline]
+fn dot_lanes<F: Float>(a: &[F], b: &[F]) -> F {
+    const LANES: usize = 8;
+    let mut acc = [F::zero(); LANES];
+    let full = a.len() / LANES * LANES;
+    for (ca, cb) in a[..full]
+        .chunks_exact(LANES)
+        .zip(b[..full].chunks_exact(LANES))
+    {
+        for k in 0..LANES {
+            acc[k] += ca[k] * cb[k];
+        }
+    }
+    let mut s = acc.iter().fold(F::zero(), |x, &y| x + y);
+    for (&x, &y) in a[full..].iter().zip(&b[full..]) {
+        s += x * y;
+    }
+    s
 }
 
 /// Relaxed F1 `2⟨y, y*⟩ / (Σy + |y*|)` of one row with gold labels `gold`; if `grad` is given,
@@ -279,8 +295,9 @@ mod tests {
             Method::Soft,
         ] {
             let projector = AnyProjector::new(method, 2, 20).with_eps(0.3);
+            let wpt = wp.t().as_standard_layout().into_owned();
             let un = Unroll {
-                wp: wp.view(),
+                wpt: wpt.view(),
                 we: &we,
                 eta: 0.3,
                 momentum: 0.9,

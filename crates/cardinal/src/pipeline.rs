@@ -193,12 +193,13 @@ impl<F: Float> Model<F> {
 
     fn unroll<'a>(
         &'a self,
+        wpt: &'a Array2<F>,
         projector: &'a AnyProjector,
         final_projector: Option<&'a AnyProjector>,
     ) -> Unroll<'a, F> {
         let inf = &self.config.inference;
         Unroll {
-            wp: self.params.wp.view(),
+            wpt: wpt.view(),
             we: self.params.we.as_slice().unwrap(),
             eta: self.params.eta[0],
             momentum: c(inf.momentum),
@@ -219,7 +220,8 @@ impl<F: Float> Model<F> {
         self.networks_forward(x, rows, ws);
         let projector = self.projector(false);
         let final_projector = self.final_projector();
-        let un = self.unroll(&projector, final_projector.as_ref());
+        let wpt = self.params.wp.t().as_standard_layout().into_owned();
+        let un = self.unroll(&wpt, &projector, final_projector.as_ref());
         let l = self.n_labels();
         let steps = self.config.inference.steps;
         let start = out.y.len();
@@ -307,7 +309,8 @@ impl<F: Float> Model<F> {
         ws.row_out.resize(b, RowResult::default());
         let projector = self.projector(true);
         let final_projector = self.final_projector();
-        let un = self.unroll(&projector, final_projector.as_ref());
+        let wpt = self.params.wp.t().as_standard_layout().into_owned();
+        let un = self.unroll(&wpt, &projector, final_projector.as_ref());
         let bce_w: F = c::<F>(cfg.loss.unary_bce_weight) * batch_scale;
         let weights: Vec<F> = (1..=steps)
             .map(|t| self.iterate_weight(t) * batch_scale)
