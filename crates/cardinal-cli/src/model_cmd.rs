@@ -56,7 +56,7 @@ pub struct TrainArgs {
     /// JSON configuration (fields left out keep the preset's values).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Preset to start from.
+    /// Preset to start from: `paper` (the authors' released configuration) or `predict`.
     #[arg(long, default_value = "paper")]
     pub preset: String,
     /// Seed of the initialisation and batch order (overrides the configuration's).
