@@ -122,7 +122,7 @@ fn same_seed_gives_identical_weights_for_any_thread_count() {
 fn bad_inputs_get_clear_errors() {
     let dir = tmpdir("errors");
     let bad = dir.join("bad.json");
-    std::fs::write(&bad, r#"{"inference": {"steps": 0}}"#).unwrap();
+    std::fs::write(&bad, r#"{"inference": {"steps": 1001}}"#).unwrap();
     let out = cardinal(&[
         "train",
         "--config",
@@ -133,7 +133,7 @@ fn bad_inputs_get_clear_errors() {
     assert!(!out.status.success());
     let t = text(&out);
     assert!(
-        t.contains("inference.steps") && t.contains("1..=1000"),
+        t.contains("inference.steps") && t.contains("0..=1000"),
         "{t}"
     );
 

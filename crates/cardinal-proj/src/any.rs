@@ -1,8 +1,9 @@
 //! Runtime choice of a projection operator.
 
 use crate::{
-    CappedSimplex, CappedTape, Dykstra, DykstraTape, FastProjection, FpTape, ProjError, Projector,
-    Real, Simplex, SimplexTape, SmoothCappedSimplex, SmoothTape, SoftSimplex, SoftTape,
+    BoxClip, CappedSimplex, CappedTape, ClipTape, Dykstra, DykstraTape, FastProjection, FpTape,
+    ProjError, Projector, Real, Simplex, SimplexTape, SmoothCappedSimplex, SmoothTape, SoftSimplex,
+    SoftTape,
 };
 use std::fmt;
 use std::str::FromStr;
@@ -25,10 +26,12 @@ pub enum Method {
     /// The smoothed (entropic) projection onto C(z) ([`SmoothCappedSimplex`]): exact
     /// feasibility with a dense Jacobian.
     Smooth,
+    /// Clipping to `[0, 1]` ([`BoxClip`]), ignoring `z`: no cardinality constraint.
+    Clip,
 }
 
 impl Method {
-    pub const ALL: [Method; 7] = [
+    pub const ALL: [Method; 8] = [
         Method::Exact,
         Method::Simplex,
         Method::Soft,
@@ -36,6 +39,7 @@ impl Method {
         Method::DykstraExact,
         Method::Fp,
         Method::Smooth,
+        Method::Clip,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +51,7 @@ impl Method {
             Method::DykstraExact => "dykstra-exact",
             Method::Fp => "fp",
             Method::Smooth => "smooth",
+            Method::Clip => "clip",
         }
     }
 }
@@ -108,6 +113,7 @@ pub enum AnyTape<F> {
     DykstraExact(DykstraTape<F, SimplexTape<F>>),
     Fp(FpTape<F>),
     Smooth(SmoothTape<F>),
+    Clip(ClipTape<F>),
 }
 
 macro_rules! tape_as {
@@ -151,6 +157,7 @@ impl<F: Real> Projector<F> for AnyProjector {
             Method::Smooth => {
                 SmoothCappedSimplex { eps: self.eps }.forward(v, z, out, tape_as!(tape, Smooth))
             }
+            Method::Clip => BoxClip.forward(v, z, out, tape_as!(tape, Clip)),
         }
     }
 
@@ -171,6 +178,7 @@ impl<F: Real> Projector<F> for AnyProjector {
             (Method::Smooth, AnyTape::Smooth(t)) => {
                 SmoothCappedSimplex { eps: self.eps }.vjp(t, g, gv)
             }
+            (Method::Clip, AnyTape::Clip(t)) => BoxClip.vjp(t, g, gv),
             (m, _) => panic!("AnyProjector::vjp: tape was not recorded by a {m} forward"),
         }
     }

@@ -14,6 +14,7 @@
 mod any;
 mod batch;
 mod capped;
+mod clip;
 mod dykstra;
 mod fp;
 pub mod sigmoid_cardinality;
@@ -25,6 +26,7 @@ mod util;
 pub use any::{AnyProjector, AnyTape, Method, DEFAULT_SMOOTH_EPS};
 pub use batch::{forward_batch, vjp_batch};
 pub use capped::{capped_simplex_tau, capped_simplex_tau_sort, CappedSimplex, CappedTape};
+pub use clip::{BoxClip, ClipTape};
 pub use dykstra::{Dykstra, DykstraTape};
 pub use fp::{FastProjection, FpTape};
 pub use simplex::{Simplex, SimplexTape};
@@ -96,7 +98,7 @@ pub enum ProjError {
     NegativeZ { z: f64 },
     #[error("batch shape mismatch: {what}")]
     BatchShape { what: String },
-    #[error("unknown projection method {0:?} (expected exact|simplex|soft|dykstra-soft|dykstra-exact|fp|smooth)")]
+    #[error("unknown projection method {0:?} (expected exact|simplex|soft|dykstra-soft|dykstra-exact|fp|smooth|clip)")]
     UnknownMethod(String),
     #[error("parameter {name} = {value} is out of range (must be finite and > 0)")]
     InvalidParameter { name: &'static str, value: f64 },

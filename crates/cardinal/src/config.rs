@@ -125,6 +125,9 @@ pub enum IterateWeights {
 #[serde(deny_unknown_fields, default)]
 pub struct LossConfig {
     pub iterate_weights: IterateWeights,
+    /// Weight of the relaxed-F1 loss on the iterates (0 turns it off, e.g. for the MLP baseline
+    /// trained with the unary BCE only).
+    pub f1_weight: f64,
     /// Weight of a supervised cross-entropy term on the true count (0 = the paper: `h` learns
     /// only through the F1 loss).
     pub cardinality_weight: f64,
@@ -139,6 +142,7 @@ impl Default for LossConfig {
     fn default() -> Self {
         Self {
             iterate_weights: IterateWeights::Authors,
+            f1_weight: 1.0,
             cardinality_weight: 0.0,
             unary_bce_weight: 0.0,
             sum_over_batch: true,
@@ -309,12 +313,7 @@ impl Config {
             )?,
         }
         let i = &self.inference;
-        check(
-            i.steps >= 1 && i.steps <= 1000,
-            "inference.steps",
-            i.steps,
-            "1..=1000",
-        )?;
+        check(i.steps <= 1000, "inference.steps", i.steps, "0..=1000")?;
         check(
             i.eta.is_finite() && i.eta > 0.0,
             "inference.eta",
@@ -344,6 +343,12 @@ impl Config {
             l.cardinality_weight.is_finite() && l.cardinality_weight >= 0.0,
             "loss.cardinality_weight",
             l.cardinality_weight,
+            "a finite number >= 0",
+        )?;
+        check(
+            l.f1_weight.is_finite() && l.f1_weight >= 0.0,
+            "loss.f1_weight",
+            l.f1_weight,
             "a finite number >= 0",
         )?;
         check(

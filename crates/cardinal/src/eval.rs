@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
 use crate::metrics::{
-    binarize, cardinality_report, evaluate, Binarize, CardinalityReport, MetricOptions,
-    MetricReport,
+    binarize, cardinality_report, default_threshold_grid, evaluate, tune_threshold, Binarize,
+    CardinalityReport, MetricOptions, MetricReport,
 };
 use crate::pipeline::{Model, Outputs, Workspace};
 

@@ -304,8 +304,15 @@ impl<F: Float> Model<F> {
             c(1.0 / b as f64)
         };
         ensure_shape(&mut ws.gu, b, l);
-        ensure_shape(&mut ws.ggs, b * steps, l);
-        ensure_shape(&mut ws.masks, b * steps, e);
+        // At least one step's room per row: rayon cannot split into empty chunks (steps = 0,
+        // the MLP baseline, leaves these buffers zero).
+        let (sl, em) = (steps.max(1), e.max(1));
+        ensure_shape(&mut ws.ggs, b * sl, l);
+        ensure_shape(&mut ws.masks, b * sl, em);
+        if steps == 0 {
+            ws.ggs.fill(F::zero());
+            ws.masks.fill(F::zero());
+        }
         ws.row_out.resize(b, RowResult::default());
         let projector = self.projector(true);
         let final_projector = self.final_projector();
@@ -313,7 +320,7 @@ impl<F: Float> Model<F> {
         let un = self.unroll(&wpt, &projector, final_projector.as_ref());
         let bce_w: F = c::<F>(cfg.loss.unary_bce_weight) * batch_scale;
         let weights: Vec<F> = (1..=steps)
-            .map(|t| self.iterate_weight(t) * batch_scale)
+            .map(|t| self.iterate_weight(t) * batch_scale * c::<F>(cfg.loss.f1_weight))
             .collect();
         let u = ws.u.as_slice().unwrap();
         let z = &ws.z;
@@ -321,8 +328,8 @@ impl<F: Float> Model<F> {
             .as_slice_mut()
             .unwrap()
             .par_chunks_mut(l)
-            .zip(ws.ggs.as_slice_mut().unwrap().par_chunks_mut(steps * l))
-            .zip(ws.masks.as_slice_mut().unwrap().par_chunks_mut(steps * e))
+            .zip(ws.ggs.as_slice_mut().unwrap().par_chunks_mut(sl * l))
+            .zip(ws.masks.as_slice_mut().unwrap().par_chunks_mut(sl * em))
             .zip(ws.tapes[..b].par_iter_mut())
             .zip(ws.row_out.par_iter_mut())
             .enumerate()
@@ -356,7 +363,7 @@ impl<F: Float> Model<F> {
                         gu[g as usize] -= bce_w;
                     }
                 }
-                masks.copy_from_slice(&tape.masks[..steps * e]);
+                masks[..steps * e].copy_from_slice(&tape.masks[..steps * e]);
                 *res = RowResult { loss, gz, geta };
                 Ok(())
             })?;
@@ -372,11 +379,11 @@ impl<F: Float> Model<F> {
 
         // Energy: ∂Wp = Σ ḡg (w2 ⊙ m)ᵀ, ∂w2 = Σ (Wpᵀ ḡg) ⊙ m, over all rows and steps.
         if e > 0 {
-            ensure_shape(&mut ws.energy_s, b * steps, e);
+            ensure_shape(&mut ws.energy_s, b * sl, e);
             ws.energy_s.assign(&ws.masks);
             ws.energy_s *= &p.we;
             general_mat_mul(F::one(), &ws.ggs.t(), &ws.energy_s, F::zero(), &mut grad.wp);
-            ensure_shape(&mut ws.energy_proj, b * steps, e);
+            ensure_shape(&mut ws.energy_proj, b * sl, e);
             general_mat_mul(F::one(), &ws.ggs, &p.wp, F::zero(), &mut ws.energy_proj);
             ws.energy_proj *= &ws.masks;
             grad.we.fill(F::zero());

@@ -140,6 +140,34 @@ fn gradient_matches_finite_differences_soft_then_final_exact() {
     check(&cfg, "dykstra-soft + final exact");
 }
 
+/// The MLP baseline's configuration: no unrolled steps, only the unary BCE and the count.
+#[test]
+fn gradient_matches_finite_differences_without_unrolled_steps() {
+    let mut cfg = tiny_config(Method::Exact);
+    cfg.inference.steps = 0;
+    cfg.inference.learn_eta = false;
+    cfg.loss.f1_weight = 0.0;
+    cfg.loss.unary_bce_weight = 1.0;
+    check(&cfg, "no steps");
+}
+
+/// Unary and cardinality scores only (no global energy), the §4 alternative's score.
+#[test]
+fn gradient_matches_finite_differences_without_energy() {
+    let mut cfg = tiny_config(Method::Exact);
+    cfg.model.energy_hidden = 0;
+    check(&cfg, "no energy");
+}
+
+/// E2E-SPEN's configuration: clipping instead of a projection, loss on the last iterate.
+#[test]
+fn gradient_matches_finite_differences_clip() {
+    let mut cfg = tiny_config(Method::Clip);
+    cfg.inference.momentum = 0.0;
+    cfg.loss.iterate_weights = cardinal::config::IterateWeights::Last;
+    check(&cfg, "clip");
+}
+
 #[test]
 fn gradient_matches_finite_differences_exact() {
     check(&tiny_config(Method::Exact), "exact");
