@@ -10,6 +10,7 @@ mod bench_cmd;
 mod data_cmd;
 mod model_cmd;
 mod project_cmd;
+mod reproduce_cmd;
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
 #[derive(Debug, Parser)]
@@ -35,6 +36,8 @@ enum Command {
     Eval(model_cmd::EvalArgs),
     /// Predict label sets (JSON lines).
     Predict(model_cmd::PredictArgs),
+    /// Reproduce the paper's Table 1 or its cardinality analysis.
+    Reproduce(reproduce_cmd::ReproduceArgs),
     /// Time a training epoch and test-set inference; prints one JSON line.
     Bench(bench_cmd::BenchArgs),
     /// Project vectors read from stdin onto {0 <= y <= 1, sum y = z} (or another operator's set).
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Predict(a) => model_cmd::predict(a),
         Command::Project(a) => project_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
+        Command::Reproduce(a) => reproduce_cmd::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -98,3 +98,23 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
         constraint: constraint_report(out, l),
     }
 }
+
+/// Adds the SPEN protocol to `report`: the threshold with the best example-F1 on `dev` (grid
+/// 0.05, 0.10, …, 0.95; never the test set) applied to the test outputs `out`.
+pub fn add_dev_threshold(
+    model: &Model<f32>,
+    report: &mut EvalReport,
+    dev_out: &Outputs<f32>,
+    dev_gold: &LabelSets,
+    out: &Outputs<f32>,
+    gold: &LabelSets,
+) -> Result<()> {
+    let opts = MetricOptions::default();
+    let (thr, _) = tune_threshold(&dev_out.y, dev_gold, &default_threshold_grid(), &opts)
+        .map_err(|e| crate::Error::Mismatch(e.to_string()))?;
+    let pred = binarize(&out.y, model.n_labels(), &Binarize::Threshold(thr), None)
+        .map_err(|e| crate::Error::Mismatch(e.to_string()))?;
+    report.dev_threshold = Some(thr as f64);
+    report.at_dev_threshold = Some(evaluate(&pred, gold, &opts));
+    Ok(())
+}

@@ -19,6 +19,7 @@ pub mod eval;
 pub mod inference;
 pub mod model;
 pub mod pipeline;
+pub mod reproduce;
 pub mod train;
 
 pub use config::Config;

@@ -1,0 +1,233 @@
+//! `cardinal reproduce table1 | cardinality`: the paper's Table 1 and its §5.1 analysis.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use cardinal::checkpoint::write_atomic;
+use cardinal::eval::EvalReport;
+use cardinal::reproduce::{cardinality_analysis, run_cell, table1_rows, Protocol, DATASETS};
+
+#[derive(Debug, clap::Args)]
+pub struct ReproduceArgs {
+    #[command(subcommand)]
+    pub what: What,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum What {
+    /// Train every implemented row of Table 1 and print a markdown table (resumable: finished
+    /// cells are read back, not retrained).
+    Table1 {
+        /// Datasets (names or paths; names are looked up as for `train --dataset`).
+        #[arg(long, value_delimiter = ',', default_value = "bibtex,delicious")]
+        datasets: Vec<String>,
+        /// Seeds per cell (0..N).
+        #[arg(long, default_value_t = 3)]
+        seeds: u64,
+        /// Where runs and `table1.json` / `table1.md` go.
+        #[arg(long, default_value = "runs/table1")]
+        out: PathBuf,
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// The §5.1 cardinality analysis: MSE of a random count, the constant train mean and h(x).
+    Cardinality {
+        #[arg(long, default_value = "delicious")]
+        dataset: String,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+fn dataset_column(name: &str) -> Option<usize> {
+    let stem = Path::new(name).file_name()?.to_str()?.to_ascii_lowercase();
+    DATASETS.iter().position(|d| stem.starts_with(d))
+}
+
+fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    let v = if xs.len() > 1 {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (m, v.sqrt())
+}
+
+pub fn run(args: &ReproduceArgs) -> anyhow::Result<()> {
+    match &args.what {
+        What::Table1 {
+            datasets,
+            seeds,
+            out,
+            data_dir,
+        } => table1(datasets, *seeds, out, data_dir),
+        What::Cardinality {
+            dataset,
+            seed,
+            data_dir,
+        } => {
+            let dir = crate::data_dir(data_dir);
+            let data = cardinal::data::resolve_dataset(dataset, dir.as_deref())
+                .with_context(|| format!("loading dataset `{dataset}`"))?
+                .into_train_test(0.8, 0)?;
+            let a = cardinality_analysis(&data, *seed)?;
+            println!(
+                "{}: cardinality analysis (test MSE of the predicted count; counts 0..={})",
+                a.dataset, a.count_max
+            );
+            println!(
+                "  uniform random count in [0, {}]   {:8.2}   (paper: 74.9)",
+                a.count_max, a.mse_random
+            );
+            println!(
+                "  constant train mean {:.2}          {:8.2}   (paper: 26.9)",
+                a.train_mean, a.mse_constant
+            );
+            println!(
+                "  h(x), expectation of its softmax  {:8.2}   (paper: 19.5)",
+                a.mse_h_expectation
+            );
+            println!("  h(x), argmax of its softmax       {:8.2}", a.mse_h_argmax);
+            println!("{}", serde_json::to_string(&a)?);
+            Ok(())
+        }
+    }
+}
+
+fn table1(
+    datasets: &[String],
+    seeds: u64,
+    out: &Path,
+    data_dir: &Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let rows = table1_rows();
+    let dir = crate::data_dir(data_dir);
+    // results[row][column] = per-seed reports
+    let mut results: Vec<Vec<Vec<EvalReport>>> = vec![vec![Vec::new(); DATASETS.len()]; rows.len()];
+    let mut columns_run = Vec::new();
+    for spec in datasets {
+        let col = dataset_column(spec).with_context(|| {
+            format!(
+                "`{spec}` is not one of Table 1's datasets ({})",
+                DATASETS.join(", ")
+            )
+        })?;
+        let data = match cardinal::data::resolve_dataset(spec, dir.as_deref()) {
+            Ok(r) => r.into_train_test(0.8, 0)?,
+            Err(e) => {
+                eprintln!("skipping {spec}: {e}");
+                continue;
+            }
+        };
+        columns_run.push(col);
+        for (ri, row) in rows.iter().enumerate() {
+            let Some(cfg) = &row.config else { continue };
+            for seed in 0..seeds {
+                let cell = out
+                    .join(DATASETS[col])
+                    .join(slug(row.system))
+                    .join(format!("seed{seed}"));
+                let file = cell.join("eval.json");
+                let report: EvalReport = if file.exists() {
+                    serde_json::from_slice(&std::fs::read(&file)?)
+                        .with_context(|| format!("reading {}", file.display()))?
+                } else {
+                    eprintln!("training {} on {} (seed {seed})", row.system, DATASETS[col]);
+                    let mut cfg = cfg.clone();
+                    cfg.seed = seed;
+                    let report = run_cell(&data, &cfg, row.protocol)?;
+                    std::fs::create_dir_all(&cell)?;
+                    write_atomic(
+                        &cell.join("config.json"),
+                        serde_json::to_string_pretty(&cfg)?.as_bytes(),
+                    )?;
+                    write_atomic(&file, serde_json::to_string_pretty(&report)?.as_bytes())?;
+                    report
+                };
+                results[ri][col].push(report);
+            }
+        }
+    }
+    let mut md = String::from("| system | protocol | Bibtex paper | Bibtex ours | Bookmarks paper | Bookmarks ours | Delicious paper | Delicious ours |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    let mut json_rows = Vec::new();
+    for (ri, row) in rows.iter().enumerate() {
+        let mut cells = Vec::new();
+        let mut json_cells = serde_json::Map::new();
+        for col in 0..DATASETS.len() {
+            let paper = row.paper[col].map_or("–".to_string(), |p| format!("{p:.1}"));
+            let reps = &results[ri][col];
+            let ours = if row.config.is_none() {
+                "not implemented".to_string()
+            } else if !columns_run.contains(&col) {
+                if DATASETS[col] == "bookmarks" {
+                    "no data here".to_string()
+                } else {
+                    "not run".to_string()
+                }
+            } else {
+                let at05: Vec<f64> = reps
+                    .iter()
+                    .map(|r| 100.0 * r.at_threshold.example_f1)
+                    .collect();
+                let (m, s) = mean_sd(&at05);
+                let mut text = format!("{m:.2} ± {s:.2}");
+                if row.protocol == Protocol::ThresholdGrid {
+                    let dev: Vec<f64> = reps
+                        .iter()
+                        .filter_map(|r| r.at_dev_threshold.as_ref())
+                        .map(|m| 100.0 * m.example_f1)
+                        .collect();
+                    if !dev.is_empty() {
+                        let (dm, ds) = mean_sd(&dev);
+                        text.push_str(&format!(" (dev thr: {dm:.2} ± {ds:.2})"));
+                    }
+                }
+                json_cells.insert(
+                    DATASETS[col].to_string(),
+                    serde_json::json!({"example_f1_at_0.5": at05, "n_seeds": reps.len()}),
+                );
+                text
+            };
+            cells.push(paper);
+            cells.push(ours);
+        }
+        let protocol = match row.protocol {
+            Protocol::Fixed => "0.5",
+            Protocol::ThresholdGrid => "thr. grid",
+        };
+        md.push_str(&format!(
+            "| {} | {protocol} | {} |\n",
+            row.system,
+            cells.join(" | ")
+        ));
+        json_rows.push(serde_json::json!({"system": row.system, "paper": row.paper, "protocol": protocol, "note": row.note, "ours": json_cells}));
+    }
+    md.push_str("\nNotes:\n");
+    for row in &rows {
+        md.push_str(&format!("- {}: {}\n", row.system, row.note));
+    }
+    std::fs::create_dir_all(out)?;
+    write_atomic(&out.join("table1.md"), md.as_bytes())?;
+    write_atomic(
+        &out.join("table1.json"),
+        serde_json::to_string_pretty(&json_rows)?.as_bytes(),
+    )?;
+    print!("{md}");
+    Ok(())
+}
