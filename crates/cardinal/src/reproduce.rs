@@ -233,3 +233,75 @@ pub fn cardinality_analysis(data: &TrainTest, seed: u64) -> Result<CardinalityAn
         mse_h_argmax: mse[1],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{CsrMatrix, Dataset, LabelSets};
+
+    #[test]
+    fn every_table1_configuration_is_valid() {
+        let rows = table1_rows();
+        assert_eq!(rows.len(), 8);
+        for row in &rows {
+            if let Some(cfg) = &row.config {
+                cfg.validate()
+                    .unwrap_or_else(|e| panic!("{}: {e}", row.system));
+            }
+        }
+        assert!(rows
+            .iter()
+            .any(|r| r.system == "SPEN" && r.config.is_none()));
+    }
+
+    fn tiny(n: usize, seed: u64) -> Dataset {
+        let (d, l) = (12, 6);
+        let mut s = seed;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 33) as usize
+        };
+        let mut x = CsrMatrix::new(d);
+        let mut y = LabelSets::new(l);
+        for _ in 0..n {
+            let k = next() % 4; // 0..3 labels, and the number of features tells it
+            let idx: Vec<u32> = (0..=k as u32).collect();
+            x.push_row(&idx, &vec![1.0; idx.len()]);
+            let lab: Vec<u32> = (0..k as u32).collect();
+            y.push_row(&lab);
+        }
+        Dataset {
+            name: "tiny".into(),
+            features: x,
+            labels: y,
+            feature_names: vec![],
+            label_names: vec![],
+        }
+    }
+
+    #[test]
+    fn cardinality_analysis_orders_random_constant_and_learnt() {
+        let data = TrainTest {
+            train: tiny(400, 1),
+            test: tiny(100, 2),
+        };
+        let a = cardinality_analysis(&data, 0).unwrap();
+        assert_eq!(a.count_max, 3);
+        // Brute-force expectation of the uniform random count.
+        let gold: Vec<f64> = (0..100).map(|r| data.test.labels.count(r) as f64).collect();
+        let brute: f64 = gold
+            .iter()
+            .map(|g| (0..=3).map(|c| (c as f64 - g).powi(2)).sum::<f64>() / 4.0)
+            .sum::<f64>()
+            / 100.0;
+        assert!((a.mse_random - brute).abs() < 1e-12);
+        // The count is a function of the input here: h(x) must beat both baselines.
+        assert!(a.mse_random > a.mse_constant, "{a:?}");
+        assert!(
+            a.mse_h_argmax < a.mse_constant && a.mse_h_expectation < a.mse_constant,
+            "{a:?}"
+        );
+    }
+}
