@@ -2,7 +2,7 @@
 
 use cardinal_proj::{AnyProjector, Method};
 use ndarray::linalg::general_mat_mul;
-use ndarray::{Array2, Axis};
+use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 
 use crate::config::{Config, IterateWeights, ZMode};
@@ -119,46 +119,22 @@ impl<F: Float> Model<F> {
     /// Networks forward for `rows` of `x`: fills `u`, `p` and `z` in the workspace.
     fn networks_forward(&self, x: &CsrMatrix, rows: &[usize], ws: &mut Workspace<F>) {
         let p = &self.params;
-        let (b, h, l, hc, k) = (
-            rows.len(),
-            p.w1.ncols(),
-            p.w2.ncols(),
-            p.c1.ncols(),
-            p.c2.ncols(),
-        );
-        ensure_shape(&mut ws.pre1, b, h);
-        ensure_shape(&mut ws.h1, b, h);
-        ensure_shape(&mut ws.u, b, l);
-        ensure_shape(&mut ws.prec, b, hc);
-        ensure_shape(&mut ws.hc, b, hc);
-        ensure_shape(&mut ws.p, b, k);
-        let shift = first_layer_shift(&self.standardizer, p.w1.view());
-        sparse_first_layer(
-            x,
-            rows,
-            &self.standardizer,
-            p.w1.view(),
-            p.b1.as_slice().unwrap(),
-            &shift,
-            ws.pre1.view_mut(),
-        );
-        ws.h1.zip_mut_with(&ws.pre1, |o, &a| *o = a.max(F::zero()));
-        ws.u.assign(&p.b2.broadcast((b, l)).unwrap());
-        general_mat_mul(F::one(), &ws.h1, &p.w2, F::one(), &mut ws.u);
-
-        let shift = first_layer_shift(&self.standardizer, p.c1.view());
-        sparse_first_layer(
-            x,
-            rows,
-            &self.standardizer,
-            p.c1.view(),
-            p.cb1.as_slice().unwrap(),
-            &shift,
-            ws.prec.view_mut(),
-        );
-        ws.hc.zip_mut_with(&ws.prec, |o, &a| *o = a.max(F::zero()));
-        ws.p.assign(&p.cb2.broadcast((b, k)).unwrap());
-        general_mat_mul(F::one(), &ws.hc, &p.c2, F::one(), &mut ws.p);
+        let b = rows.len();
+        let stdz = &self.standardizer;
+        let unary = TwoLayer {
+            w1: &p.w1,
+            b1: &p.b1,
+            w2: &p.w2,
+            b2: &p.b2,
+        };
+        unary.forward(x, rows, stdz, &mut ws.pre1, &mut ws.h1, &mut ws.u);
+        let card = TwoLayer {
+            w1: &p.c1,
+            b1: &p.cb1,
+            w2: &p.c2,
+            b2: &p.cb2,
+        };
+        card.forward(x, rows, stdz, &mut ws.prec, &mut ws.hc, &mut ws.p);
         ws.z.clear();
         for mut row in ws.p.outer_iter_mut() {
             let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
@@ -398,24 +374,21 @@ impl<F: Float> Model<F> {
         };
 
         // Unary net.
-        grad.b2.assign(&ws.gu.sum_axis(Axis(0)));
-        general_mat_mul(F::one(), &ws.h1.t(), &ws.gu, F::zero(), &mut grad.w2);
-        ensure_shape(&mut ws.dh, b, p.w1.ncols());
-        general_mat_mul(F::one(), &ws.gu, &p.w2.t(), F::zero(), &mut ws.dh);
-        ws.dh.zip_mut_with(&ws.pre1, |d, &a| {
-            if a <= F::zero() {
-                *d = F::zero()
-            }
-        });
-        sparse_first_layer_backward(
-            x,
-            rows,
-            &self.standardizer,
-            ws.dh.view(),
-            &mut grad.w1,
-            &mut grad.b1,
-            &mut ws.grad_w1,
-        );
+        let stdz = &self.standardizer;
+        let unary = TwoLayer {
+            w1: &p.w1,
+            b1: &p.b1,
+            w2: &p.w2,
+            b2: &p.b2,
+        };
+        let dw = TwoLayerGrad {
+            w1: &mut grad.w1,
+            b1: &mut grad.b1,
+            w2: &mut grad.w2,
+            b2: &mut grad.b2,
+            aux: &mut ws.grad_w1,
+        };
+        unary.backward(x, rows, stdz, &ws.gu, &ws.pre1, &ws.h1, &mut ws.dh, dw);
 
         // Cardinality net: through z (expectation) and the supervised term.
         let k = self.counts.len();
@@ -445,26 +418,104 @@ impl<F: Float> Model<F> {
                 }
             }
         }
-        grad.cb2.assign(&dlogits.sum_axis(Axis(0)));
-        general_mat_mul(F::one(), &ws.hc.t(), &*dlogits, F::zero(), &mut grad.c2);
-        ensure_shape(&mut ws.dhc, b, p.c1.ncols());
-        general_mat_mul(F::one(), &*dlogits, &p.c2.t(), F::zero(), &mut ws.dhc);
-        ws.dhc.zip_mut_with(&ws.prec, |d, &a| {
+        let card = TwoLayer {
+            w1: &p.c1,
+            b1: &p.cb1,
+            w2: &p.c2,
+            b2: &p.cb2,
+        };
+        let dw = TwoLayerGrad {
+            w1: &mut grad.c1,
+            b1: &mut grad.cb1,
+            w2: &mut grad.c2,
+            b2: &mut grad.cb2,
+            aux: &mut ws.grad_c1,
+        };
+        card.backward(
+            x,
+            rows,
+            stdz,
+            &ws.dlogits,
+            &ws.prec,
+            &ws.hc,
+            &mut ws.dhc,
+            dw,
+        );
+
+        Ok(loss)
+    }
+}
+
+/// A standardised sparse input → ReLU hidden layer → linear output (the unary and the
+/// cardinality networks).
+struct TwoLayer<'a, F> {
+    w1: &'a Array2<F>,
+    b1: &'a Array1<F>,
+    w2: &'a Array2<F>,
+    b2: &'a Array1<F>,
+}
+
+/// Where [`TwoLayer::backward`] writes (`w1` in split form, see `FirstLayerGrad`).
+struct TwoLayerGrad<'a, F> {
+    w1: &'a mut Array2<F>,
+    b1: &'a mut Array1<F>,
+    w2: &'a mut Array2<F>,
+    b2: &'a mut Array1<F>,
+    aux: &'a mut FirstLayerGrad<F>,
+}
+
+impl<F: Float> TwoLayer<'_, F> {
+    /// `pre = x̃W1 + b1`, `hidden = relu(pre)`, `out = hidden·W2 + b2` for `rows` of `x`.
+    fn forward(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        stdz: &Standardizer,
+        pre: &mut Array2<F>,
+        hidden: &mut Array2<F>,
+        out: &mut Array2<F>,
+    ) {
+        let b = rows.len();
+        ensure_shape(pre, b, self.w1.ncols());
+        ensure_shape(hidden, b, self.w1.ncols());
+        ensure_shape(out, b, self.w2.ncols());
+        let shift = first_layer_shift(stdz, self.w1.view());
+        sparse_first_layer(
+            x,
+            rows,
+            stdz,
+            self.w1.view(),
+            self.b1.as_slice().unwrap(),
+            &shift,
+            pre.view_mut(),
+        );
+        hidden.zip_mut_with(pre, |o, &a| *o = a.max(F::zero()));
+        out.assign(&self.b2.broadcast((b, self.w2.ncols())).unwrap());
+        general_mat_mul(F::one(), hidden, self.w2, F::one(), out);
+    }
+
+    /// Backward from `dout = ∂ℓ/∂out`; `dh` is scratch for `∂ℓ/∂pre`.
+    fn backward(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        stdz: &Standardizer,
+        dout: &Array2<F>,
+        pre: &Array2<F>,
+        hidden: &Array2<F>,
+        dh: &mut Array2<F>,
+        grad: TwoLayerGrad<'_, F>,
+    ) {
+        grad.b2.assign(&dout.sum_axis(Axis(0)));
+        general_mat_mul(F::one(), &hidden.t(), dout, F::zero(), grad.w2);
+        ensure_shape(dh, rows.len(), self.w1.ncols());
+        general_mat_mul(F::one(), dout, &self.w2.t(), F::zero(), dh);
+        dh.zip_mut_with(pre, |d, &a| {
             if a <= F::zero() {
                 *d = F::zero()
             }
         });
-        sparse_first_layer_backward(
-            x,
-            rows,
-            &self.standardizer,
-            ws.dhc.view(),
-            &mut grad.c1,
-            &mut grad.cb1,
-            &mut ws.grad_c1,
-        );
-
-        Ok(loss)
+        sparse_first_layer_backward(x, rows, stdz, dh.view(), grad.w1, grad.b1, grad.aux);
     }
 }
 
