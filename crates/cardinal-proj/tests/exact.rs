@@ -49,7 +49,7 @@ proptest! {
     }
 
     #[test]
-    fn capped_matches_brute_force(v in prop::collection::vec(-2.0f64..3.0, 1..=7), zf in 0.0f64..1.0, integer in any::<bool>()) {
+    fn capped_matches_brute_force(v in prop::collection::vec(-2.0f64..3.0, 1..=8), zf in 0.0f64..1.0, integer in any::<bool>()) {
         let l = v.len() as f64;
         let z = if integer { (zf * l).round() } else { zf * l };
         let u = project(&CappedSimplex, &v, z);

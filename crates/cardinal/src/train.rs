@@ -601,8 +601,29 @@ fn run_epoch(
     let mut loss_sum = 0.0;
     let n_batches = progress.order.len().div_ceil(tc.batch_size);
     for (batch, rows) in progress.order.chunks(tc.batch_size).enumerate() {
-        let mut loss =
-            model.loss_and_sparse_grad(&train.features, &train.labels, rows, ws, grad)?;
+        // Non-finite values reaching a projection (e.g. a NaN count) are divergence too.
+        let mut loss = match model.loss_and_sparse_grad(
+            &train.features,
+            &train.labels,
+            rows,
+            ws,
+            grad,
+        ) {
+            Ok(loss) => loss,
+            Err(Error::Projection(e)) => {
+                if tc.skip_nonfinite_batches {
+                    tracing::warn!(phase, epoch, batch, %e, "skipping a batch whose inference failed");
+                    continue;
+                }
+                return Err(Error::Diverged {
+                    phase,
+                    epoch,
+                    batch,
+                    quantity: format!("the inference input ({e})"),
+                });
+            }
+            Err(e) => return Err(e),
+        };
         if !loss.total().is_finite() {
             ws.grad_w1.discard(&mut grad.w1);
             ws.grad_c1.discard(&mut grad.c1);
@@ -765,5 +786,62 @@ mod tests {
             }
         });
         assert!(worst < 1e-6, "fused and plain steps differ by {worst}");
+    }
+}
+
+#[cfg(test)]
+mod divergence_tests {
+    use super::*;
+    use crate::data::{CsrMatrix, LabelSets};
+
+    fn data() -> Dataset {
+        let mut x = CsrMatrix::new(4);
+        let mut y = LabelSets::new(3);
+        for r in 0..12u32 {
+            x.push_row(&[r % 4], &[1.0]);
+            y.push_row(&[r % 3]);
+        }
+        Dataset {
+            name: "d".into(),
+            features: x,
+            labels: y,
+            feature_names: vec![],
+            label_names: vec![],
+        }
+    }
+
+    fn exploding() -> Config {
+        let mut cfg = Config::paper();
+        cfg.model.hidden = 4;
+        cfg.model.card_hidden = 3;
+        cfg.inference.steps = 2;
+        cfg.train.epochs = 2;
+        cfg.train.full_epochs = 0;
+        cfg.train.batch_size = 4;
+        cfg.train.dev_fraction = 0.0;
+        // Large enough that the first update overflows f32.
+        cfg.train.lr = 1e38;
+        cfg
+    }
+
+    #[test]
+    fn divergence_stops_training_naming_batch_and_quantity() {
+        let err = train(&data(), &exploding(), &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("phase 1, epoch 1, batch 0") && err.contains("not finite"),
+            "{err}"
+        );
+        assert!(err.contains("parameter") || err.contains("loss"), "{err}");
+    }
+
+    #[test]
+    fn non_finite_batches_can_be_skipped_without_corrupting_the_model() {
+        let mut cfg = exploding();
+        cfg.train.skip_nonfinite_batches = true;
+        let trained = train(&data(), &cfg, &mut |_| {}).unwrap();
+        assert!(trained.model.params.first_nonfinite().is_none());
+        assert_eq!(trained.history.len(), 2);
     }
 }
