@@ -9,7 +9,9 @@ mod common;
 
 fuzz_target!(|data: &[u8]| {
     // The first byte picks how labels are identified, the rest is the file.
-    let Some((&pick, body)) = data.split_first() else { return };
+    let Some((&pick, body)) = data.split_first() else {
+        return;
+    };
     let spec = match pick % 3 {
         0 => LabelSpec::Last(1 + (pick as usize / 3) % 4),
         1 => LabelSpec::First(1 + (pick as usize / 3) % 4),

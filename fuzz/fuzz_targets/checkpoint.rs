@@ -9,7 +9,10 @@ use cardinal::data::CsrMatrix;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let len = |at: usize| data.get(at..at + 2).map_or(0, |b| u16::from_le_bytes([b[0], b[1]]) as usize);
+    let len = |at: usize| {
+        data.get(at..at + 2)
+            .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]) as usize)
+    };
     let (lm, lc) = (len(0), len(2));
     let rest = data.get(4..).unwrap_or(&[]);
     let meta = &rest[..lm.min(rest.len())];
@@ -18,7 +21,11 @@ fuzz_target!(|data: &[u8]| {
     let weights = &rest[config.len()..];
     let dir = std::env::temp_dir().join(format!("cardinal-fuzz-ckpt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (name, bytes) in [(META_FILE, meta), (CONFIG_FILE, config), (WEIGHTS_FILE, weights)] {
+    for (name, bytes) in [
+        (META_FILE, meta),
+        (CONFIG_FILE, config),
+        (WEIGHTS_FILE, weights),
+    ] {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
     if let Ok((model, meta)) = load(&dir) {

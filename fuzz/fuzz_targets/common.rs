@@ -9,9 +9,18 @@ pub fn check(d: &Dataset) {
     assert_eq!(x.indices.len(), x.values.len());
     for r in 0..x.n_rows {
         let (idx, val) = x.row(r);
-        assert!(idx.windows(2).all(|w| w[0] < w[1]), "unsorted feature indices");
-        assert!(idx.iter().all(|&i| (i as usize) < x.n_cols), "feature index out of range");
-        assert!(val.iter().all(|v| v.is_finite()), "non-finite feature value");
+        assert!(
+            idx.windows(2).all(|w| w[0] < w[1]),
+            "unsorted feature indices"
+        );
+        assert!(
+            idx.iter().all(|&i| (i as usize) < x.n_cols),
+            "feature index out of range"
+        );
+        assert!(
+            val.iter().all(|v| v.is_finite()),
+            "non-finite feature value"
+        );
     }
     let y = &d.labels;
     assert_eq!(y.n_rows, x.n_rows);
@@ -19,6 +28,9 @@ pub fn check(d: &Dataset) {
     for r in 0..y.n_rows {
         let l = y.row(r);
         assert!(l.windows(2).all(|w| w[0] < w[1]), "unsorted labels");
-        assert!(l.iter().all(|&i| (i as usize) < y.n_labels), "label out of range");
+        assert!(
+            l.iter().all(|&i| (i as usize) < y.n_labels),
+            "label out of range"
+        );
     }
 }

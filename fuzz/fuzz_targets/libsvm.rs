@@ -8,8 +8,14 @@ use libfuzzer_sys::fuzz_target;
 mod common;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, body)) = data.split_first() else { return };
-    let base = if pick & 1 == 0 { IndexBase::Zero } else { IndexBase::One };
+    let Some((&pick, body)) = data.split_first() else {
+        return;
+    };
+    let base = if pick & 1 == 0 {
+        IndexBase::Zero
+    } else {
+        IndexBase::One
+    };
     let mut opts = SvmOptions::new(base);
     if pick & 2 != 0 {
         opts.n_features = Some(1 + (pick as usize >> 2));

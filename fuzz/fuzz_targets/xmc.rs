@@ -8,8 +8,14 @@ use libfuzzer_sys::fuzz_target;
 mod common;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, body)) = data.split_first() else { return };
-    let base = if pick & 1 == 0 { IndexBase::Zero } else { IndexBase::One };
+    let Some((&pick, body)) = data.split_first() else {
+        return;
+    };
+    let base = if pick & 1 == 0 {
+        IndexBase::Zero
+    } else {
+        IndexBase::One
+    };
     if let Ok(d) = read_xmc(body, base) {
         common::check(&d);
     }
