@@ -262,8 +262,15 @@ impl Config {
 
     /// Reads a JSON configuration; fields left out keep the defaults of the `paper` preset.
     pub fn from_json(text: &str) -> Result<Self> {
-        let cfg: Self = serde_json::from_str(text)
-            .map_err(|e| Error::Config(format!("invalid configuration: {e}")))?;
+        // The path of the offending field (`inference.train_projection`) goes into the message.
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let cfg: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            Error::Config(format!(
+                "invalid configuration at `{path}`: {}",
+                e.into_inner()
+            ))
+        })?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -534,6 +541,26 @@ mod tests {
                 .unwrap_err()
                 .to_string();
         assert!(err.contains("model.counts.max"), "{err}");
+        let err = Config::from_json(r#"{"inference": {"train_projection": "bogus"}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("inference.train_projection")
+                && err.contains("bogus")
+                && err.contains("exact|"),
+            "{err}"
+        );
+        let err = Config::from_json(r#"{"loss": {"iterate_weights": "all"}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("loss.iterate_weights") && err.contains("authors"),
+            "{err}"
+        );
+        let err = Config::from_json(r#"{"train": {"batch_size": -3}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("train.batch_size"), "{err}");
         let err = Config::from_json(r#"{"train": {"bogus": 1}}"#)
             .unwrap_err()
             .to_string();
