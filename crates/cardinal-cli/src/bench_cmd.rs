@@ -58,7 +58,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         .with_context(|| format!("loading dataset `{}`", args.dataset))?
         .into_train_test(0.8, 0)?;
     let cfg = match &args.config {
-        Some(p) => Config::from_json(&std::fs::read_to_string(p)?)?,
+        Some(p) => Config::from_json_over(&Config::paper(), &std::fs::read_to_string(p)?)?,
         None => Config::paper(),
     };
     let mut state = TrainState::new(&data.train, &cfg)?;

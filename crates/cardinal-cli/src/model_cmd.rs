@@ -81,13 +81,15 @@ pub struct TrainArgs {
 }
 
 fn load_config(args: &TrainArgs) -> anyhow::Result<Config> {
+    let base = Config::preset(&args.preset)?;
     let mut cfg = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            Config::from_json(&text).with_context(|| format!("in {}", path.display()))?
+            Config::from_json_over(&base, &text)
+                .with_context(|| format!("in {}", path.display()))?
         }
-        None => Config::preset(&args.preset)?,
+        None => base,
     };
     if let Some(seed) = args.seed {
         cfg.seed = seed;

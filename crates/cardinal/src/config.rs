@@ -260,6 +260,30 @@ impl Config {
         }
     }
 
+    /// Reads a JSON configuration over `base`: fields left out keep `base`'s values (objects
+    /// are merged field by field).
+    pub fn from_json_over(base: &Config, text: &str) -> Result<Self> {
+        fn merge(into: &mut serde_json::Value, from: serde_json::Value) {
+            match (into, from) {
+                (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+                    for (k, v) in b {
+                        merge(a.entry(k).or_insert(serde_json::Value::Null), v);
+                    }
+                }
+                (slot, v) => *slot = v,
+            }
+        }
+        let user: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::Config(format!("invalid configuration: {e}")))?;
+        let mut merged = serde_json::to_value(base).expect("serialisable");
+        // A counts range given by the user replaces the base's whole (tagged) object.
+        if let Some(counts) = user.get("model").and_then(|m| m.get("counts")) {
+            merged["model"]["counts"] = counts.clone();
+        }
+        merge(&mut merged, user);
+        Self::from_json(&merged.to_string())
+    }
+
     /// Reads a JSON configuration; fields left out keep the defaults of the `paper` preset.
     pub fn from_json(text: &str) -> Result<Self> {
         // The path of the offending field (`inference.train_projection`) goes into the message.
@@ -510,6 +534,25 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("paper, predict"));
+    }
+
+    #[test]
+    fn json_over_a_preset_keeps_the_preset() {
+        let cfg =
+            Config::from_json_over(&Config::predict(), r#"{"inference": {"steps": 7}}"#).unwrap();
+        assert_eq!(cfg.inference.steps, 7);
+        assert_eq!(cfg.loss.cardinality_weight, 1.0);
+        assert_eq!(cfg.preset, "predict");
+        let cfg = Config::from_json_over(
+            &Config::predict(),
+            r#"{"model": {"counts": {"kind": "fixed", "min": 1, "max": 4}}}"#,
+        )
+        .unwrap();
+        assert_eq!(cfg.model.counts, CountRange::Fixed { min: 1, max: 4 });
+        let err = Config::from_json_over(&Config::paper(), r#"{"train": {"lr": -1}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("train.lr"), "{err}");
     }
 
     #[test]
