@@ -369,21 +369,17 @@ pub fn predict(args: &PredictArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
     for (r, row) in out.y.chunks_exact(l).enumerate() {
-        let labels: Vec<&str> = (0..l)
-            .filter(|&i| row[i] >= thr)
-            .map(|i| meta.label_names.get(i).map(String::as_str).unwrap_or("?"))
-            .collect();
+        // Label names where the data has them, else the label index.
+        let name = |i: usize| {
+            meta.label_names
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| i.to_string())
+        };
+        let labels: Vec<String> = (0..l).filter(|&i| row[i] >= thr).map(name).collect();
         let scores: serde_json::Map<String, serde_json::Value> = (0..l)
             .filter(|&i| args.all_scores || row[i] >= thr)
-            .map(|i| {
-                (
-                    meta.label_names
-                        .get(i)
-                        .cloned()
-                        .unwrap_or_else(|| i.to_string()),
-                    serde_json::json!(row[i]),
-                )
-            })
+            .map(|i| (name(i), serde_json::json!(row[i])))
             .collect();
         let line = serde_json::json!({"row": r, "z": out.z[r], "labels": labels, "scores": scores});
         writeln!(w, "{line}")?;

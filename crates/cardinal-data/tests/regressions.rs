@@ -88,3 +88,20 @@ fn huge_xmc_label_count_is_refused() {
     let ds = read_xmc(&b"1 2 3000000\n2999999 0:1\n"[..], IndexBase::Zero).unwrap();
     assert_eq!(ds.n_labels(), 3_000_000);
 }
+
+/// Was: a few-byte LIBSVM file naming a label id near `MAX_LABELS` built 33.5 M id-strings as
+/// label names (17 s, 2.8 GB, found by the libFuzzer `libsvm` target). Now no names are built
+/// above `MAX_NAMED_LABELS`, and the label count is still exact.
+#[test]
+fn huge_label_id_builds_no_names() {
+    use cardinal_data::data::svm::{MAX_LABELS, MAX_NAMED_LABELS};
+    use cardinal_data::data::{read_libsvm, IndexBase, SvmOptions};
+    let text = format!("{} 1:1\n", MAX_LABELS - 1);
+    let ds = read_libsvm(text.as_bytes(), &SvmOptions::new(IndexBase::One)).unwrap();
+    assert_eq!(ds.n_labels(), MAX_LABELS);
+    assert!(ds.label_names.is_empty());
+    let text = format!("{} 1:1\n", MAX_NAMED_LABELS - 1);
+    let ds = read_libsvm(text.as_bytes(), &SvmOptions::new(IndexBase::One)).unwrap();
+    assert_eq!(ds.label_names.len(), MAX_NAMED_LABELS);
+    assert_eq!(ds.label_names[7], "7");
+}

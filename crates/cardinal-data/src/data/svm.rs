@@ -14,7 +14,7 @@
 //! (so a label or feature never used at the end is invisible; pass the counts when known).
 //!
 //! Names: the formats have none, so `feature_names` is left empty and `label_names` are the label
-//! ids as written in the file.
+//! ids as written in the file (empty above [`MAX_NAMED_LABELS`] labels).
 
 use std::io::BufRead;
 use std::path::Path;
@@ -27,6 +27,10 @@ use super::{CsrMatrix, Dataset, LabelSets};
 /// datasets have under 10 million). Label names are materialised per label, so a single large
 /// label id (or XMC header count) would otherwise allocate gigabytes from a few bytes of input.
 pub const MAX_LABELS: usize = 1 << 25;
+
+/// Above this many labels the name-less formats leave `label_names` empty instead of naming
+/// every label by its id (consumers then show label indices).
+pub const MAX_NAMED_LABELS: usize = 1 << 20;
 
 const MAX_LABELS_WHY: &str = "cardinal_data::data::svm::MAX_LABELS";
 
@@ -125,9 +129,15 @@ impl Builder {
             indptr: self.lptr,
             indices: self.li,
         };
-        let label_names = (0..n_labels as u64)
-            .map(|l| (l + base.offset()).to_string())
-            .collect();
+        // The ids as names, for display; above MAX_NAMED_LABELS none (a few-byte file naming a
+        // label id near MAX_LABELS would otherwise cost gigabytes of strings).
+        let label_names = if n_labels <= MAX_NAMED_LABELS {
+            (0..n_labels as u64)
+                .map(|l| (l + base.offset()).to_string())
+                .collect()
+        } else {
+            Vec::new()
+        };
         Dataset {
             name,
             features,
