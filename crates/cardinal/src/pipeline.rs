@@ -121,19 +121,9 @@ impl<F: Float> Model<F> {
         let p = &self.params;
         let b = rows.len();
         let stdz = &self.standardizer;
-        let unary = TwoLayer {
-            w1: &p.w1,
-            b1: &p.b1,
-            w2: &p.w2,
-            b2: &p.b2,
-        };
+        let unary = TwoLayer::unary(p);
         unary.forward(x, rows, stdz, &mut ws.pre1, &mut ws.h1, &mut ws.u);
-        let card = TwoLayer {
-            w1: &p.c1,
-            b1: &p.cb1,
-            w2: &p.c2,
-            b2: &p.cb2,
-        };
+        let card = TwoLayer::card(p);
         card.forward(x, rows, stdz, &mut ws.prec, &mut ws.hc, &mut ws.p);
         ws.z.clear();
         for mut row in ws.p.outer_iter_mut() {
@@ -375,12 +365,7 @@ impl<F: Float> Model<F> {
 
         // Unary net.
         let stdz = &self.standardizer;
-        let unary = TwoLayer {
-            w1: &p.w1,
-            b1: &p.b1,
-            w2: &p.w2,
-            b2: &p.b2,
-        };
+        let unary = TwoLayer::unary(p);
         let dw = TwoLayerGrad {
             w1: &mut grad.w1,
             b1: &mut grad.b1,
@@ -418,12 +403,7 @@ impl<F: Float> Model<F> {
                 }
             }
         }
-        let card = TwoLayer {
-            w1: &p.c1,
-            b1: &p.cb1,
-            w2: &p.c2,
-            b2: &p.cb2,
-        };
+        let card = TwoLayer::card(p);
         let dw = TwoLayerGrad {
             w1: &mut grad.c1,
             b1: &mut grad.cb1,
@@ -464,7 +444,27 @@ struct TwoLayerGrad<'a, F> {
     aux: &'a mut FirstLayerGrad<F>,
 }
 
-impl<F: Float> TwoLayer<'_, F> {
+impl<'a, F: Float> TwoLayer<'a, F> {
+    /// The unary network `x → H → L`.
+    fn unary(p: &'a Params<F>) -> Self {
+        Self {
+            w1: &p.w1,
+            b1: &p.b1,
+            w2: &p.w2,
+            b2: &p.b2,
+        }
+    }
+
+    /// The cardinality network `x → Hc → K`.
+    fn card(p: &'a Params<F>) -> Self {
+        Self {
+            w1: &p.c1,
+            b1: &p.cb1,
+            w2: &p.c2,
+            b2: &p.cb2,
+        }
+    }
+
     /// `pre = x̃W1 + b1`, `hidden = relu(pre)`, `out = hidden·W2 + b2` for `rows` of `x`.
     fn forward(
         &self,
