@@ -177,6 +177,9 @@ pub struct TrainConfig {
     pub patience: usize,
     /// Skip (instead of stopping on) a batch whose loss or gradients are not finite.
     pub skip_nonfinite_batches: bool,
+    /// At the end of phase 1, replace `threshold` by the one of the grid 0.05, 0.10, …, 0.95
+    /// with the best dev example-F1 (the SPEN/GSPEN protocol; dev data only, never test).
+    pub tune_threshold: bool,
 }
 
 impl Default for TrainConfig {
@@ -193,6 +196,7 @@ impl Default for TrainConfig {
             unary_weight_decay_mult: 16.0,
             patience: 0,
             skip_nonfinite_batches: false,
+            tune_threshold: false,
         }
     }
 }

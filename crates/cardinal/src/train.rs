@@ -11,6 +11,7 @@ use crate::config::{resolve_counts, Config};
 use crate::data::{split, Dataset};
 use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, predict};
+use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::model::{c, Decay, FirstLayerGrad, Float, Params, Standardizer};
 use crate::pipeline::{count_values, decay_coefficient, Model, Workspace};
 use ndarray::Array2;
@@ -563,6 +564,13 @@ pub fn run(
             if let Some(best) = state.best_params.take() {
                 state.model.params = best;
             }
+            if phase == 1 && tc.tune_threshold {
+                if let Some(dev) = dev.as_ref() {
+                    let thr = dev_threshold(&state.model, dev)?;
+                    tracing::info!(threshold = thr, "threshold chosen on dev");
+                    state.model.config.threshold = thr;
+                }
+            }
             let p = &mut state.progress;
             p.phase += 1;
             p.epochs_done = 0;
@@ -577,6 +585,15 @@ pub fn run(
         model: state.model,
         history: state.progress.history,
     })
+}
+
+/// The threshold of the default grid with the best example-F1 on `dev`.
+fn dev_threshold(model: &Model<f32>, dev: &Dataset) -> Result<f64> {
+    let out = predict(model, &dev.features, 256)?;
+    let grid = default_threshold_grid();
+    let (thr, _) = tune_threshold(&out.y, &dev.labels, &grid, &MetricOptions::default())
+        .map_err(|e| Error::Mismatch(e.to_string()))?;
+    Ok(thr as f64)
 }
 
 fn run_epoch(
@@ -848,5 +865,62 @@ mod divergence_tests {
         let trained = train(&data(), &cfg, &mut |_| {}).unwrap();
         assert!(trained.model.params.first_nonfinite().is_none());
         assert_eq!(trained.history.len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod threshold_tests {
+    use super::*;
+    use crate::data::{CsrMatrix, LabelSets};
+    use crate::metrics::{binarize, evaluate, Binarize};
+
+    #[test]
+    fn tuned_threshold_is_the_best_of_the_grid_on_dev() {
+        // Noisy labels so that the F1 differs across thresholds.
+        let mut x = CsrMatrix::new(6);
+        let mut y = LabelSets::new(4);
+        for r in 0..120u32 {
+            x.push_row(&[r % 6, (r * 7 + 1) % 6], &[1.0, 0.5]);
+            let mut labels = vec![r % 4];
+            if r % 3 == 0 {
+                labels.push((r / 3 + 1) % 4);
+            }
+            labels.sort_unstable();
+            labels.dedup();
+            y.push_row(&labels);
+        }
+        let data = Dataset {
+            name: "t".into(),
+            features: x,
+            labels: y,
+            feature_names: vec![],
+            label_names: vec![],
+        };
+        let mut cfg = Config::paper();
+        cfg.model.hidden = 5;
+        cfg.model.card_hidden = 3;
+        cfg.inference.steps = 3;
+        cfg.train.epochs = 3;
+        cfg.train.full_epochs = 0;
+        cfg.train.batch_size = 10;
+        cfg.train.dev_fraction = 0.25;
+        cfg.train.tune_threshold = true;
+        let model = train(&data, &cfg, &mut |_| {}).unwrap().model;
+        let thr = model.config.threshold;
+        let grid = default_threshold_grid();
+        assert!(grid.iter().any(|&g| (g as f64 - thr).abs() < 1e-9), "{thr}");
+        // Recompute every grid point's dev F1 independently: none beats the chosen one.
+        let (_, dev_idx) = split::train_dev_split(data.n_rows(), 0.25, cfg.train.split_seed);
+        let dev = data.select_rows(&dev_idx);
+        let out = predict(&model, &dev.features, 7).unwrap();
+        let opts = MetricOptions::default();
+        let f1_at = |t: f32| {
+            let pred = binarize(&out.y, 4, &Binarize::Threshold(t), None).unwrap();
+            evaluate(&pred, &dev.labels, &opts).example_f1
+        };
+        let chosen = f1_at(thr as f32);
+        for &g in &grid {
+            assert!(f1_at(g) <= chosen + 1e-12, "{g} beats the chosen {thr}");
+        }
     }
 }
