@@ -135,7 +135,12 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
                 &out.join("run.json"),
                 serde_json::to_string_pretty(&args.data)?.as_bytes(),
             )?;
-            (TrainState::new(&data.train, &cfg)?, data, out)
+            // Pre-trains the unaries first when the configuration asks for it (E2E-SPEN).
+            (
+                cardinal::baselines::initial_state(&data.train, &cfg)?,
+                data,
+                out,
+            )
         }
     };
     let cfg = state.model.config.clone();
@@ -204,7 +209,12 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
         }
         Ok(())
     };
-    let trained = run_train(&data.train, state, &mut after_epoch, &mut on_event)?;
+    let trained = if cfg.system == cardinal::config::System::Pnc {
+        run_train(&data.train, state, &mut after_epoch, &mut on_event)?
+    } else {
+        // The baselines train in one go (no per-epoch checkpoints, no --resume).
+        cardinal::baselines::train_system(&data.train, &cfg, &mut on_event)?
+    };
     bar.finish_and_clear();
     if let Some(e) = io_error {
         return Err(e.into());

@@ -129,7 +129,7 @@ fn table1(
             )
         })?;
         let data = match cardinal::data::resolve_dataset(spec, dir.as_deref()) {
-            Ok(r) => r.into_train_test(0.8, 0)?,
+            Ok(r) => r.into_paper_split(0.8, 0)?,
             Err(e) => {
                 eprintln!("skipping {spec}: {e}");
                 continue;

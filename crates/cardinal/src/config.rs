@@ -215,6 +215,123 @@ pub struct Config {
     pub train: TrainConfig,
     /// Threshold on the last iterate for the headline prediction.
     pub threshold: f64,
+    /// Which system of Table 1 this is (`pnc`: the model of the paper; the others are the
+    /// baselines of `crate::baselines`).
+    pub system: System,
+    /// Settings of the baseline systems.
+    pub baseline: BaselineConfig,
+}
+
+/// The systems of Table 1 that train differently from the unrolled P&C pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum System {
+    /// Predict and Constrain, and every configuration of its pipeline (E2E-SPEN, FP, MLP).
+    #[default]
+    Pnc,
+    /// SPEN trained with the structured SVM (margin-rescaled hinge, loss-augmented inference).
+    SpenSsvm,
+    /// Deep value network regressing the F1 of hypotheses.
+    Dvn,
+    /// Unrolled ascent with the sigmoid cardinality potential and clipping (§4 "SC").
+    Sc,
+    /// Unrolled ascent in logit space, `α += η ∇_α s(σ(α))`, no projection (§4).
+    Logit,
+    /// Unary and cardinality scores only, exact top-z inference, structured hinge (§4).
+    TopzHinge,
+}
+
+/// Activation of a hidden layer or of the global energy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Activation {
+    Relu,
+    Softplus,
+}
+
+/// The task loss `Δ(ŷ, y*)` of loss-augmented inference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskLoss {
+    /// `Σ_i |ŷ_i − y*_i|` (linear on the box for binary `y*`).
+    Hamming,
+    /// `1 − soft F1(ŷ, y*)`.
+    F1,
+}
+
+/// Optimiser of the baseline systems.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Optimizer {
+    /// AdaGrad with `train.lr` and `train.adagrad_init`.
+    Adagrad,
+    /// Adam (β = 0.9, 0.999, ε = 1e-8) with `train.lr`.
+    Adam,
+    /// Plain SGD with `train.lr` (DVN's released code).
+    Sgd,
+}
+
+/// Settings of the baseline systems (`system` other than `pnc`, and unary pre-training).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BaselineConfig {
+    pub optimizer: Optimizer,
+    /// Epochs of pre-training the unary network alone with binary cross-entropy before the
+    /// system's own training (SPEN's `pretrain_unaries` stage); 0 = none. Also for `pnc`.
+    pub pretrain_epochs: usize,
+    /// Learning rate of the pre-training (AdaGrad).
+    pub pretrain_lr: f64,
+    /// Weight decay of the pre-training (every matrix).
+    pub pretrain_weight_decay: f64,
+    /// Hidden activation of the unary network (baselines only; `pnc` uses ReLU).
+    pub hidden_activation: Activation,
+    /// Activation of the global energy `w2ᵀ act(Wpᵀ y)` (baselines only).
+    pub energy_activation: Activation,
+    /// Task loss of loss-augmented inference (`spen-ssvm`).
+    pub task_loss: TaskLoss,
+    /// Multiplier of the task loss in the hinge (`spen-ssvm`, `topz-hinge`).
+    pub margin_scale: f64,
+    /// Epochs during which the unary network is held fixed (SPEN's `clamp_features` stage).
+    pub freeze_unary_epochs: usize,
+    /// Start inference from zeros (DVN) instead of `σ(u)`.
+    pub init_zeros: bool,
+    /// Fraction of DVN's training batches whose hypotheses come from one inference step
+    /// started at the gold labels (for half the rows) or at zeros, as the released code does.
+    pub dvn_adversarial_fraction: f64,
+    /// Learning-rate schedule: after these epochs of phase 1 the rate is multiplied by
+    /// `lr_decay` (DVN: 150, 300 with 0.1); empty = constant.
+    pub lr_drops: Vec<usize>,
+    pub lr_decay: f64,
+    /// Keep the weights of the phase-1 epoch with the best dev example-F1 (at the dev-tuned
+    /// threshold for `threshold_grid_dev`), evaluated every `dev_every` epochs.
+    pub keep_best: bool,
+    pub dev_every: usize,
+    /// Select the epoch by the dev F1 at the best grid threshold (SPEN protocol) instead of
+    /// at `threshold`.
+    pub select_with_threshold_grid: bool,
+}
+
+impl Default for BaselineConfig {
+    fn default() -> Self {
+        Self {
+            optimizer: Optimizer::Adagrad,
+            pretrain_epochs: 0,
+            pretrain_lr: 0.1,
+            pretrain_weight_decay: 0.001,
+            hidden_activation: Activation::Relu,
+            energy_activation: Activation::Relu,
+            task_loss: TaskLoss::Hamming,
+            margin_scale: 1.0,
+            freeze_unary_epochs: 0,
+            init_zeros: false,
+            dvn_adversarial_fraction: 0.5,
+            lr_drops: Vec::new(),
+            lr_decay: 0.1,
+            keep_best: false,
+            dev_every: 1,
+            select_with_threshold_grid: false,
+        }
+    }
 }
 
 impl Default for Config {
@@ -234,6 +351,8 @@ impl Config {
             loss: LossConfig::default(),
             train: TrainConfig::default(),
             threshold: 0.5,
+            system: System::Pnc,
+            baseline: BaselineConfig::default(),
         }
     }
 
@@ -451,6 +570,43 @@ impl Config {
             self.threshold,
             "a finite number",
         )?;
+        let b = &self.baseline;
+        check(
+            b.pretrain_lr.is_finite() && b.pretrain_lr > 0.0,
+            "baseline.pretrain_lr",
+            b.pretrain_lr,
+            "a finite number > 0",
+        )?;
+        check(
+            b.pretrain_weight_decay.is_finite() && b.pretrain_weight_decay >= 0.0,
+            "baseline.pretrain_weight_decay",
+            b.pretrain_weight_decay,
+            "a finite number >= 0",
+        )?;
+        check(
+            b.margin_scale.is_finite() && b.margin_scale >= 0.0,
+            "baseline.margin_scale",
+            b.margin_scale,
+            "a finite number >= 0",
+        )?;
+        check(
+            (0.0..=1.0).contains(&b.dvn_adversarial_fraction),
+            "baseline.dvn_adversarial_fraction",
+            b.dvn_adversarial_fraction,
+            "[0, 1]",
+        )?;
+        check(
+            b.lr_decay.is_finite() && b.lr_decay > 0.0,
+            "baseline.lr_decay",
+            b.lr_decay,
+            "a finite number > 0",
+        )?;
+        check(b.dev_every >= 1, "baseline.dev_every", b.dev_every, ">= 1")?;
+        if b.keep_best && self.train.dev_fraction == 0.0 {
+            return Err(Error::Config(
+                "baseline.keep_best needs train.dev_fraction > 0".into(),
+            ));
+        }
         Ok(())
     }
 }

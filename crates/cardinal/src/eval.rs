@@ -11,8 +11,12 @@ use crate::metrics::{
 };
 use crate::pipeline::{Model, Outputs, Workspace};
 
-/// Runs inference on every row of `x`, `batch` rows at a time (rows in parallel).
+/// Runs inference on every row of `x`, `batch` rows at a time (rows in parallel); a baseline
+/// system runs its own inference (`crate::baselines`).
 pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+    if model.config.system != crate::config::System::Pnc {
+        return crate::baselines::predict(model, x, batch);
+    }
     let mut ws = Workspace::default();
     let mut out = Outputs::default();
     let rows: Vec<usize> = (0..x.n_rows).collect();

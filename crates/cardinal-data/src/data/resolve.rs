@@ -52,6 +52,27 @@ impl Resolved {
     }
 }
 
+/// Train and test sizes used by the papers for single-file datasets: MULAN's Bookmarks
+/// (87 856 rows) is split 60 000 / 27 856, the sizes quoted for the SPEN/DVN experiments (their
+/// own row assignment was never published in a reachable form, so the split is seeded).
+pub fn paper_split_sizes(name: &str, n_rows: usize) -> Option<(usize, usize)> {
+    (name.eq_ignore_ascii_case("bookmarks") && n_rows == 87_856).then_some((60_000, 27_856))
+}
+
+impl Resolved {
+    /// Like [`Resolved::into_train_test`], but a single-file dataset with known paper split
+    /// sizes ([`paper_split_sizes`]) gets those sizes.
+    pub fn into_paper_split(self, train_fraction: f64, seed: u64) -> Result<TrainTest> {
+        match &self {
+            Resolved::Single(d) => match paper_split_sizes(&d.name, d.n_rows()) {
+                Some((n_train, n_test)) => d.train_test_split(n_train, n_test, seed),
+                None => self.into_train_test(train_fraction, seed),
+            },
+            Resolved::Split(_) => self.into_train_test(train_fraction, seed),
+        }
+    }
+}
+
 /// The vendored dataset `name` (case-insensitive), decoded from the bytes embedded in the
 /// library; `None` if there is no such dataset. Works from any directory.
 pub fn vendored(name: &str) -> Option<TrainTest> {
@@ -282,4 +303,19 @@ fn pair(mut train: Dataset, mut test: Dataset, name: &str) -> Result<Resolved> {
     train.name = name.to_string();
     test.name = name.to_string();
     Ok(Resolved::Split(TrainTest { train, test }))
+}
+
+#[cfg(test)]
+mod paper_split_tests {
+    use super::*;
+
+    #[test]
+    fn bookmarks_gets_the_papers_sizes_and_nothing_else_does() {
+        assert_eq!(
+            paper_split_sizes("Bookmarks", 87_856),
+            Some((60_000, 27_856))
+        );
+        assert_eq!(paper_split_sizes("bookmarks", 1000), None);
+        assert_eq!(paper_split_sizes("bibtex", 87_856), None);
+    }
 }

@@ -1,0 +1,396 @@
+//! The baseline systems of Table 1 and the alternatives of the paper's §4, trained and run by
+//! the same data, splits, metric and model container ([`Model`]) as Predict and Constrain:
+//!
+//! * `spen-ssvm` — SPEN (Belanger & McCallum 2016): pre-trained unaries, a global energy,
+//!   gradient-based inference, structured-SVM training with loss-augmented inference ([`ssvm`]);
+//! * `dvn` — deep value network (Gygli et al. 2017) regressing the F1 of hypotheses ([`dvn`]);
+//! * `sc` — unrolled ascent with the sigmoid cardinality potential and clipping ([`unrolled`]);
+//! * `logit` — unrolled ascent in logit space, no projection ([`unrolled`]);
+//! * `topz-hinge` — unary and cardinality scores, exact top-z inference, structured hinge
+//!   ([`ssvm`]);
+//! * E2E-SPEN stays a configuration of the P&C pipeline (clipping, no cardinality), with the
+//!   unary pre-training of [`pretrain_unary`] ([`initial_state`]).
+//!
+//! Every system stores its weights in [`crate::model::Params`] (the tensors it does not use stay
+//! at their initial values), so checkpoints, `cardinal eval` and `cardinal predict` work
+//! unchanged; [`predict`] runs each system's own inference.
+
+pub mod ascent;
+pub mod dvn;
+pub mod nets;
+pub mod ssvm;
+pub mod unrolled;
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::config::{Activation, Config, System};
+use crate::data::{split, CsrMatrix, Dataset};
+use crate::error::{Error, Result};
+use crate::eval::{evaluate_outputs, predict as predict_any};
+use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
+use crate::model::Params;
+use crate::pipeline::{Model, Outputs};
+use crate::train::{init_model, EpochRecord, Event, TrainState, Trained};
+use nets::{Mlp, MlpCache, MlpGrad, Opt};
+
+/// Runs the inference of `model`'s system on every row of `x`.
+pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+    let rows: Vec<usize> = (0..x.n_rows).collect();
+    let mut out = Outputs::default();
+    for chunk in rows.chunks(batch.max(1)) {
+        let part = match model.config.system {
+            System::Pnc => return predict_any(model, x, batch),
+            System::Sc | System::Logit | System::SpenSsvm => {
+                unrolled::predict_rows(model, x, chunk)
+            }
+            System::Dvn => dvn::predict_rows(model, x, chunk),
+            System::TopzHinge => ssvm::topz_predict_rows(model, x, chunk),
+        };
+        out.y.extend_from_slice(&part.y);
+        out.z.extend_from_slice(&part.z);
+        out.unary.extend_from_slice(&part.unary);
+    }
+    Ok(out)
+}
+
+/// The starting state of a P&C-pipeline run: [`TrainState::new`], with the unary network
+/// pre-trained first when `baseline.pretrain_epochs > 0` (E2E-SPEN).
+pub fn initial_state(train: &Dataset, cfg: &Config) -> Result<TrainState> {
+    let mut state = TrainState::new(train, cfg)?;
+    if cfg.system == System::Pnc && cfg.baseline.pretrain_epochs > 0 {
+        let rows = train_rows(train, cfg);
+        pretrain_unary(&mut state.model, train, &rows, cfg, Activation::Relu);
+    }
+    Ok(state)
+}
+
+/// Trains `cfg` on `train`, whichever its system.
+pub fn train_system(
+    train: &Dataset,
+    cfg: &Config,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Trained> {
+    match cfg.system {
+        System::Pnc => {
+            crate::train::run(train, initial_state(train, cfg)?, &mut |_| Ok(()), on_event)
+        }
+        System::Sc | System::Logit => fit(train, cfg, &mut unrolled::Unrolled, on_event),
+        System::SpenSsvm => fit(train, cfg, &mut ssvm::Ssvm, on_event),
+        System::TopzHinge => fit(train, cfg, &mut ssvm::TopzHinge, on_event),
+        System::Dvn => fit(train, cfg, &mut dvn::Dvn, on_event),
+    }
+}
+
+/// The rows of the training part of the train/dev split.
+fn train_rows(train: &Dataset, cfg: &Config) -> Vec<usize> {
+    split::train_dev_split(train.n_rows(), cfg.train.dev_fraction, cfg.train.split_seed).0
+}
+
+/// One system's loss and gradient on a batch.
+pub trait BatchObjective {
+    /// Called once before training (e.g. to pre-train or re-initialise).
+    fn prepare(&mut self, model: &mut Model<f32>, train: &Dataset, rows: &[usize]) {
+        let cfg = model.config.clone();
+        if cfg.baseline.pretrain_epochs > 0 {
+            pretrain_unary(model, train, rows, &cfg, cfg.baseline.hidden_activation);
+        }
+    }
+
+    /// Overwrites `grad` with the gradient of the batch loss (without weight decay) and
+    /// returns the loss.
+    fn loss_and_grad(
+        &mut self,
+        model: &Model<f32>,
+        train: &Dataset,
+        rows: &[usize],
+        grad: &mut Params<f32>,
+        rng: &mut Xoshiro256PlusPlus,
+    ) -> Result<f64>;
+}
+
+/// Dev example-F1 (%) of `model`: at its threshold, and at the best threshold of the grid.
+fn dev_f1(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
+    let out = predict(model, &dev.features, 256)?;
+    let rep = evaluate_outputs(model, &out, &dev.labels);
+    let (_, best) = tune_threshold(
+        &out.y,
+        &dev.labels,
+        &default_threshold_grid(),
+        &MetricOptions::default(),
+    )
+    .map_err(|e| Error::Mismatch(e.to_string()))?;
+    Ok((rep.at_threshold.example_f1 * 100.0, best * 100.0))
+}
+
+/// The training loop of the baselines: the P&C schedule (epochs on the train part of the
+/// split, then `full_epochs` on all of train), the configured optimiser with weight decay, a
+/// step learning-rate schedule, frozen unaries for the first epochs, and optionally the
+/// weights of the best dev epoch.
+pub fn fit(
+    train: &Dataset,
+    cfg: &Config,
+    obj: &mut dyn BatchObjective,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Trained> {
+    let mut model = init_model(train, cfg)?;
+    let tc = &cfg.train;
+    let bc = &cfg.baseline;
+    let (train_idx, dev_idx) =
+        split::train_dev_split(train.n_rows(), tc.dev_fraction, tc.split_seed);
+    let dev = (!dev_idx.is_empty()).then(|| train.select_rows(&dev_idx));
+    obj.prepare(&mut model, train, &train_idx);
+    let mut opt = Opt::new(bc.optimizer, &model.params, tc.lr, tc.adagrad_init);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x9E37_79B9_7F4A_7C15);
+    let mut grad = model.params.zeros_like();
+    let mut history = Vec::new();
+    let mut best: Option<(f64, Params<f32>)> = None;
+    let all_idx: Vec<usize> = (0..train.n_rows()).collect();
+    const UNARY: [&str; 4] = ["unary.w1", "unary.b1", "unary.w2", "unary.b2"];
+    for phase in [1u8, 2] {
+        let (epochs, rows) = if phase == 1 {
+            (tc.epochs, &train_idx)
+        } else {
+            (tc.full_epochs, &all_idx)
+        };
+        if epochs == 0 {
+            continue;
+        }
+        let n_batches = rows.len().div_ceil(tc.batch_size);
+        on_event(Event::Start {
+            phase,
+            epochs,
+            batches_per_epoch: n_batches,
+        });
+        let mut order = rows.clone();
+        for epoch in 1..=epochs {
+            if phase == 1 {
+                let drops = bc.lr_drops.iter().filter(|&&d| epoch > d).count();
+                opt.lr = tc.lr * bc.lr_decay.powi(drops as i32);
+            }
+            let frozen: &[&str] = if phase == 1 && epoch <= bc.freeze_unary_epochs {
+                &UNARY
+            } else {
+                &[]
+            };
+            order.shuffle(&mut rng);
+            let start = std::time::Instant::now();
+            let mut loss_sum = 0.0;
+            for (batch, chunk) in order.chunks(tc.batch_size).enumerate() {
+                let loss = obj.loss_and_grad(&model, train, chunk, &mut grad, &mut rng)?;
+                if !loss.is_finite() {
+                    return Err(Error::Diverged {
+                        phase,
+                        epoch,
+                        batch,
+                        quantity: "the loss".into(),
+                    });
+                }
+                if let Some(name) = opt.step(&mut model.params, &grad, cfg, frozen) {
+                    return Err(Error::Diverged {
+                        phase,
+                        epoch,
+                        batch,
+                        quantity: format!("parameter {name} after the update"),
+                    });
+                }
+                loss_sum += loss;
+                on_event(Event::Batch {
+                    phase,
+                    epoch,
+                    batch,
+                    loss,
+                });
+            }
+            let seconds = start.elapsed().as_secs_f64();
+            let mut dev_example_f1 = None;
+            let evaluate_now = epoch % bc.dev_every == 0 || epoch == epochs;
+            if let (1, Some(dev), true) = (phase, &dev, evaluate_now) {
+                let (at_thr, at_grid) = dev_f1(&model, dev)?;
+                dev_example_f1 = Some(at_thr);
+                let score = if bc.select_with_threshold_grid {
+                    at_grid
+                } else {
+                    at_thr
+                };
+                if bc.keep_best && best.as_ref().is_none_or(|(b, _)| score > *b) {
+                    best = Some((score, model.params.clone()));
+                }
+            }
+            let record = EpochRecord {
+                phase,
+                epoch,
+                loss: loss_sum / n_batches.max(1) as f64,
+                dev_example_f1,
+                dev_mean_z: None,
+                seconds,
+            };
+            on_event(Event::Epoch(&record));
+            history.push(record);
+        }
+        if phase == 1 {
+            if let Some((_, params)) = best.take() {
+                model.params = params;
+            }
+        }
+    }
+    Ok(Trained { model, history })
+}
+
+/// Pre-trains the unary network of `model` alone with binary cross-entropy on `σ(u)` (mean over
+/// the batch, summed over labels), AdaGrad, for `baseline.pretrain_epochs` epochs over `rows`.
+pub fn pretrain_unary(
+    model: &mut Model<f32>,
+    train: &Dataset,
+    rows: &[usize],
+    cfg: &Config,
+    act: Activation,
+) {
+    let bc = &cfg.baseline;
+    let mut pc = cfg.clone();
+    pc.train.weight_decay = bc.pretrain_weight_decay;
+    pc.train.unary_weight_decay_mult = 1.0;
+    let mut opt = Opt::new(
+        crate::config::Optimizer::Adagrad,
+        &model.params,
+        bc.pretrain_lr,
+        cfg.train.adagrad_init,
+    );
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x5EED_0FBC);
+    let mut order = rows.to_vec();
+    let mut cache = MlpCache::default();
+    let mut grad = model.params.zeros_like();
+    let frozen = [
+        "energy.wp",
+        "energy.we",
+        "card.w1",
+        "card.b1",
+        "card.w2",
+        "card.b2",
+    ];
+    for _ in 0..bc.pretrain_epochs {
+        order.shuffle(&mut rng);
+        for chunk in order.chunks(cfg.train.batch_size) {
+            grad.visit_mut(|_, g, _| g.fill(0.0));
+            let mlp = Mlp::unary(&model.params, act);
+            mlp.forward(&train.features, chunk, &model.standardizer, &mut cache);
+            let mut dout = cache.out.mapv(crate::inference::sigmoid);
+            let scale = 1.0 / chunk.len() as f32;
+            for (r, &row) in chunk.iter().enumerate() {
+                for &g in train.labels.row(row) {
+                    dout[[r, g as usize]] -= 1.0;
+                }
+            }
+            dout *= scale;
+            let p = &mut grad;
+            mlp.backward(
+                &train.features,
+                chunk,
+                &model.standardizer,
+                &mut cache,
+                dout.view(),
+                MlpGrad {
+                    w1: &mut p.w1,
+                    b1: &mut p.b1,
+                    w2: &mut p.w2,
+                    b2: &mut p.b2,
+                },
+            );
+            opt.step(&mut model.params, &grad, &pc, &frozen);
+        }
+    }
+}
+
+/// Relaxed-F1 iterate weights of the P&C loss, `t = 1..=T` (see `config::IterateWeights`).
+pub fn iterate_weights(cfg: &Config) -> Vec<f64> {
+    use crate::config::IterateWeights;
+    let steps = cfg.inference.steps;
+    let tt = steps as f64;
+    (1..=steps)
+        .map(|t| match cfg.loss.iterate_weights {
+            IterateWeights::Authors => 1.0 / (tt * (tt - t as f64 + 2.0)),
+            IterateWeights::Paper => 1.0 / (tt * (tt - t as f64 + 1.0)),
+            IterateWeights::Last => f64::from(u8::from(t == steps)),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::LabelSets;
+
+    /// A small dataset whose labels are a function of the features.
+    pub(crate) fn toy(n: usize, seed: u64) -> Dataset {
+        let (d, l) = (16, 6);
+        let mut s = seed;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 33) as usize
+        };
+        let mut x = CsrMatrix::new(d);
+        let mut y = LabelSets::new(l);
+        for _ in 0..n {
+            let mut idx: Vec<u32> = (0..4).map(|_| (next() % d) as u32).collect();
+            idx.sort_unstable();
+            idx.dedup();
+            x.push_row(&idx, &vec![1.0; idx.len()]);
+            let mut lab: Vec<u32> = idx.iter().map(|&i| i % l as u32).collect();
+            lab.sort_unstable();
+            lab.dedup();
+            lab.truncate(3);
+            y.push_row(&lab);
+        }
+        Dataset {
+            name: "toy".into(),
+            features: x,
+            labels: y,
+            feature_names: vec![],
+            label_names: vec![],
+        }
+    }
+
+    pub(crate) fn small(cfg: &mut Config) {
+        cfg.model.hidden = 12;
+        cfg.model.card_hidden = 6;
+        cfg.model.energy_hidden = 4;
+        cfg.train.batch_size = 10;
+        cfg.train.full_epochs = 0;
+    }
+
+    #[test]
+    fn pretraining_lowers_the_unary_cross_entropy() {
+        let data = toy(200, 3);
+        let mut cfg = Config::paper();
+        small(&mut cfg);
+        cfg.baseline.pretrain_epochs = 5;
+        let mut model = init_model(&data, &cfg).unwrap();
+        let rows: Vec<usize> = (0..200).collect();
+        let bce = |m: &Model<f32>| {
+            let mut cache = MlpCache::default();
+            Mlp::unary(&m.params, Activation::Relu).forward(
+                &data.features,
+                &rows,
+                &m.standardizer,
+                &mut cache,
+            );
+            let mut total = 0.0f64;
+            for r in 0..rows.len() {
+                let gold = data.labels.row(r);
+                for i in 0..6 {
+                    let p = crate::inference::sigmoid(cache.out[[r, i]] as f64).clamp(1e-9, 1.0);
+                    let on = gold.contains(&(i as u32));
+                    total -= if on { p.ln() } else { (1.0 - p).max(1e-9).ln() };
+                }
+            }
+            total / rows.len() as f64
+        };
+        let before = bce(&model);
+        pretrain_unary(&mut model, &data, &rows, &cfg, Activation::Relu);
+        let after = bce(&model);
+        assert!(after < 0.7 * before, "BCE {before} -> {after}");
+    }
+}

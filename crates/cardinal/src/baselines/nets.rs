@@ -1,0 +1,358 @@
+//! Pieces the baseline systems share: a two-layer network over the standardised sparse input
+//! with a choice of hidden activation, the global energy `w2ᵀ act(Wpᵀ y)` with its gradient in
+//! `y`, the products needed to differentiate through that gradient, and the optimisers.
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array1, Array2, ArrayView2, Axis};
+
+use crate::config::{Activation, Config, Optimizer};
+use crate::data::CsrMatrix;
+use crate::model::{
+    c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,
+    Float, Params, Standardizer,
+};
+use crate::pipeline::decay_coefficient;
+
+/// `act(x)`, `act'(x)`, `act''(x)`.
+#[inline]
+pub fn act3<F: Float>(a: Activation, x: F) -> (F, F, F) {
+    match a {
+        Activation::Relu => {
+            if x > F::zero() {
+                (x, F::one(), F::zero())
+            } else {
+                (F::zero(), F::zero(), F::zero())
+            }
+        }
+        Activation::Softplus => {
+            // log(1 + e^x) = max(x, 0) + log(1 + e^{−|x|})
+            let v = x.max(F::zero()) + (-x.abs()).exp().ln_1p();
+            let s = crate::inference::sigmoid(x);
+            (v, s, s * (F::one() - s))
+        }
+    }
+}
+
+/// Reusable buffers of a [`Mlp`] forward pass.
+#[derive(Debug, Default, Clone)]
+pub struct MlpCache<F> {
+    pub pre: Array2<F>,
+    pub hidden: Array2<F>,
+    pub out: Array2<F>,
+    dh: Array2<F>,
+    aux: FirstLayerGrad<F>,
+}
+
+/// `x → act(x̃W1 + b1) → ·W2 + b2`, the unary (or cardinality) network of a baseline.
+pub struct Mlp<'a, F> {
+    pub w1: &'a Array2<F>,
+    pub b1: &'a Array1<F>,
+    pub w2: &'a Array2<F>,
+    pub b2: &'a Array1<F>,
+    pub act: Activation,
+}
+
+/// Where [`Mlp::backward`] adds its gradients (complete, dense).
+pub struct MlpGrad<'a, F> {
+    pub w1: &'a mut Array2<F>,
+    pub b1: &'a mut Array1<F>,
+    pub w2: &'a mut Array2<F>,
+    pub b2: &'a mut Array1<F>,
+}
+
+fn ensure<F: Float>(a: &mut Array2<F>, r: usize, c: usize) {
+    if a.dim() != (r, c) {
+        *a = Array2::zeros((r, c));
+    }
+}
+
+impl<'a, F: Float> Mlp<'a, F> {
+    /// The unary network of `p`.
+    pub fn unary(p: &'a Params<F>, act: Activation) -> Self {
+        Self {
+            w1: &p.w1,
+            b1: &p.b1,
+            w2: &p.w2,
+            b2: &p.b2,
+            act,
+        }
+    }
+
+    /// The cardinality network of `p` (ReLU, as P&C's).
+    pub fn card(p: &'a Params<F>) -> Self {
+        Self {
+            w1: &p.c1,
+            b1: &p.cb1,
+            w2: &p.c2,
+            b2: &p.cb2,
+            act: Activation::Relu,
+        }
+    }
+
+    pub fn forward(&self, x: &CsrMatrix, rows: &[usize], stdz: &Standardizer, m: &mut MlpCache<F>) {
+        let (b, h, o) = (rows.len(), self.w1.ncols(), self.w2.ncols());
+        ensure(&mut m.pre, b, h);
+        ensure(&mut m.hidden, b, h);
+        ensure(&mut m.out, b, o);
+        let shift = first_layer_shift(stdz, self.w1.view());
+        sparse_first_layer(
+            x,
+            rows,
+            stdz,
+            self.w1.view(),
+            self.b1.as_slice().expect("contiguous"),
+            &shift,
+            m.pre.view_mut(),
+        );
+        let act = self.act;
+        m.hidden.zip_mut_with(&m.pre, |o, &a| *o = act3(act, a).0);
+        m.out.assign(&self.b2.broadcast((b, o)).expect("broadcast"));
+        general_mat_mul(F::one(), &m.hidden, self.w2, F::one(), &mut m.out);
+    }
+
+    /// Adds the gradient of `⟨dout, out⟩` (for the last forward on `m`) to `g`.
+    pub fn backward(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        stdz: &Standardizer,
+        m: &mut MlpCache<F>,
+        dout: ArrayView2<F>,
+        g: MlpGrad<'_, F>,
+    ) {
+        *g.b2 += &dout.sum_axis(Axis(0));
+        general_mat_mul(F::one(), &m.hidden.t(), &dout, F::one(), g.w2);
+        ensure(&mut m.dh, rows.len(), self.w1.ncols());
+        general_mat_mul(F::one(), &dout, &self.w2.t(), F::zero(), &mut m.dh);
+        let act = self.act;
+        m.dh.zip_mut_with(&m.pre, |d, &a| *d *= act3(act, a).1);
+        // The library's sparse backward writes into a zeroed buffer: scatter there, then add.
+        let mut dw = Array2::zeros(self.w1.dim());
+        let mut db = Array1::zeros(self.w1.ncols());
+        sparse_first_layer_backward(x, rows, stdz, m.dh.view(), &mut dw, &mut db, &mut m.aux);
+        m.aux.densify(stdz, &mut dw);
+        *g.w1 += &dw;
+        *g.b1 += &db;
+    }
+}
+
+/// The global energy `E(y) = w2ᵀ act(Wpᵀ y)` over the labels, not conditioned on `x`.
+pub struct Energy<'a, F> {
+    /// `L × E`.
+    pub wp: ArrayView2<'a, F>,
+    pub we: &'a [F],
+    pub act: Activation,
+}
+
+impl<F: Float> Energy<'_, F> {
+    pub fn hidden(&self) -> usize {
+        self.we.len()
+    }
+
+    /// `a = Wpᵀ y` into `a`.
+    pub fn preact(&self, y: &[F], a: &mut [F]) {
+        a.fill(F::zero());
+        for (i, &yi) in y.iter().enumerate() {
+            if yi != F::zero() {
+                for (ak, &w) in a.iter_mut().zip(self.wp.row(i)) {
+                    *ak += yi * w;
+                }
+            }
+        }
+    }
+
+    /// `E(y)`; `a` is scratch of length `E`.
+    pub fn value(&self, y: &[F], a: &mut [F]) -> F {
+        self.preact(y, a);
+        a.iter()
+            .zip(self.we)
+            .map(|(&ak, &w)| w * act3(self.act, ak).0)
+            .sum()
+    }
+
+    /// Adds `∇_y E(y) = Wp (w2 ⊙ act'(a))` to `out`; returns `a` in `a`.
+    pub fn add_grad(&self, y: &[F], a: &mut [F], s: &mut [F], out: &mut [F]) {
+        self.preact(y, a);
+        for k in 0..a.len() {
+            s[k] = self.we[k] * act3(self.act, a[k]).1;
+        }
+        for (o, row) in out.iter_mut().zip(self.wp.outer_iter()) {
+            let mut acc = F::zero();
+            for (&w, &sk) in row.iter().zip(s.iter()) {
+                acc += w * sk;
+            }
+            *o += acc;
+        }
+    }
+
+    /// With `a = Wpᵀ y` given and `h` the adjoint of `g = ∇_y E(y)`: adds `∂⟨h, g⟩/∂y`
+    /// (the Hessian-vector product `Wp diag(w2 ⊙ act''(a)) Wpᵀ h`) to `gy`, and the parameter
+    /// gradients `∂⟨h, g⟩/∂Wp`, `∂⟨h, g⟩/∂w2` to `gwp`, `gwe`. `t` is scratch of length `E`.
+    pub fn grad_vjp(
+        &self,
+        y: &[F],
+        a: &[F],
+        h: &[F],
+        t: &mut [F],
+        gy: &mut [F],
+        gwp: &mut Array2<F>,
+        gwe: &mut [F],
+    ) {
+        let e = a.len();
+        // t = Wpᵀ h
+        self.preact(h, t);
+        let mut s1 = vec![F::zero(); e];
+        let mut s2 = vec![F::zero(); e];
+        for k in 0..e {
+            let (_, d1, d2) = act3(self.act, a[k]);
+            gwe[k] += d1 * t[k];
+            s1[k] = self.we[k] * d1;
+            s2[k] = self.we[k] * d2 * t[k];
+        }
+        let has2 = s2.iter().any(|&v| v != F::zero());
+        for i in 0..y.len() {
+            let mut row = gwp.row_mut(i);
+            let (hi, yi) = (h[i], y[i]);
+            for k in 0..e {
+                row[k] += hi * s1[k] + s2[k] * yi;
+            }
+            if has2 {
+                let mut acc = F::zero();
+                for (&w, &sk) in self.wp.row(i).iter().zip(&s2) {
+                    acc += w * sk;
+                }
+                gy[i] += acc;
+            }
+        }
+    }
+
+    /// Adds `scale · ∂E(y)/∂(Wp, w2)` to `gwp`, `gwe`; `a` is scratch.
+    pub fn add_param_grad(
+        &self,
+        y: &[F],
+        scale: F,
+        a: &mut [F],
+        gwp: &mut Array2<F>,
+        gwe: &mut [F],
+    ) {
+        self.preact(y, a);
+        let e = a.len();
+        let mut s = vec![F::zero(); e];
+        for k in 0..e {
+            let (v, d1, _) = act3(self.act, a[k]);
+            gwe[k] += scale * v;
+            s[k] = scale * self.we[k] * d1;
+        }
+        for (i, &yi) in y.iter().enumerate() {
+            if yi != F::zero() {
+                let mut row = gwp.row_mut(i);
+                for k in 0..e {
+                    row[k] += yi * s[k];
+                }
+            }
+        }
+    }
+}
+
+/// The optimiser state of a baseline.
+#[derive(Debug, Clone)]
+pub struct Opt {
+    kind: Optimizer,
+    pub lr: f64,
+    /// AdaGrad's accumulators or Adam's second moments.
+    v: Params<f32>,
+    /// Adam's first moments, one vector per tensor in [`Params::visit`] order.
+    m: Vec<Vec<f32>>,
+    t: i32,
+}
+
+impl Opt {
+    pub fn new(kind: Optimizer, params: &Params<f32>, lr: f64, adagrad_init: f64) -> Self {
+        let mut v = params.zeros_like();
+        if kind == Optimizer::Adagrad {
+            v.visit_mut(|_, a, _| a.fill(adagrad_init as f32));
+        }
+        let mut m = Vec::new();
+        if kind == Optimizer::Adam {
+            params.visit(|_, a, _| m.push(vec![0.0; a.len()]));
+        }
+        Self {
+            kind,
+            lr,
+            v,
+            m,
+            t: 0,
+        }
+    }
+
+    /// One step on the complete gradient `g` plus weight decay (`train.weight_decay`, the
+    /// unary multiplier, as the P&C trainer); tensors named in `frozen` are left alone.
+    /// Returns the name of a tensor holding a non-finite value afterwards, if any.
+    pub fn step(
+        &mut self,
+        params: &mut Params<f32>,
+        g: &Params<f32>,
+        cfg: &Config,
+        frozen: &[&str],
+    ) -> Option<&'static str> {
+        self.t += 1;
+        let (wd, mult) = (cfg.train.weight_decay, cfg.train.unary_weight_decay_mult);
+        let lr = self.lr as f32;
+        let (b1, b2) = (0.9f32, 0.999f32);
+        let bc1 = 1.0 - b1.powi(self.t);
+        let bc2 = 1.0 - b2.powi(self.t);
+        let kind = self.kind;
+        let mut bad = None;
+        let mut idx = 0;
+        let moments = &mut self.m;
+        params.update_with(&mut self.v, g, |name, w, v, g, class| {
+            let i = idx;
+            idx += 1;
+            if name == "inference.eta" || frozen.contains(&name) {
+                return;
+            }
+            let lambda = decay_coefficient(class, wd, mult) as f32;
+            let mut finite = true;
+            for j in 0..w.len() {
+                let gj = g[j] + lambda * w[j];
+                match kind {
+                    Optimizer::Sgd => w[j] -= lr * gj,
+                    Optimizer::Adagrad => {
+                        v[j] += gj * gj;
+                        w[j] -= lr * gj / v[j].sqrt();
+                    }
+                    Optimizer::Adam => {
+                        let m = &mut moments[i][j];
+                        *m = b1 * *m + (1.0 - b1) * gj;
+                        v[j] = b2 * v[j] + (1.0 - b2) * gj * gj;
+                        w[j] -= lr * (*m / bc1) / ((v[j] / bc2).sqrt() + 1e-8);
+                    }
+                }
+                finite &= w[j].is_finite();
+            }
+            if !finite && bad.is_none() {
+                bad = Some(name);
+            }
+        });
+        bad
+    }
+}
+
+/// The squared-norm weight-decay loss of `p` as [`Opt::step`] applies it.
+pub fn decay_loss(p: &Params<f32>, cfg: &Config) -> f64 {
+    let (wd, mult) = (cfg.train.weight_decay, cfg.train.unary_weight_decay_mult);
+    let mut total = 0.0;
+    p.visit(|_, w, class: Decay| {
+        let l = decay_coefficient(class, wd, mult);
+        if l > 0.0 {
+            total += 0.5 * l * w.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>();
+        }
+    });
+    total
+}
+
+/// Shorthand for an `f64` constant as `F`.
+#[inline]
+pub fn k<F: Float>(x: f64) -> F {
+    c(x)
+}

@@ -1,0 +1,331 @@
+//! SC and logit-space ascent: unrolled inference trained end to end with P&C's relaxed-F1 loss
+//! on the iterates; also the test-time inference of SPEN (clipped ascent, no cardinality).
+
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
+
+use super::ascent::{Ascent, AscentGrad, AscentTape, Space};
+use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
+use super::{iterate_weights, BatchObjective};
+use crate::config::System;
+use crate::data::{CsrMatrix, Dataset};
+use crate::error::Result;
+use crate::inference::soft_f1;
+use crate::model::{c, Float, Params};
+use crate::pipeline::{Model, Outputs};
+use ndarray::Array2;
+
+/// The ascent of `model`'s system over its parameters `p` (generic so that tests can run it in
+/// `f64`).
+pub fn ascent_of<'a, F: Float>(model: &Model<f32>, p: &'a Params<F>) -> Ascent<'a, F> {
+    let cfg = &model.config;
+    let space = if cfg.system == System::Logit {
+        Space::Logit
+    } else {
+        Space::Box
+    };
+    Ascent {
+        energy: Energy {
+            wp: p.wp.view(),
+            we: p.we.as_slice().expect("contiguous"),
+            act: cfg.baseline.energy_activation,
+        },
+        eta: c(cfg.inference.eta),
+        momentum: c(cfg.inference.momentum),
+        steps: cfg.inference.steps,
+        space,
+        init_zeros: cfg.baseline.init_zeros,
+        sc_kmin: c(model.counts[0] as f64),
+    }
+}
+
+/// Unary scores `u` and, for SC, the per-row cardinality weights.
+struct Scores<F> {
+    u: Array2<F>,
+    sc: Option<Array2<F>>,
+    unary_cache: MlpCache<F>,
+    card_cache: MlpCache<F>,
+}
+
+fn scores<F: Float>(model: &Model<f32>, p: &Params<F>, x: &CsrMatrix, rows: &[usize]) -> Scores<F> {
+    let mut unary_cache = MlpCache::default();
+    let mut card_cache = MlpCache::default();
+    let act = model.config.baseline.hidden_activation;
+    Mlp::unary(p, act).forward(x, rows, &model.standardizer, &mut unary_cache);
+    let sc = (model.config.system == System::Sc).then(|| {
+        Mlp::card(p).forward(x, rows, &model.standardizer, &mut card_cache);
+        card_cache.out.clone()
+    });
+    Scores {
+        u: unary_cache.out.clone(),
+        sc,
+        unary_cache,
+        card_cache,
+    }
+}
+
+/// Inference for `rows` of `x`: the last iterate, `z = Σ y_T`.
+pub fn predict_rows(model: &Model<f32>, x: &CsrMatrix, rows: &[usize]) -> Outputs<f32> {
+    let p = &model.params;
+    let s = scores(model, p, x, rows);
+    let asc = ascent_of(model, p);
+    let (l, steps) = (model.n_labels(), model.config.inference.steps);
+    let mut y = vec![0f32; rows.len() * l];
+    y.par_chunks_mut(l).enumerate().for_each(|(r, out)| {
+        let mut tape = AscentTape::default();
+        let sc =
+            s.sc.as_ref()
+                .map_or(&[][..], |w| w.row(r).to_slice().unwrap());
+        asc.forward(s.u.row(r).to_slice().unwrap(), sc, &mut tape);
+        out.copy_from_slice(tape.y(steps, l));
+    });
+    let z = y.chunks(l).map(|r| r.iter().sum()).collect();
+    Outputs {
+        y,
+        z,
+        unary: s.u.into_raw_vec_and_offset().0,
+    }
+}
+
+/// Loss (P&C's weighted negative relaxed F1 over the iterates, plus the optional unary BCE)
+/// and gradient of a batch, generic over the float type.
+pub fn batch_loss_grad<F: Float>(
+    model: &Model<f32>,
+    p: &Params<F>,
+    train: &Dataset,
+    rows: &[usize],
+    grad: &mut Params<F>,
+) -> F {
+    let cfg = &model.config;
+    grad.visit_mut(|_, g, _| g.fill(F::zero()));
+    let mut s = scores(model, p, &train.features, rows);
+    let asc = ascent_of(model, p);
+    let (l, e, steps) = (model.n_labels(), p.we.len(), cfg.inference.steps);
+    let k = p.c2.ncols();
+    let scale = if cfg.loss.sum_over_batch {
+        1.0
+    } else {
+        1.0 / rows.len() as f64
+    };
+    let weights: Vec<F> = iterate_weights(cfg)
+        .into_iter()
+        .map(|w| c(w * scale * cfg.loss.f1_weight))
+        .collect();
+    let bce_w: F = c(cfg.loss.unary_bce_weight * scale);
+    let per_row: Vec<(F, AscentGrad<F>)> = (0..rows.len())
+        .into_par_iter()
+        .map(|r| {
+            let u = s.u.row(r).to_slice().unwrap().to_vec();
+            let sc: Vec<F> = s.sc.as_ref().map_or(Vec::new(), |w| w.row(r).to_vec());
+            let gold = train.labels.row(rows[r]);
+            let mut tape = AscentTape::default();
+            asc.forward(&u, &sc, &mut tape);
+            let mut gys = vec![F::zero(); steps * l];
+            let mut loss = F::zero();
+            for t in 1..=steps {
+                let w = weights[t - 1];
+                if w != F::zero() {
+                    let f1 = soft_f1(tape.y(t, l), gold, Some((&mut gys[(t - 1) * l..t * l], -w)));
+                    loss -= w * f1;
+                }
+            }
+            let mut g = AscentGrad::zeros(l, e, sc.len());
+            asc.backward(&u, &sc, &tape, &gys, &mut g);
+            if bce_w > F::zero() {
+                for i in 0..l {
+                    let x = u[i];
+                    loss += bce_w * ((-x.abs()).exp().ln_1p() + x.max(F::zero()));
+                    g.gu[i] += bce_w * crate::inference::sigmoid(x);
+                }
+                for &gi in gold {
+                    loss -= bce_w * u[gi as usize];
+                    g.gu[gi as usize] -= bce_w;
+                }
+            }
+            (loss, g)
+        })
+        .collect();
+    let mut dout = Array2::<F>::zeros((rows.len(), l));
+    let mut dcard = Array2::<F>::zeros((rows.len(), k));
+    let mut total = F::zero();
+    for (r, (loss, g)) in per_row.iter().enumerate() {
+        total += *loss;
+        dout.row_mut(r)
+            .iter_mut()
+            .zip(&g.gu)
+            .for_each(|(o, &v)| *o = v);
+        grad.wp += &g.gwp;
+        for (o, &v) in grad.we.iter_mut().zip(&g.gwe) {
+            *o += v;
+        }
+        if !g.gsc.is_empty() {
+            dcard
+                .row_mut(r)
+                .iter_mut()
+                .zip(&g.gsc)
+                .for_each(|(o, &v)| *o = v);
+        }
+    }
+    let act = cfg.baseline.hidden_activation;
+    let stdz = &model.standardizer;
+    Mlp::unary(p, act).backward(
+        &train.features,
+        rows,
+        stdz,
+        &mut s.unary_cache,
+        dout.view(),
+        MlpGrad {
+            w1: &mut grad.w1,
+            b1: &mut grad.b1,
+            w2: &mut grad.w2,
+            b2: &mut grad.b2,
+        },
+    );
+    if s.sc.is_some() {
+        Mlp::card(p).backward(
+            &train.features,
+            rows,
+            stdz,
+            &mut s.card_cache,
+            dcard.view(),
+            MlpGrad {
+                w1: &mut grad.c1,
+                b1: &mut grad.cb1,
+                w2: &mut grad.c2,
+                b2: &mut grad.cb2,
+            },
+        );
+    }
+    total
+}
+
+/// SC and logit-space training.
+#[derive(Default)]
+pub struct Unrolled;
+
+impl BatchObjective for Unrolled {
+    fn loss_and_grad(
+        &mut self,
+        model: &Model<f32>,
+        train: &Dataset,
+        rows: &[usize],
+        grad: &mut Params<f32>,
+        _rng: &mut Xoshiro256PlusPlus,
+    ) -> Result<f64> {
+        Ok(batch_loss_grad(model, &model.params, train, rows, grad) as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{small, toy};
+    use super::*;
+    use crate::config::{Activation, Config};
+    use crate::train::init_model;
+
+    /// The whole SC and logit models — every parameter tensor through the networks, the
+    /// unrolled steps and the loss — against central differences in `f64`.
+    #[test]
+    fn whole_model_gradients_match_finite_differences() {
+        let data = toy(30, 11);
+        for (system, act) in [
+            (System::Sc, Activation::Relu),
+            (System::Logit, Activation::Softplus),
+        ] {
+            let mut cfg = Config::paper();
+            small(&mut cfg);
+            cfg.system = system;
+            cfg.baseline.energy_activation = act;
+            cfg.baseline.hidden_activation = act;
+            cfg.inference.steps = 3;
+            cfg.inference.eta = 0.3;
+            cfg.loss.unary_bce_weight = 0.1;
+            let model = init_model(&data, &cfg).unwrap();
+            let mut p: Params<f64> = model.params.cast();
+            // Non-trivial energy and cardinality weights.
+            p.wp.mapv_inplace(|v| 3.0 * v);
+            p.c2.mapv_inplace(|v| 5.0 * v);
+            let rows = [0usize, 3, 4, 9];
+            let mut g = p.zeros_like();
+            batch_loss_grad(&model, &p, &data, &rows, &mut g);
+            let mut scratch = p.zeros_like();
+            let mut checked = 0;
+            let names = [
+                "unary.w1",
+                "unary.b1",
+                "unary.w2",
+                "energy.wp",
+                "energy.we",
+                "card.w2",
+                "card.w1",
+            ];
+            for name in names {
+                let mut analytic = Vec::new();
+                g.visit(|n, d, _| {
+                    if n == name {
+                        analytic = d.to_vec();
+                    }
+                });
+                // A handful of entries per tensor, the largest gradients first.
+                let mut idx: Vec<usize> = (0..analytic.len()).collect();
+                idx.sort_by(|&a, &b| analytic[b].abs().total_cmp(&analytic[a].abs()));
+                for &j in idx.iter().take(4) {
+                    let h = 1e-6;
+                    let mut eval = |delta: f64| {
+                        let mut q = p.clone();
+                        q.visit_mut(|n, d, _| {
+                            if n == name {
+                                d[j] += delta;
+                            }
+                        });
+                        batch_loss_grad(&model, &q, &data, &rows, &mut scratch)
+                    };
+                    let fd = (eval(h) - eval(-h)) / (2.0 * h);
+                    let an = analytic[j];
+                    assert!(
+                        (fd - an).abs() < 1e-5 * (1.0 + fd.abs()),
+                        "{system:?} {name}[{j}]: fd {fd} vs {an}"
+                    );
+                    checked += usize::from(an.abs() > 1e-8);
+                }
+            }
+            assert!(
+                checked >= 10,
+                "{system:?}: only {checked} non-zero gradients checked"
+            );
+        }
+    }
+
+    #[test]
+    fn a_wrong_gradient_is_caught() {
+        // The check above must be able to fail: drop the σ' factor of the logit step and the
+        // unary gradient no longer matches.
+        let data = toy(30, 11);
+        let mut cfg = Config::paper();
+        small(&mut cfg);
+        cfg.system = System::Logit;
+        cfg.inference.steps = 2;
+        cfg.inference.eta = 0.5;
+        let model = init_model(&data, &cfg).unwrap();
+        let p: Params<f64> = model.params.cast();
+        let rows = [1usize, 2];
+        let mut g = p.zeros_like();
+        batch_loss_grad(&model, &p, &data, &rows, &mut g);
+        let mut wrong = g.clone();
+        wrong.b2.mapv_inplace(|v| v * 1.1 + 1e-3);
+        let mut scratch = p.zeros_like();
+        let h = 1e-6;
+        let mut worst: f64 = 0.0;
+        for j in 0..p.b2.len() {
+            let mut q = p.clone();
+            q.b2[j] += h;
+            let a = batch_loss_grad(&model, &q, &data, &rows, &mut scratch);
+            q.b2[j] -= 2.0 * h;
+            let b = batch_loss_grad(&model, &q, &data, &rows, &mut scratch);
+            let fd = (a - b) / (2.0 * h);
+            assert!((fd - g.b2[j]).abs() < 1e-5 * (1.0 + fd.abs()));
+            worst = worst.max((fd - wrong.b2[j]).abs());
+        }
+        assert!(worst > 1e-4, "a perturbed gradient went unnoticed");
+    }
+}
