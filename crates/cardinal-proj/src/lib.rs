@@ -17,6 +17,7 @@ mod capped;
 mod clip;
 mod dykstra;
 mod fp;
+pub mod lanes;
 pub mod sigmoid_cardinality;
 mod simplex;
 mod smooth;

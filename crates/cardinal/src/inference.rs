@@ -18,6 +18,7 @@
 //! `m_t` are returned so the caller can form both sums for a whole batch with two GEMMs, in a
 //! fixed order (bit-identical results for any thread count).
 
+use cardinal_proj::lanes::{Lanes, LanesScratch, SoftDykstraLanes, LANES};
 use cardinal_proj::{AnyProjector, ProjError, Projector};
 use ndarray::ArrayView2;
 
@@ -207,6 +208,188 @@ impl<F: Float> Unroll<'_, F> {
     }
 }
 
+/// Buffers of [`Unroll::forward_block`], reused across blocks.
+pub struct BlockScratch<F: Float> {
+    u: Vec<Lanes<F>>,
+    y: Vec<Lanes<F>>,
+    x: Vec<Lanes<F>>,
+    velocity: Vec<Lanes<F>>,
+    g: Vec<Lanes<F>>,
+    act: Vec<Lanes<F>>,
+    proj: LanesScratch<F>,
+    final_tape: <AnyProjector as Projector<F>>::Tape,
+    row: Vec<F>,
+}
+
+impl<F: Float> Default for BlockScratch<F> {
+    fn default() -> Self {
+        Self {
+            u: Vec::new(),
+            y: Vec::new(),
+            x: Vec::new(),
+            velocity: Vec::new(),
+            g: Vec::new(),
+            act: Vec::new(),
+            proj: LanesScratch::default(),
+            final_tape: Default::default(),
+            row: Vec::new(),
+        }
+    }
+}
+
+impl<F: Float> Unroll<'_, F> {
+    /// `y_T` (no tape: inference only) for a block of up to [`LANES`] rows at once, one row per
+    /// SIMD lane, when the step projection is soft Dykstra (`lanes`, with the same rounds as
+    /// `self.projector`). `u` holds the rows' unary scores (`rows × L`), `z` their counts;
+    /// `y_out` receives `y_T` (`rows × L`). Agrees with [`Self::forward_row`] to rounding.
+    #[allow(unsafe_code)]
+    pub fn forward_block(
+        &self,
+        lanes: &SoftDykstraLanes,
+        u: &[F],
+        z: &[F],
+        y_out: &mut [F],
+        s: &mut BlockScratch<F>,
+    ) -> Result<(), ProjError> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                // SAFETY: the CPU supports the features the function is compiled for.
+                return unsafe { self.forward_block_avx512(lanes, u, z, y_out, s) };
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: as above.
+                return unsafe { self.forward_block_avx2(lanes, u, z, y_out, s) };
+            }
+        }
+        self.forward_block_impl(lanes, u, z, y_out, s)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn forward_block_avx512(
+        &self,
+        lanes: &SoftDykstraLanes,
+        u: &[F],
+        z: &[F],
+        y_out: &mut [F],
+        s: &mut BlockScratch<F>,
+    ) -> Result<(), ProjError> {
+        self.forward_block_impl(lanes, u, z, y_out, s)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn forward_block_avx2(
+        &self,
+        lanes: &SoftDykstraLanes,
+        u: &[F],
+        z: &[F],
+        y_out: &mut [F],
+        s: &mut BlockScratch<F>,
+    ) -> Result<(), ProjError> {
+        self.forward_block_impl(lanes, u, z, y_out, s)
+    }
+
+    /// The body of [`Self::forward_block`], inlined into each instruction-set variant (no FMA
+    /// contraction anywhere, so every variant computes the same numbers).
+    #[inline(always)]
+    fn forward_block_impl(
+        &self,
+        lanes: &SoftDykstraLanes,
+        u: &[F],
+        z: &[F],
+        y_out: &mut [F],
+        s: &mut BlockScratch<F>,
+    ) -> Result<(), ProjError> {
+        let (l, e) = (self.l(), self.e());
+        let rows = z.len();
+        assert!((1..=LANES).contains(&rows) && u.len() == rows * l && y_out.len() == rows * l);
+        let zero = F::zero();
+        for buf in [&mut s.u, &mut s.y, &mut s.x, &mut s.velocity, &mut s.g] {
+            buf.clear();
+            buf.resize(l, [zero; LANES]);
+        }
+        s.act.clear();
+        s.act.resize(e, [zero; LANES]);
+        // Transpose into lanes; spare lanes repeat row 0 (valid input, ignored).
+        let mut zl = [z[0]; LANES];
+        for w in 0..LANES {
+            let r = if w < rows { w } else { 0 };
+            zl[w] = z[r];
+            for (i, &ui) in u[r * l..(r + 1) * l].iter().enumerate() {
+                s.u[i][w] = ui;
+                s.y[i][w] = sigmoid(ui);
+            }
+        }
+        let wpt = self.wpt.as_slice().expect("contiguous Wpᵀ");
+        let (eta, momentum) = (self.eta, self.momentum);
+        for _ in 0..self.steps {
+            // a = Wpᵀ y, s = w2 ⊙ 1[a > 0]: four energy units per pass over y (independent sums).
+            let mut k0 = 0;
+            while k0 < e {
+                let kn = (e - k0).min(4);
+                let mut acc = [[zero; LANES]; 4];
+                let rows: [&[F]; 4] =
+                    std::array::from_fn(|q| &wpt[(k0 + q.min(kn - 1)) * l..][..l]);
+                for (i, yi) in s.y.iter().enumerate() {
+                    for q in 0..4 {
+                        axpy(&mut acc[q], rows[q][i], yi);
+                    }
+                }
+                for q in 0..kn {
+                    let we = self.we[k0 + q];
+                    for w in 0..LANES {
+                        s.act[k0 + q][w] = if acc[q][w] > zero { we } else { zero };
+                    }
+                }
+                k0 += kn;
+            }
+            // g = u + Wp s (k ascending, as forward_row), v = μ v + η g, x = y + v.
+            // Four labels at a time: independent sums hide the add latency.
+            let mut i0 = 0;
+            while i0 < l {
+                let n = (l - i0).min(4);
+                let mut acc: [Lanes<F>; 4] = std::array::from_fn(|q| s.u[i0 + q.min(n - 1)]);
+                for (k, sk) in s.act.iter().enumerate() {
+                    let row = &wpt[k * l..(k + 1) * l];
+                    for q in 0..4 {
+                        axpy(&mut acc[q], row[i0 + q.min(n - 1)], sk);
+                    }
+                }
+                s.g[i0..i0 + n].copy_from_slice(&acc[..n]);
+                i0 += n;
+            }
+            for (((v, x), y), g) in s.velocity.iter_mut().zip(&mut s.x).zip(&s.y).zip(&s.g) {
+                for w in 0..LANES {
+                    v[w] = momentum * v[w] + eta * g[w];
+                    x[w] = y[w] + v[w];
+                }
+            }
+            lanes.forward(&s.x, &zl, &mut s.y, &mut s.proj)?;
+        }
+        for (r, out) in y_out.chunks_exact_mut(l).enumerate() {
+            for (o, yi) in out.iter_mut().zip(&s.y) {
+                *o = yi[r];
+            }
+            if let Some(fp) = self.final_projector {
+                s.row.clear();
+                s.row.extend_from_slice(out);
+                fp.forward(&s.row, z[r], out, &mut s.final_tape)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `acc += a·x` on one lane vector (mul then add, never fused: same numbers on every CPU).
+#[inline(always)]
+fn axpy<F: Float>(acc: &mut Lanes<F>, a: F, x: &Lanes<F>) {
+    for w in 0..LANES {
+        acc[w] += a * x[w];
+    }
+}
+
 /// `⟨a, b⟩` over fixed-width lanes, so that it vectorises.
 #[inline]
 fn dot_lanes<F: Float>(a: &[F], b: &[F]) -> F {
@@ -342,6 +525,63 @@ mod tests {
                 (fd - geta).abs() < 1e-5 * (1.0 + fd.abs()),
                 "{method}: deta fd {fd} vs {geta}"
             );
+        }
+    }
+
+    /// The lockstep block solve against the per-row one: same `y_T` to rounding, for full and
+    /// partial blocks, with and without a final projection.
+    #[test]
+    fn block_solve_equals_the_row_solve() {
+        let (l, e, steps) = (37, 5, 6);
+        let mut s = 99u64;
+        let mut rnd = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        };
+        let wpt = Array2::from_shape_fn((e, l), |_| rnd());
+        let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
+        let projector = AnyProjector::new(Method::DykstraSoft, 2, 20);
+        let exact = AnyProjector::new(Method::Exact, 2, 20);
+        let lanes = SoftDykstraLanes::new(2, l);
+        for final_projector in [None, Some(&exact)] {
+            for rows in [1, 3, LANES] {
+                let u: Vec<f64> = (0..rows * l).map(|_| 3.0 * rnd()).collect();
+                let z: Vec<f64> = (0..rows).map(|_| 1.0 + 4.0 * (rnd() + 1.0)).collect();
+                let un = Unroll {
+                    wpt: wpt.view(),
+                    we: &we,
+                    eta: 0.2,
+                    momentum: 0.9,
+                    steps,
+                    projector: &projector,
+                    final_projector,
+                };
+                let mut got = vec![0.0; rows * l];
+                un.forward_block(&lanes, &u, &z, &mut got, &mut BlockScratch::default())
+                    .unwrap();
+                // The portable body computes the very same numbers as the dispatched variant.
+                let mut portable = vec![0.0; rows * l];
+                un.forward_block_impl(&lanes, &u, &z, &mut portable, &mut BlockScratch::default())
+                    .unwrap();
+                assert_eq!(got, portable);
+                let mut tape = RowTape::default();
+                for r in 0..rows {
+                    un.forward_row(&u[r * l..(r + 1) * l], z[r], &mut tape)
+                        .unwrap();
+                    for (i, (&a, &b)) in got[r * l..(r + 1) * l]
+                        .iter()
+                        .zip(tape.y(steps, l))
+                        .enumerate()
+                    {
+                        assert!(
+                            (a - b).abs() < 1e-10,
+                            "rows {rows} row {r} label {i}: {a} vs {b}"
+                        );
+                    }
+                }
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 //! The whole model on a batch: networks, unrolled inference, the loss and its gradient.
 
+use cardinal_proj::lanes::{SoftDykstraLanes, LANES};
 use cardinal_proj::{AnyProjector, Method};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, Axis};
@@ -8,7 +9,7 @@ use rayon::prelude::*;
 use crate::config::{Config, IterateWeights, ZMode};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::{Error, Result};
-use crate::inference::{soft_f1, RowTape, Unroll};
+use crate::inference::{soft_f1, BlockScratch, RowTape, Unroll};
 use crate::model::{
     c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,
     Float, Params, Standardizer,
@@ -48,6 +49,8 @@ pub struct Workspace<F: Float> {
     p: Array2<F>,
     z: Vec<F>,
     tapes: Vec<RowTape<F>>,
+    /// Lockstep inference scratch, one per block of `LANES` rows.
+    blocks: Vec<BlockScratch<F>>,
     gu: Array2<F>,
     ggs: Array2<F>,
     masks: Array2<F>,
@@ -194,15 +197,43 @@ impl<F: Float> Model<F> {
         out.y.resize(start + rows.len() * l, F::zero());
         let u = ws.u.as_slice().unwrap();
         let z = &ws.z;
-        out.y[start..]
-            .par_chunks_mut(l)
-            .zip(ws.tapes[..rows.len()].par_iter_mut())
-            .enumerate()
-            .try_for_each(|(r, (y, tape))| -> Result<()> {
-                un.forward_row(&u[r * l..(r + 1) * l], z[r], tape)?;
-                y.copy_from_slice(tape.y(steps, l));
-                Ok(())
-            })?;
+        let inf = &self.config.inference;
+        if inf.test_projection == Method::DykstraSoft {
+            // Blocks of LANES rows in lockstep (fixed blocks: the same numbers for any thread
+            // count); a block that fails is rerun row by row for the row's own error.
+            let lanes = SoftDykstraLanes::new(inf.rounds, l);
+            if ws.blocks.len() < rows.len().div_ceil(LANES) {
+                ws.blocks
+                    .resize_with(rows.len().div_ceil(LANES), BlockScratch::default);
+            }
+            out.y[start..]
+                .par_chunks_mut(LANES * l)
+                .zip(ws.blocks.par_iter_mut())
+                .enumerate()
+                .try_for_each(|(b, (y, scratch))| -> Result<()> {
+                    let r0 = b * LANES;
+                    let n = y.len() / l;
+                    let (ub, zb) = (&u[r0 * l..(r0 + n) * l], &z[r0..r0 + n]);
+                    if un.forward_block(&lanes, ub, zb, y, scratch).is_err() {
+                        let mut tape = RowTape::default();
+                        for (r, yr) in y.chunks_exact_mut(l).enumerate() {
+                            un.forward_row(&ub[r * l..(r + 1) * l], zb[r], &mut tape)?;
+                            yr.copy_from_slice(tape.y(steps, l));
+                        }
+                    }
+                    Ok(())
+                })?;
+        } else {
+            out.y[start..]
+                .par_chunks_mut(l)
+                .zip(ws.tapes[..rows.len()].par_iter_mut())
+                .enumerate()
+                .try_for_each(|(r, (y, tape))| -> Result<()> {
+                    un.forward_row(&u[r * l..(r + 1) * l], z[r], tape)?;
+                    y.copy_from_slice(tape.y(steps, l));
+                    Ok(())
+                })?;
+        }
         out.z.extend_from_slice(&ws.z);
         out.unary.extend_from_slice(u);
         Ok(())

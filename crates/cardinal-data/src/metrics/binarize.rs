@@ -66,7 +66,7 @@ fn score_rows(scores: &[f32], n_labels: usize) -> Result<usize, MetricsError> {
     if n_labels == 0 {
         return Err(MetricsError::ZeroLabels);
     }
-    if scores.len() % n_labels != 0 {
+    if !scores.len().is_multiple_of(n_labels) {
         return Err(MetricsError::ScoresShape {
             len: scores.len(),
             n_labels,
