@@ -102,12 +102,11 @@ pub struct SoftDykstraLanes {
 #[derive(Debug, Clone, Default)]
 pub struct LanesScratch<F> {
     sorted: Vec<Lanes<F>>,
-    p_sorted: Vec<Lanes<F>>,
-    p: Vec<Lanes<F>>,
-    c: Vec<Lanes<F>>,
-    /// Per head position: `c_j` and the softmax logit (or its weight).
+    /// Per head position: `c_j` and the softmax logit (then its weight).
     head_c: Vec<Lanes<F>>,
     head_a: Vec<Lanes<F>>,
+    /// `θ` of each round so far.
+    thetas: Vec<Lanes<F>>,
 }
 
 #[inline(always)]
@@ -187,31 +186,20 @@ impl SoftDykstraLanes {
         s.sorted.clear();
         s.sorted.extend_from_slice(v);
         self.net.sort_desc(&mut s.sorted);
-        for buf in [&mut s.p_sorted, &mut s.p, &mut s.c] {
-            buf.resize(n, splat(zero));
+        // Each round's inner input c_k is a coordinate-wise map of the input given the earlier
+        // rounds' θ: computed on the fly from the sorted input inside each scan, and from the
+        // input itself in the one output pass. No per-round buffers.
+        s.thetas.clear();
+        for _ in 0..self.rounds {
+            let theta = soft_theta(&s.sorted, z, &s.thetas, &mut s.head_c, &mut s.head_a);
+            s.thetas.push(theta);
         }
-        // Round 1: a = min(v, 1), p = v − a, c = a; on the input (p, c) and on its sorted copy
-        // (p_sorted, sorted ← c).
-        for ((x, p), c) in v.iter().zip(s.p.iter_mut()).zip(s.c.iter_mut()) {
-            cap_first(x, p, c);
-        }
-        for (p, c) in s.p_sorted.iter_mut().zip(s.sorted.iter_mut()) {
-            let x = *c;
-            cap_first(&x, p, c);
-        }
-        let mut theta = soft_theta(&s.sorted, z, &mut s.head_c, &mut s.head_a);
-        for _ in 1..self.rounds {
-            for (p, c) in s.p.iter_mut().zip(s.c.iter_mut()) {
-                next_round(&theta, p, c);
-            }
-            for (p, c) in s.p_sorted.iter_mut().zip(s.sorted.iter_mut()) {
-                next_round(&theta, p, c);
-            }
-            theta = soft_theta(&s.sorted, z, &mut s.head_c, &mut s.head_a);
-        }
-        for (o, c) in out.iter_mut().zip(&s.c) {
+        let (last, earlier) = s.thetas.split_last().expect("rounds > 0");
+        for (o, x) in out.iter_mut().zip(v) {
+            let mut c = [zero; LANES];
+            inner_input(x, earlier, &mut c);
             for w in 0..LANES {
-                let u = c[w] - theta[w];
+                let u = c[w] - last[w];
                 o[w] = if u > zero { u } else { zero };
             }
         }
@@ -219,73 +207,87 @@ impl SoftDykstraLanes {
     }
 }
 
-/// Dykstra's first round up to the inner projection: `a = min(x, 1)`, `p = x − a`, `c = a`.
+/// Dykstra's inner input `c_k` of round `k = thetas.len() + 1` for the entries `x`, given the
+/// earlier rounds' thresholds: round 1 `a = min(x, 1)`, `p = x − a`, `c = a`; then per round
+/// `b = relu(c − θ)`, `q = c − b`, `x = b + p`, `a = min(x, 1)`, `p = x − a`, `c = a + q`.
 #[inline(always)]
-fn cap_first<F: Real>(x: &Lanes<F>, p: &mut Lanes<F>, c: &mut Lanes<F>) {
-    let one = F::one();
+fn inner_input<F: Real>(x: &Lanes<F>, thetas: &[Lanes<F>], c: &mut Lanes<F>) {
+    let (zero, one) = (F::zero(), F::one());
+    let mut p = [zero; LANES];
     for w in 0..LANES {
         let a = if x[w] <= one { x[w] } else { one };
         p[w] = x[w] - a;
         c[w] = a;
     }
-}
-
-/// The inner projection's output `b = relu(c − θ)`, then the next round up to its inner
-/// projection: `q = c − b`, `x = b + p`, `a = min(x, 1)`, `p = x − a`, `c = a + q`.
-#[inline(always)]
-fn next_round<F: Real>(theta: &Lanes<F>, p: &mut Lanes<F>, c: &mut Lanes<F>) {
-    let (zero, one) = (F::zero(), F::one());
-    for w in 0..LANES {
-        let u = c[w] - theta[w];
-        let b = if u > zero { u } else { zero };
-        let q = c[w] - b;
-        let x = b + p[w];
-        let a = if x <= one { x } else { one };
-        p[w] = x - a;
-        c[w] = a + q;
+    for theta in thetas {
+        for w in 0..LANES {
+            let u = c[w] - theta[w];
+            let b = if u > zero { u } else { zero };
+            let q = c[w] - b;
+            let x = b + p[w];
+            let a = if x <= one { x } else { one };
+            p[w] = x - a;
+            c[w] = a + q;
+        }
     }
 }
 
-/// The threshold `θ` of the soft simplex projection (see `soft.rs`) of every lane of the
-/// descending `mu` with counts `z`: the same arithmetic as the per-row scan, lane by lane.
+/// The threshold `θ` of the soft simplex projection (see `soft.rs`) of every lane of the inner
+/// input `c` of the round after `thetas` (mapped on the fly from the descending input
+/// `sorted`): the same arithmetic as the per-row scan, lane by lane, except that the tail's
+/// weighted sum is accumulated in one pass with the head instead of in eight partial sums.
 #[inline(always)]
 fn soft_theta<F: Real>(
-    mu: &[Lanes<F>],
+    sorted: &[Lanes<F>],
     z: &Lanes<F>,
+    thetas: &[Lanes<F>],
     head_c: &mut Vec<Lanes<F>>,
     head_a: &mut Vec<Lanes<F>>,
 ) -> Lanes<F> {
-    let l = mu.len();
+    let l = sorted.len();
     let (zero, one) = (F::zero(), F::one());
     head_c.clear();
     head_a.clear();
-    // Head: the prefix with r_j = j μ_j − (c_j − z) > 0, per lane; logits j r/(1 + r).
-    // Branch-free over the lanes; `head` counts each lane's head length (as F, for the masks).
+    // One pass: while a lane's r_j = j μ_j − (c_j − z) > 0 (its head, a prefix), its cumsum,
+    // logit j r/(1 + r) and head length advance; after it, Σ_{i ≥ head} (l − i) μ_i (0-based).
     let mut c = splat(zero);
     let mut active = splat(one);
     let mut head = splat(zero);
-    for (k, m) in mu.iter().enumerate() {
+    let mut wsum = splat(zero);
+    let mut any_head = true;
+    for (k, x) in sorted.iter().enumerate() {
+        let mut m = [zero; LANES];
+        inner_input(x, thetas, &mut m);
         let j: F = of(k + 1);
-        let mut cs = splat(zero);
-        let mut logit = splat(F::neg_infinity());
-        let mut any = zero;
-        for w in 0..LANES {
-            let cn = c[w] + m[w];
-            let r = j * m[w] - (cn - z[w]);
-            let now = active[w] > zero && r > zero;
-            active[w] = if now { one } else { zero };
-            any += active[w];
-            c[w] = if now { cn } else { c[w] };
-            head[w] += active[w];
-            let a = j * r * (one / (one + r));
-            logit[w] = if now { a } else { F::neg_infinity() };
-            cs[w] = c[w];
+        let weight: F = of(l - k);
+        if any_head {
+            let mut cs = splat(zero);
+            let mut logit = splat(F::neg_infinity());
+            let mut any = zero;
+            for w in 0..LANES {
+                let cn = c[w] + m[w];
+                let r = j * m[w] - (cn - z[w]);
+                let now = active[w] > zero && r > zero;
+                active[w] = if now { one } else { zero };
+                any += active[w];
+                c[w] = if now { cn } else { c[w] };
+                head[w] += active[w];
+                let a = j * r * (one / (one + r));
+                logit[w] = if now { a } else { F::neg_infinity() };
+                cs[w] = c[w];
+                let t = weight * m[w];
+                wsum[w] += if now { zero } else { t };
+            }
+            any_head = any > zero;
+            if any_head {
+                head_c.push(cs);
+                head_a.push(logit);
+            }
+        } else {
+            for w in 0..LANES {
+                wsum[w] += weight * m[w];
+            }
         }
-        if any == zero {
-            break;
-        }
-        head_c.push(cs);
-        head_a.push(logit);
     }
     let lf: F = of(l);
     let mut amax = splat(F::neg_infinity());
@@ -307,15 +309,6 @@ fn soft_theta<F: Real>(
             // −∞ (past this lane's head) and underflow give exactly 0, as in the per-row scan.
             a[w] = if x < cutoff { zero } else { x.exp() };
             sum[w] += a[w];
-        }
-    }
-    // Tail: Σ_{i ≥ head} (l − i) μ_i (0-based i), masked per lane.
-    let mut wsum = splat(zero);
-    for (i, m) in mu.iter().enumerate() {
-        let (pos, weight): (F, F) = (of(i), of(l - i));
-        for w in 0..LANES {
-            let t = weight * m[w];
-            wsum[w] += if pos >= head[w] { t } else { zero };
         }
     }
     let mut theta = splat(zero);

@@ -20,9 +20,7 @@ pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Output
     let mut ws = Workspace::default();
     let mut out = Outputs::default();
     let rows: Vec<usize> = (0..x.n_rows).collect();
-    for chunk in rows.chunks(batch.max(1)) {
-        model.forward(x, chunk, &mut ws, &mut out)?;
-    }
+    model.forward_batched(x, &rows, batch, &mut ws, &mut out)?;
     Ok(out)
 }
 

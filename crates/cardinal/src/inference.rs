@@ -214,7 +214,6 @@ pub struct BlockScratch<F: Float> {
     y: Vec<Lanes<F>>,
     x: Vec<Lanes<F>>,
     velocity: Vec<Lanes<F>>,
-    g: Vec<Lanes<F>>,
     act: Vec<Lanes<F>>,
     proj: LanesScratch<F>,
     final_tape: <AnyProjector as Projector<F>>::Tape,
@@ -228,7 +227,6 @@ impl<F: Float> Default for BlockScratch<F> {
             y: Vec::new(),
             x: Vec::new(),
             velocity: Vec::new(),
-            g: Vec::new(),
             act: Vec::new(),
             proj: LanesScratch::default(),
             final_tape: Default::default(),
@@ -306,7 +304,7 @@ impl<F: Float> Unroll<'_, F> {
         let rows = z.len();
         assert!((1..=LANES).contains(&rows) && u.len() == rows * l && y_out.len() == rows * l);
         let zero = F::zero();
-        for buf in [&mut s.u, &mut s.y, &mut s.x, &mut s.velocity, &mut s.g] {
+        for buf in [&mut s.u, &mut s.y, &mut s.x, &mut s.velocity] {
             buf.clear();
             buf.resize(l, [zero; LANES]);
         }
@@ -346,7 +344,8 @@ impl<F: Float> Unroll<'_, F> {
                 k0 += kn;
             }
             // g = u + Wp s (k ascending, as forward_row), v = μ v + η g, x = y + v.
-            // Four labels at a time: independent sums hide the add latency.
+            // g = u + Wp s (k ascending, as forward_row), v = μ v + η g, x = y + v; four labels
+            // at a time (independent sums hide the add latency), g never stored.
             let mut i0 = 0;
             while i0 < l {
                 let n = (l - i0).min(4);
@@ -357,14 +356,14 @@ impl<F: Float> Unroll<'_, F> {
                         axpy(&mut acc[q], row[i0 + q.min(n - 1)], sk);
                     }
                 }
-                s.g[i0..i0 + n].copy_from_slice(&acc[..n]);
-                i0 += n;
-            }
-            for (((v, x), y), g) in s.velocity.iter_mut().zip(&mut s.x).zip(&s.y).zip(&s.g) {
-                for w in 0..LANES {
-                    v[w] = momentum * v[w] + eta * g[w];
-                    x[w] = y[w] + v[w];
+                for (q, g) in acc.iter().take(n).enumerate() {
+                    let (v, x, y) = (&mut s.velocity[i0 + q], &mut s.x[i0 + q], &s.y[i0 + q]);
+                    for w in 0..LANES {
+                        v[w] = momentum * v[w] + eta * g[w];
+                        x[w] = y[w] + v[w];
+                    }
                 }
+                i0 += n;
             }
             lanes.forward(&s.x, &zl, &mut s.y, &mut s.proj)?;
         }

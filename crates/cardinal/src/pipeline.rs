@@ -51,6 +51,9 @@ pub struct Workspace<F: Float> {
     tapes: Vec<RowTape<F>>,
     /// Lockstep inference scratch, one per block of `LANES` rows.
     blocks: Vec<BlockScratch<F>>,
+    /// The unary and cardinality first layers' standardisation shifts, while
+    /// [`Model::forward_batched`] runs (the weights cannot change meanwhile).
+    shifts: Option<[Vec<F>; 2]>,
     gu: Array2<F>,
     ggs: Array2<F>,
     masks: Array2<F>,
@@ -124,10 +127,14 @@ impl<F: Float> Model<F> {
         let p = &self.params;
         let b = rows.len();
         let stdz = &self.standardizer;
+        let (shift_u, shift_c) = match &ws.shifts {
+            Some([u, c]) => (Some(u.as_slice()), Some(c.as_slice())),
+            None => (None, None),
+        };
         let unary = TwoLayer::unary(p);
-        unary.forward(x, rows, stdz, &mut ws.pre1, &mut ws.h1, &mut ws.u);
+        unary.forward(x, rows, stdz, shift_u, &mut ws.pre1, &mut ws.h1, &mut ws.u);
         let card = TwoLayer::card(p);
-        card.forward(x, rows, stdz, &mut ws.prec, &mut ws.hc, &mut ws.p);
+        card.forward(x, rows, stdz, shift_c, &mut ws.prec, &mut ws.hc, &mut ws.p);
         ws.z.clear();
         for mut row in ws.p.outer_iter_mut() {
             let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
@@ -176,6 +183,33 @@ impl<F: Float> Model<F> {
             projector,
             final_projector,
         }
+    }
+
+    /// Inference over `rows` of `x` in batches of `batch` rows; appends to `out`. The same
+    /// numbers as [`Self::forward`] per batch, with the per-model work done once.
+    pub fn forward_batched(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        batch: usize,
+        ws: &mut Workspace<F>,
+        out: &mut Outputs<F>,
+    ) -> Result<()> {
+        let p = &self.params;
+        let stdz = &self.standardizer;
+        ws.shifts = Some([
+            first_layer_shift(stdz, p.w1.view()),
+            first_layer_shift(stdz, p.c1.view()),
+        ]);
+        let l = self.n_labels();
+        out.y.reserve(rows.len() * l);
+        out.unary.reserve(rows.len() * l);
+        out.z.reserve(rows.len());
+        let result = rows
+            .chunks(batch.max(1))
+            .try_for_each(|chunk| self.forward(x, chunk, ws, out));
+        ws.shifts = None;
+        result
     }
 
     /// Inference (no gradients) for `rows` of `x`; appends to `out`.
@@ -496,12 +530,15 @@ impl<'a, F: Float> TwoLayer<'a, F> {
         }
     }
 
-    /// `pre = x̃W1 + b1`, `hidden = relu(pre)`, `out = hidden·W2 + b2` for `rows` of `x`.
+    /// `pre = x̃W1 + b1`, `hidden = relu(pre)`, `out = hidden·W2 + b2` for `rows` of `x`;
+    /// `shift` is [`first_layer_shift`] of `W1` if the caller has it.
+    #[allow(clippy::too_many_arguments)]
     fn forward(
         &self,
         x: &CsrMatrix,
         rows: &[usize],
         stdz: &Standardizer,
+        shift: Option<&[F]>,
         pre: &mut Array2<F>,
         hidden: &mut Array2<F>,
         out: &mut Array2<F>,
@@ -510,14 +547,21 @@ impl<'a, F: Float> TwoLayer<'a, F> {
         ensure_shape(pre, b, self.w1.ncols());
         ensure_shape(hidden, b, self.w1.ncols());
         ensure_shape(out, b, self.w2.ncols());
-        let shift = first_layer_shift(stdz, self.w1.view());
+        let computed;
+        let shift = match shift {
+            Some(s) => s,
+            None => {
+                computed = first_layer_shift(stdz, self.w1.view());
+                &computed
+            }
+        };
         sparse_first_layer(
             x,
             rows,
             stdz,
             self.w1.view(),
             self.b1.as_slice().unwrap(),
-            &shift,
+            shift,
             pre.view_mut(),
         );
         hidden.zip_mut_with(pre, |o, &a| *o = a.max(F::zero()));
