@@ -21,6 +21,10 @@ pub enum What {
         /// Datasets (names or paths; names are looked up as for `train --dataset`).
         #[arg(long, value_delimiter = ',', default_value = "bibtex,delicious")]
         datasets: Vec<String>,
+        /// Only the rows whose system name contains one of these (case-insensitive), e.g.
+        /// `dvn,spen`; default all.
+        #[arg(long, value_delimiter = ',')]
+        rows: Vec<String>,
         /// Seeds per cell (0..N).
         #[arg(long, default_value_t = 3)]
         seeds: u64,
@@ -73,10 +77,11 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<()> {
     match &args.what {
         What::Table1 {
             datasets,
+            rows,
             seeds,
             out,
             data_dir,
-        } => table1(datasets, *seeds, out, data_dir),
+        } => table1(datasets, rows, *seeds, out, data_dir),
         What::Cardinality {
             dataset,
             seed,
@@ -112,6 +117,7 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<()> {
 
 fn table1(
     datasets: &[String],
+    only: &[String],
     seeds: u64,
     out: &Path,
     data_dir: &Option<PathBuf>,
@@ -138,6 +144,10 @@ fn table1(
         columns_run.push(col);
         for (ri, row) in rows.iter().enumerate() {
             let Some(cfg) = &row.config else { continue };
+            let wanted = only.is_empty()
+                || only
+                    .iter()
+                    .any(|o| row.system.to_lowercase().contains(&o.to_lowercase()));
             for seed in 0..seeds {
                 let cell = out
                     .join(DATASETS[col])
@@ -147,6 +157,8 @@ fn table1(
                 let report: EvalReport = if file.exists() {
                     serde_json::from_slice(&std::fs::read(&file)?)
                         .with_context(|| format!("reading {}", file.display()))?
+                } else if !wanted {
+                    continue;
                 } else {
                     eprintln!("training {} on {} (seed {seed})", row.system, DATASETS[col]);
                     let mut cfg = cfg.clone();
@@ -172,7 +184,9 @@ fn table1(
         for col in 0..DATASETS.len() {
             let paper = row.paper[col].map_or("–".to_string(), |p| format!("{p:.1}"));
             let reps = &results[ri][col];
-            let ours = if row.config.is_none() {
+            let ours = if row.config.is_some() && columns_run.contains(&col) && reps.is_empty() {
+                "not run".to_string()
+            } else if row.config.is_none() {
                 "not implemented".to_string()
             } else if !columns_run.contains(&col) {
                 if DATASETS[col] == "bookmarks" {

@@ -309,6 +309,11 @@ pub struct BaselineConfig {
     /// Select the epoch by the dev F1 at the best grid threshold (SPEN protocol) instead of
     /// at `threshold`.
     pub select_with_threshold_grid: bool,
+    /// SPEN's inference in logit space (`unconstrained_iterates`) instead of clipped steps.
+    pub logit_iterates: bool,
+    /// Weight `λ` of the entropy `H(y) = −Σ y log y + (1−y) log(1−y)` added to the score in
+    /// logit-space inference (SPEN's `entropy_weight`; 0 = none).
+    pub entropy_weight: f64,
 }
 
 impl Default for BaselineConfig {
@@ -330,6 +335,8 @@ impl Default for BaselineConfig {
             keep_best: false,
             dev_every: 1,
             select_with_threshold_grid: false,
+            logit_iterates: false,
+            entropy_weight: 0.0,
         }
     }
 }
@@ -602,6 +609,12 @@ impl Config {
             "a finite number > 0",
         )?;
         check(b.dev_every >= 1, "baseline.dev_every", b.dev_every, ">= 1")?;
+        check(
+            b.entropy_weight.is_finite() && b.entropy_weight >= 0.0,
+            "baseline.entropy_weight",
+            b.entropy_weight,
+            "a finite number >= 0",
+        )?;
         if b.keep_best && self.train.dev_fraction == 0.0 {
             return Err(Error::Config(
                 "baseline.keep_best needs train.dev_fraction > 0".into(),

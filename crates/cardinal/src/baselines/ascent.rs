@@ -6,9 +6,10 @@
 //! ```text
 //! g_t = u + ∇E(y_{t−1}) + γ(Σ y_{t−1})·1,  v_t = μ v_{t−1} + η g_t,  y_t = clip(y_{t−1} + v_t)
 //! ```
-//! Logit, from `α_0 = u`, `y_t = σ(α_t)`:
+//! Logit, from `α_0 = u`, `y_t = σ(α_t)`, with an optional entropy `λ H(y)` in the score
+//! (`∂H/∂y = −α`):
 //! ```text
-//! g_t = u + ∇E(y_{t−1}),  v_t = μ v_{t−1} + η σ'(α_{t−1}) ⊙ g_t,  α_t = α_{t−1} + v_t
+//! g_t = u + ∇E(y_{t−1}) − λ α_{t−1},  v_t = μ v_{t−1} + η σ'(α_{t−1}) ⊙ g_t,  α_t = α_{t−1} + v_t
 //! ```
 //! `γ` is the slope of the sigmoid cardinality potential (`cardinal_proj::sigmoid_cardinality`)
 //! with per-row weights `w`. Unlike P&C's ReLU energy these steps have non-zero second
@@ -42,6 +43,8 @@ pub struct Ascent<'a, F> {
     pub init_zeros: bool,
     /// Smallest count of the sigmoid cardinality potential (its weights come per row).
     pub sc_kmin: F,
+    /// Logit only: weight `λ` of the entropy term.
+    pub entropy: F,
 }
 
 /// What one row's forward pass records.
@@ -129,6 +132,11 @@ impl<F: Float> Ascent<'_, F> {
             let (sp, sn) = tape.states.split_at_mut(t * l);
             let st_prev = &sp[(t - 1) * l..];
             let st = &mut sn[..l];
+            if self.space == Space::Logit && self.entropy != F::zero() {
+                for (gi, &a) in g.iter_mut().zip(st_prev.iter()) {
+                    *gi -= self.entropy * a;
+                }
+            }
             for i in 0..l {
                 match self.space {
                     Space::Box => {
@@ -193,8 +201,8 @@ impl<F: Float> Ascent<'_, F> {
                         let y = y_prev[i];
                         let s1 = y * (one - y);
                         gg[i] = d * s1;
-                        // ∂σ'(α)/∂α = σ'(1 − 2σ)
-                        gprev[i] += d * s1 * (one - y - y) * g[i];
+                        // ∂σ'(α)/∂α = σ'(1 − 2σ); the entropy term's slope −λα
+                        gprev[i] += d * s1 * (one - y - y) * g[i] - self.entropy * gg[i];
                     }
                 }
                 out.gu[i] += gg[i];
@@ -301,6 +309,7 @@ mod tests {
                             space,
                             init_zeros: false,
                             sc_kmin: 1.0,
+                            entropy: if space == Space::Logit { 0.7 } else { 0.0 },
                         };
                         loss(&a, u, sc, &w, &mut AscentTape::default())
                     };
@@ -316,6 +325,7 @@ mod tests {
                         space,
                         init_zeros: false,
                         sc_kmin: 1.0,
+                        entropy: if space == Space::Logit { 0.7 } else { 0.0 },
                     };
                     let mut tape = AscentTape::default();
                     a.forward(&u0, &sc, &mut tape);

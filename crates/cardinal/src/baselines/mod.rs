@@ -233,6 +233,17 @@ pub fn fit(
             if let Some((_, params)) = best.take() {
                 model.params = params;
             }
+            if let (true, Some(dev)) = (tc.tune_threshold, &dev) {
+                let out = predict(&model, &dev.features, 256)?;
+                let (thr, _) = tune_threshold(
+                    &out.y,
+                    &dev.labels,
+                    &default_threshold_grid(),
+                    &MetricOptions::default(),
+                )
+                .map_err(|e| Error::Mismatch(e.to_string()))?;
+                model.config.threshold = thr as f64;
+            }
         }
     }
     Ok(Trained { model, history })

@@ -29,8 +29,9 @@ pub fn spen_score<F: Float>(energy: &Energy<F>, u: &[F], y: &[F]) -> F {
     lin + energy.value(y, &mut a)
 }
 
-/// Loss-augmented inference of SPEN for one row: projected ascent on
-/// `s(y) + m·Δ(y, y*)` from `σ(u)`, with the configured steps, step size and momentum.
+/// Loss-augmented inference of SPEN for one row: ascent on `s(y) + m·Δ(y, y*)` from `σ(u)`
+/// with the configured steps, step size and momentum, clipped to the box or, with
+/// `baseline.logit_iterates`, in logit space with the entropy term `λ H(y)`.
 pub fn loss_augmented<F: Float>(
     model: &Model<f32>,
     energy: &Energy<F>,
@@ -41,16 +42,16 @@ pub fn loss_augmented<F: Float>(
     let l = u.len();
     let m: F = c(cfg.baseline.margin_scale);
     let (eta, mu): (F, F) = (c(cfg.inference.eta), c(cfg.inference.momentum));
+    let logit = cfg.baseline.logit_iterates;
+    let lambda: F = c(cfg.baseline.entropy_weight);
     let mut is_gold = vec![false; l];
     for &g in gold {
         is_gold[g as usize] = true;
     }
+    let mut alpha = u.to_vec();
     let mut y: Vec<F> = u.iter().map(|&v| sigmoid(v)).collect();
     let mut vel = vec![F::zero(); l];
-    let (mut a, mut s) = (
-        vec![F::zero(); energy.hidden()],
-        vec![F::zero(); energy.hidden()],
-    );
+    let (mut a, mut s) = (vec![F::zero(); energy.hidden()], vec![F::zero(); energy.hidden()]);
     let mut g = vec![F::zero(); l];
     for _ in 0..cfg.inference.steps {
         g.copy_from_slice(u);
@@ -68,11 +69,34 @@ pub fn loss_augmented<F: Float>(
             }
         }
         for i in 0..l {
-            vel[i] = mu * vel[i] + eta * g[i];
-            y[i] = (y[i] + vel[i]).max(F::zero()).min(F::one());
+            if logit {
+                let d = y[i] * (F::one() - y[i]) * (g[i] - lambda * alpha[i]);
+                vel[i] = mu * vel[i] + eta * d;
+                alpha[i] += vel[i];
+                y[i] = sigmoid(alpha[i]);
+            } else {
+                vel[i] = mu * vel[i] + eta * g[i];
+                y[i] = (y[i] + vel[i]).max(F::zero()).min(F::one());
+            }
         }
     }
     y
+}
+
+/// `λ H(y)`, the entropy term of the score (0 without logit iterates).
+pub fn entropy_term<F: Float>(model: &Model<f32>, y: &[F]) -> F {
+    let lambda: F = c(model.config.baseline.entropy_weight);
+    if !model.config.baseline.logit_iterates || lambda == F::zero() {
+        return F::zero();
+    }
+    let h = |p: F| {
+        if p > F::zero() && p < F::one() {
+            -(p * p.ln() + (F::one() - p) * (F::one() - p).ln())
+        } else {
+            F::zero()
+        }
+    };
+    lambda * y.iter().map(|&p| h(p)).sum::<F>()
 }
 
 /// `Δ(ŷ, y*)` of the configured task loss.
@@ -133,8 +157,10 @@ pub fn spen_batch<F: Float>(
             ystar[g as usize] = F::one();
         }
         let yhat = &hats[r];
+        // s(ŷ) includes λH(ŷ), constant in θ at fixed ŷ; H(y*) = 0.
         let hinge = m * task_loss(cfg.baseline.task_loss, yhat, gold)
             + spen_score(&energy, &u, yhat)
+            + entropy_term(model, yhat)
             - spen_score(&energy, &u, &ystar);
         if hinge <= F::zero() {
             continue;

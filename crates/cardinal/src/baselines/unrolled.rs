@@ -19,7 +19,7 @@ use ndarray::Array2;
 /// `f64`).
 pub fn ascent_of<'a, F: Float>(model: &Model<f32>, p: &'a Params<F>) -> Ascent<'a, F> {
     let cfg = &model.config;
-    let space = if cfg.system == System::Logit {
+    let space = if cfg.system == System::Logit || cfg.baseline.logit_iterates {
         Space::Logit
     } else {
         Space::Box
@@ -36,6 +36,7 @@ pub fn ascent_of<'a, F: Float>(model: &Model<f32>, p: &'a Params<F>) -> Ascent<'
         space,
         init_zeros: cfg.baseline.init_zeros,
         sc_kmin: c(model.counts[0] as f64),
+        entropy: c(cfg.baseline.entropy_weight),
     }
 }
 
