@@ -45,6 +45,9 @@ pub struct ModelConfig {
     pub card_hidden: usize,
     pub counts: CountRange,
     pub z_mode: ZMode,
+    /// Dropout rate on the unary network's hidden units while training (0 = none, the paper;
+    /// inverted dropout, so inference uses the network as is).
+    pub dropout: f64,
 }
 
 impl Default for ModelConfig {
@@ -55,6 +58,7 @@ impl Default for ModelConfig {
             card_hidden: 150,
             counts: CountRange::Auto { coverage: 0.8 },
             z_mode: ZMode::Expectation,
+            dropout: 0.0,
         }
     }
 }
@@ -458,6 +462,12 @@ impl Config {
             "model.card_hidden",
             m.card_hidden,
             "1..=65536",
+        )?;
+        check(
+            (0.0..1.0).contains(&m.dropout),
+            "model.dropout",
+            m.dropout,
+            "[0, 1)",
         )?;
         match m.counts {
             CountRange::Fixed { min, max } => check(

@@ -54,6 +54,9 @@ pub struct Workspace<F: Float> {
     /// The unary and cardinality first layers' standardisation shifts, while
     /// [`Model::forward_batched`] runs (the weights cannot change meanwhile).
     shifts: Option<[Vec<F>; 2]>,
+    /// Key of the dropout masks of the next training batch (see [`dropout_keep`]); set by the
+    /// trainer, one per batch, so that masks are reproducible and independent of threads.
+    pub dropout_key: u64,
     gu: Array2<F>,
     ggs: Array2<F>,
     masks: Array2<F>,
@@ -123,7 +126,7 @@ impl<F: Float> Model<F> {
     }
 
     /// Networks forward for `rows` of `x`: fills `u`, `p` and `z` in the workspace.
-    fn networks_forward(&self, x: &CsrMatrix, rows: &[usize], ws: &mut Workspace<F>) {
+    fn networks_forward(&self, x: &CsrMatrix, rows: &[usize], ws: &mut Workspace<F>, train: bool) {
         let p = &self.params;
         let b = rows.len();
         let stdz = &self.standardizer;
@@ -131,10 +134,29 @@ impl<F: Float> Model<F> {
             Some([u, c]) => (Some(u.as_slice()), Some(c.as_slice())),
             None => (None, None),
         };
+        let dropout = self.dropout(train, ws.dropout_key);
         let unary = TwoLayer::unary(p);
-        unary.forward(x, rows, stdz, shift_u, &mut ws.pre1, &mut ws.h1, &mut ws.u);
+        unary.forward(
+            x,
+            rows,
+            stdz,
+            shift_u,
+            dropout,
+            &mut ws.pre1,
+            &mut ws.h1,
+            &mut ws.u,
+        );
         let card = TwoLayer::card(p);
-        card.forward(x, rows, stdz, shift_c, &mut ws.prec, &mut ws.hc, &mut ws.p);
+        card.forward(
+            x,
+            rows,
+            stdz,
+            shift_c,
+            None,
+            &mut ws.prec,
+            &mut ws.hc,
+            &mut ws.p,
+        );
         ws.z.clear();
         for mut row in ws.p.outer_iter_mut() {
             let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
@@ -158,6 +180,12 @@ impl<F: Float> Model<F> {
         if ws.tapes.len() < b {
             ws.tapes.resize_with(b, RowTape::default);
         }
+    }
+
+    /// The unary hidden layer's dropout while training, if any.
+    fn dropout(&self, train: bool, key: u64) -> Option<Dropout> {
+        let rate = self.config.model.dropout;
+        (train && rate > 0.0).then_some(Dropout { rate, key })
     }
 
     /// The optional final projection of `y_T`.
@@ -220,7 +248,7 @@ impl<F: Float> Model<F> {
         ws: &mut Workspace<F>,
         out: &mut Outputs<F>,
     ) -> Result<()> {
-        self.networks_forward(x, rows, ws);
+        self.networks_forward(x, rows, ws, false);
         let projector = self.projector(false);
         let final_projector = self.final_projector();
         let wpt = self.params.wp.t().as_standard_layout().into_owned();
@@ -321,7 +349,7 @@ impl<F: Float> Model<F> {
         ws: &mut Workspace<F>,
         grad: &mut Params<F>,
     ) -> Result<BatchLoss> {
-        self.networks_forward(x, rows, ws);
+        self.networks_forward(x, rows, ws, true);
         let cfg = &self.config;
         let (b, l, e, steps) = (
             rows.len(),
@@ -438,7 +466,10 @@ impl<F: Float> Model<F> {
             b2: &mut grad.b2,
             aux: &mut ws.grad_w1,
         };
-        unary.backward(x, rows, stdz, &ws.gu, &ws.pre1, &ws.h1, &mut ws.dh, dw);
+        let dropout = self.dropout(true, ws.dropout_key);
+        unary.backward(
+            x, rows, stdz, dropout, &ws.gu, &ws.pre1, &ws.h1, &mut ws.dh, dw,
+        );
 
         // Cardinality net: through z (expectation) and the supervised term.
         let k = self.counts.len();
@@ -480,6 +511,7 @@ impl<F: Float> Model<F> {
             x,
             rows,
             stdz,
+            None,
             &ws.dlogits,
             &ws.prec,
             &ws.hc,
@@ -539,6 +571,7 @@ impl<'a, F: Float> TwoLayer<'a, F> {
         rows: &[usize],
         stdz: &Standardizer,
         shift: Option<&[F]>,
+        dropout: Option<Dropout>,
         pre: &mut Array2<F>,
         hidden: &mut Array2<F>,
         out: &mut Array2<F>,
@@ -565,6 +598,9 @@ impl<'a, F: Float> TwoLayer<'a, F> {
             pre.view_mut(),
         );
         hidden.zip_mut_with(pre, |o, &a| *o = a.max(F::zero()));
+        if let Some(d) = dropout {
+            d.apply(rows, hidden);
+        }
         out.assign(&self.b2.broadcast((b, self.w2.ncols())).unwrap());
         general_mat_mul(F::one(), hidden, self.w2, F::one(), out);
     }
@@ -575,6 +611,7 @@ impl<'a, F: Float> TwoLayer<'a, F> {
         x: &CsrMatrix,
         rows: &[usize],
         stdz: &Standardizer,
+        dropout: Option<Dropout>,
         dout: &Array2<F>,
         pre: &Array2<F>,
         hidden: &Array2<F>,
@@ -590,8 +627,53 @@ impl<'a, F: Float> TwoLayer<'a, F> {
                 *d = F::zero()
             }
         });
+        if let Some(d) = dropout {
+            d.apply(rows, dh);
+        }
         sparse_first_layer_backward(x, rows, stdz, dh.view(), grad.w1, grad.b1, grad.aux);
     }
+}
+
+/// Inverted dropout on a hidden layer: unit `j` of data row `r` is kept with probability
+/// `1 − rate` and scaled by `1/(1 − rate)`. The mask is a hash of `(key, r, j)`: the same for
+/// the forward and the backward pass, for any batch composition and thread count, and on resume.
+#[derive(Debug, Clone, Copy)]
+pub struct Dropout {
+    pub rate: f64,
+    pub key: u64,
+}
+
+impl Dropout {
+    /// Multiplies `h` (rows of the batch `rows` × units) by the mask and the scale.
+    fn apply<F: Float>(&self, rows: &[usize], h: &mut Array2<F>) {
+        let scale: F = c(1.0 / (1.0 - self.rate));
+        // Keep iff the hash's top 53 bits, as a fraction of 2^53, are at least `rate`.
+        let cut = (self.rate * (1u64 << 53) as f64) as u64;
+        for (mut hr, &r) in h.outer_iter_mut().zip(rows) {
+            for (j, v) in hr.iter_mut().enumerate() {
+                let keep = dropout_hash(self.key, r as u64, j as u64) >> 11 >= cut;
+                *v = if keep { *v * scale } else { F::zero() };
+            }
+        }
+    }
+}
+
+/// SplitMix64 finaliser over the three words (a counter-based generator: no state).
+fn dropout_hash(key: u64, row: u64, unit: u64) -> u64 {
+    let mut z =
+        key ^ row.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ unit.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The dropout key of one training batch.
+pub fn dropout_key(seed: u64, phase: u8, epoch: usize, batch: usize) -> u64 {
+    dropout_hash(
+        seed ^ ((phase as u64) << 56),
+        epoch as u64,
+        (batch as u64) ^ 0x5EED,
+    )
 }
 
 /// The weight-decay coefficient of a tensor of decay class `class`.

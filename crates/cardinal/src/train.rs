@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, predict};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::model::{c, Decay, FirstLayerGrad, Float, Params, Standardizer};
-use crate::pipeline::{count_values, decay_coefficient, Model, Workspace};
+use crate::pipeline::{count_values, decay_coefficient, dropout_key, Model, Workspace};
 use ndarray::Array2;
 use rayon::prelude::*;
 
@@ -619,6 +619,7 @@ fn run_epoch(
     let n_batches = progress.order.len().div_ceil(tc.batch_size);
     for (batch, rows) in progress.order.chunks(tc.batch_size).enumerate() {
         // Non-finite values reaching a projection (e.g. a NaN count) are divergence too.
+        ws.dropout_key = dropout_key(model.config.seed, phase, epoch, batch);
         let mut loss = match model.loss_and_sparse_grad(
             &train.features,
             &train.labels,

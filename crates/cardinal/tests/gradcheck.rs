@@ -226,3 +226,45 @@ fn gradient_check_detects_a_missing_gradient() {
         grad.eta[0]
     );
 }
+
+#[test]
+fn gradient_matches_finite_differences_with_dropout() {
+    // The masks are a function of (key, row, unit): fixed across the finite differences.
+    let mut cfg = tiny_config(Method::DykstraSoft);
+    cfg.model.dropout = 0.4;
+    check(&cfg, "dropout");
+}
+
+#[test]
+fn dropout_changes_training_gradients_but_not_inference() {
+    let data = tiny_dataset();
+    let mut cfg = tiny_config(Method::DykstraSoft);
+    let plain = f64_model(&data, &cfg);
+    cfg.model.dropout = 0.5;
+    let mut dropped = plain.clone();
+    dropped.config = cfg;
+    let rows: Vec<usize> = (0..data.n_rows()).collect();
+    let run = |m: &Model<f64>| {
+        let mut out = cardinal::pipeline::Outputs::default();
+        m.forward(&data.features, &rows, &mut Workspace::default(), &mut out)
+            .unwrap();
+        out.y
+    };
+    assert_eq!(
+        run(&plain),
+        run(&dropped),
+        "dropout must not act at inference"
+    );
+    let loss = |m: &Model<f64>, key: u64| {
+        let mut ws = Workspace::default();
+        ws.dropout_key = key;
+        batch_loss(m, &data.features, &data.labels, &rows, &mut ws).unwrap()
+    };
+    assert_ne!(loss(&plain, 0), loss(&dropped, 0));
+    assert_ne!(
+        loss(&dropped, 0),
+        loss(&dropped, 1),
+        "a new key draws new masks"
+    );
+    assert_eq!(loss(&plain, 0), loss(&plain, 1));
+}
