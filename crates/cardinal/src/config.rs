@@ -181,6 +181,12 @@ pub struct TrainConfig {
     pub patience: usize,
     /// Skip (instead of stopping on) a batch whose loss or gradients are not finite.
     pub skip_nonfinite_batches: bool,
+    /// Scale every weight decay by `min(1, c / m)`, with `m` the mean label count of the
+    /// training examples and `c` this reference (`null`: no scaling, the paper). The relaxed-F1
+    /// gradient of an example shrinks like `1/|y*|`, so a decay tuned where `|y*| ≈ c` (the
+    /// authors' Bibtex, 2.4) is that much stronger, relative to the data, where labels are more
+    /// numerous (Delicious, 19); the cap never makes it stronger than configured.
+    pub decay_reference_cardinality: Option<f64>,
     /// At the end of phase 1, replace `threshold` by the one of the grid 0.05, 0.10, …, 0.95
     /// with the best dev example-F1 (the SPEN/GSPEN protocol; dev data only, never test).
     pub tune_threshold: bool,
@@ -201,6 +207,7 @@ impl Default for TrainConfig {
             patience: 0,
             skip_nonfinite_batches: false,
             tune_threshold: false,
+            decay_reference_cardinality: None,
         }
     }
 }
@@ -376,6 +383,7 @@ impl Config {
         cfg.preset = "predict".into();
         cfg.loss.cardinality_weight = 1.0;
         cfg.model.counts = CountRange::Auto { coverage: 0.99 };
+        cfg.train.decay_reference_cardinality = Some(2.4);
         cfg
     }
 
@@ -463,6 +471,14 @@ impl Config {
             m.card_hidden,
             "1..=65536",
         )?;
+        if let Some(r) = self.train.decay_reference_cardinality {
+            check(
+                r.is_finite() && r > 0.0,
+                "train.decay_reference_cardinality",
+                r,
+                "a finite number > 0, or null",
+            )?;
+        }
         check(
             (0.0..1.0).contains(&m.dropout),
             "model.dropout",

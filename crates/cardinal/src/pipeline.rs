@@ -182,6 +182,17 @@ impl<F: Float> Model<F> {
         }
     }
 
+    /// The weight-decay coefficient in effect: `train.weight_decay`, scaled down for label-rich
+    /// data when `train.decay_reference_cardinality` is set.
+    pub fn weight_decay(&self) -> f64 {
+        let t = &self.config.train;
+        let scale = t
+            .decay_reference_cardinality
+            .filter(|_| self.train_mean_cardinality > 0.0)
+            .map_or(1.0, |r| (r / self.train_mean_cardinality).min(1.0));
+        t.weight_decay * scale
+    }
+
     /// The unary hidden layer's dropout while training, if any.
     fn dropout(&self, train: bool, key: u64) -> Option<Dropout> {
         let rate = self.config.model.dropout;
@@ -316,7 +327,7 @@ impl<F: Float> Model<F> {
         let mut loss = self.loss_and_sparse_grad(x, labels, rows, ws, grad)?;
         ws.grad_w1.densify(&self.standardizer, &mut grad.w1);
         ws.grad_c1.densify(&self.standardizer, &mut grad.c1);
-        let wd = self.config.train.weight_decay;
+        let wd = self.weight_decay();
         let mult = self.config.train.unary_weight_decay_mult;
         let mut decay = 0.0;
         grad.zip_mut(&self.params, |_, g, w, class| {

@@ -42,7 +42,7 @@ impl<F: Float> Adagrad<F> {
     ) -> (f64, Option<&'static str>) {
         let cfg = &model.config;
         let (wd, mult, learn_eta) = (
-            cfg.train.weight_decay,
+            model.weight_decay(),
             cfg.train.unary_weight_decay_mult,
             cfg.inference.learn_eta,
         );
@@ -923,5 +923,43 @@ mod threshold_tests {
         for &g in &grid {
             assert!(f1_at(g) <= chosen + 1e-12, "{g} beats the chosen {thr}");
         }
+    }
+}
+
+#[cfg(test)]
+mod decay_tests {
+    use super::*;
+    use crate::data::{CsrMatrix, LabelSets};
+
+    fn data(labels_per_row: u32) -> Dataset {
+        let mut x = CsrMatrix::new(3);
+        let mut y = LabelSets::new(8);
+        for r in 0..10u32 {
+            x.push_row(&[r % 3], &[1.0]);
+            y.push_row(&(0..labels_per_row).collect::<Vec<_>>());
+        }
+        Dataset {
+            name: "d".into(),
+            features: x,
+            labels: y,
+            feature_names: vec![],
+            label_names: vec![],
+        }
+    }
+
+    #[test]
+    fn decay_scales_down_with_the_label_count_and_never_up() {
+        let mut cfg = Config::predict();
+        cfg.train.weight_decay = 0.001;
+        cfg.train.decay_reference_cardinality = Some(2.4);
+        let m = init_model(&data(6), &cfg).unwrap();
+        assert!((m.weight_decay() - 0.001 * 2.4 / 6.0).abs() < 1e-15);
+        let m = init_model(&data(1), &cfg).unwrap();
+        assert_eq!(m.weight_decay(), 0.001);
+        cfg.train.decay_reference_cardinality = None;
+        let m = init_model(&data(6), &cfg).unwrap();
+        assert_eq!(m.weight_decay(), 0.001);
+        cfg.train.decay_reference_cardinality = Some(0.0);
+        assert!(cfg.validate().is_err());
     }
 }
