@@ -304,10 +304,15 @@ fn soft_theta<F: Real>(
     let cutoff = (F::min_positive_value() * F::epsilon()).ln() - one;
     let mut sum = splat(zero);
     for a in head_a.iter_mut() {
+        let mut x = [zero; LANES];
         for w in 0..LANES {
-            let x = a[w] - amax[w];
+            x[w] = a[w] - amax[w];
+        }
+        let mut e = x;
+        F::exp_in_place(&mut e);
+        for w in 0..LANES {
             // −∞ (past this lane's head) and underflow give exactly 0, as in the per-row scan.
-            a[w] = if x < cutoff { zero } else { x.exp() };
+            a[w] = if x[w] < cutoff { zero } else { e[w] };
             sum[w] += a[w];
         }
     }

@@ -317,7 +317,22 @@ impl<F: Float> Unroll<'_, F> {
             zl[w] = z[r];
             for (i, &ui) in u[r * l..(r + 1) * l].iter().enumerate() {
                 s.u[i][w] = ui;
-                s.y[i][w] = sigmoid(ui);
+            }
+        }
+        // y_0 = σ(u) as `sigmoid` computes it, with the lanes' exponential.
+        let one = F::one();
+        for (y, u) in s.y.iter_mut().zip(&s.u) {
+            let mut e = [zero; LANES];
+            for w in 0..LANES {
+                e[w] = zero - u[w].abs();
+            }
+            F::exp_in_place(&mut e);
+            for w in 0..LANES {
+                y[w] = if u[w] >= zero {
+                    one / (one + e[w])
+                } else {
+                    e[w] / (one + e[w])
+                };
             }
         }
         let wpt = self.wpt.as_slice().expect("contiguous Wpᵀ");
