@@ -11,6 +11,7 @@
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rand::Rng;
 use rand_distr::StandardNormal;
+use rayon::prelude::*;
 
 use crate::data::CsrMatrix;
 
@@ -311,24 +312,29 @@ pub fn sparse_first_layer<F: Float>(
     shift: &[F],
     mut out: ArrayViewMut2<F>,
 ) {
-    for (r, &row) in rows.iter().enumerate() {
-        let mut o = out.row_mut(r);
-        let o = o.as_slice_mut().expect("contiguous");
-        for ((o, &b), &s) in o.iter_mut().zip(b).zip(shift) {
-            *o = b - s;
-        }
-        let (idx, val) = x.row(row);
-        for (&d, &v) in idx.iter().zip(val) {
-            let a: F = c((v * stdz.scale[d as usize]) as f64);
-            if a == F::zero() {
-                continue;
+    let h = out.ncols();
+    let out = out.as_slice_mut().expect("contiguous output");
+    // Rows in parallel (each writes its own output row: the same numbers for any thread count),
+    // in chunks large enough to amortise the scheduling.
+    out.par_chunks_mut(h)
+        .with_min_len(32)
+        .zip(rows.par_iter())
+        .for_each(|(o, &row)| {
+            for ((o, &b), &s) in o.iter_mut().zip(b).zip(shift) {
+                *o = b - s;
             }
-            let wr = w.row(d as usize);
-            for (o, &wv) in o.iter_mut().zip(wr.as_slice().expect("contiguous")) {
-                *o += a * wv;
+            let (idx, val) = x.row(row);
+            for (&d, &v) in idx.iter().zip(val) {
+                let a: F = c((v * stdz.scale[d as usize]) as f64);
+                if a == F::zero() {
+                    continue;
+                }
+                let wr = w.row(d as usize);
+                for (o, &wv) in o.iter_mut().zip(wr.as_slice().expect("contiguous")) {
+                    *o += a * wv;
+                }
             }
-        }
-    }
+        });
 }
 
 /// `(mean ⊙ scale)ᵀ W`, the constant part of a standardised first layer.
