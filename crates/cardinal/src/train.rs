@@ -881,7 +881,11 @@ mod threshold_tests {
         let mut x = CsrMatrix::new(6);
         let mut y = LabelSets::new(4);
         for r in 0..120u32 {
-            x.push_row(&[r % 6, (r * 7 + 1) % 6], &[1.0, 0.5]);
+            // Two distinct features per row, in increasing order (as `push_row` requires).
+            let (a, b) = (r % 6, (r % 6 + 1 + r / 6 % 5) % 6);
+            let (lo, hi) = (a.min(b), a.max(b));
+            let vals = if a < b { [1.0, 0.5] } else { [0.5, 1.0] };
+            x.push_row(&[lo, hi], &vals);
             let mut labels = vec![r % 4];
             if r % 3 == 0 {
                 labels.push((r / 3 + 1) % 4);
