@@ -56,8 +56,10 @@ pub struct TrainArgs {
     /// JSON configuration (fields left out keep the preset's values).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Preset to start from: `paper` (the authors' released configuration) or `predict`.
-    #[arg(long, default_value = "paper")]
+    /// Preset to start from: `predict` (the default: the count is learnt from the labels, and
+    /// weight decay is scaled by the label count) or `paper` (the authors' released
+    /// configuration).
+    #[arg(long, default_value = "predict")]
     pub preset: String,
     /// Seed of the initialisation and batch order (overrides the configuration's).
     #[arg(long)]
