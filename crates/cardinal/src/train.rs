@@ -88,7 +88,7 @@ impl<F: Float> Adagrad<F> {
             let lambda = decay_coefficient(class, wd, mult);
             zeros.resize(zeros.len().max(w.len()), F::zero());
             let (sq, finite) =
-                adagrad_lanes(w, acc, g, F::zero(), &zeros[..w.len()], c(lambda), lr);
+                adagrad_dispatch(w, acc, g, F::zero(), &zeros[..w.len()], c(lambda), lr);
             decay += 0.5 * lambda * sq.to_f64().unwrap_or(f64::NAN);
             if !finite && bad.is_none() {
                 bad = Some(name);
@@ -180,7 +180,7 @@ impl<F: Float> FusedStep<'_, F> {
                     let ms: F = c((self.stdz.mean[d] * self.stdz.scale[d]) as f64);
                     let sparse = touched[d];
                     let gr: &[F] = if sparse { g } else { &zeros };
-                    let (rsq, rfinite) = adagrad_lanes(w, acc, gr, ms, colsum, lambda, lr);
+                    let (rsq, rfinite) = adagrad_dispatch(w, acc, gr, ms, colsum, lambda, lr);
                     sq += rsq;
                     finite &= rfinite;
                     if sparse {
@@ -201,6 +201,41 @@ impl<F: Float> FusedStep<'_, F> {
 /// fixed-width lanes of zipped slices with no branch, so that it vectorises (a plain float sum
 /// would pin the loop to scalar order). Returns `(Σw² before the step, all w finite after)`.
 #[inline]
+/// [`adagrad_lanes`] compiled for the widest vectors the CPU has (sqrt and division are exact
+/// in every width and nothing is fused into FMA, so every variant computes the same numbers).
+#[allow(unsafe_code)]
+fn adagrad_dispatch<F: Float>(
+    w: &mut [F],
+    acc: &mut [F],
+    g: &[F],
+    ms: F,
+    colsum: &[F],
+    lambda: F,
+    lr: F,
+) -> (F, bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn avx512<F: Float>(
+            w: &mut [F],
+            acc: &mut [F],
+            g: &[F],
+            ms: F,
+            colsum: &[F],
+            lambda: F,
+            lr: F,
+        ) -> (F, bool) {
+            adagrad_lanes(w, acc, g, ms, colsum, lambda, lr)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports the feature the function is compiled for.
+            return unsafe { avx512(w, acc, g, ms, colsum, lambda, lr) };
+        }
+    }
+    adagrad_lanes(w, acc, g, ms, colsum, lambda, lr)
+}
+
+#[inline(always)]
 fn adagrad_lanes<F: Float>(
     w: &mut [F],
     acc: &mut [F],
