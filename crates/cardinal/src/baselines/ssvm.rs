@@ -51,7 +51,10 @@ pub fn loss_augmented<F: Float>(
     let mut alpha = u.to_vec();
     let mut y: Vec<F> = u.iter().map(|&v| sigmoid(v)).collect();
     let mut vel = vec![F::zero(); l];
-    let (mut a, mut s) = (vec![F::zero(); energy.hidden()], vec![F::zero(); energy.hidden()]);
+    let (mut a, mut s) = (
+        vec![F::zero(); energy.hidden()],
+        vec![F::zero(); energy.hidden()],
+    );
     let mut g = vec![F::zero(); l];
     for _ in 0..cfg.inference.steps {
         g.copy_from_slice(u);
