@@ -4,10 +4,14 @@
 use std::time::Instant;
 
 use anyhow::Context;
+use cardinal::data::synthetic::SyntheticShape;
 use cardinal::eval::predict;
 use cardinal::pipeline::Workspace;
 use cardinal::train::{epoch_over_all, TrainState};
 use cardinal::Config;
+
+/// Fraction of Bibtex's 1836 features present in a row on average (68.4 non-zeros).
+const BIBTEX_DENSITY: f64 = 0.0372;
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -28,6 +32,19 @@ pub struct BenchArgs {
     /// JSON configuration instead of the `paper` preset.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
+    /// Time on synthetic data with this many labels instead of `--dataset` (Bibtex's feature
+    /// density, 2.5 labels per row; see `--synthetic-rows`, `--synthetic-features`).
+    #[arg(long, value_name = "L")]
+    pub synthetic_labels: Option<usize>,
+    /// Training rows of the synthetic data (test rows: half as many).
+    #[arg(long, default_value_t = 2000)]
+    pub synthetic_rows: usize,
+    /// Features of the synthetic data.
+    #[arg(long, default_value_t = 2000)]
+    pub synthetic_features: usize,
+    /// Unrolled steps `T` (overrides the configuration's).
+    #[arg(long)]
+    pub steps: Option<usize>,
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -53,14 +70,30 @@ fn peak_rss_mib() -> f64 {
 }
 
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
-    let dir = crate::data_dir(&args.data_dir);
-    let data = cardinal::data::resolve_dataset(&args.dataset, dir.as_deref())
-        .with_context(|| format!("loading dataset `{}`", args.dataset))?
-        .into_train_test(0.8, 0)?;
-    let cfg = match &args.config {
+    let data = match args.synthetic_labels {
+        Some(labels) => cardinal::data::synthetic::synthetic(&SyntheticShape {
+            train_rows: args.synthetic_rows,
+            test_rows: args.synthetic_rows / 2,
+            features: args.synthetic_features,
+            labels,
+            density: BIBTEX_DENSITY,
+            seed: 0,
+        }),
+        None => {
+            let dir = crate::data_dir(&args.data_dir);
+            cardinal::data::resolve_dataset(&args.dataset, dir.as_deref())
+                .with_context(|| format!("loading dataset `{}`", args.dataset))?
+                .into_train_test(0.8, 0)?
+        }
+    };
+    let mut cfg = match &args.config {
         Some(p) => Config::from_json_over(&Config::paper(), &std::fs::read_to_string(p)?)?,
         None => Config::paper(),
     };
+    if let Some(t) = args.steps {
+        cfg.inference.steps = t;
+        cfg.validate()?;
+    }
     let mut state = TrainState::new(&data.train, &cfg)?;
     let mut ws = Workspace::default();
     let mut grad = state.model.params.zeros_like();
@@ -91,6 +124,8 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         "infer_batch": args.infer_batch,
         "n_train": data.train.n_rows(),
         "n_test": data.test.n_rows(),
+        "n_labels": data.train.n_labels(),
+        "n_features": data.train.n_features(),
         "steps": cfg.inference.steps,
         "train_projection": cfg.inference.train_projection.to_string(),
         "peak_rss_mib": peak_rss_mib(),

@@ -22,6 +22,7 @@ pub mod resolve;
 pub mod split;
 pub mod stats;
 pub mod svm;
+pub mod synthetic;
 pub mod write;
 pub mod xml;
 
