@@ -271,7 +271,7 @@ impl<F: Float> Model<F> {
         let u = ws.u.as_slice().unwrap();
         let z = &ws.z;
         let inf = &self.config.inference;
-        if inf.test_projection == Method::DykstraSoft {
+        if inf.test_projection == Method::DykstraSoft && l <= LOCKSTEP_MAX_LABELS {
             // Blocks of LANES rows in lockstep (fixed blocks: the same numbers for any thread
             // count); a block that fails is rerun row by row for the row's own error.
             let lanes = SoftDykstraLanes::new(inf.rounds, l);
@@ -644,6 +644,11 @@ impl<'a, F: Float> TwoLayer<'a, F> {
         sparse_first_layer_backward(x, rows, stdz, dh.view(), grad.w1, grad.b1, grad.aux);
     }
 }
+
+/// Up to this many labels, inference runs rows in lockstep (`Unroll::forward_block`); above it,
+/// a block's buffers (64 rows × L) leave the cache and the per-row path is faster (measured with
+/// `bench/scaling.sh`: see docs/RESULTS.md).
+pub const LOCKSTEP_MAX_LABELS: usize = 4096;
 
 /// Inverted dropout on a hidden layer: unit `j` of data row `r` is kept with probability
 /// `1 − rate` and scaled by `1/(1 − rate)`. The mask is a hash of `(key, r, j)`: the same for
