@@ -406,25 +406,45 @@ pub fn sparse_first_layer_backward<F: Float>(
     aux.mark.clear();
     aux.mark.resize(dw.nrows(), false);
     aux.touched.clear();
-    for (r, &row) in rows.iter().enumerate() {
-        let g = dpre.row(r);
-        let g = g.as_slice().expect("contiguous");
+    for &row in rows {
         let (idx, val) = x.row(row);
         for (&d, &v) in idx.iter().zip(val) {
-            let a: F = c((v * stdz.scale[d as usize]) as f64);
-            if a == F::zero() {
-                continue;
-            }
-            if !aux.mark[d as usize] {
+            if v * stdz.scale[d as usize] != 0.0 && !aux.mark[d as usize] {
                 aux.mark[d as usize] = true;
                 aux.touched.push(d);
             }
-            let mut wr = dw.row_mut(d as usize);
-            for (o, &gv) in wr.as_slice_mut().expect("contiguous").iter_mut().zip(g) {
-                *o += a * gv;
-            }
         }
     }
+    // Feature rows of `dW` in parallel blocks; within a block every row still receives the
+    // batch rows' contributions in batch order (the same numbers for any thread count).
+    let (n_feat, h) = dw.dim();
+    let block = n_feat.div_ceil(4 * rayon::current_num_threads()).max(64);
+    let dpre = &dpre;
+    dw.as_slice_mut()
+        .expect("contiguous")
+        .par_chunks_mut(block * h)
+        .enumerate()
+        .for_each(|(bi, dwb)| {
+            let (d0, d1) = (bi * block, bi * block + dwb.len() / h.max(1));
+            for (r, &row) in rows.iter().enumerate() {
+                let g = dpre.row(r);
+                let g = g.as_slice().expect("contiguous");
+                let (idx, val) = x.row(row);
+                // `idx` is sorted: this block's features are one run of it.
+                let lo = idx.partition_point(|&d| (d as usize) < d0);
+                let hi = idx.partition_point(|&d| (d as usize) < d1);
+                for (&d, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
+                    let a: F = c((v * stdz.scale[d as usize]) as f64);
+                    if a == F::zero() {
+                        continue;
+                    }
+                    let wr = &mut dwb[(d as usize - d0) * h..][..h];
+                    for (o, &gv) in wr.iter_mut().zip(g) {
+                        *o += a * gv;
+                    }
+                }
+            }
+        });
     for &d in &aux.touched {
         aux.mark[d as usize] = false;
     }

@@ -111,11 +111,18 @@ impl CsrMatrix {
         }
     }
 
-    /// Appends a row; `indices` must be strictly increasing and `< n_cols` (checked in debug).
+    /// Appends a row; `indices` must be strictly increasing and `< n_cols`. Checked always (the
+    /// model's sparse kernels rely on it; the readers guarantee it for every file they accept).
     pub fn push_row(&mut self, indices: &[u32], values: &[f32]) {
-        debug_assert_eq!(indices.len(), values.len());
-        debug_assert!(indices.windows(2).all(|w| w[0] < w[1]));
-        debug_assert!(indices.iter().all(|&i| (i as usize) < self.n_cols));
+        assert_eq!(indices.len(), values.len(), "one value per index");
+        assert!(
+            indices.windows(2).all(|w| w[0] < w[1]),
+            "CSR row indices must be strictly increasing"
+        );
+        assert!(
+            indices.last().is_none_or(|&i| (i as usize) < self.n_cols),
+            "CSR row index out of range"
+        );
         self.indices.extend_from_slice(indices);
         self.values.extend_from_slice(values);
         self.indptr.push(self.indices.len());
