@@ -455,6 +455,16 @@ mod tests {
     use cardinal_proj::Method;
     use ndarray::Array2;
 
+    /// A deterministic stream of numbers uniform in [−1, 1) (an LCG).
+    fn uniform_pm1(mut s: u64) -> impl FnMut() -> f64 {
+        move || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        }
+    }
+
     fn unroll_loss(un: &Unroll<f64>, u: &[f64], z: f64, w: &[f64], tape: &mut RowTape<f64>) -> f64 {
         un.forward_row(u, z, tape).unwrap();
         let l = u.len();
@@ -474,13 +484,7 @@ mod tests {
     #[test]
     fn unroll_vjp_matches_finite_differences() {
         let (l, e, steps) = (7, 3, 4);
-        let mut s = 12345u64;
-        let mut rnd = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        };
+        let mut rnd = uniform_pm1(12345u64);
         let wp = Array2::from_shape_fn((l, e), |_| rnd());
         let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
         let u: Vec<f64> = (0..l).map(|_| 2.0 * rnd()).collect();
@@ -547,13 +551,7 @@ mod tests {
     #[test]
     fn block_solve_equals_the_row_solve() {
         let (l, e, steps) = (37, 5, 6);
-        let mut s = 99u64;
-        let mut rnd = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        };
+        let mut rnd = uniform_pm1(99u64);
         let wpt = Array2::from_shape_fn((e, l), |_| rnd());
         let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
         let projector = AnyProjector::new(Method::DykstraSoft, 2, 20);

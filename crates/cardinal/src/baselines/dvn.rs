@@ -119,12 +119,7 @@ pub fn value_loss_grad<F: Float>(
         &model.standardizer,
         &mut cache,
         dout.view(),
-        MlpGrad {
-            w1: &mut grad.w1,
-            b1: &mut grad.b1,
-            w2: &mut grad.w2,
-            b2: &mut grad.b2,
-        },
+        MlpGrad::unary(grad),
     );
     total
 }

@@ -301,12 +301,7 @@ pub fn pretrain_unary(
                 &model.standardizer,
                 &mut cache,
                 dout.view(),
-                MlpGrad {
-                    w1: &mut p.w1,
-                    b1: &mut p.b1,
-                    w2: &mut p.w2,
-                    b2: &mut p.b2,
-                },
+                MlpGrad::unary(p),
             );
             opt.step(&mut model.params, &grad, &pc, &frozen);
         }

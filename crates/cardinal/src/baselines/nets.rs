@@ -60,6 +60,28 @@ pub struct MlpGrad<'a, F> {
     pub b2: &'a mut Array1<F>,
 }
 
+impl<'a, F: Float> MlpGrad<'a, F> {
+    /// The gradient slots of the unary network in `g` (as [`Mlp::unary`] reads its weights).
+    pub fn unary(g: &'a mut Params<F>) -> Self {
+        Self {
+            w1: &mut g.w1,
+            b1: &mut g.b1,
+            w2: &mut g.w2,
+            b2: &mut g.b2,
+        }
+    }
+
+    /// The gradient slots of the cardinality network in `g`.
+    pub fn card(g: &'a mut Params<F>) -> Self {
+        Self {
+            w1: &mut g.c1,
+            b1: &mut g.cb1,
+            w2: &mut g.c2,
+            b2: &mut g.cb2,
+        }
+    }
+}
+
 fn ensure<F: Float>(a: &mut Array2<F>, r: usize, c: usize) {
     if a.dim() != (r, c) {
         *a = Array2::zeros((r, c));

@@ -184,12 +184,7 @@ pub fn spen_batch<F: Float>(
         &model.standardizer,
         &mut cache,
         dout.view(),
-        MlpGrad {
-            w1: &mut grad.w1,
-            b1: &mut grad.b1,
-            w2: &mut grad.w2,
-            b2: &mut grad.b2,
-        },
+        MlpGrad::unary(grad),
     );
     total
 }
@@ -314,12 +309,7 @@ pub fn topz_batch<F: Float>(
         stdz,
         &mut uc,
         du.view(),
-        MlpGrad {
-            w1: &mut grad.w1,
-            b1: &mut grad.b1,
-            w2: &mut grad.w2,
-            b2: &mut grad.b2,
-        },
+        MlpGrad::unary(grad),
     );
     Mlp::card(p).backward(
         &train.features,
@@ -327,12 +317,7 @@ pub fn topz_batch<F: Float>(
         stdz,
         &mut cc,
         dc.view(),
-        MlpGrad {
-            w1: &mut grad.c1,
-            b1: &mut grad.cb1,
-            w2: &mut grad.c2,
-            b2: &mut grad.cb2,
-        },
+        MlpGrad::card(grad),
     );
     total
 }

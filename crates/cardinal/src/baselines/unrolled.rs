@@ -175,12 +175,7 @@ pub fn batch_loss_grad<F: Float>(
         stdz,
         &mut s.unary_cache,
         dout.view(),
-        MlpGrad {
-            w1: &mut grad.w1,
-            b1: &mut grad.b1,
-            w2: &mut grad.w2,
-            b2: &mut grad.b2,
-        },
+        MlpGrad::unary(grad),
     );
     if s.sc.is_some() {
         Mlp::card(p).backward(
@@ -189,12 +184,7 @@ pub fn batch_loss_grad<F: Float>(
             stdz,
             &mut s.card_cache,
             dcard.view(),
-            MlpGrad {
-                w1: &mut grad.c1,
-                b1: &mut grad.cb1,
-                w2: &mut grad.c2,
-                b2: &mut grad.cb2,
-            },
+            MlpGrad::card(grad),
         );
     }
     total
