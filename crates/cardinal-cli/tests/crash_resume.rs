@@ -17,7 +17,7 @@ fn config(dir: &Path, epochs: usize) -> PathBuf {
     let p = dir.join("cfg.json");
     let text = format!(
         r#"{{"model": {{"hidden": 8, "card_hidden": 4, "energy_hidden": 4}}, "inference": {{"steps": 2}},
-            "train": {{"epochs": {epochs}, "full_epochs": 1, "batch_size": 100}}}}"#
+            "train": {{"epochs": {epochs}, "full_epochs": 1, "batch_size": 100, "average_epochs": 1.5}}}}"#
     );
     std::fs::write(&p, text).unwrap();
     p

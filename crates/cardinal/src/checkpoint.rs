@@ -356,6 +356,9 @@ pub fn save_state(
     if let Some(best) = &state.best_params {
         write_tensors(&tmp.join("best.safetensors"), &params_tensors(best))?;
     }
+    if let Some(avg) = &state.average {
+        write_tensors(&tmp.join("average.safetensors"), &params_tensors(avg))?;
+    }
     let progress = serde_json::to_vec(&state.progress).expect("serialisable");
     write_atomic(&tmp.join("progress.json"), &progress)?;
     let fin = root.join(&name);
@@ -421,6 +424,17 @@ pub fn load_state(dir: &Path) -> Result<(TrainState, Meta)> {
     } else {
         None
     };
+    let avg_path = ckpt.join("average.safetensors");
+    let average = if avg_path.exists() {
+        Some(read_params(&avg_path, &model.params)?)
+    } else if model.config.train.average_epochs.is_some() {
+        return Err(ckpt_err(
+            &avg_path,
+            "missing: the run averages its weights (train.average_epochs)",
+        ));
+    } else {
+        None
+    };
     let p = ckpt.join("progress.json");
     let bytes = std::fs::read(&p).map_err(|e| Error::io(&p, e))?;
     let progress: Progress = serde_json::from_slice(&bytes)
@@ -434,6 +448,7 @@ pub fn load_state(dir: &Path) -> Result<(TrainState, Meta)> {
             model,
             optimizer,
             best_params,
+            average,
             progress,
         },
         meta,

@@ -190,6 +190,11 @@ pub struct TrainConfig {
     /// At the end of phase 1, replace `threshold` by the one of the grid 0.05, 0.10, …, 0.95
     /// with the best dev example-F1 (the SPEN/GSPEN protocol; dev data only, never test).
     pub tune_threshold: bool,
+    /// Keep an exponential moving average of the weights whose time constant is this many
+    /// epochs (the decay per batch is `1 − 1/(epochs · batches per epoch)`, warmed up as
+    /// `(1 + t)/(10 + t)`); dev evaluation, early stopping, threshold tuning and the saved
+    /// model then use the average (`null`: the last iterate, as the paper).
+    pub average_epochs: Option<f64>,
 }
 
 impl Default for TrainConfig {
@@ -208,6 +213,7 @@ impl Default for TrainConfig {
             skip_nonfinite_batches: false,
             tune_threshold: false,
             decay_reference_cardinality: None,
+            average_epochs: None,
         }
     }
 }
@@ -471,6 +477,14 @@ impl Config {
             m.card_hidden,
             "1..=65536",
         )?;
+        if let Some(a) = self.train.average_epochs {
+            check(
+                a.is_finite() && a > 0.0,
+                "train.average_epochs",
+                a,
+                "a finite number > 0, or null",
+            )?;
+        }
         if let Some(r) = self.train.decay_reference_cardinality {
             check(
                 r.is_finite() && r > 0.0,

@@ -352,6 +352,9 @@ pub struct Progress {
     pub since_best: usize,
     pub stopped_early: bool,
     pub history: Vec<EpochRecord>,
+    /// Updates folded into the weight average so far (`train.average_epochs`).
+    #[serde(default)]
+    pub average_steps: u64,
 }
 
 /// A run in progress.
@@ -361,6 +364,8 @@ pub struct TrainState {
     pub optimizer: Adagrad<f32>,
     /// Parameters of the best dev epoch so far (early stopping only).
     pub best_params: Option<Params<f32>>,
+    /// Moving average of the weights (`train.average_epochs`), `None` when not averaging.
+    pub average: Option<Params<f32>>,
     pub progress: Progress,
 }
 
@@ -380,11 +385,14 @@ impl TrainState {
             since_best: 0,
             stopped_early: false,
             history: Vec::new(),
+            average_steps: 0,
         };
+        let average = cfg.train.average_epochs.map(|_| model.params.clone());
         Ok(Self {
             model,
             optimizer,
             best_params: None,
+            average,
             progress,
         })
     }
@@ -586,7 +594,13 @@ pub fn run(
                 if p.best_dev_f1.is_none_or(|b| f1 > b) {
                     p.best_dev_f1 = Some(f1);
                     p.since_best = 0;
-                    state.best_params = Some(state.model.params.clone());
+                    state.best_params = Some(
+                        state
+                            .average
+                            .as_ref()
+                            .unwrap_or(&state.model.params)
+                            .clone(),
+                    );
                 } else {
                     p.since_best += 1;
                     p.stopped_early = p.since_best >= tc.patience;
@@ -597,11 +611,14 @@ pub fn run(
         if state.progress.epochs_done >= epochs || state.progress.stopped_early {
             // End of the phase: keep the best dev epoch's weights, move on.
             if let Some(best) = state.best_params.take() {
+                if let Some(avg) = state.average.as_mut() {
+                    avg.clone_from(&best);
+                }
                 state.model.params = best;
             }
             if phase == 1 && tc.tune_threshold {
                 if let Some(dev) = dev.as_ref() {
-                    let thr = dev_threshold(&state.model, dev)?;
+                    let thr = with_average(&mut state, |m| dev_threshold(m, dev))?;
                     tracing::info!(threshold = thr, "threshold chosen on dev");
                     state.model.config.threshold = thr;
                 }
@@ -616,10 +633,39 @@ pub fn run(
             after_epoch(&state)?;
         }
     }
+    if let Some(avg) = state.average.take() {
+        state.model.params = avg;
+    }
     Ok(Trained {
         model: state.model,
         history: state.progress.history,
     })
+}
+
+/// Runs `f` on the model with the averaged weights in place (the model itself without
+/// averaging).
+fn with_average<T>(state: &mut TrainState, f: impl FnOnce(&Model<f32>) -> T) -> T {
+    match state.average.as_mut() {
+        Some(avg) => {
+            std::mem::swap(&mut state.model.params, avg);
+            let out = f(&state.model);
+            std::mem::swap(&mut state.model.params, avg);
+            out
+        }
+        None => f(&state.model),
+    }
+}
+
+/// Folds the weights after update number `step` (from 0) into the moving average whose time
+/// constant is `tau` updates.
+fn fold_into_average(avg: &mut Params<f32>, params: &Params<f32>, step: u64, tau: f64) {
+    let decay = (1.0 - 1.0 / tau.max(1.0)).min((1.0 + step as f64) / (10.0 + step as f64));
+    let (d, e) = (decay as f32, (1.0 - decay) as f32);
+    avg.zip_mut(params, |_, a, w, _| {
+        for (a, &w) in a.iter_mut().zip(w) {
+            *a = d * *a + e * w;
+        }
+    });
 }
 
 /// The threshold of the default grid with the best example-F1 on `dev`.
@@ -646,6 +692,7 @@ fn run_epoch(
         model,
         optimizer,
         progress,
+        average,
         ..
     } = state;
     progress.order.shuffle(&mut progress.rng);
@@ -724,6 +771,15 @@ fn run_epoch(
                 }
             }
         }
+        if let (Some(avg), Some(epochs)) = (average.as_mut(), tc.average_epochs) {
+            fold_into_average(
+                avg,
+                &model.params,
+                progress.average_steps,
+                epochs * n_batches as f64,
+            );
+            progress.average_steps += 1;
+        }
         loss_sum += loss.total();
         on_event(Event::Batch {
             phase,
@@ -735,8 +791,10 @@ fn run_epoch(
     let seconds = start.elapsed().as_secs_f64();
     let (mut dev_f1, mut dev_z) = (None, None);
     if let (1, Some(dev)) = (phase, dev) {
-        let out = predict(model, &dev.features, 256)?;
-        let report = evaluate_outputs(model, &out, &dev.labels);
+        let report = with_average(state, |model| -> Result<_> {
+            let out = predict(model, &dev.features, 256)?;
+            Ok(evaluate_outputs(model, &out, &dev.labels))
+        })?;
         dev_f1 = Some(report.at_threshold.example_f1 * 100.0);
         dev_z = Some(report.cardinality.mean_z);
     }
@@ -770,7 +828,7 @@ mod tests {
     use super::*;
     use crate::data::{CsrMatrix, LabelSets};
 
-    fn tiny() -> Dataset {
+    pub(super) fn tiny() -> Dataset {
         let (n, d, l) = (20, 30, 9);
         let mut s = 7u64;
         let mut next = || {
@@ -839,6 +897,74 @@ mod tests {
             }
         });
         assert!(worst < 1e-6, "fused and plain steps differ by {worst}");
+    }
+}
+
+#[cfg(test)]
+mod average_tests {
+    use super::*;
+
+    fn cfg(average_epochs: Option<f64>) -> Config {
+        let mut cfg = Config::paper();
+        cfg.model.hidden = 6;
+        cfg.model.card_hidden = 5;
+        cfg.inference.steps = 3;
+        cfg.train.epochs = 3;
+        cfg.train.full_epochs = 1;
+        cfg.train.batch_size = 4;
+        cfg.train.dev_fraction = 0.25;
+        cfg.train.average_epochs = average_epochs;
+        cfg
+    }
+
+    /// An average without memory (decay 0) is the last iterate: same weights, same dev
+    /// history, bit for bit, as a run without averaging.
+    #[test]
+    fn averaging_without_memory_is_the_last_iterate() {
+        let data = tests::tiny();
+        let plain = train(&data, &cfg(None), &mut |_| {}).unwrap();
+        let memoryless = train(&data, &cfg(Some(1e-12)), &mut |_| {}).unwrap();
+        assert_eq!(plain.model.params, memoryless.model.params);
+        let dev = |t: &Trained| -> Vec<Option<f64>> {
+            t.history.iter().map(|r| r.dev_example_f1).collect()
+        };
+        assert_eq!(dev(&plain), dev(&memoryless));
+        // With memory, the saved model is no longer the last iterate.
+        let averaged = train(&data, &cfg(Some(1.0)), &mut |_| {}).unwrap();
+        assert_ne!(plain.model.params, averaged.model.params);
+        assert!(averaged.model.params.first_nonfinite().is_none());
+    }
+
+    /// The fold is the exponential mean with warm-up: each iterate's weight is
+    /// `(1 − d_k) ∏_{j>k} d_j`, computed here directly, and the weights sum to 1 with the
+    /// initial average's.
+    #[test]
+    fn fold_is_the_warmed_up_exponential_mean() {
+        let data = tests::tiny();
+        let model = init_model(&data, &cfg(None)).unwrap();
+        let mut avg = model.params.clone();
+        avg.visit_mut(|_, a, _| a.fill(0.5));
+        let (tau, n) = (7.0, 30u64);
+        let iterate = |k: u64| (k as f64 * 0.37).sin();
+        let mut p = model.params.clone();
+        for k in 0..n {
+            p.visit_mut(|_, a, _| a.fill(iterate(k) as f32));
+            fold_into_average(&mut avg, &p, k, tau);
+        }
+        let d = |k: u64| (1.0 - 1.0 / tau).min((1.0 + k as f64) / (10.0 + k as f64));
+        let tail = |k: u64| ((k + 1)..n).map(d).product::<f64>();
+        let weights: Vec<f64> = (0..n).map(|k| (1.0 - d(k)) * tail(k)).collect();
+        let w0 = tail(0) * d(0);
+        assert!((weights.iter().sum::<f64>() + w0 - 1.0).abs() < 1e-12);
+        let want = w0 * 0.5
+            + (0..n)
+                .map(|k| weights[k as usize] * iterate(k))
+                .sum::<f64>();
+        avg.visit(|name, a, _| {
+            for &v in a {
+                assert!((v as f64 - want).abs() < 1e-5, "{name}: {v} vs {want}");
+            }
+        });
     }
 }
 
