@@ -143,7 +143,9 @@ fn table1(
         };
         columns_run.push(col);
         for (ri, row) in rows.iter().enumerate() {
-            let Some(cfg) = &row.config else { continue };
+            let Some(cfg) = row.config_for(DATASETS[col]) else {
+                continue;
+            };
             let wanted = only.is_empty()
                 || only
                     .iter()
@@ -230,11 +232,15 @@ fn table1(
             row.system,
             cells.join(" | ")
         ));
-        json_rows.push(serde_json::json!({"system": row.system, "paper": row.paper, "protocol": protocol, "note": row.note, "ours": json_cells}));
+        json_rows.push(serde_json::json!({"system": row.system, "paper": row.paper, "protocol": protocol, "note": row.note, "delicious_setting": row.delicious.as_ref().map(|d| d.note), "ours": json_cells}));
     }
     md.push_str("\nNotes:\n");
     for row in &rows {
-        md.push_str(&format!("- {}: {}\n", row.system, row.note));
+        md.push_str(&format!("- {}: {}", row.system, row.note));
+        if let Some(d) = &row.delicious {
+            md.push_str(&format!("; on Delicious: {}", d.note));
+        }
+        md.push('\n');
     }
     std::fs::create_dir_all(out)?;
     write_atomic(&out.join("table1.md"), md.as_bytes())?;

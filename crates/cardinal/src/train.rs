@@ -618,8 +618,12 @@ pub fn run(
             }
             if phase == 1 && tc.tune_threshold {
                 if let Some(dev) = dev.as_ref() {
-                    let thr = with_average(&mut state, |m| dev_threshold(m, dev))?;
-                    tracing::info!(threshold = thr, "threshold chosen on dev");
+                    let (thr, f1) = with_average(&mut state, |m| dev_threshold(m, dev))?;
+                    tracing::info!(
+                        threshold = thr,
+                        dev_example_f1 = f1,
+                        "threshold chosen on dev"
+                    );
                     state.model.config.threshold = thr;
                 }
             }
@@ -668,13 +672,13 @@ fn fold_into_average(avg: &mut Params<f32>, params: &Params<f32>, step: u64, tau
     });
 }
 
-/// The threshold of the default grid with the best example-F1 on `dev`.
-fn dev_threshold(model: &Model<f32>, dev: &Dataset) -> Result<f64> {
+/// The threshold of the default grid with the best example-F1 on `dev`, and that F1 (%).
+fn dev_threshold(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
     let out = predict(model, &dev.features, 256)?;
     let grid = default_threshold_grid();
-    let (thr, _) = tune_threshold(&out.y, &dev.labels, &grid, &MetricOptions::default())
+    let (thr, f1) = tune_threshold(&out.y, &dev.labels, &grid, &MetricOptions::default())
         .map_err(|e| Error::Mismatch(e.to_string()))?;
-    Ok(thr as f64)
+    Ok((thr as f64, f1 * 100.0))
 }
 
 fn run_epoch(
