@@ -305,8 +305,9 @@ pub struct EvalArgs {
     /// Model directory written by `cardinal train`.
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
-    /// Which split of the model's dataset to evaluate on.
-    #[arg(long, default_value = "test", value_parser = ["train", "test"])]
+    /// Which split of the model's dataset to evaluate on; `dev` is the part of train that the
+    /// model's configuration held out (`train.dev_fraction`, `train.split_seed`).
+    #[arg(long, default_value = "test", value_parser = ["train", "dev", "test"])]
     pub split: String,
     /// Evaluate on this data instead (a dataset name or path, as for `train --dataset`).
     #[arg(long, value_name = "NAME_OR_PATH")]
@@ -341,7 +342,25 @@ fn check_labels(meta: &checkpoint::Meta, data: &Dataset, model_dir: &Path) -> an
 pub fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     let (model, meta) = checkpoint::load(&args.model)?;
     let spec = args.data.clone().unwrap_or_else(|| meta.dataset.clone());
-    let data = load_split(&spec, &args.data_dir, &args.split)?;
+    let data = if args.split == "dev" {
+        let train = load_split(&spec, &args.data_dir, "train")?;
+        let tc = &model.config.train;
+        let (_, dev_rows) =
+            cardinal::data::split::train_dev_split(train.n_rows(), tc.dev_fraction, tc.split_seed);
+        if dev_rows.is_empty() {
+            bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
+        }
+        if tc.full_epochs > 0 {
+            eprintln!(
+                "note: the model's last {} epochs trained on all of train, dev rows included: \
+                 dev metrics are optimistic",
+                tc.full_epochs
+            );
+        }
+        train.select_rows(&dev_rows)
+    } else {
+        load_split(&spec, &args.data_dir, &args.split)?
+    };
     check_labels(&meta, &data, &args.model)?;
     let report = evaluate(&model, &data)?;
     match &args.json {

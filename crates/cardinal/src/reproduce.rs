@@ -71,6 +71,14 @@ fn uniform_decay(c: &mut Config) {
     c.train.unary_weight_decay_mult = 1.0;
 }
 
+/// The MLP overfits Delicious (8 labels per example at 0.5 against 19 gold): dropout and a
+/// weight average lift its clean dev F1 from 35.32 to 38.00 (dev-tuned threshold, no epochs on
+/// all of train).
+fn dropout_and_average(c: &mut Config) {
+    c.model.dropout = 0.3;
+    c.train.average_epochs = Some(2.0);
+}
+
 fn mlp() -> Config {
     let mut c = Config::paper();
     c.preset = "table1-mlp".into();
@@ -226,7 +234,10 @@ pub fn table1_rows() -> Vec<Row> {
             protocol: Protocol::ThresholdGrid,
             config: Some(mlp()),
             note: "the unary network alone, binary cross-entropy, AdaGrad, weight decay 0.001",
-            delicious: None,
+            delicious: Some(Setting {
+                change: dropout_and_average,
+                note: "dropout 0.3 on the hidden layer, weights averaged over 2 epochs",
+            }),
         },
         Row {
             system: "SC",
@@ -286,7 +297,7 @@ pub fn table1_rows() -> Vec<Row> {
             paper: [None, None, None],
             protocol: Protocol::Fixed,
             config: Some(Config::predict()),
-            note: "ours, the default: supervised count over a data-derived range, weight decay scaled by the label count",
+            note: "ours, the default: supervised count over a data-derived range, weight decay scaled by the label count, weights averaged over the last epoch",
             delicious: None,
         },
     ]
