@@ -76,6 +76,22 @@ fn train_eval_predict_round_trip_on_vendored_bibtex() {
     );
     assert_eq!(report["at_threshold"]["n_examples"], 2515);
 
+    // the dev split is the 5 % of train that the model's config held out, flagged as seen in
+    // the epochs on all of train
+    let out = cardinal(&[
+        "eval",
+        "--model",
+        model.to_str().unwrap(),
+        "--split",
+        "dev",
+        "--json",
+        "-",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["at_threshold"]["n_examples"], 244);
+    assert!(text(&out).contains("optimistic"), "{}", text(&out));
+
     let out = cardinal(&[
         "predict",
         "--model",
