@@ -298,6 +298,9 @@ pub struct BaselineConfig {
     pub pretrain_epochs: usize,
     /// Learning rate of the pre-training (AdaGrad).
     pub pretrain_lr: f64,
+    /// Dropout rate on the unary hidden layer during pre-training (the baselines' own training
+    /// has no dropout; `model.dropout` is P&C's).
+    pub pretrain_dropout: f64,
     /// Weight decay of the pre-training (every matrix).
     pub pretrain_weight_decay: f64,
     /// Hidden activation of the unary network (baselines only; `pnc` uses ReLU).
@@ -339,6 +342,7 @@ impl Default for BaselineConfig {
             optimizer: Optimizer::Adagrad,
             pretrain_epochs: 0,
             pretrain_lr: 0.1,
+            pretrain_dropout: 0.0,
             pretrain_weight_decay: 0.001,
             hidden_activation: Activation::Relu,
             energy_activation: Activation::Relu,
@@ -628,6 +632,29 @@ impl Config {
             "a finite number > 0",
         )?;
         check(
+            (0.0..1.0).contains(&b.pretrain_dropout),
+            "baseline.pretrain_dropout",
+            b.pretrain_dropout,
+            "0 <= rate < 1",
+        )?;
+        // The baselines' own training loop has neither: refuse rather than ignore them.
+        if self.system != System::Pnc {
+            if self.model.dropout > 0.0 {
+                return Err(Error::Config(format!(
+                    "model.dropout applies to system `pnc` only, not `{}`; for a baseline's unary pre-training use baseline.pretrain_dropout",
+                    serde_json::to_value(self.system)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                )));
+            }
+            if self.train.average_epochs.is_some() {
+                return Err(Error::Config(
+                    "train.average_epochs applies to system `pnc` only".into(),
+                ));
+            }
+        }
+        check(
             b.pretrain_weight_decay.is_finite() && b.pretrain_weight_decay >= 0.0,
             "baseline.pretrain_weight_decay",
             b.pretrain_weight_decay,
@@ -777,6 +804,31 @@ mod tests {
         assert_eq!(cfg.inference.steps, 7);
         assert_eq!(cfg.inference.eta, 0.005);
         assert_eq!(cfg.train.batch_size, 50);
+    }
+
+    /// Settings that a baseline's training loop would silently ignore are refused.
+    #[test]
+    fn pnc_only_settings_are_refused_for_baselines() {
+        for (json, field) in [
+            (
+                r#"{"system": "spen-ssvm", "model": {"dropout": 0.3}}"#,
+                "model.dropout",
+            ),
+            (
+                r#"{"system": "dvn", "train": {"average_epochs": 1}}"#,
+                "train.average_epochs",
+            ),
+        ] {
+            let err = Config::from_json(json).unwrap_err().to_string();
+            assert!(err.contains(field) && err.contains("pnc"), "{err}");
+        }
+        let ok =
+            Config::from_json(r#"{"system": "spen-ssvm", "baseline": {"pretrain_dropout": 0.3}}"#);
+        assert!(ok.is_ok(), "{ok:?}");
+        assert!(Config::from_json(
+            r#"{"model": {"dropout": 0.3}, "train": {"average_epochs": 1}}"#
+        )
+        .is_ok());
     }
 
     #[test]

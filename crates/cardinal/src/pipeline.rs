@@ -661,7 +661,7 @@ pub struct Dropout {
 
 impl Dropout {
     /// Multiplies `h` (rows of the batch `rows` × units) by the mask and the scale.
-    fn apply<F: Float>(&self, rows: &[usize], h: &mut Array2<F>) {
+    pub(crate) fn apply<F: Float>(&self, rows: &[usize], h: &mut Array2<F>) {
         let scale: F = c(1.0 / (1.0 - self.rate));
         // Keep iff the hash's top 53 bits, as a fraction of 2^53, are at least `rate`.
         let cut = (self.rate * (1u64 << 53) as f64) as u64;

@@ -71,12 +71,11 @@ fn uniform_decay(c: &mut Config) {
     c.train.unary_weight_decay_mult = 1.0;
 }
 
-/// The MLP overfits Delicious (8 labels per example at 0.5 against 19 gold): dropout and a
-/// weight average lift its clean dev F1 from 35.32 to 38.00 (dev-tuned threshold, no epochs on
-/// all of train).
-fn dropout_and_average(c: &mut Config) {
+/// The MLP overfits Delicious: dropout 0.3 on its hidden layer lifts its clean dev F1 (dev-
+/// tuned threshold, no epochs on all of train) from 35.89 to 38.05; a 2-epoch weight average
+/// gives 36.01 alone and 38.00 with the dropout, so it is left out.
+fn mlp_dropout(c: &mut Config) {
     c.model.dropout = 0.3;
-    c.train.average_epochs = Some(2.0);
 }
 
 fn mlp() -> Config {
@@ -235,8 +234,8 @@ pub fn table1_rows() -> Vec<Row> {
             config: Some(mlp()),
             note: "the unary network alone, binary cross-entropy, AdaGrad, weight decay 0.001",
             delicious: Some(Setting {
-                change: dropout_and_average,
-                note: "dropout 0.3 on the hidden layer, weights averaged over 2 epochs",
+                change: mlp_dropout,
+                note: "dropout 0.3 on the hidden layer",
             }),
         },
         Row {

@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, predict as predict_any};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::model::Params;
-use crate::pipeline::{Model, Outputs};
+use crate::pipeline::{dropout_key, Dropout, Model, Outputs};
 use crate::train::{init_model, EpochRecord, Event, TrainState, Trained};
 use nets::{Mlp, MlpCache, MlpGrad, Opt};
 
@@ -280,11 +280,16 @@ pub fn pretrain_unary(
         "card.w2",
         "card.b2",
     ];
-    for _ in 0..bc.pretrain_epochs {
+    for epoch in 0..bc.pretrain_epochs {
         order.shuffle(&mut rng);
-        for chunk in order.chunks(cfg.train.batch_size) {
+        for (batch, chunk) in order.chunks(cfg.train.batch_size).enumerate() {
             grad.visit_mut(|_, g, _| g.fill(0.0));
-            let mlp = Mlp::unary(&model.params, act);
+            let mut mlp = Mlp::unary(&model.params, act);
+            // Phase 0 in the key: masks independent of those of the system's own training.
+            mlp.dropout = (bc.pretrain_dropout > 0.0).then(|| Dropout {
+                rate: bc.pretrain_dropout,
+                key: dropout_key(cfg.seed, 0, epoch, batch),
+            });
             mlp.forward(&train.features, chunk, &model.standardizer, &mut cache);
             let mut dout = cache.out.mapv(crate::inference::sigmoid);
             let scale = 1.0 / chunk.len() as f32;

@@ -11,7 +11,7 @@ use crate::model::{
     c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,
     Float, Params, Standardizer,
 };
-use crate::pipeline::decay_coefficient;
+use crate::pipeline::{decay_coefficient, Dropout};
 
 /// `act(x)`, `act'(x)`, `act''(x)`.
 #[inline]
@@ -50,6 +50,8 @@ pub struct Mlp<'a, F> {
     pub w2: &'a Array2<F>,
     pub b2: &'a Array1<F>,
     pub act: Activation,
+    /// Dropout on the hidden layer (unary pre-training only); the same mask in the backward.
+    pub dropout: Option<Dropout>,
 }
 
 /// Where [`Mlp::backward`] adds its gradients (complete, dense).
@@ -97,6 +99,7 @@ impl<'a, F: Float> Mlp<'a, F> {
             w2: &p.w2,
             b2: &p.b2,
             act,
+            dropout: None,
         }
     }
 
@@ -108,6 +111,7 @@ impl<'a, F: Float> Mlp<'a, F> {
             w2: &p.c2,
             b2: &p.cb2,
             act: Activation::Relu,
+            dropout: None,
         }
     }
 
@@ -128,6 +132,9 @@ impl<'a, F: Float> Mlp<'a, F> {
         );
         let act = self.act;
         m.hidden.zip_mut_with(&m.pre, |o, &a| *o = act3(act, a).0);
+        if let Some(d) = &self.dropout {
+            d.apply(rows, &mut m.hidden);
+        }
         m.out.assign(&self.b2.broadcast((b, o)).expect("broadcast"));
         general_mat_mul(F::one(), &m.hidden, self.w2, F::one(), &mut m.out);
     }
@@ -146,6 +153,9 @@ impl<'a, F: Float> Mlp<'a, F> {
         general_mat_mul(F::one(), &m.hidden.t(), &dout, F::one(), g.w2);
         ensure(&mut m.dh, rows.len(), self.w1.ncols());
         general_mat_mul(F::one(), &dout, &self.w2.t(), F::zero(), &mut m.dh);
+        if let Some(d) = &self.dropout {
+            d.apply(rows, &mut m.dh);
+        }
         let act = self.act;
         m.dh.zip_mut_with(&m.pre, |d, &a| *d *= act3(act, a).1);
         // The library's sparse backward writes into a zeroed buffer: scatter there, then add.
@@ -377,4 +387,81 @@ pub fn decay_loss(p: &Params<f32>, cfg: &Config) -> f64 {
 #[inline]
 pub fn k<F: Float>(x: f64) -> F {
     c(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// The MLP's backward with a dropout mask is the gradient of `⟨dout, out⟩` under the same
+    /// mask, by central finite differences in f64, for every tensor; and the mask drops units.
+    #[test]
+    fn dropout_backward_matches_finite_differences() {
+        let (d, h, l) = (7, 6, 4);
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut p: Params<f64> = Params::glorot(d, h, l, 2, 3, 2, 0.005, &mut rng);
+        p.b1.iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = 0.1 * i as f64 - 0.2);
+        let mut x = CsrMatrix::new(d);
+        for r in 0..5u32 {
+            let idx: Vec<u32> = (0..d as u32).filter(|j| (j + r) % 3 != 0).collect();
+            let vals: Vec<f32> = idx.iter().map(|&j| 0.3 + 0.1 * j as f32).collect();
+            x.push_row(&idx, &vals);
+        }
+        let rows = [0, 2, 3, 4];
+        let stdz = Standardizer::identity(d);
+        let dout = Array2::from_shape_fn((rows.len(), l), |(i, j)| ((i * l + j) as f64).sin());
+        let drop = Dropout { rate: 0.4, key: 11 };
+        let value = |p: &Params<f64>| -> f64 {
+            let mut mlp = Mlp::unary(p, Activation::Softplus);
+            mlp.dropout = Some(drop);
+            let mut m = MlpCache::default();
+            mlp.forward(&x, &rows, &stdz, &mut m);
+            (&m.out * &dout).sum()
+        };
+        let mut g = p.zeros_like();
+        let mut mlp = Mlp::unary(&p, Activation::Softplus);
+        mlp.dropout = Some(drop);
+        let mut m = MlpCache::default();
+        mlp.forward(&x, &rows, &stdz, &mut m);
+        let dropped = m.hidden.iter().filter(|&&v| v == 0.0).count();
+        assert!(dropped > 0 && dropped < m.hidden.len(), "{dropped} dropped");
+        mlp.backward(
+            &x,
+            &rows,
+            &stdz,
+            &mut m,
+            dout.view(),
+            MlpGrad::unary(&mut g),
+        );
+        let mut checked = 0;
+        for name in ["unary.w1", "unary.b1", "unary.w2", "unary.b2"] {
+            let mut analytic = Vec::new();
+            g.visit(|n, v, _| {
+                if n == name {
+                    analytic = v.to_vec();
+                }
+            });
+            for (j, &a) in analytic.iter().enumerate() {
+                let at = |delta: f64| {
+                    let mut q = p.clone();
+                    q.visit_mut(|n, v, _| {
+                        if n == name {
+                            v[j] += delta;
+                        }
+                    });
+                    value(&q)
+                };
+                let fd = (at(1e-6) - at(-1e-6)) / 2e-6;
+                assert!(
+                    (fd - a).abs() < 1e-6 * (1.0 + a.abs()),
+                    "{name}[{j}]: {a} vs {fd}"
+                );
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, d * h + h + h * l + l);
+    }
 }
