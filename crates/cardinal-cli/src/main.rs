@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
+mod cv_cmd;
 mod data_cmd;
 mod model_cmd;
 mod project_cmd;
@@ -34,6 +35,8 @@ enum Command {
     Train(model_cmd::TrainArgs),
     /// Evaluate a trained model.
     Eval(model_cmd::EvalArgs),
+    /// Cross-validate a configuration on the training file (k folds, no test data used).
+    Cv(cv_cmd::CvArgs),
     /// Predict label sets (JSON lines).
     Predict(model_cmd::PredictArgs),
     /// Reproduce the paper's Table 1 or its cardinality analysis.
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Data(a) => data_cmd::run(a),
         Command::Train(a) => model_cmd::train(a),
         Command::Eval(a) => model_cmd::eval(a),
+        Command::Cv(a) => cv_cmd::run(a),
         Command::Predict(a) => model_cmd::predict(a),
         Command::Project(a) => project_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),

@@ -83,8 +83,17 @@ pub struct TrainArgs {
 }
 
 fn load_config(args: &TrainArgs) -> anyhow::Result<Config> {
-    let base = Config::preset(&args.preset)?;
-    let mut cfg = match &args.config {
+    config_from(&args.preset, args.config.as_deref(), args.seed)
+}
+
+/// The preset `preset`, with the JSON file `config` read over it and `seed` set, validated.
+pub fn config_from(
+    preset: &str,
+    config: Option<&Path>,
+    seed: Option<u64>,
+) -> anyhow::Result<Config> {
+    let base = Config::preset(preset)?;
+    let mut cfg = match config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
@@ -93,7 +102,7 @@ fn load_config(args: &TrainArgs) -> anyhow::Result<Config> {
         }
         None => base,
     };
-    if let Some(seed) = args.seed {
+    if let Some(seed) = seed {
         cfg.seed = seed;
     }
     cfg.validate()?;
@@ -345,8 +354,7 @@ pub fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     let data = if args.split == "dev" {
         let train = load_split(&spec, &args.data_dir, "train")?;
         let tc = &model.config.train;
-        let (_, dev_rows) =
-            cardinal::data::split::train_dev_split(train.n_rows(), tc.dev_fraction, tc.split_seed);
+        let (_, dev_rows) = tc.dev_split(train.n_rows());
         if dev_rows.is_empty() {
             bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
         }

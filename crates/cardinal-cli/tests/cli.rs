@@ -226,3 +226,36 @@ fn data_stats_on_vendored_bibtex() {
         "{t}"
     );
 }
+
+#[test]
+fn cv_reports_every_fold_and_the_mean() {
+    let dir = tmpdir("cv");
+    let cfg = write_quick_config(&dir);
+    let json = dir.join("cv.json");
+    let out = cardinal(&[
+        "cv",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--folds",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("fold 1/2") && t.contains("fold 2/2") && t.contains("CV_EXAMPLE_F1"),
+        "{t}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let folds = report["folds"].as_array().unwrap();
+    let rows: u64 = folds.iter().map(|f| f["dev_rows"].as_u64().unwrap()).sum();
+    assert_eq!(rows, 4880, "the folds cover the training file");
+    let out = cardinal(&["cv", "--config", cfg.to_str().unwrap(), "--folds", "1"]);
+    assert!(
+        !out.status.success() && text(&out).contains("folds"),
+        "{}",
+        text(&out)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

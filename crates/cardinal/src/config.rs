@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::split;
 use crate::error::{Error, Result};
 use cardinal_proj::Method;
 
@@ -154,6 +155,14 @@ impl Default for LossConfig {
     }
 }
 
+/// Fold `index` (from 0) of a `k`-fold partition of the training rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevFold {
+    pub k: usize,
+    pub index: usize,
+}
+
 /// Optimisation and schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -171,6 +180,9 @@ pub struct TrainConfig {
     pub dev_fraction: f64,
     /// Seed of the train/dev split (fixed across `--seed`s, as in the released code).
     pub split_seed: u64,
+    /// Hold out one fold of a `k`-fold partition of train (seeded by `split_seed`) as dev,
+    /// instead of `dev_fraction` (`cardinal cv` sets it for each fold in turn).
+    pub dev_fold: Option<DevFold>,
     /// Coefficient of `½‖W‖²` on every weight matrix (biases are not decayed).
     pub weight_decay: f64,
     /// Multiplier of the weight decay on the unary network's two matrices. The released code
@@ -197,6 +209,28 @@ pub struct TrainConfig {
     pub average_epochs: Option<f64>,
 }
 
+impl TrainConfig {
+    /// The training and dev rows of a training file of `n` rows, each ascending: one fold
+    /// when `dev_fold` is set, else a `dev_fraction` share, both seeded by `split_seed`.
+    pub fn dev_split(&self, n: usize) -> (Vec<usize>, Vec<usize>) {
+        match self.dev_fold {
+            Some(DevFold { k, index }) => {
+                let mut folds = split::kfold(n, k, self.split_seed);
+                let dev = folds.swap_remove(index);
+                let mut train: Vec<usize> = folds.concat();
+                train.sort_unstable();
+                (train, dev)
+            }
+            None => split::train_dev_split(n, self.dev_fraction, self.split_seed),
+        }
+    }
+
+    /// Whether a dev split is held out at all.
+    pub fn has_dev(&self) -> bool {
+        self.dev_fold.is_some() || self.dev_fraction > 0.0
+    }
+}
+
 impl Default for TrainConfig {
     fn default() -> Self {
         Self {
@@ -207,6 +241,7 @@ impl Default for TrainConfig {
             full_epochs: 2,
             dev_fraction: 0.05,
             split_seed: 0,
+            dev_fold: None,
             weight_decay: 0.001,
             unary_weight_decay_mult: 16.0,
             patience: 0,
@@ -613,9 +648,18 @@ impl Config {
             t.unary_weight_decay_mult,
             "a finite number >= 0",
         )?;
-        if t.patience > 0 && t.dev_fraction == 0.0 {
+        if let Some(DevFold { k, index }) = t.dev_fold {
+            check(k >= 2, "train.dev_fold.k", k, ">= 2")?;
+            check(
+                index < k,
+                "train.dev_fold.index",
+                index,
+                "< train.dev_fold.k",
+            )?;
+        }
+        if t.patience > 0 && !t.has_dev() {
             return Err(Error::Config(
-                "train.patience > 0 needs train.dev_fraction > 0".into(),
+                "train.patience > 0 needs train.dev_fraction > 0 (or train.dev_fold)".into(),
             ));
         }
         check(
@@ -685,9 +729,9 @@ impl Config {
             b.entropy_weight,
             "a finite number >= 0",
         )?;
-        if b.keep_best && self.train.dev_fraction == 0.0 {
+        if b.keep_best && !self.train.has_dev() {
             return Err(Error::Config(
-                "baseline.keep_best needs train.dev_fraction > 0".into(),
+                "baseline.keep_best needs train.dev_fraction > 0 (or train.dev_fold)".into(),
             ));
         }
         Ok(())

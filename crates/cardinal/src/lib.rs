@@ -6,7 +6,7 @@
 //!
 //! Modules, one per concern: [`data`] (readers, splits) and [`metrics`] (from `cardinal-data`),
 //! [`model`] (networks and the score), [`inference`] (the unrolled, differentiable solver),
-//! [`train`] (loss, AdaGrad, loop), [`config`], [`checkpoint`]. The projection math lives in the
+//! [`train`] (loss, AdaGrad, loop), [`cv`] (k-fold cross-validation), [`config`], [`checkpoint`]. The projection math lives in the
 //! `cardinal-proj` crate, re-exported as [`proj`].
 
 pub use cardinal_data::{data, metrics};
@@ -15,6 +15,7 @@ pub use cardinal_proj as proj;
 pub mod baselines;
 pub mod checkpoint;
 pub mod config;
+pub mod cv;
 pub mod error;
 pub mod eval;
 pub mod inference;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{
     Activation, Config, CountRange, IterateWeights, Optimizer, System, TaskLoss, ZMode,
 };
-use crate::data::{split, TrainTest};
+use crate::data::TrainTest;
 use crate::error::Result;
 use crate::eval::{add_dev_threshold, evaluate_outputs, predict, EvalReport};
 use crate::proj::Method;
@@ -312,7 +312,7 @@ pub fn run_cell(data: &TrainTest, cfg: &Config, protocol: Protocol) -> Result<Ev
     let out = predict(&model, &data.test.features, 256)?;
     let mut report = evaluate_outputs(&model, &out, &data.test.labels);
     if protocol == Protocol::ThresholdGrid {
-        let (_, dev_idx) = split::train_dev_split(data.train.n_rows(), 0.05, cfg.train.split_seed);
+        let (_, dev_idx) = cfg.train.dev_split(data.train.n_rows());
         let dev = data.train.select_rows(&dev_idx);
         let dev_out = predict(&model, &dev.features, 256)?;
         add_dev_threshold(

@@ -8,7 +8,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{resolve_counts, Config};
-use crate::data::{split, Dataset};
+use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, predict};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
@@ -526,8 +526,7 @@ pub fn run(
 ) -> Result<Trained> {
     let cfg = state.model.config.clone();
     let tc = &cfg.train;
-    let (train_idx, dev_idx) =
-        split::train_dev_split(train.n_rows(), tc.dev_fraction, tc.split_seed);
+    let (train_idx, dev_idx) = tc.dev_split(train.n_rows());
     let all_idx: Vec<usize> = (0..train.n_rows()).collect();
     let dev = (!dev_idx.is_empty()).then(|| train.select_rows(&dev_idx));
     let mut ws = Workspace::default();
@@ -1081,7 +1080,7 @@ mod threshold_tests {
         let grid = default_threshold_grid();
         assert!(grid.iter().any(|&g| (g as f64 - thr).abs() < 1e-9), "{thr}");
         // Recompute every grid point's dev F1 independently: none beats the chosen one.
-        let (_, dev_idx) = split::train_dev_split(data.n_rows(), 0.25, cfg.train.split_seed);
+        let (_, dev_idx) = cfg.train.dev_split(data.n_rows());
         let dev = data.select_rows(&dev_idx);
         let out = predict(&model, &dev.features, 7).unwrap();
         let opts = MetricOptions::default();

@@ -26,7 +26,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use crate::config::{Activation, Config, System};
-use crate::data::{split, CsrMatrix, Dataset};
+use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, predict as predict_any};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
@@ -85,7 +85,7 @@ pub fn train_system(
 
 /// The rows of the training part of the train/dev split.
 fn train_rows(train: &Dataset, cfg: &Config) -> Vec<usize> {
-    split::train_dev_split(train.n_rows(), cfg.train.dev_fraction, cfg.train.split_seed).0
+    cfg.train.dev_split(train.n_rows()).0
 }
 
 /// One system's loss and gradient on a batch.
@@ -137,8 +137,7 @@ pub fn fit(
     let mut model = init_model(train, cfg)?;
     let tc = &cfg.train;
     let bc = &cfg.baseline;
-    let (train_idx, dev_idx) =
-        split::train_dev_split(train.n_rows(), tc.dev_fraction, tc.split_seed);
+    let (train_idx, dev_idx) = tc.dev_split(train.n_rows());
     let dev = (!dev_idx.is_empty()).then(|| train.select_rows(&dev_idx));
     obj.prepare(&mut model, train, &train_idx);
     let mut opt = Opt::new(bc.optimizer, &model.params, tc.lr, tc.adagrad_init);
