@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(report.folds.len(), 3);
         let sizes: Vec<usize> = report.folds.iter().map(|f| f.dev_rows).collect();
         assert_eq!(sizes, vec![13, 12, 12]);
-        let mut seen = vec![false; 37];
+        let mut seen = [false; 37];
         for f in &report.folds {
             assert_eq!(f.train_rows + f.dev_rows, 37);
             let mut fc = cfg.clone();
