@@ -14,9 +14,10 @@ pub struct CvArgs {
     /// JSON configuration (fields left out keep the preset's values).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Preset to start from (`predict` or `paper`).
-    #[arg(long, default_value = "predict")]
-    pub preset: String,
+    /// Preset to start from (`predict` or `paper`); without it, the one the configuration
+    /// file names, else `predict` (as for `train`).
+    #[arg(long)]
+    pub preset: Option<String>,
     /// Seed of the initialisation and batch order (overrides the configuration's).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -29,7 +30,7 @@ pub struct CvArgs {
 }
 
 pub fn run(args: &CvArgs) -> anyhow::Result<()> {
-    let cfg = config_from(&args.preset, args.config.as_deref(), args.seed)?;
+    let cfg = config_from(args.preset.as_deref(), args.config.as_deref(), args.seed)?;
     let data = args.data.load()?;
     eprintln!(
         "{}: {} training rows, {} folds; preset {}, seed {} (the test split is not used)",

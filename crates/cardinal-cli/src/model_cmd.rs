@@ -58,9 +58,10 @@ pub struct TrainArgs {
     pub config: Option<PathBuf>,
     /// Preset to start from: `predict` (the default: the count is learnt from the labels, and
     /// weight decay is scaled by the label count) or `paper` (the authors' released
-    /// configuration).
-    #[arg(long, default_value = "predict")]
-    pub preset: String,
+    /// configuration). Without it, a configuration file that names its preset (as every saved
+    /// `config.json` does) is read over that preset.
+    #[arg(long)]
+    pub preset: Option<String>,
     /// Seed of the initialisation and batch order (overrides the configuration's).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -83,24 +84,38 @@ pub struct TrainArgs {
 }
 
 fn load_config(args: &TrainArgs) -> anyhow::Result<Config> {
-    config_from(&args.preset, args.config.as_deref(), args.seed)
+    config_from(args.preset.as_deref(), args.config.as_deref(), args.seed)
 }
 
-/// The preset `preset`, with the JSON file `config` read over it and `seed` set, validated.
+/// The configuration file `config` read over a preset, `seed` set, validated. The preset is
+/// `preset` when given; otherwise the one the file names (a saved `config.json` names its own,
+/// so that it trains again as it did even after new fields were added to the presets; the
+/// `table1-*` rows and the cardinality analysis derive from `paper`); otherwise `predict`.
 pub fn config_from(
-    preset: &str,
+    preset: Option<&str>,
     config: Option<&Path>,
     seed: Option<u64>,
 ) -> anyhow::Result<Config> {
-    let base = Config::preset(preset)?;
-    let mut cfg = match config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            Config::from_json_over(&base, &text)
-                .with_context(|| format!("in {}", path.display()))?
-        }
-        None => base,
+    let text = match config {
+        Some(path) => Some(
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let named = text
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+        .and_then(|v| v.get("preset").and_then(|p| p.as_str()).map(str::to_owned));
+    let base = match (preset, named.as_deref()) {
+        (Some(p), _) => Config::preset(p)?,
+        (None, Some(n)) if Config::PRESETS.contains(&n) => Config::preset(n)?,
+        (None, Some(n)) if n.starts_with("table1-") || n == "cardinality-only" => Config::paper(),
+        _ => Config::predict(),
+    };
+    let mut cfg = match (config, text) {
+        (Some(path), Some(text)) => Config::from_json_over(&base, &text)
+            .with_context(|| format!("in {}", path.display()))?,
+        _ => base,
     };
     if let Some(seed) = seed {
         cfg.seed = seed;

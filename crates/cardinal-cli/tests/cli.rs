@@ -259,3 +259,53 @@ fn cv_reports_every_fold_and_the_mean() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A configuration file that names its preset is read over that preset (a saved `config.json`
+/// trains again as it did); one that names none is read over `predict`; `--preset` wins.
+#[test]
+fn a_configuration_file_is_read_over_the_preset_it_names() {
+    let dir = tmpdir("preset-base");
+    let quick = r#""model": {"hidden": 8, "card_hidden": 4}, "inference": {"steps": 2}, "train": {"epochs": 1, "full_epochs": 0}"#;
+    for (name, json, flag, averaged) in [
+        (
+            "named",
+            format!(r#"{{"preset": "paper", {quick}}}"#),
+            None,
+            false,
+        ),
+        ("unnamed", format!("{{{quick}}}"), None, true),
+        (
+            "flag",
+            format!(r#"{{"preset": "paper", {quick}}}"#),
+            Some("predict"),
+            true,
+        ),
+    ] {
+        let cfg = dir.join(format!("{name}.json"));
+        std::fs::write(&cfg, json).unwrap();
+        let model = dir.join(name);
+        let mut args = vec![
+            "train",
+            "--quiet",
+            "--no-checkpoints",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            model.to_str().unwrap(),
+        ];
+        if let Some(p) = flag {
+            args.extend(["--preset", p]);
+        }
+        let out = cardinal(&args);
+        assert!(out.status.success(), "{}", text(&out));
+        let saved: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(model.join("config.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            !saved["train"]["average_epochs"].is_null(),
+            averaged,
+            "{name}: {saved}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
