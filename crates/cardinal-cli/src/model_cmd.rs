@@ -341,6 +341,10 @@ pub struct EvalArgs {
     /// Write the full report as JSON to this file ('-' for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also report the threshold of the grid 0.05..0.95 that is best on the model's dev split
+    /// (SPEN's protocol, chosen on dev, never on the evaluated data).
+    #[arg(long)]
+    pub dev_threshold: bool,
 }
 
 fn load_split(spec: &str, data_dir: &Option<PathBuf>, split: &str) -> anyhow::Result<Dataset> {
@@ -366,7 +370,7 @@ fn check_labels(meta: &checkpoint::Meta, data: &Dataset, model_dir: &Path) -> an
 pub fn eval(args: &EvalArgs) -> anyhow::Result<()> {
     let (model, meta) = checkpoint::load(&args.model)?;
     let spec = args.data.clone().unwrap_or_else(|| meta.dataset.clone());
-    let data = if args.split == "dev" {
+    let dev_of_train = || -> anyhow::Result<Dataset> {
         let train = load_split(&spec, &args.data_dir, "train")?;
         let tc = &model.config.train;
         let (_, dev_rows) = tc.dev_split(train.n_rows());
@@ -380,12 +384,28 @@ pub fn eval(args: &EvalArgs) -> anyhow::Result<()> {
                 tc.full_epochs
             );
         }
-        train.select_rows(&dev_rows)
+        Ok(train.select_rows(&dev_rows))
+    };
+    let data = if args.split == "dev" {
+        dev_of_train()?
     } else {
         load_split(&spec, &args.data_dir, &args.split)?
     };
     check_labels(&meta, &data, &args.model)?;
-    let report = evaluate(&model, &data)?;
+    let mut report = evaluate(&model, &data)?;
+    if args.dev_threshold {
+        let dev = dev_of_train()?;
+        let dev_out = run_predict(&model, &dev.features, 256)?;
+        let out = run_predict(&model, &data.features, 256)?;
+        cardinal::eval::add_dev_threshold(
+            &model,
+            &mut report,
+            &dev_out,
+            &dev.labels,
+            &out,
+            &data.labels,
+        )?;
+    }
     match &args.json {
         Some(p) if p.as_os_str() == "-" => println!("{}", serde_json::to_string_pretty(&report)?),
         Some(p) => {

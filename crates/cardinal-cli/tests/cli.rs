@@ -92,6 +92,21 @@ fn train_eval_predict_round_trip_on_vendored_bibtex() {
     assert_eq!(report["at_threshold"]["n_examples"], 244);
     assert!(text(&out).contains("optimistic"), "{}", text(&out));
 
+    // SPEN's protocol: the threshold chosen on those dev rows, applied to test
+    let out = cardinal(&[
+        "eval",
+        "--model",
+        model.to_str().unwrap(),
+        "--dev-threshold",
+        "--json",
+        "-",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let thr = report["dev_threshold"].as_f64().unwrap();
+    assert!((0.05..=0.95).contains(&thr) && (thr * 20.0 - (thr * 20.0).round()).abs() < 1e-9);
+    assert_eq!(report["at_dev_threshold"]["n_examples"], 2515);
+
     let out = cardinal(&[
         "predict",
         "--model",

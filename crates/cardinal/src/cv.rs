@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, DevFold};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::eval::{evaluate_outputs, predict};
+use crate::eval::{evaluate_outputs, grid_threshold, predict};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::train::Event;
 
@@ -76,7 +76,7 @@ pub fn cross_validate(
             train_rows: train_idx.len(),
             dev_rows: dev_idx.len(),
             example_f1: 100.0 * report.at_threshold.example_f1,
-            best_threshold: (best_threshold as f64 * 1e4).round() / 1e4,
+            best_threshold: grid_threshold(best_threshold),
             example_f1_at_best: 100.0 * at_best,
             count_mae: report.cardinality.mae,
         };

@@ -101,6 +101,11 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
     }
 }
 
+/// A threshold of the (f32) grid as the f64 it stands for: 0.15, not 0.15000000596.
+pub fn grid_threshold(t: f32) -> f64 {
+    (t as f64 * 1e4).round() / 1e4
+}
+
 /// Adds the SPEN protocol to `report`: the threshold with the best example-F1 on `dev` (grid
 /// 0.05, 0.10, …, 0.95; never the test set) applied to the test outputs `out`.
 pub fn add_dev_threshold(
@@ -116,7 +121,7 @@ pub fn add_dev_threshold(
         .map_err(|e| crate::Error::Mismatch(e.to_string()))?;
     let pred = binarize(&out.y, model.n_labels(), &Binarize::Threshold(thr), None)
         .map_err(|e| crate::Error::Mismatch(e.to_string()))?;
-    report.dev_threshold = Some(thr as f64);
+    report.dev_threshold = Some(grid_threshold(thr));
     report.at_dev_threshold = Some(evaluate(&pred, gold, &opts));
     Ok(())
 }

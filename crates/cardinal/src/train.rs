@@ -677,8 +677,7 @@ fn dev_threshold(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
     let grid = default_threshold_grid();
     let (thr, f1) = tune_threshold(&out.y, &dev.labels, &grid, &MetricOptions::default())
         .map_err(|e| Error::Mismatch(e.to_string()))?;
-    // The grid's f32 values, read back at the grid's precision (0.15, not 0.15000000596).
-    Ok(((thr as f64 * 1e4).round() / 1e4, f1 * 100.0))
+    Ok((crate::eval::grid_threshold(thr), f1 * 100.0))
 }
 
 fn run_epoch(
