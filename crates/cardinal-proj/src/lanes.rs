@@ -89,6 +89,70 @@ impl SortingNetwork {
             *b = lo;
         }
     }
+
+    /// [`Self::sort_desc`] carrying each entry's index in `idx` along (the same comparisons, so
+    /// `x` ends up exactly as `sort_desc` leaves it). Tied entries end in no particular order.
+    #[inline(always)]
+    pub fn sort_desc_indexed<F: Real>(&self, x: &mut [Lanes<F>], idx: &mut [Lanes<u32>]) {
+        assert!(
+            x.len() == self.n && idx.len() == self.n,
+            "sorting network of another length"
+        );
+        for &(i, j) in &self.pairs {
+            let (i, j) = (i as usize, j as usize);
+            let (a, b, ia, ib) = (x[i], x[j], idx[i], idx[j]);
+            let (mut hi, mut lo, mut ihi, mut ilo) = (a, b, ia, ib);
+            for w in 0..LANES {
+                let swap = b[w] > a[w];
+                hi[w] = if swap { b[w] } else { a[w] };
+                lo[w] = if swap { a[w] } else { b[w] };
+                ihi[w] = if swap { ib[w] } else { ia[w] };
+                ilo[w] = if swap { ia[w] } else { ib[w] };
+            }
+            x[i] = hi;
+            x[j] = lo;
+            idx[i] = ihi;
+            idx[j] = ilo;
+        }
+    }
+}
+
+/// Puts tied entries of the sorted lanes `sorted` (indices `idx` into `v`) in the order of the
+/// per-row argsort (`util::argsort_desc`: descending order key, then ascending index), so that
+/// the VJP ranks tied entries as the per-row operator does. Runs of equal values are rare
+/// outside constructed inputs: one vector pass finds them, a scalar pass fixes their lanes.
+fn order_ties<F: Real>(v: &[Lanes<F>], sorted: &mut [Lanes<F>], idx: &mut [Lanes<u32>]) {
+    let n = sorted.len();
+    let mut tied = [false; LANES];
+    for k in 1..n {
+        for w in 0..LANES {
+            tied[w] |= sorted[k][w] == sorted[k - 1][w];
+        }
+    }
+    let key = |w: usize, i: u32| (!v[i as usize][w].order_key(), i);
+    for w in (0..LANES).filter(|&w| tied[w]) {
+        let mut s = 0;
+        while s < n {
+            let mut e = s + 1;
+            while e < n && sorted[e][w] == sorted[s][w] {
+                e += 1;
+            }
+            // Insertion sort of the run by (key, index).
+            for k in s + 1..e {
+                let mut m = k;
+                while m > s && key(w, idx[m][w]) < key(w, idx[m - 1][w]) {
+                    let t = idx[m][w];
+                    idx[m][w] = idx[m - 1][w];
+                    idx[m - 1][w] = t;
+                    m -= 1;
+                }
+            }
+            for k in s..e {
+                sorted[k][w] = v[idx[k][w] as usize][w];
+            }
+            s = e;
+        }
+    }
 }
 
 /// Soft Dykstra with `rounds` rounds on blocks of rows of length `n`.
@@ -131,15 +195,14 @@ impl SoftDykstraLanes {
         self.net.is_empty()
     }
 
-    /// Projects every lane of `v` (length `n`) with its count `z[w]` into `out`. Errors like the
-    /// per-row operator: a non-finite entry, `z` outside `[0, n]`, a length mismatch.
+    /// The per-row operator's input errors: a non-finite entry, `z` outside `[0, n]`, a length
+    /// mismatch.
     #[inline(always)]
-    pub fn forward<F: Real>(
+    fn check<F: Real>(
         &self,
         v: &[Lanes<F>],
         z: &Lanes<F>,
-        out: &mut [Lanes<F>],
-        s: &mut LanesScratch<F>,
+        out: &[Lanes<F>],
     ) -> Result<(), ProjError> {
         let n = self.net.len();
         if n == 0 || v.len() != n || out.len() != n {
@@ -178,6 +241,20 @@ impl SoftDykstraLanes {
                 value: value.to_f64().unwrap_or(f64::NAN),
             });
         }
+        Ok(())
+    }
+
+    /// Projects every lane of `v` (length `n`) with its count `z[w]` into `out`. Errors like the
+    /// per-row operator: a non-finite entry, `z` outside `[0, n]`, a length mismatch.
+    #[inline(always)]
+    pub fn forward<F: Real>(
+        &self,
+        v: &[Lanes<F>],
+        z: &Lanes<F>,
+        out: &mut [Lanes<F>],
+        s: &mut LanesScratch<F>,
+    ) -> Result<(), ProjError> {
+        self.check(v, z, out)?;
         if self.rounds == 0 {
             out.copy_from_slice(v);
             return Ok(());
@@ -191,8 +268,8 @@ impl SoftDykstraLanes {
         // input itself in the one output pass. No per-round buffers.
         s.thetas.clear();
         for _ in 0..self.rounds {
-            let theta = soft_theta(&s.sorted, z, &s.thetas, &mut s.head_c, &mut s.head_a);
-            s.thetas.push(theta);
+            let round = soft_theta(&s.sorted, z, &s.thetas, &mut s.head_c, &mut s.head_a, None);
+            s.thetas.push(round.theta);
         }
         let (last, earlier) = s.thetas.split_last().expect("rounds > 0");
         for (o, x) in out.iter_mut().zip(v) {
@@ -205,6 +282,284 @@ impl SoftDykstraLanes {
         }
         Ok(())
     }
+}
+
+impl SoftDykstraLanes {
+    /// [`Self::forward`] that also records in `t` what [`Self::vjp`] needs: the input, the
+    /// descending order of every lane (ties ranked as the per-row argsort ranks them) and, per
+    /// round, `θ`, `N`, `D`, the tail weight and the head's `c_j`, `ρ_j`, `j/(1 + r_j)²`.
+    #[inline(always)]
+    pub fn forward_tape<F: Real>(
+        &self,
+        v: &[Lanes<F>],
+        z: &Lanes<F>,
+        out: &mut [Lanes<F>],
+        t: &mut LanesTape<F>,
+        s: &mut LanesScratch<F>,
+    ) -> Result<(), ProjError> {
+        self.check(v, z, out)?;
+        let n = self.net.len();
+        t.v.clear();
+        t.v.extend_from_slice(v);
+        t.rounds.clear();
+        t.hc.clear();
+        t.hrho.clear();
+        t.hr.clear();
+        if self.rounds == 0 {
+            out.copy_from_slice(v);
+            return Ok(());
+        }
+        let zero = F::zero();
+        s.sorted.clear();
+        s.sorted.extend_from_slice(v);
+        t.perm.clear();
+        t.perm.extend((0..n as u32).map(|i| [i; LANES]));
+        self.net.sort_desc_indexed(&mut s.sorted, &mut t.perm);
+        order_ties(v, &mut s.sorted, &mut t.perm);
+        s.thetas.clear();
+        for _ in 0..self.rounds {
+            let start = t.hc.len();
+            let r = soft_theta(
+                &s.sorted,
+                z,
+                &s.thetas,
+                &mut s.head_c,
+                &mut s.head_a,
+                Some(&mut t.hr),
+            );
+            t.hc.extend_from_slice(&s.head_c);
+            t.hrho.extend_from_slice(&s.head_a);
+            s.thetas.push(r.theta);
+            t.rounds.push(RoundTape {
+                theta: r.theta,
+                n: r.n,
+                d: r.d,
+                rho_tail: r.rho_tail,
+                head: r.head,
+                start,
+                len: s.head_c.len(),
+            });
+        }
+        let (last, earlier) = s.thetas.split_last().expect("rounds > 0");
+        for (o, x) in out.iter_mut().zip(v) {
+            let mut c = [zero; LANES];
+            inner_input(x, earlier, &mut c);
+            for w in 0..LANES {
+                let u = c[w] - last[w];
+                o[w] = if u > zero { u } else { zero };
+            }
+        }
+        Ok(())
+    }
+
+    /// Given `g = ∂ℓ/∂out` of the [`Self::forward_tape`] that filled `t`, writes `∂ℓ/∂v` into
+    /// `gv` and returns `∂ℓ/∂z`, lane by lane: the per-row `Dykstra<SoftSimplex>::vjp` with the
+    /// same arithmetic, the soft projection's VJP computed in sorted coordinates (the head) and
+    /// in closed form (the tail), then scattered through the recorded order.
+    #[inline(always)]
+    pub fn vjp<F: Real>(
+        &self,
+        t: &LanesTape<F>,
+        g: &[Lanes<F>],
+        gv: &mut [Lanes<F>],
+        s: &mut LanesVjpScratch<F>,
+    ) -> Lanes<F> {
+        let n = self.net.len();
+        let zero = F::zero();
+        let r = t.rounds.len();
+        assert!(g.len() == n && gv.len() == n && t.v.len() == n);
+        if r == 0 {
+            gv.copy_from_slice(g);
+            return splat(zero);
+        }
+        // Each round's inner input c_k and cap mask 1[x ≤ 1], recomputed from the input as the
+        // forward pass computes them (elementwise, cheaper than storing them).
+        let one = F::one();
+        for buf in [&mut s.c, &mut s.m] {
+            buf.clear();
+            buf.resize(r * n, splat(zero));
+        }
+        for (i, x) in t.v.iter().enumerate() {
+            let mut p = splat(zero);
+            let mut c = splat(zero);
+            for k in 0..r {
+                let m = &mut s.m[k * n + i];
+                for w in 0..LANES {
+                    let xw = if k == 0 {
+                        x[w]
+                    } else {
+                        // b = relu(c − θ), q = c − b, x = b + p (round k−1's θ).
+                        let u = c[w] - t.rounds[k - 1].theta[w];
+                        let b = if u > zero { u } else { zero };
+                        let q = c[w] - b;
+                        p[w] = b + p[w]; // x, kept in p until the cap below
+                        c[w] = q;
+                        p[w]
+                    };
+                    let capped = xw <= one;
+                    let a = if capped { xw } else { one };
+                    m[w] = if capped { one } else { zero };
+                    p[w] = xw - a;
+                    c[w] = if k == 0 { a } else { a + c[w] };
+                }
+                s.c[k * n + i] = c;
+            }
+        }
+        for buf in [&mut s.gq, &mut s.tin, &mut s.gc] {
+            buf.clear();
+            buf.resize(n, splat(zero));
+        }
+        // Last round first: b̄ = g, p̄ = q̄ = 0.
+        let mut gz = soft_vjp(t, r - 1, &s.c[(r - 1) * n..r * n], g, &mut s.gc);
+        for (((o, q), c), m) in gv
+            .iter_mut()
+            .zip(s.gq.iter_mut())
+            .zip(&s.gc)
+            .zip(&s.m[(r - 1) * n..r * n])
+        {
+            for w in 0..LANES {
+                o[w] = if m[w] > zero { c[w] } else { zero };
+            }
+            *q = *c;
+        }
+        for k in (0..r - 1).rev() {
+            for ((ti, b), q) in s.tin.iter_mut().zip(gv.iter()).zip(&s.gq) {
+                for w in 0..LANES {
+                    ti[w] = b[w] - q[w];
+                }
+            }
+            let gzk = soft_vjp(t, k, &s.c[k * n..(k + 1) * n], &s.tin, &mut s.gc);
+            for w in 0..LANES {
+                gz[w] += gzk[w];
+            }
+            for (((o, q), c), m) in gv
+                .iter_mut()
+                .zip(s.gq.iter_mut())
+                .zip(&s.gc)
+                .zip(&s.m[k * n..(k + 1) * n])
+            {
+                for w in 0..LANES {
+                    let c = q[w] + c[w];
+                    o[w] = if m[w] > zero { c } else { o[w] };
+                    q[w] = c;
+                }
+            }
+        }
+        gz
+    }
+}
+
+/// The VJP of round `k`'s soft simplex projection (input `c`, in original coordinates) for
+/// the output adjoint `g`: writes the input adjoint into `gv`, returns `∂ℓ/∂z`. The per-row
+/// `SoftSimplex::vjp`, lane by lane, with the order from the tape.
+#[inline(always)]
+fn soft_vjp<F: Real>(
+    t: &LanesTape<F>,
+    k: usize,
+    c: &[Lanes<F>],
+    g: &[Lanes<F>],
+    gv: &mut [Lanes<F>],
+) -> Lanes<F> {
+    let l = c.len();
+    let zero = F::zero();
+    let rt = &t.rounds[k];
+    // ḡ_v = g ⊙ 1[c − θ > 0], θ̄ = −Σ g ⊙ 1[c − θ > 0].
+    let mut sum = splat(zero);
+    for ((o, c), g) in gv.iter_mut().zip(c).zip(g) {
+        for w in 0..LANES {
+            let x = if c[w] - rt.theta[w] > zero {
+                g[w]
+            } else {
+                zero
+            };
+            o[w] = x;
+            sum[w] += x;
+        }
+    }
+    let (mut dn, mut dd, mut gz, mut dot, mut step, mut suffix) = (
+        splat(zero),
+        splat(zero),
+        splat(zero),
+        splat(zero),
+        splat(zero),
+        splat(zero),
+    );
+    for w in 0..LANES {
+        let dtheta = zero - sum[w];
+        dn[w] = dtheta / rt.d[w];
+        dd[w] = -dtheta * rt.theta[w] / rt.d[w];
+        gz[w] = -dtheta / rt.d[w];
+        dot[w] = dn[w] * rt.n[w] + dd[w] * rt.d[w];
+        step[w] = dn[w] * rt.rho_tail[w];
+        suffix[w] = of::<F>(l - rt.head[w] as usize) * step[w];
+    }
+    // Past every lane's head: c̄'s suffix sum in closed form, (l − i) N̄ ρ_t at position i.
+    let hmax = rt.len;
+    for (i, perm) in t.perm.iter().enumerate().skip(hmax) {
+        let wt: F = of(l - i);
+        for w in 0..LANES {
+            gv[perm[w] as usize][w] += wt * step[w];
+        }
+    }
+    let (hc, hrho, hr) = (
+        &t.hc[rt.start..rt.start + hmax],
+        &t.hrho[rt.start..rt.start + hmax],
+        &t.hr[rt.start..rt.start + hmax],
+    );
+    for i in (0..hmax).rev() {
+        let j: F = of(i + 1);
+        let wt: F = of(l - i);
+        let perm = &t.perm[i];
+        for w in 0..LANES {
+            let d = if (i as u32) < rt.head[w] {
+                // Head: r̄ = j ā/(1 + r)², ā = ρ (N̄ c + D̄ j − ⟨ρ, ρ̄⟩).
+                let rho = hrho[i][w];
+                let da = rho * (dn[w] * hc[i][w] + dd[w] * j - dot[w]);
+                let dr = da * hr[i][w];
+                gz[w] += dr;
+                suffix[w] += dn[w] * rho - dr;
+                j * dr + suffix[w]
+            } else {
+                wt * step[w]
+            };
+            gv[perm[w] as usize][w] += d;
+        }
+    }
+    gz
+}
+
+/// Tape of [`SoftDykstraLanes::forward_tape`]; reused across calls (no allocation once grown).
+#[derive(Debug, Clone, Default)]
+pub struct LanesTape<F> {
+    v: Vec<Lanes<F>>,
+    /// `perm[k][w]`: the index of lane `w`'s `k`-th largest input.
+    perm: Vec<Lanes<u32>>,
+    rounds: Vec<RoundTape<F>>,
+    /// Head positions `0..len` of every round (at `start`): `c_j`, `ρ_j`, `j/(1 + r_j)²`.
+    hc: Vec<Lanes<F>>,
+    hrho: Vec<Lanes<F>>,
+    hr: Vec<Lanes<F>>,
+}
+
+#[derive(Debug, Clone)]
+struct RoundTape<F> {
+    theta: Lanes<F>,
+    n: Lanes<F>,
+    d: Lanes<F>,
+    rho_tail: Lanes<F>,
+    head: Lanes<u32>,
+    start: usize,
+    len: usize,
+}
+
+/// Buffers of [`SoftDykstraLanes::vjp`], reused across calls.
+#[derive(Debug, Clone, Default)]
+pub struct LanesVjpScratch<F> {
+    c: Vec<Lanes<F>>,
+    m: Vec<Lanes<F>>,
+    gq: Vec<Lanes<F>>,
+    tin: Vec<Lanes<F>>,
+    gc: Vec<Lanes<F>>,
 }
 
 /// Dykstra's inner input `c_k` of round `k = thetas.len() + 1` for the entries `x`, given the
@@ -243,7 +598,8 @@ fn soft_theta<F: Real>(
     thetas: &[Lanes<F>],
     head_c: &mut Vec<Lanes<F>>,
     head_a: &mut Vec<Lanes<F>>,
-) -> Lanes<F> {
+    mut head_r: Option<&mut Vec<Lanes<F>>>,
+) -> SoftRound<F> {
     let l = sorted.len();
     let (zero, one) = (F::zero(), F::one());
     head_c.clear();
@@ -263,6 +619,7 @@ fn soft_theta<F: Real>(
         if any_head {
             let mut cs = splat(zero);
             let mut logit = splat(F::neg_infinity());
+            let mut rfac = splat(zero);
             let mut any = zero;
             for w in 0..LANES {
                 let cn = c[w] + m[w];
@@ -272,8 +629,10 @@ fn soft_theta<F: Real>(
                 any += active[w];
                 c[w] = if now { cn } else { c[w] };
                 head[w] += active[w];
-                let a = j * r * (one / (one + r));
+                let iq = one / (one + r);
+                let a = j * r * iq;
                 logit[w] = if now { a } else { F::neg_infinity() };
+                rfac[w] = if now { j * iq * iq } else { zero };
                 cs[w] = c[w];
                 let t = weight * m[w];
                 wsum[w] += if now { zero } else { t };
@@ -282,6 +641,9 @@ fn soft_theta<F: Real>(
             if any_head {
                 head_c.push(cs);
                 head_a.push(logit);
+                if let Some(hr) = head_r.as_deref_mut() {
+                    hr.push(rfac);
+                }
             }
         } else {
             for w in 0..LANES {
@@ -316,7 +678,13 @@ fn soft_theta<F: Real>(
             sum[w] += a[w];
         }
     }
-    let mut theta = splat(zero);
+    let mut out = SoftRound {
+        theta: splat(zero),
+        n: splat(zero),
+        d: splat(zero),
+        rho_tail: splat(zero),
+        head: [0; LANES],
+    };
     for w in 0..LANES {
         let h = head[w].to_usize().expect("a head length");
         let n_tail = l - h;
@@ -328,8 +696,10 @@ fn soft_theta<F: Real>(
         let s = sum[w] + of::<F>(n_tail) * e_tail;
         let inv_s = one / s;
         let (mut num, mut den) = (zero, zero);
-        for (k, (a, cc)) in head_a.iter().zip(head_c.iter()).take(h).enumerate() {
+        // Head weights are normalised in place: the tape keeps them as ρ.
+        for (k, (a, cc)) in head_a.iter_mut().zip(head_c.iter()).take(h).enumerate() {
             let p = a[w] * inv_s;
+            a[w] = p;
             num += cc[w] * p;
             den += of::<F>(k + 1) * p;
         }
@@ -340,7 +710,21 @@ fn soft_theta<F: Real>(
             num += ctail * p_tail;
             den += of::<F>(j_tail) * p_tail;
         }
-        theta[w] = (num - z[w]) / den;
+        out.theta[w] = (num - z[w]) / den;
+        out.n[w] = num;
+        out.d[w] = den;
+        out.rho_tail[w] = p_tail;
+        out.head[w] = h as u32;
     }
-    theta
+    out
+}
+
+/// What one soft simplex projection of a block computes besides its head: the threshold `θ`,
+/// `N`, `D`, the tail's softmax weight and the head length, per lane.
+struct SoftRound<F> {
+    theta: Lanes<F>,
+    n: Lanes<F>,
+    d: Lanes<F>,
+    rho_tail: Lanes<F>,
+    head: Lanes<u32>,
 }
