@@ -102,12 +102,16 @@ impl SortingNetwork {
             let (i, j) = (i as usize, j as usize);
             let (a, b, ia, ib) = (x[i], x[j], idx[i], idx[j]);
             let (mut hi, mut lo, mut ihi, mut ilo) = (a, b, ia, ib);
+            // Values as in `sort_desc`; indices swapped by a bit mask (a select of the indices
+            // compiles to a select of their addresses and gathers).
             for w in 0..LANES {
-                let swap = b[w] > a[w];
-                hi[w] = if swap { b[w] } else { a[w] };
-                lo[w] = if swap { a[w] } else { b[w] };
-                ihi[w] = if swap { ib[w] } else { ia[w] };
-                ilo[w] = if swap { ia[w] } else { ib[w] };
+                let (p, q) = (a[w], b[w]);
+                hi[w] = if q > p { q } else { p };
+                lo[w] = if q > p { p } else { q };
+                let m = (q > p) as u32;
+                let flip = (ia[w] ^ ib[w]) & m.wrapping_neg();
+                ihi[w] = ia[w] ^ flip;
+                ilo[w] = ib[w] ^ flip;
             }
             x[i] = hi;
             x[j] = lo;
@@ -373,40 +377,43 @@ impl SoftDykstraLanes {
             return splat(zero);
         }
         // Each round's inner input c_k and cap mask 1[x ≤ 1], recomputed from the input as the
-        // forward pass computes them (elementwise, cheaper than storing them).
+        // forward pass computes them (elementwise, cheaper than storing them). Every buffer
+        // entry is written before it is read: no clearing.
         let one = F::one();
         for buf in [&mut s.c, &mut s.m] {
-            buf.clear();
             buf.resize(r * n, splat(zero));
         }
         for (i, x) in t.v.iter().enumerate() {
-            let mut p = splat(zero);
-            let mut c = splat(zero);
-            for k in 0..r {
-                let m = &mut s.m[k * n + i];
+            // Round 1: a = min(x, 1), p = x − a, c = a.
+            let (mut p, mut c, mut m) = (splat(zero), splat(zero), splat(zero));
+            for w in 0..LANES {
+                let capped = x[w] <= one;
+                let a = if capped { x[w] } else { one };
+                m[w] = if capped { one } else { zero };
+                p[w] = x[w] - a;
+                c[w] = a;
+            }
+            s.c[i] = c;
+            s.m[i] = m;
+            for k in 1..r {
+                // b = relu(c − θ), q = c − b, x = b + p, a = min(x, 1), p = x − a, c = a + q.
+                let theta = &t.rounds[k - 1].theta;
                 for w in 0..LANES {
-                    let xw = if k == 0 {
-                        x[w]
-                    } else {
-                        // b = relu(c − θ), q = c − b, x = b + p (round k−1's θ).
-                        let u = c[w] - t.rounds[k - 1].theta[w];
-                        let b = if u > zero { u } else { zero };
-                        let q = c[w] - b;
-                        p[w] = b + p[w]; // x, kept in p until the cap below
-                        c[w] = q;
-                        p[w]
-                    };
-                    let capped = xw <= one;
-                    let a = if capped { xw } else { one };
+                    let u = c[w] - theta[w];
+                    let b = if u > zero { u } else { zero };
+                    let q = c[w] - b;
+                    let x = b + p[w];
+                    let capped = x <= one;
+                    let a = if capped { x } else { one };
                     m[w] = if capped { one } else { zero };
-                    p[w] = xw - a;
-                    c[w] = if k == 0 { a } else { a + c[w] };
+                    p[w] = x - a;
+                    c[w] = a + q;
                 }
                 s.c[k * n + i] = c;
+                s.m[k * n + i] = m;
             }
         }
         for buf in [&mut s.gq, &mut s.tin, &mut s.gc] {
-            buf.clear();
             buf.resize(n, splat(zero));
         }
         // Last round first: b̄ = g, p̄ = q̄ = 0.

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::config::{Config, IterateWeights, ZMode};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::{Error, Result};
-use crate::inference::{soft_f1, BlockScratch, RowTape, Unroll};
+use crate::inference::{soft_f1, BlockScratch, BlockTape, RowTape, Unroll};
 use crate::model::{
     c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,
     Float, Params, Standardizer,
@@ -51,6 +51,8 @@ pub struct Workspace<F: Float> {
     tapes: Vec<RowTape<F>>,
     /// Lockstep inference scratch, one per block of `LANES` rows.
     blocks: Vec<BlockScratch<F>>,
+    /// Lockstep training tapes, one per block of `LANES` rows.
+    block_tapes: Vec<BlockTape<F>>,
     /// The unary and cardinality first layers' standardisation shifts, while
     /// [`Model::forward_batched`] runs (the weights cannot change meanwhile).
     shifts: Option<[Vec<F>; 2]>,
@@ -394,49 +396,135 @@ impl<F: Float> Model<F> {
             .collect();
         let u = ws.u.as_slice().unwrap();
         let z = &ws.z;
-        ws.gu
-            .as_slice_mut()
-            .unwrap()
-            .par_chunks_mut(l)
-            .zip(ws.ggs.as_slice_mut().unwrap().par_chunks_mut(sl * l))
-            .zip(ws.masks.as_slice_mut().unwrap().par_chunks_mut(sl * em))
-            .zip(ws.tapes[..b].par_iter_mut())
-            .zip(ws.row_out.par_iter_mut())
-            .enumerate()
-            .try_for_each(|(r, ((((gu, ggs), masks), tape), res))| -> Result<()> {
-                un.forward_row(&u[r * l..(r + 1) * l], z[r], tape)?;
-                let gold = labels.row(rows[r]);
-                // ∂ℓ/∂y_t for every iterate, built in `ggs` and consumed by backward_row
-                // before it overwrites the same buffer with the adjoints of g_t.
-                let mut loss = F::zero();
-                let mut gys = std::mem::take(&mut tape.spare);
-                gys.clear();
-                gys.resize(steps * l, F::zero());
-                for t in 1..=steps {
-                    let w = weights[t - 1];
-                    let f1 = soft_f1(tape.y(t, l), gold, Some((&mut gys[(t - 1) * l..t * l], -w)));
-                    loss -= w * f1;
+        let gold = |r: usize| labels.row(rows[r]);
+        // BCE(σ(u), y*) summed over labels, added to row r's `gu`: ∂/∂u = σ(u) − y*.
+        let bce = |r: usize, y0: &dyn Fn(usize) -> F, gu: &mut [F]| -> F {
+            let mut loss = F::zero();
+            if bce_w > F::zero() {
+                let urow = &u[r * l..(r + 1) * l];
+                for i in 0..l {
+                    let x = urow[i];
+                    // log(1 + e^{-|x|}) + max(x, 0) − x·y*, stably
+                    loss += bce_w * ((-x.abs()).exp().ln_1p() + x.max(F::zero()));
+                    gu[i] += bce_w * y0(i);
                 }
-                let (gz, geta) = un.backward_row(tape, &gys, gu, ggs);
-                tape.spare = gys;
-                if bce_w > F::zero() {
-                    // BCE(σ(u), y*) summed over labels: ∂/∂u = σ(u) − y*.
-                    let (urow, y0) = (&u[r * l..(r + 1) * l], tape.y(0, l));
-                    for i in 0..l {
-                        let x = urow[i];
-                        // log(1 + e^{-|x|}) + max(x, 0) − x·y*, stably
-                        loss += bce_w * ((-x.abs()).exp().ln_1p() + x.max(F::zero()));
-                        gu[i] += bce_w * y0[i];
-                    }
-                    for &g in gold {
-                        loss -= bce_w * urow[g as usize];
-                        gu[g as usize] -= bce_w;
-                    }
+                for &g in gold(r) {
+                    loss -= bce_w * urow[g as usize];
+                    gu[g as usize] -= bce_w;
                 }
-                masks[..steps * e].copy_from_slice(&tape.masks[..steps * e]);
-                *res = RowResult { loss, gz, geta };
-                Ok(())
-            })?;
+            }
+            loss
+        };
+        // One row through the per-row unroll (the reference path).
+        let row_pass = |r: usize,
+                        gu: &mut [F],
+                        ggs: &mut [F],
+                        masks: &mut [F],
+                        tape: &mut RowTape<F>|
+         -> Result<RowResult<F>> {
+            un.forward_row(&u[r * l..(r + 1) * l], z[r], tape)?;
+            let gold = gold(r);
+            // ∂ℓ/∂y_t for every iterate, built in `spare` and consumed by backward_row.
+            let mut loss = F::zero();
+            let mut gys = std::mem::take(&mut tape.spare);
+            gys.clear();
+            gys.resize(steps * l, F::zero());
+            for t in 1..=steps {
+                let w = weights[t - 1];
+                let f1 = soft_f1(tape.y(t, l), gold, Some((&mut gys[(t - 1) * l..t * l], -w)));
+                loss -= w * f1;
+            }
+            let (gz, geta) = un.backward_row(tape, &gys, gu, ggs);
+            tape.spare = gys;
+            loss += bce(r, &|i| tape.y(0, l)[i], gu);
+            masks[..steps * e].copy_from_slice(&tape.masks[..steps * e]);
+            Ok(RowResult { loss, gz, geta })
+        };
+        let inf = &cfg.inference;
+        if projector.method == Method::DykstraSoft
+            && final_projector.is_none()
+            && steps > 0
+            && l <= LOCKSTEP_MAX_LABELS
+        {
+            // Blocks of LANES rows in lockstep (fixed blocks: the same numbers for any thread
+            // count); a block that fails is rerun row by row for the row's own error.
+            let lanes = SoftDykstraLanes::new(inf.rounds, l);
+            let nb = b.div_ceil(LANES);
+            if ws.block_tapes.len() < nb {
+                ws.block_tapes.resize_with(nb, BlockTape::default);
+            }
+            ws.gu
+                .as_slice_mut()
+                .unwrap()
+                .par_chunks_mut(LANES * l)
+                .zip(
+                    ws.ggs
+                        .as_slice_mut()
+                        .unwrap()
+                        .par_chunks_mut(LANES * sl * l),
+                )
+                .zip(
+                    ws.masks
+                        .as_slice_mut()
+                        .unwrap()
+                        .par_chunks_mut(LANES * sl * em),
+                )
+                .zip(ws.block_tapes[..nb].par_iter_mut())
+                .zip(ws.row_out[..b].par_chunks_mut(LANES))
+                .enumerate()
+                .try_for_each(|(bi, ((((gu, ggs), masks), bt), res))| -> Result<()> {
+                    let r0 = bi * LANES;
+                    let n = res.len();
+                    let (ub, zb) = (&u[r0 * l..(r0 + n) * l], &z[r0..r0 + n]);
+                    let rows_of = |r: usize| -> (std::ops::Range<usize>, std::ops::Range<usize>) {
+                        (
+                            r * sl * l..(r * sl + steps) * l,
+                            r * sl * em..r * sl * em + steps * e,
+                        )
+                    };
+                    if un
+                        .forward_block_tape(&lanes, ub, zb, |r| gold(r0 + r), &weights, bt)
+                        .is_err()
+                    {
+                        let mut tape = RowTape::default();
+                        for (r, res) in res.iter_mut().enumerate() {
+                            let (gr, mr) = rows_of(r);
+                            *res = row_pass(
+                                r0 + r,
+                                &mut gu[r * l..(r + 1) * l],
+                                &mut ggs[gr],
+                                &mut masks[mr],
+                                &mut tape,
+                            )?;
+                        }
+                        return Ok(());
+                    }
+                    un.backward_block(&lanes, bt);
+                    for (r, res) in res.iter_mut().enumerate() {
+                        let (gr, mr) = rows_of(r);
+                        let gu = &mut gu[r * l..(r + 1) * l];
+                        bt.write_row(r, gu, &mut ggs[gr], &mut masks[mr]);
+                        let loss = bt.loss(r) + bce(r0 + r, &|i| bt.y0(r, i), gu);
+                        let (gz, geta) = bt.grads(r);
+                        *res = RowResult { loss, gz, geta };
+                    }
+                    Ok(())
+                })?;
+        } else {
+            ws.gu
+                .as_slice_mut()
+                .unwrap()
+                .par_chunks_mut(l)
+                .zip(ws.ggs.as_slice_mut().unwrap().par_chunks_mut(sl * l))
+                .zip(ws.masks.as_slice_mut().unwrap().par_chunks_mut(sl * em))
+                .zip(ws.tapes[..b].par_iter_mut())
+                .zip(ws.row_out.par_iter_mut())
+                .enumerate()
+                .try_for_each(|(r, ((((gu, ggs), masks), tape), res))| -> Result<()> {
+                    *res = row_pass(r, gu, ggs, masks, tape)?;
+                    Ok(())
+                })?;
+        }
 
         let p = &self.params;
         let mut loss = BatchLoss {
