@@ -98,25 +98,35 @@ impl SortingNetwork {
             x.len() == self.n && idx.len() == self.n,
             "sorting network of another length"
         );
-        for &(i, j) in &self.pairs {
-            let (i, j) = (i as usize, j as usize);
-            let (a, b, ia, ib) = (x[i], x[j], idx[i], idx[j]);
-            let (mut hi, mut lo, mut ihi, mut ilo) = (a, b, ia, ib);
-            // Values as in `sort_desc`; indices swapped by a bit mask (a select of the indices
-            // compiles to a select of their addresses and gathers).
-            for w in 0..LANES {
-                let (p, q) = (a[w], b[w]);
-                hi[w] = if q > p { q } else { p };
-                lo[w] = if q > p { p } else { q };
-                let m = (q > p) as u32;
-                let flip = (ia[w] ^ ib[w]) & m.wrapping_neg();
-                ihi[w] = ia[w] ^ flip;
-                ilo[w] = ib[w] ^ flip;
+        // Half the lanes at a time: values and indices of all lanes (81 KB for 159 labels in
+        // f32) would not fit the L1 cache, half of them do.
+        const HALF: usize = LANES / 2;
+        for o in [0, HALF] {
+            for &(i, j) in &self.pairs {
+                let (i, j) = (i as usize, j as usize);
+                let (xl, xh) = x.split_at_mut(j);
+                let (a, b) = (&mut xl[i][o..o + HALF], &mut xh[0][o..o + HALF]);
+                let (il, ih) = idx.split_at_mut(j);
+                let (ia, ib) = (&mut il[i][o..o + HALF], &mut ih[0][o..o + HALF]);
+                let mut hi = [F::zero(); HALF];
+                let mut lo = hi;
+                let (mut ihi, mut ilo) = ([0u32; HALF], [0u32; HALF]);
+                // Values as in `sort_desc`; indices swapped by a bit mask (a select of the
+                // indices compiles to a select of their addresses and gathers).
+                for w in 0..HALF {
+                    let (p, q) = (a[w], b[w]);
+                    hi[w] = if q > p { q } else { p };
+                    lo[w] = if q > p { p } else { q };
+                    let m = (q > p) as u32;
+                    let flip = (ia[w] ^ ib[w]) & m.wrapping_neg();
+                    ihi[w] = ia[w] ^ flip;
+                    ilo[w] = ib[w] ^ flip;
+                }
+                a.copy_from_slice(&hi);
+                b.copy_from_slice(&lo);
+                ia.copy_from_slice(&ihi);
+                ib.copy_from_slice(&ilo);
             }
-            x[i] = hi;
-            x[j] = lo;
-            idx[i] = ihi;
-            idx[j] = ilo;
         }
     }
 }
@@ -320,6 +330,14 @@ impl SoftDykstraLanes {
         t.perm.extend((0..n as u32).map(|i| [i; LANES]));
         self.net.sort_desc_indexed(&mut s.sorted, &mut t.perm);
         order_ties(v, &mut s.sorted, &mut t.perm);
+        // l − rank of every entry, for the VJP's tail in original coordinates.
+        t.tailw.resize(n, splat(zero));
+        for (k, p) in t.perm.iter().enumerate() {
+            let wk: F = of(n - k);
+            for w in 0..LANES {
+                t.tailw[p[w] as usize][w] = wk;
+            }
+        }
         s.thetas.clear();
         for _ in 0..self.rounds {
             let start = t.hc.len();
@@ -500,14 +518,22 @@ fn soft_vjp<F: Real>(
         step[w] = dn[w] * rt.rho_tail[w];
         suffix[w] = of::<F>(l - rt.head[w] as usize) * step[w];
     }
-    // Past every lane's head: c̄'s suffix sum in closed form, (l − i) N̄ ρ_t at position i.
-    let hmax = rt.len;
-    for (i, perm) in t.perm.iter().enumerate().skip(hmax) {
-        let wt: F = of(l - i);
+    // Past every lane's head: c̄'s suffix sum in closed form, (l − i) N̄ ρ_t at rank i, added
+    // in original coordinates (no scatter).
+    let mut lh = splat(zero);
+    for w in 0..LANES {
+        lh[w] = of(l - rt.head[w] as usize);
+    }
+    for (o, tw) in gv.iter_mut().zip(&t.tailw) {
         for w in 0..LANES {
-            gv[perm[w] as usize][w] += wt * step[w];
+            o[w] += if tw[w] <= lh[w] {
+                tw[w] * step[w]
+            } else {
+                zero
+            };
         }
     }
+    let hmax = rt.len;
     let (hc, hrho, hr) = (
         &t.hc[rt.start..rt.start + hmax],
         &t.hrho[rt.start..rt.start + hmax],
@@ -515,21 +541,24 @@ fn soft_vjp<F: Real>(
     );
     for i in (0..hmax).rev() {
         let j: F = of(i + 1);
-        let wt: F = of(l - i);
+        let mut d = splat(zero);
+        let mut head = [false; LANES];
+        for w in 0..LANES {
+            // Head: r̄ = j ā/(1 + r)², ā = ρ (N̄ c + D̄ j − ⟨ρ, ρ̄⟩). Past a lane's head ρ and
+            // the factor are 0 (so is what is added), and nothing is scattered.
+            head[w] = (i as u32) < rt.head[w];
+            let rho = hrho[i][w];
+            let da = rho * (dn[w] * hc[i][w] + dd[w] * j - dot[w]);
+            let dr = da * hr[i][w];
+            gz[w] += dr;
+            suffix[w] += dn[w] * rho - dr;
+            d[w] = j * dr + suffix[w];
+        }
         let perm = &t.perm[i];
         for w in 0..LANES {
-            let d = if (i as u32) < rt.head[w] {
-                // Head: r̄ = j ā/(1 + r)², ā = ρ (N̄ c + D̄ j − ⟨ρ, ρ̄⟩).
-                let rho = hrho[i][w];
-                let da = rho * (dn[w] * hc[i][w] + dd[w] * j - dot[w]);
-                let dr = da * hr[i][w];
-                gz[w] += dr;
-                suffix[w] += dn[w] * rho - dr;
-                j * dr + suffix[w]
-            } else {
-                wt * step[w]
-            };
-            gv[perm[w] as usize][w] += d;
+            if head[w] {
+                gv[perm[w] as usize][w] += d[w];
+            }
         }
     }
     gz
@@ -541,6 +570,8 @@ pub struct LanesTape<F> {
     v: Vec<Lanes<F>>,
     /// `perm[k][w]`: the index of lane `w`'s `k`-th largest input.
     perm: Vec<Lanes<u32>>,
+    /// `l − rank` of every input entry (`l` for the largest).
+    tailw: Vec<Lanes<F>>,
     rounds: Vec<RoundTape<F>>,
     /// Head positions `0..len` of every round (at `start`): `c_j`, `ρ_j`, `j/(1 + r_j)²`.
     hc: Vec<Lanes<F>>,
