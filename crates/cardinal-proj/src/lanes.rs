@@ -658,13 +658,11 @@ fn soft_theta<F: Real>(
             let mut cs = splat(zero);
             let mut logit = splat(F::neg_infinity());
             let mut rfac = splat(zero);
-            let mut any = zero;
             for w in 0..LANES {
                 let cn = c[w] + m[w];
                 let r = j * m[w] - (cn - z[w]);
-                let now = active[w] > zero && r > zero;
+                let now = (active[w] > zero) & (r > zero);
                 active[w] = if now { one } else { zero };
-                any += active[w];
                 c[w] = if now { cn } else { c[w] };
                 head[w] += active[w];
                 let iq = one / (one + r);
@@ -675,7 +673,9 @@ fn soft_theta<F: Real>(
                 let t = weight * m[w];
                 wsum[w] += if now { zero } else { t };
             }
-            any_head = any > zero;
+            // A separate pass, not a count in the loop: a float sum over lanes is an ordered
+            // reduction that keeps LLVM from vectorising the loop.
+            any_head = active.iter().any(|&a| a > zero);
             if any_head {
                 head_c.push(cs);
                 head_a.push(logit);
@@ -716,6 +716,33 @@ fn soft_theta<F: Real>(
             sum[w] += a[w];
         }
     }
+    // Per lane as in the per-row scan, written over whole lane vectors (a lane past its head
+    // adds exact zeros), so that it vectorises: the tail weight e^{−amax}, the softmax
+    // normaliser, N = Σ c_j ρ_j and D = Σ j ρ_j, the head's ρ normalised in place (the tape
+    // keeps them). `n_tail` and Σ_{j>h} j = (l(l+1) − h(h+1))/2 are exact in `F` for the lengths
+    // we handle.
+    let mut e_tail = splat(zero);
+    for w in 0..LANES {
+        e_tail[w] = zero - amax[w];
+    }
+    F::exp_in_place(&mut e_tail);
+    let (mut inv_s, mut num, mut den) = (splat(zero), splat(zero), splat(zero));
+    let half: F = of::<F>(1) / of::<F>(2);
+    for w in 0..LANES {
+        let n_tail = lf - head[w];
+        e_tail[w] = if n_tail > zero { e_tail[w] } else { zero };
+        inv_s[w] = one / (sum[w] + n_tail * e_tail[w]);
+    }
+    for (k, (a, cc)) in head_a.iter_mut().zip(head_c.iter()).enumerate() {
+        let j: F = of(k + 1);
+        for w in 0..LANES {
+            let p = a[w] * inv_s[w];
+            a[w] = p;
+            let inh = j <= head[w];
+            num[w] += if inh { cc[w] * p } else { zero };
+            den[w] += if inh { j * p } else { zero };
+        }
+    }
     let mut out = SoftRound {
         theta: splat(zero),
         n: splat(zero),
@@ -724,35 +751,20 @@ fn soft_theta<F: Real>(
         head: [0; LANES],
     };
     for w in 0..LANES {
-        let h = head[w].to_usize().expect("a head length");
-        let n_tail = l - h;
-        let e_tail = if n_tail > 0 {
-            (zero - amax[w]).exp()
-        } else {
-            zero
-        };
-        let s = sum[w] + of::<F>(n_tail) * e_tail;
-        let inv_s = one / s;
-        let (mut num, mut den) = (zero, zero);
-        // Head weights are normalised in place: the tape keeps them as ρ.
-        for (k, (a, cc)) in head_a.iter_mut().zip(head_c.iter()).take(h).enumerate() {
-            let p = a[w] * inv_s;
-            a[w] = p;
-            num += cc[w] * p;
-            den += of::<F>(k + 1) * p;
-        }
-        let p_tail = e_tail * inv_s;
-        if n_tail > 0 && p_tail > zero {
-            let ctail = of::<F>(n_tail) * c[w] + wsum[w];
-            let j_tail = (l * (l + 1) - h * (h + 1)) / 2;
-            num += ctail * p_tail;
-            den += of::<F>(j_tail) * p_tail;
-        }
-        out.theta[w] = (num - z[w]) / den;
-        out.n[w] = num;
-        out.d[w] = den;
+        let n_tail = lf - head[w];
+        let p_tail = e_tail[w] * inv_s[w];
+        let ctail = n_tail * c[w] + wsum[w];
+        let j_tail = (lf * (lf + one) - head[w] * (head[w] + one)) * half;
+        let tail = n_tail > zero && p_tail > zero;
+        num[w] += if tail { ctail * p_tail } else { zero };
+        den[w] += if tail { j_tail * p_tail } else { zero };
+        out.theta[w] = (num[w] - z[w]) / den[w];
         out.rho_tail[w] = p_tail;
-        out.head[w] = h as u32;
+    }
+    out.n = num;
+    out.d = den;
+    for w in 0..LANES {
+        out.head[w] = head[w].to_u32().expect("a head length");
     }
     out
 }
