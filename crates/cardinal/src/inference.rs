@@ -211,18 +211,18 @@ impl<F: Float> Unroll<'_, F> {
 }
 
 /// Buffers of [`Unroll::forward_block`], reused across blocks.
-pub struct BlockScratch<F: Float> {
-    u: Vec<Lanes<F>>,
-    y: Vec<Lanes<F>>,
-    x: Vec<Lanes<F>>,
-    velocity: Vec<Lanes<F>>,
-    act: Vec<Lanes<F>>,
-    proj: LanesScratch<F>,
+pub struct BlockScratch<F: Float, const N: usize = LANES> {
+    u: Vec<Lanes<F, N>>,
+    y: Vec<Lanes<F, N>>,
+    x: Vec<Lanes<F, N>>,
+    velocity: Vec<Lanes<F, N>>,
+    act: Vec<Lanes<F, N>>,
+    proj: LanesScratch<F, N>,
     final_tape: <AnyProjector as Projector<F>>::Tape,
     row: Vec<F>,
 }
 
-impl<F: Float> Default for BlockScratch<F> {
+impl<F: Float, const N: usize> Default for BlockScratch<F, N> {
     fn default() -> Self {
         Self {
             u: Vec::new(),
@@ -238,18 +238,18 @@ impl<F: Float> Default for BlockScratch<F> {
 }
 
 impl<F: Float> Unroll<'_, F> {
-    /// `y_T` (no tape: inference only) for a block of up to [`LANES`] rows at once, one row per
+    /// `y_T` (no tape: inference only) for a block of up to `N` rows at once, one row per
     /// SIMD lane, when the step projection is soft Dykstra (`lanes`, with the same rounds as
     /// `self.projector`). `u` holds the rows' unary scores (`rows × L`), `z` their counts;
     /// `y_out` receives `y_T` (`rows × L`). Agrees with [`Self::forward_row`] to rounding.
     #[allow(unsafe_code)]
-    pub fn forward_block(
+    pub fn forward_block<const N: usize>(
         &self,
         lanes: &SoftDykstraLanes,
         u: &[F],
         z: &[F],
         y_out: &mut [F],
-        s: &mut BlockScratch<F>,
+        s: &mut BlockScratch<F, N>,
     ) -> Result<(), ProjError> {
         #[cfg(target_arch = "x86_64")]
         {
@@ -267,26 +267,26 @@ impl<F: Float> Unroll<'_, F> {
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    fn forward_block_avx512(
+    fn forward_block_avx512<const N: usize>(
         &self,
         lanes: &SoftDykstraLanes,
         u: &[F],
         z: &[F],
         y_out: &mut [F],
-        s: &mut BlockScratch<F>,
+        s: &mut BlockScratch<F, N>,
     ) -> Result<(), ProjError> {
         self.forward_block_impl(lanes, u, z, y_out, s)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn forward_block_avx2(
+    fn forward_block_avx2<const N: usize>(
         &self,
         lanes: &SoftDykstraLanes,
         u: &[F],
         z: &[F],
         y_out: &mut [F],
-        s: &mut BlockScratch<F>,
+        s: &mut BlockScratch<F, N>,
     ) -> Result<(), ProjError> {
         self.forward_block_impl(lanes, u, z, y_out, s)
     }
@@ -294,27 +294,27 @@ impl<F: Float> Unroll<'_, F> {
     /// The body of [`Self::forward_block`], inlined into each instruction-set variant (no FMA
     /// contraction anywhere, so every variant computes the same numbers).
     #[inline(always)]
-    fn forward_block_impl(
+    fn forward_block_impl<const N: usize>(
         &self,
         lanes: &SoftDykstraLanes,
         u: &[F],
         z: &[F],
         y_out: &mut [F],
-        s: &mut BlockScratch<F>,
+        s: &mut BlockScratch<F, N>,
     ) -> Result<(), ProjError> {
         let (l, e) = (self.l(), self.e());
         let rows = z.len();
-        assert!((1..=LANES).contains(&rows) && u.len() == rows * l && y_out.len() == rows * l);
+        assert!((1..=N).contains(&rows) && u.len() == rows * l && y_out.len() == rows * l);
         let zero = F::zero();
         for buf in [&mut s.u, &mut s.y, &mut s.x, &mut s.velocity] {
             buf.clear();
-            buf.resize(l, [zero; LANES]);
+            buf.resize(l, [zero; N]);
         }
         s.act.clear();
-        s.act.resize(e, [zero; LANES]);
+        s.act.resize(e, [zero; N]);
         // Transpose into lanes; spare lanes repeat row 0 (valid input, ignored).
-        let mut zl = [z[0]; LANES];
-        for w in 0..LANES {
+        let mut zl = [z[0]; N];
+        for w in 0..N {
             let r = if w < rows { w } else { 0 };
             zl[w] = z[r];
             for (i, &ui) in u[r * l..(r + 1) * l].iter().enumerate() {
@@ -324,12 +324,12 @@ impl<F: Float> Unroll<'_, F> {
         // y_0 = σ(u) as `sigmoid` computes it, with the lanes' exponential.
         let one = F::one();
         for (y, u) in s.y.iter_mut().zip(&s.u) {
-            let mut e = [zero; LANES];
-            for w in 0..LANES {
+            let mut e = [zero; N];
+            for w in 0..N {
                 e[w] = zero - u[w].abs();
             }
             F::exp_in_place(&mut e);
-            for w in 0..LANES {
+            for w in 0..N {
                 y[w] = if u[w] >= zero {
                     one / (one + e[w])
                 } else {
