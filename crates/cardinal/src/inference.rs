@@ -986,12 +986,24 @@ mod tests {
                     final_projector,
                 };
                 let mut got = vec![0.0; rows * l];
-                un.forward_block(&lanes, &u, &z, &mut got, &mut BlockScratch::default())
-                    .unwrap();
+                un.forward_block(
+                    &lanes,
+                    &u,
+                    &z,
+                    &mut got,
+                    &mut BlockScratch::<f64, LANES>::default(),
+                )
+                .unwrap();
                 // The portable body computes the very same numbers as the dispatched variant.
                 let mut portable = vec![0.0; rows * l];
-                un.forward_block_impl(&lanes, &u, &z, &mut portable, &mut BlockScratch::default())
-                    .unwrap();
+                un.forward_block_impl(
+                    &lanes,
+                    &u,
+                    &z,
+                    &mut portable,
+                    &mut BlockScratch::<f64, LANES>::default(),
+                )
+                .unwrap();
                 assert_eq!(got, portable);
                 let mut tape = RowTape::default();
                 for r in 0..rows {
