@@ -22,7 +22,8 @@ use cardinal_proj::lanes::{
     Lanes, LanesScratch, LanesTape, LanesVjpScratch, SoftDykstraLanes, LANES,
 };
 use cardinal_proj::{AnyProjector, ProjError, Projector};
-use ndarray::ArrayView2;
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array2, ArrayView2};
 
 use crate::model::{c, Float};
 
@@ -368,7 +369,8 @@ impl<F: Float> Unroll<'_, F> {
 impl<F: Float> Unroll<'_, F> {
     /// One ascent step's update on a block, before its projection: `a = Wpᵀ y`,
     /// `act = w2 ⊙ 1[a > 0]`, `g = u + Wp act`, `v = μ v + η g`, `x = y + v`; keeps `g` and the
-    /// mask `1[a > 0]` in `g_out` and `mask_out` if given.
+    /// mask `1[a > 0]` in `g_out` and `mask_out` if given (`(buffer, offset, stride)`: unit
+    /// `k`'s mask goes to `buffer[offset + k·stride]`).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn block_step<const N: usize>(
@@ -380,7 +382,7 @@ impl<F: Float> Unroll<'_, F> {
         velocity: &mut [Lanes<F, N>],
         x: &mut [Lanes<F, N>],
         mut g_out: Option<&mut [Lanes<F, N>]>,
-        mut mask_out: Option<&mut [Lanes<F, N>]>,
+        mut mask_out: Option<(&mut [Lanes<F, N>], usize, usize)>,
     ) {
         let (l, e) = (self.l(), self.e());
         let (zero, one) = (F::zero(), F::one());
@@ -401,9 +403,10 @@ impl<F: Float> Unroll<'_, F> {
                 for w in 0..N {
                     act[k0 + q][w] = if acc[q][w] > zero { we } else { zero };
                 }
-                if let Some(m) = mask_out.as_deref_mut() {
+                if let Some((m, offset, stride)) = mask_out.as_mut() {
+                    let m = &mut m[*offset + (k0 + q) * *stride];
                     for w in 0..N {
-                        m[k0 + q][w] = if acc[q][w] > zero { one } else { zero };
+                        m[w] = if acc[q][w] > zero { one } else { zero };
                     }
                 }
             }
@@ -448,8 +451,9 @@ pub struct BlockTape<F: Float, const N: usize = LANES> {
     x: Vec<Lanes<F, N>>,
     velocity: Vec<Lanes<F, N>>,
     act: Vec<Lanes<F, N>>,
-    /// Per step: the ascent direction `g_t` (`T × L`), the energy mask (`T × E`), the
-    /// projection's tape, and `∂ℓ/∂y_t = common + on·1[gold]` as `(common, on)`.
+    /// Per step: the ascent direction `g_t` (`T × L`), the energy mask (`E × T`, unit-major
+    /// for the energy GEMMs), the projection's tape, and `∂ℓ/∂y_t = common + on·1[gold]` as
+    /// `(common, on)`.
     gs: Vec<Lanes<F, N>>,
     masks: Vec<Lanes<F, N>>,
     proj: Vec<LanesTape<F, N>>,
@@ -461,7 +465,7 @@ pub struct BlockTape<F: Float, const N: usize = LANES> {
     loss: Lanes<F, N>,
     gz: Lanes<F, N>,
     geta: Lanes<F, N>,
-    /// Backward: `∂ℓ/∂u` (`L`) and the adjoints `η ḡv_t` of `g_t` (`T × L`).
+    /// Backward: `∂ℓ/∂u` (`L`) and the adjoints `η ḡv_t` of `g_t` (`L × T`, label-major).
     gu: Vec<Lanes<F, N>>,
     ggs: Vec<Lanes<F, N>>,
     gy: Vec<Lanes<F, N>>,
@@ -470,6 +474,12 @@ pub struct BlockTape<F: Float, const N: usize = LANES> {
     d: Vec<Lanes<F, N>>,
     fwd: LanesScratch<F, N>,
     bwd: LanesVjpScratch<F, N>,
+    /// This block's energy gradients `∂ℓ/∂Wp` (`L × E`) and `∂ℓ/∂w2` (`E`), and scratch.
+    pub gwp: Array2<F>,
+    pub gwe: Vec<F>,
+    energy_s: Vec<Lanes<F, N>>,
+    energy_p: Array2<F>,
+    dims: [usize; 3],
 }
 
 impl<F: Float, const N: usize> Default for BlockTape<F, N> {
@@ -501,6 +511,11 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
             d: Vec::new(),
             fwd: LanesScratch::default(),
             bwd: LanesVjpScratch::default(),
+            gwp: Array2::zeros((0, 0)),
+            gwe: Vec::new(),
+            energy_s: Vec::new(),
+            energy_p: Array2::zeros((0, 0)),
+            dims: [0; 3],
         }
     }
 }
@@ -521,6 +536,13 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
         (self.gz[r], self.geta[r])
     }
 
+    /// Copies row `r`'s `∂ℓ/∂u` out of the lanes.
+    pub fn write_gu(&self, r: usize, gu: &mut [F]) {
+        for (o, x) in gu.iter_mut().zip(&self.gu) {
+            *o = x[r];
+        }
+    }
+
     /// Entry `i` of row `r`'s `y_0 = σ(u)`.
     pub fn y0(&self, r: usize, i: usize) -> F {
         self.y0[i][r]
@@ -528,16 +550,21 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
 
     /// Copies row `r`'s results out of the lanes, in the per-row layout of
     /// [`Unroll::backward_row`]: `∂ℓ/∂u` into `gu` (`L`), the adjoints of `g_t` into `ggs`
-    /// and the energy masks into `masks` (`T × L` and `T × E`, row-major).
+    /// and the energy masks into `masks` (`T × L` and `T × E`, row-major). Training needs only
+    /// `gu` ([`Self::write_gu`]): the energy gradients are formed in lanes
+    /// ([`Unroll::energy_block`]).
     pub fn write_row(&self, r: usize, gu: &mut [F], ggs: &mut [F], masks: &mut [F]) {
         for (o, x) in gu.iter_mut().zip(&self.gu) {
             *o = x[r];
         }
-        for (o, x) in ggs.iter_mut().zip(&self.ggs) {
-            *o = x[r];
-        }
-        for (o, x) in masks.iter_mut().zip(&self.masks) {
-            *o = x[r];
+        let [l, e, steps] = self.dims;
+        for t in 0..steps {
+            for i in 0..l {
+                ggs[t * l + i] = self.ggs[i * steps + t][r];
+            }
+            for k in 0..e {
+                masks[t * e + k] = self.masks[k * steps + t][r];
+            }
         }
     }
 }
@@ -619,6 +646,7 @@ impl<F: Float> Unroll<'_, F> {
         );
         let (zero, one, two) = (F::zero(), F::one(), F::one() + F::one());
         t.rows = rows;
+        t.dims = [l, e, steps];
         for buf in [&mut t.u, &mut t.y0, &mut t.y, &mut t.x, &mut t.velocity] {
             buf.clear();
             buf.resize(l, [zero; N]);
@@ -669,7 +697,7 @@ impl<F: Float> Unroll<'_, F> {
                 &mut t.velocity,
                 &mut t.x,
                 Some(&mut t.gs[step * l..(step + 1) * l]),
-                Some(&mut t.masks[step * e..(step + 1) * e]),
+                Some((&mut t.masks, step, steps)),
             );
             lanes.forward_tape(&t.x, &t.zl, &mut t.y, &mut t.proj[step], &mut t.fwd)?;
             // The relaxed F1 of y_t and its gradient's two coefficients, as `soft_f1` computes
@@ -784,7 +812,6 @@ impl<F: Float> Unroll<'_, F> {
                 gz[w] += gzt[w];
             }
             let g = &t.gs[step * l..(step + 1) * l];
-            let gg = &mut t.ggs[step * l..(step + 1) * l];
             // On copies of whole lane vectors: through the fields of `t` LLVM cannot rule out
             // aliasing and would not vectorise.
             for i in 0..l {
@@ -797,7 +824,7 @@ impl<F: Float> Unroll<'_, F> {
                     gu[w] += ggi[w];
                     v[w] = momentum * gv;
                 }
-                (t.gv[i], gg[i], t.gu[i]) = (v, ggi, gu);
+                (t.gv[i], t.ggs[i * steps + step], t.gu[i]) = (v, ggi, gu);
             }
             std::mem::swap(&mut t.gy, &mut t.gyp);
         }
@@ -809,6 +836,67 @@ impl<F: Float> Unroll<'_, F> {
         t.gz = gz;
         t.geta = geta;
     }
+}
+
+impl<F: Float> Unroll<'_, F> {
+    /// The energy's parameter gradients of the last [`Self::backward_block`] on `t`, over its
+    /// rows and steps, into `t.gwp` and `t.gwe`: `∂Wp = Σ ḡg (w2 ⊙ m)ᵀ` and
+    /// `∂w2 = Σ (Wpᵀ ḡg) ⊙ m`, as two GEMMs straight on the lanes (adjoints `L × TN`, masks
+    /// `E × TN`; spare lanes are masked out).
+    pub fn energy_block<const N: usize>(&self, t: &mut BlockTape<F, N>) {
+        let [l, e, steps] = t.dims;
+        let zero = F::zero();
+        if t.gwp.dim() != (l, e) {
+            t.gwp = Array2::zeros((l, e));
+        }
+        t.gwe.clear();
+        t.gwe.resize(e, zero);
+        if e == 0 || steps == 0 {
+            t.gwp.fill(zero);
+            return;
+        }
+        for m in t.masks.iter_mut() {
+            m[t.rows..].fill(zero);
+        }
+        t.energy_s.clear();
+        t.energy_s.extend_from_slice(&t.masks);
+        for (k, row) in t.energy_s.chunks_exact_mut(steps).enumerate() {
+            let we = self.we[k];
+            for x in row.iter_mut().flatten() {
+                *x = *x * we;
+            }
+        }
+        let tn = steps * N;
+        let (g, s, m) = (
+            lanes_view(&t.ggs, l, tn),
+            lanes_view(&t.energy_s, e, tn),
+            lanes_view(&t.masks, e, tn),
+        );
+        general_mat_mul(F::one(), &g, &s.t(), zero, &mut t.gwp);
+        if t.energy_p.dim() != (e, tn) {
+            t.energy_p = Array2::zeros((e, tn));
+        }
+        general_mat_mul(F::one(), &self.wpt, &g, zero, &mut t.energy_p);
+        for ((gw, p), m) in t
+            .gwe
+            .iter_mut()
+            .zip(t.energy_p.outer_iter())
+            .zip(m.outer_iter())
+        {
+            for (&p, &m) in p.iter().zip(m.iter()) {
+                *gw += p * m;
+            }
+        }
+    }
+}
+
+/// `rows × cols` row-major view of lane vectors (`cols` a multiple of the width).
+fn lanes_view<F: Float, const N: usize>(
+    x: &[Lanes<F, N>],
+    rows: usize,
+    cols: usize,
+) -> ArrayView2<'_, F> {
+    ArrayView2::from_shape((rows, cols), x.as_flattened()).expect("lanes of that shape")
 }
 
 /// `acc += a·x` on one lane vector (mul then add, never fused: same numbers on every CPU).
@@ -1094,12 +1182,15 @@ mod tests {
             un.forward_block_tape(&lanes, &u, &z, |r| &golds[r], &weights, &mut bt)
                 .unwrap();
             un.backward_block(&lanes, &mut bt);
+            un.energy_block(&mut bt);
             // The portable body computes the very same numbers as the dispatched variant.
             let mut portable = BlockTape::<f64, N>::default();
             un.forward_block_tape_impl(&lanes, &u, &z, |r| &golds[r], &weights, &mut portable)
                 .unwrap();
             un.backward_block_impl(&lanes, &mut portable);
             let mut tape = RowTape::default();
+            // The energy gradients the pipeline forms from the per-row adjoints and masks.
+            let (mut gwp, mut gwe) = (Array2::<f64>::zeros((l, e)), vec![0.0; e]);
             let (mut gu, mut ggs, mut masks) =
                 (vec![0.0; l], vec![0.0; steps * l], vec![0.0; steps * e]);
             let (mut bgu, mut bggs, mut bmasks) = (gu.clone(), ggs.clone(), masks.clone());
@@ -1139,6 +1230,22 @@ mod tests {
                     close(&format!("ggs[{j}]"), r, a, b);
                 }
                 assert_eq!(bmasks, masks, "case {case} row {r} masks");
+                for t in 0..steps {
+                    for k in 0..e {
+                        let m = masks[t * e + k];
+                        for i in 0..l {
+                            let g = ggs[t * l + i];
+                            gwp[[i, k]] += g * we[k] * m;
+                            gwe[k] += m * wpt[[k, i]] * g;
+                        }
+                    }
+                }
+            }
+            for ((i, k), &x) in gwp.indexed_iter() {
+                close(&format!("gwp[{i},{k}]"), 0, bt.gwp[[i, k]], x);
+            }
+            for k in 0..e {
+                close(&format!("gwe[{k}]"), 0, bt.gwe[k], gwe[k]);
             }
         }
     }

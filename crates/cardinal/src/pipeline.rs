@@ -441,77 +441,54 @@ impl<F: Float> Model<F> {
             Ok(RowResult { loss, gz, geta })
         };
         let inf = &cfg.inference;
-        if projector.method == Method::DykstraSoft
+        let mut lockstep = projector.method == Method::DykstraSoft
             && final_projector.is_none()
             && steps > 0
-            && l <= LOCKSTEP_MAX_LABELS
-        {
+            && l <= LOCKSTEP_MAX_LABELS;
+        let nb = b.div_ceil(TRAIN_LANES);
+        if lockstep {
             // Blocks of TRAIN_LANES rows in lockstep (fixed blocks: the same numbers for any
-            // thread count; 32 rows, so that a batch of 50 gives two threads a block each); a
-            // block that fails is rerun row by row for the row's own error.
+            // thread count; 32 rows, so that a batch of 50 gives two threads a block each),
+            // each also forming its energy gradients. If a block fails (invalid input), the
+            // whole batch is rerun row by row below for the row's own error.
             let lanes = SoftDykstraLanes::new(inf.rounds, l);
-            let nb = b.div_ceil(TRAIN_LANES);
             if ws.block_tapes.len() < nb {
                 ws.block_tapes.resize_with(nb, BlockTape::default);
             }
-            ws.gu
+            lockstep = ws
+                .gu
                 .as_slice_mut()
                 .unwrap()
                 .par_chunks_mut(TRAIN_LANES * l)
-                .zip(
-                    ws.ggs
-                        .as_slice_mut()
-                        .unwrap()
-                        .par_chunks_mut(TRAIN_LANES * sl * l),
-                )
-                .zip(
-                    ws.masks
-                        .as_slice_mut()
-                        .unwrap()
-                        .par_chunks_mut(TRAIN_LANES * sl * em),
-                )
                 .zip(ws.block_tapes[..nb].par_iter_mut())
                 .zip(ws.row_out[..b].par_chunks_mut(TRAIN_LANES))
                 .enumerate()
-                .try_for_each(|(bi, ((((gu, ggs), masks), bt), res))| -> Result<()> {
+                .map(|(bi, ((gu, bt), res))| {
                     let r0 = bi * TRAIN_LANES;
                     let n = res.len();
                     let (ub, zb) = (&u[r0 * l..(r0 + n) * l], &z[r0..r0 + n]);
-                    let rows_of = |r: usize| -> (std::ops::Range<usize>, std::ops::Range<usize>) {
-                        (
-                            r * sl * l..(r * sl + steps) * l,
-                            r * sl * em..r * sl * em + steps * e,
-                        )
-                    };
                     if un
                         .forward_block_tape(&lanes, ub, zb, |r| gold(r0 + r), &weights, bt)
                         .is_err()
                     {
-                        let mut tape = RowTape::default();
-                        for (r, res) in res.iter_mut().enumerate() {
-                            let (gr, mr) = rows_of(r);
-                            *res = row_pass(
-                                r0 + r,
-                                &mut gu[r * l..(r + 1) * l],
-                                &mut ggs[gr],
-                                &mut masks[mr],
-                                &mut tape,
-                            )?;
-                        }
-                        return Ok(());
+                        return false;
                     }
                     un.backward_block(&lanes, bt);
+                    un.energy_block(bt);
                     for (r, res) in res.iter_mut().enumerate() {
-                        let (gr, mr) = rows_of(r);
                         let gu = &mut gu[r * l..(r + 1) * l];
-                        bt.write_row(r, gu, &mut ggs[gr], &mut masks[mr]);
+                        bt.write_gu(r, gu);
                         let loss = bt.loss(r) + bce(r0 + r, &|i| bt.y0(r, i), gu);
                         let (gz, geta) = bt.grads(r);
                         *res = RowResult { loss, gz, geta };
                     }
-                    Ok(())
-                })?;
-        } else {
+                    true
+                })
+                .collect::<Vec<bool>>()
+                .into_iter()
+                .all(|ok| ok);
+        }
+        if !lockstep {
             ws.gu
                 .as_slice_mut()
                 .unwrap()
@@ -536,8 +513,18 @@ impl<F: Float> Model<F> {
             ..Default::default()
         };
 
-        // Energy: ∂Wp = Σ ḡg (w2 ⊙ m)ᵀ, ∂w2 = Σ (Wpᵀ ḡg) ⊙ m, over all rows and steps.
-        if e > 0 {
+        // Energy: ∂Wp = Σ ḡg (w2 ⊙ m)ᵀ, ∂w2 = Σ (Wpᵀ ḡg) ⊙ m, over all rows and steps (the
+        // lockstep blocks' sums added in block order).
+        if lockstep {
+            grad.wp.fill(F::zero());
+            grad.we.fill(F::zero());
+            for bt in &ws.block_tapes[..nb] {
+                grad.wp += &bt.gwp;
+                for (g, &x) in grad.we.iter_mut().zip(&bt.gwe) {
+                    *g += x;
+                }
+            }
+        } else if e > 0 {
             ensure_shape(&mut ws.energy_s, b * sl, e);
             ws.energy_s.assign(&ws.masks);
             ws.energy_s *= &p.we;
