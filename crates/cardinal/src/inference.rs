@@ -863,7 +863,7 @@ impl<F: Float> Unroll<'_, F> {
         for (k, row) in t.energy_s.chunks_exact_mut(steps).enumerate() {
             let we = self.we[k];
             for x in row.iter_mut().flatten() {
-                *x = *x * we;
+                *x *= we;
             }
         }
         let tn = steps * N;
