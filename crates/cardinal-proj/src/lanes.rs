@@ -288,10 +288,14 @@ impl SoftDykstraLanes {
         for (o, x) in out.iter_mut().zip(v) {
             let mut c = [zero; N];
             inner_input(x, earlier, &mut c);
+            // Into a local vector, stored whole: stores through `o` lane by lane would have
+            // to respect a possible overlap with the input and stay scalar.
+            let mut y = [zero; N];
             for w in 0..N {
                 let u = c[w] - last[w];
-                o[w] = if u > zero { u } else { zero };
+                y[w] = if u > zero { u } else { zero };
             }
+            *o = y;
         }
         Ok(())
     }
@@ -365,10 +369,14 @@ impl SoftDykstraLanes {
         for (o, x) in out.iter_mut().zip(v) {
             let mut c = [zero; N];
             inner_input(x, earlier, &mut c);
+            // Into a local vector, stored whole: stores through `o` lane by lane would have
+            // to respect a possible overlap with the input and stay scalar.
+            let mut y = [zero; N];
             for w in 0..N {
                 let u = c[w] - last[w];
-                o[w] = if u > zero { u } else { zero };
+                y[w] = if u > zero { u } else { zero };
             }
+            *o = y;
         }
         Ok(())
     }
