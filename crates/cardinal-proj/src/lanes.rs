@@ -97,7 +97,7 @@ impl SortingNetwork {
     pub fn sort_desc_indexed<F: Real, const N: usize>(
         &self,
         x: &mut [Lanes<F, N>],
-        idx: &mut [Lanes<u32, N>],
+        idx: &mut [Lanes<u16, N>],
     ) {
         assert!(
             x.len() == self.n && idx.len() == self.n,
@@ -113,7 +113,7 @@ impl SortingNetwork {
                 let (p, q) = (a[w], b[w]);
                 hi[w] = if q > p { q } else { p };
                 lo[w] = if q > p { p } else { q };
-                let m = (q > p) as u32;
+                let m = (q > p) as u16;
                 let flip = (ia[w] ^ ib[w]) & m.wrapping_neg();
                 ihi[w] = ia[w] ^ flip;
                 ilo[w] = ib[w] ^ flip;
@@ -133,7 +133,7 @@ impl SortingNetwork {
 fn order_ties<F: Real, const N: usize>(
     v: &[Lanes<F, N>],
     sorted: &mut [Lanes<F, N>],
-    idx: &mut [Lanes<u32, N>],
+    idx: &mut [Lanes<u16, N>],
 ) {
     let n = sorted.len();
     let mut tied = [false; N];
@@ -142,7 +142,7 @@ fn order_ties<F: Real, const N: usize>(
             tied[w] |= sorted[k][w] == sorted[k - 1][w];
         }
     }
-    let key = |w: usize, i: u32| (!v[i as usize][w].order_key(), i);
+    let key = |w: usize, i: u16| (!v[i as usize][w].order_key(), i);
     for w in (0..N).filter(|&w| tied[w]) {
         let mut s = 0;
         while s < n {
@@ -330,7 +330,11 @@ impl SoftDykstraLanes {
         s.sorted.clear();
         s.sorted.extend_from_slice(v);
         t.perm.clear();
-        t.perm.extend((0..n as u32).map(|i| [i; N]));
+        assert!(
+            n <= 1 << 16,
+            "lockstep projections take rows of up to 65536 entries"
+        );
+        t.perm.extend((0..n).map(|i| [i as u16; N]));
         self.net.sort_desc_indexed(&mut s.sorted, &mut t.perm);
         order_ties(v, &mut s.sorted, &mut t.perm);
         // l − rank of every entry, for the VJP's tail in original coordinates.
@@ -580,7 +584,7 @@ fn soft_vjp<F: Real, const N: usize>(
 pub struct LanesTape<F, const N: usize = LANES> {
     v: Vec<Lanes<F, N>>,
     /// `perm[k][w]`: the index of lane `w`'s `k`-th largest input.
-    perm: Vec<Lanes<u32, N>>,
+    perm: Vec<Lanes<u16, N>>,
     /// `l − rank` of every input entry (`l` for the largest).
     tailw: Vec<Lanes<F, N>>,
     rounds: Vec<RoundTape<F, N>>,

@@ -587,7 +587,9 @@ impl<F: Float> Unroll<'_, F> {
     ) -> Result<(), ProjError> {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+            {
                 // SAFETY: the CPU supports the features the function is compiled for.
                 return unsafe { self.forward_block_tape_avx512(lanes, u, z, gold, weights, t) };
             }
@@ -600,7 +602,7 @@ impl<F: Float> Unroll<'_, F> {
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx512bw")]
     fn forward_block_tape_avx512<'g, const N: usize>(
         &self,
         lanes: &SoftDykstraLanes,
@@ -742,7 +744,9 @@ impl<F: Float> Unroll<'_, F> {
     ) {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+            {
                 // SAFETY: the CPU supports the features the function is compiled for.
                 return unsafe { self.backward_block_avx512(lanes, t) };
             }
@@ -755,7 +759,7 @@ impl<F: Float> Unroll<'_, F> {
     }
 
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx512bw")]
     fn backward_block_avx512<const N: usize>(
         &self,
         lanes: &SoftDykstraLanes,
