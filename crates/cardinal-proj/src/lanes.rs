@@ -1,5 +1,7 @@
 //! The paper's inference operator, soft Dykstra ([`crate::Dykstra`] over [`crate::SoftSimplex`]),
-//! for [`LANES`] rows at once, one row per SIMD lane: forward only, for inference.
+//! for [`LANES`] rows at once, one row per SIMD lane: forward ([`SoftDykstraLanes::forward`],
+//! inference) and forward with tape plus VJP ([`SoftDykstraLanes::forward_tape`],
+//! [`SoftDykstraLanes::vjp`], training).
 //!
 //! Layout: a block of rows is `L` lane vectors `[F; N]` (`N` = [`LANES`] unless chosen
 //! otherwise); entry `i` of row `w` is `x[i][w]`.
@@ -7,13 +9,18 @@
 //! * the sort is a sorting network (Batcher's odd-even merge sort, pruned to `L`), whose
 //!   comparators are lane-wise max/min;
 //! * the soft simplex head scan runs while any lane is still in its head (masked per lane);
-//! * no permutation is needed: each Dykstra round is a coordinate-wise non-decreasing map of the
+//! * the forward pass needs no permutation: each Dykstra round is a coordinate-wise non-decreasing map of the
 //!   input, so applying the same maps to the sorted input gives every round's sorted inner input
 //!   (one sort per projection), and the output is the maps applied to the input itself.
 //!
+//! For the VJP the sort carries indices (ties put in the per-row argsort's order), and the soft
+//! projection's VJP is taken in sorted coordinates over the head only; the tail's closed form
+//! is added in original coordinates from a rank table.
+//!
 //! Floating-point rounding can make `q = c − b` non-monotone by an ulp among nearly equal
 //! entries; the per-row operator repairs its order there, this one scans the mapped sorted
-//! sequence as it is. The two agree to rounding (`tests/lanes.rs`).
+//! sequence as it is. The two agree to rounding (`tests/lanes.rs`); their VJPs agree wherever
+//! the repair does not reorder entries (then they rank two entries an ulp apart differently).
 
 use crate::util::of;
 use crate::{ProjError, Real};
