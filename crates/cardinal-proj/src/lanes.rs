@@ -456,40 +456,44 @@ impl SoftDykstraLanes {
         for buf in [&mut s.gq, &mut s.tin, &mut s.gc] {
             buf.resize(n, splat::<F, N>(zero));
         }
-        // Last round first: b̄ = g, p̄ = q̄ = 0.
+        // Last round first: b̄ = g, p̄ = q̄ = 0. The elementwise passes run over the flattened
+        // lanes: written per lane vector, LLVM unrolls the inner lane loop (32 lanes) and then
+        // vectorises across entries, with gathers and scatters.
         let mut gz = soft_vjp(t, r - 1, &s.c[(r - 1) * n..r * n], g, &mut s.gc);
-        for (((o, q), c), m) in gv
+        for (((o, q), &c), &m) in gv
+            .as_flattened_mut()
             .iter_mut()
-            .zip(s.gq.iter_mut())
-            .zip(&s.gc)
-            .zip(&s.m[(r - 1) * n..r * n])
+            .zip(s.gq.as_flattened_mut())
+            .zip(s.gc.as_flattened())
+            .zip(s.m[(r - 1) * n..r * n].as_flattened())
         {
-            for w in 0..N {
-                o[w] = if m[w] > zero { c[w] } else { zero };
-            }
-            *q = *c;
+            *o = if m > zero { c } else { zero };
+            *q = c;
         }
         for k in (0..r - 1).rev() {
-            for ((ti, b), q) in s.tin.iter_mut().zip(gv.iter()).zip(&s.gq) {
-                for w in 0..N {
-                    ti[w] = b[w] - q[w];
-                }
+            for ((ti, &b), &q) in s
+                .tin
+                .as_flattened_mut()
+                .iter_mut()
+                .zip(gv.as_flattened())
+                .zip(s.gq.as_flattened())
+            {
+                *ti = b - q;
             }
             let gzk = soft_vjp(t, k, &s.c[k * n..(k + 1) * n], &s.tin, &mut s.gc);
             for w in 0..N {
                 gz[w] += gzk[w];
             }
-            for (((o, q), c), m) in gv
+            for (((o, q), &c), &m) in gv
+                .as_flattened_mut()
                 .iter_mut()
-                .zip(s.gq.iter_mut())
-                .zip(&s.gc)
-                .zip(&s.m[k * n..(k + 1) * n])
+                .zip(s.gq.as_flattened_mut())
+                .zip(s.gc.as_flattened())
+                .zip(s.m[k * n..(k + 1) * n].as_flattened())
             {
-                for w in 0..N {
-                    let c = q[w] + c[w];
-                    o[w] = if m[w] > zero { c } else { o[w] };
-                    q[w] = c;
-                }
+                let c = *q + c;
+                *o = if m > zero { c } else { *o };
+                *q = c;
             }
         }
         gz
@@ -765,13 +769,17 @@ fn soft_theta<F: Real, const N: usize>(
     }
     for (k, (a, cc)) in head_a.iter_mut().zip(head_c.iter()).enumerate() {
         let j: F = of(k + 1);
+        // On a local copy of the lane vector (stores through `a` lane by lane get vectorised
+        // across positions, with gathers and scatters).
+        let mut av = *a;
         for w in 0..N {
-            let p = a[w] * inv_s[w];
-            a[w] = p;
+            let p = av[w] * inv_s[w];
+            av[w] = p;
             let inh = j <= head[w];
             num[w] += if inh { cc[w] * p } else { zero };
             den[w] += if inh { j * p } else { zero };
         }
+        *a = av;
     }
     let mut out = SoftRound {
         theta: splat::<F, N>(zero),
@@ -785,7 +793,7 @@ fn soft_theta<F: Real, const N: usize>(
         let p_tail = e_tail[w] * inv_s[w];
         let ctail = n_tail * c[w] + wsum[w];
         let j_tail = (lf * (lf + one) - head[w] * (head[w] + one)) * half;
-        let tail = n_tail > zero && p_tail > zero;
+        let tail = (n_tail > zero) & (p_tail > zero);
         num[w] += if tail { ctail * p_tail } else { zero };
         den[w] += if tail { j_tail * p_tail } else { zero };
         out.theta[w] = (num[w] - z[w]) / den[w];

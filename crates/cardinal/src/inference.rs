@@ -796,20 +796,21 @@ impl<F: Float> Unroll<'_, F> {
         for step in (0..steps).rev() {
             // ∂ℓ/∂y_t built as `soft_f1` adds it into zeros, then added to ḡy.
             let [common, on] = &t.f1[step];
-            for d in t.d.iter_mut() {
-                for w in 0..N {
-                    d[w] = zero + common[w];
-                }
+            // One vector, then copies (written per entry, LLVM turns the loop inside out into
+            // scatters).
+            let mut c0 = [zero; N];
+            for w in 0..N {
+                c0[w] = zero + common[w];
             }
+            t.d.fill(c0);
             for w in 0..N {
                 for &g in &t.gold[t.gold_at[w]..t.gold_at[w + 1]] {
                     t.d[g as usize][w] += on[w];
                 }
             }
-            for (gy, d) in t.gy.iter_mut().zip(&t.d) {
-                for w in 0..N {
-                    gy[w] += d[w];
-                }
+            // Flat: per lane vector, LLVM would vectorise across entries with gathers.
+            for (gy, &d) in t.gy.as_flattened_mut().iter_mut().zip(t.d.as_flattened()) {
+                *gy += d;
             }
             let gzt = lanes.vjp(&t.proj[step], &t.gy, &mut t.gyp, &mut t.bwd);
             for w in 0..N {
