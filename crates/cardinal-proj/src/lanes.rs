@@ -460,40 +460,42 @@ impl SoftDykstraLanes {
         // lanes: written per lane vector, LLVM unrolls the inner lane loop (32 lanes) and then
         // vectorises across entries, with gathers and scatters.
         let mut gz = soft_vjp(t, r - 1, &s.c[(r - 1) * n..r * n], g, &mut s.gc);
-        for (((o, q), &c), &m) in gv
+        // Each combining pass also forms the next (earlier) round's inner adjoint b̄ − q̄.
+        let more = r > 1;
+        for ((((o, q), &c), &m), ti) in gv
             .as_flattened_mut()
             .iter_mut()
             .zip(s.gq.as_flattened_mut())
             .zip(s.gc.as_flattened())
             .zip(s.m[(r - 1) * n..r * n].as_flattened())
+            .zip(s.tin.as_flattened_mut())
         {
             *o = if m > zero { c } else { zero };
             *q = c;
+            if more {
+                *ti = *o - c;
+            }
         }
         for k in (0..r - 1).rev() {
-            for ((ti, &b), &q) in s
-                .tin
-                .as_flattened_mut()
-                .iter_mut()
-                .zip(gv.as_flattened())
-                .zip(s.gq.as_flattened())
-            {
-                *ti = b - q;
-            }
             let gzk = soft_vjp(t, k, &s.c[k * n..(k + 1) * n], &s.tin, &mut s.gc);
             for w in 0..N {
                 gz[w] += gzk[w];
             }
-            for (((o, q), &c), &m) in gv
+            let more = k > 0;
+            for ((((o, q), &c), &m), ti) in gv
                 .as_flattened_mut()
                 .iter_mut()
                 .zip(s.gq.as_flattened_mut())
                 .zip(s.gc.as_flattened())
                 .zip(s.m[k * n..(k + 1) * n].as_flattened())
+                .zip(s.tin.as_flattened_mut())
             {
                 let c = *q + c;
                 *o = if m > zero { c } else { *o };
                 *q = c;
+                if more {
+                    *ti = *o - c;
+                }
             }
         }
         gz
