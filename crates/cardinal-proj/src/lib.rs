@@ -77,14 +77,18 @@ pub trait Real:
 fn exp_f32(x: f32) -> f32 {
     const MAGIC: f32 = 12_582_912.0; // 1.5 · 2^23: adding and subtracting it rounds to integer
     let xc = x.clamp(-87.0, 88.0);
-    let n = (xc * std::f32::consts::LOG2_E + MAGIC) - MAGIC;
+    let t = xc * std::f32::consts::LOG2_E + MAGIC;
+    let n = t - MAGIC;
     let r = (xc - n * 0.693_359_4) + n * 2.121_944_4e-4;
     let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
         + 1.666_666_5e-1)
         * r
         + 0.5;
     let y = p * (r * r) + r + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) << 23) as u32);
+    // 2^n from the bits of `t`, whose low mantissa bits hold n: a saturating `n as i32` would
+    // compile to scalar conversions with range fixups and keep the loop from vectorising.
+    let ni = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    let scale = f32::from_bits(((ni + 127) << 23) as u32);
     if x < -87.0 {
         0.0
     } else {

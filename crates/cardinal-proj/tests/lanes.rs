@@ -2,7 +2,9 @@
 //! sorting network against the 0-1 principle and a comparison sort.
 
 mod common;
-use cardinal_proj::lanes::{LanesScratch, SoftDykstraLanes, SortingNetwork, LANES};
+use cardinal_proj::lanes::{
+    LanesScratch, LanesTape, LanesVjpScratch, SoftDykstraLanes, SortingNetwork, LANES,
+};
 use cardinal_proj::*;
 use common::*;
 
@@ -177,4 +179,85 @@ fn lockstep_soft_dykstra_rejects_what_the_per_row_operator_rejects() {
     assert!(op
         .forward(&v, &[1.0; LANES], &mut out, &mut LanesScratch::default())
         .is_err());
+}
+
+/// The lockstep VJP against the per-row `Dykstra<SoftSimplex>::vjp`: input and `z` adjoints
+/// to rounding, for partial blocks, lengths that are not powers of two, ties (exact zeros and
+/// a coarse grid, where both must rank tied entries alike) and 1–3 rounds.
+#[test]
+fn lockstep_soft_dykstra_vjp_equals_the_per_row_vjp() {
+    let mut rng = Rng(23);
+    let mut worst = 0.0f64;
+    for case in 0..96 {
+        let n = [1usize, 2, 3, 7, 16, 40, 159, 300][case % 8];
+        let rounds = [1usize, 2, 3][case % 3];
+        let n_rows = 1 + rng.below(LANES);
+        let scale = [0.1, 1.0, 3.0][case % 3];
+        let rows: Vec<Vec<f64>> = (0..n_rows)
+            .map(|r| {
+                let mut row = rng.normals(n, scale);
+                if r % 4 == 1 {
+                    for x in row.iter_mut().step_by(2) {
+                        *x = 0.0;
+                    }
+                }
+                if r % 4 == 2 {
+                    for x in row.iter_mut() {
+                        *x = (*x * 4.0).round() / 4.0;
+                    }
+                }
+                row
+            })
+            .collect();
+        let z: Vec<f64> = (0..n_rows)
+            .map(|r| match r % 5 {
+                0 => 0.0,
+                1 => n as f64,
+                _ => rng.range(0.0, n as f64),
+            })
+            .collect();
+        let gs: Vec<Vec<f64>> = (0..n_rows).map(|_| rng.normals(n, 1.0)).collect();
+        let op = SoftDykstraLanes::new(rounds, n);
+        let mut v = vec![[0.0; LANES]; n];
+        let mut g = vec![[0.0; LANES]; n];
+        let mut zl = [z[0]; LANES];
+        for w in 0..LANES {
+            let r = if w < n_rows { w } else { 0 };
+            for i in 0..n {
+                v[i][w] = rows[r][i];
+                g[i][w] = gs[r][i];
+            }
+            zl[w] = z[r];
+        }
+        let mut out = vec![[0.0; LANES]; n];
+        let mut tape = LanesTape::default();
+        op.forward_tape(&v, &zl, &mut out, &mut tape, &mut LanesScratch::default())
+            .unwrap();
+        let mut gv = vec![[0.0; LANES]; n];
+        let gz = op.vjp(&tape, &g, &mut gv, &mut LanesVjpScratch::default());
+        let per_row = Dykstra::new(rounds, SoftSimplex);
+        let mut t = Default::default();
+        let mut o = vec![0.0; n];
+        let mut e = vec![0.0; n];
+        for r in 0..n_rows {
+            per_row.forward(&rows[r], z[r], &mut o, &mut t).unwrap();
+            for i in 0..n {
+                assert!((out[i][r] - o[i]).abs() <= 1e-12 * (1.0 + o[i].abs()));
+            }
+            let ez = per_row.vjp(&t, &gs[r], &mut e);
+            let mut check = |what: &str, a: f64, b: f64| {
+                let d = (a - b).abs() / (1.0 + b.abs());
+                worst = worst.max(d);
+                assert!(
+                    d <= 1e-11,
+                    "case {case} n {n} R {rounds} row {r} {what}: {a} vs {b}"
+                );
+            };
+            check("z", gz[r], ez);
+            for i in 0..n {
+                check(&format!("entry {i}"), gv[i][r], e[i]);
+            }
+        }
+    }
+    assert!(worst < 1e-11, "{worst}");
 }

@@ -1077,7 +1077,9 @@ mod threshold_tests {
         let model = train(&data, &cfg, &mut |_| {}).unwrap().model;
         let thr = model.config.threshold;
         let grid = default_threshold_grid();
-        assert!(grid.iter().any(|&g| (g as f64 - thr).abs() < 1e-9), "{thr}");
+        // The threshold may be the decimal the f32 grid point stands for (0.65, not
+        // 0.6499999762): within 1e-6 of it, still far closer than the 0.05 spacing.
+        assert!(grid.iter().any(|&g| (g as f64 - thr).abs() < 1e-6), "{thr}");
         // Recompute every grid point's dev F1 independently: none beats the chosen one.
         let (_, dev_idx) = cfg.train.dev_split(data.n_rows());
         let dev = data.select_rows(&dev_idx);
