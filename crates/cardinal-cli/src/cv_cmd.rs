@@ -5,22 +5,14 @@ use std::path::PathBuf;
 use cardinal::checkpoint::write_atomic;
 use cardinal::cv::cross_validate;
 
-use crate::model_cmd::{config_from, DataSource};
+use crate::model_cmd::{ConfigArgs, DataSource};
 
 #[derive(Debug, clap::Args)]
 pub struct CvArgs {
     #[command(flatten)]
     pub data: DataSource,
-    /// JSON configuration (fields left out keep the preset's values).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Preset to start from (`predict` or `paper`); without it, the one the configuration
-    /// file names, else `predict` (as for `train`).
-    #[arg(long)]
-    pub preset: Option<String>,
-    /// Seed of the initialisation and batch order (overrides the configuration's).
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub cfg: ConfigArgs,
     /// Number of folds; the partition is seeded by the configuration's `train.split_seed`.
     #[arg(long, default_value_t = 5)]
     pub folds: usize,
@@ -30,7 +22,7 @@ pub struct CvArgs {
 }
 
 pub fn run(args: &CvArgs) -> anyhow::Result<()> {
-    let cfg = config_from(args.preset.as_deref(), args.config.as_deref(), args.seed)?;
+    let cfg = args.cfg.load()?;
     let data = args.data.load()?;
     eprintln!(
         "{}: {} training rows, {} folds; preset {}, seed {} (the test split is not used)",

@@ -49,10 +49,9 @@ impl DataSource {
     }
 }
 
+/// Which configuration to train (shared by `train` and `cv`).
 #[derive(Debug, clap::Args)]
-pub struct TrainArgs {
-    #[command(flatten)]
-    pub data: DataSource,
+pub struct ConfigArgs {
     /// JSON configuration (fields left out keep the preset's values).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -65,6 +64,20 @@ pub struct TrainArgs {
     /// Seed of the initialisation and batch order (overrides the configuration's).
     #[arg(long)]
     pub seed: Option<u64>,
+}
+
+impl ConfigArgs {
+    pub fn load(&self) -> anyhow::Result<Config> {
+        config_from(self.preset.as_deref(), self.config.as_deref(), self.seed)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    pub data: DataSource,
+    #[command(flatten)]
+    pub cfg: ConfigArgs,
     /// Model directory to write (weights, config, metrics.jsonl, eval.json, checkpoints/).
     #[arg(long, value_name = "DIR", required_unless_present = "resume")]
     pub out: Option<PathBuf>,
@@ -83,15 +96,11 @@ pub struct TrainArgs {
     pub json: bool,
 }
 
-fn load_config(args: &TrainArgs) -> anyhow::Result<Config> {
-    config_from(args.preset.as_deref(), args.config.as_deref(), args.seed)
-}
-
 /// The configuration file `config` read over a preset, `seed` set, validated. The preset is
 /// `preset` when given; otherwise the one the file names (a saved `config.json` names its own,
 /// so that it trains again as it did even after new fields were added to the presets; the
 /// `table1-*` rows and the cardinality analysis derive from `paper`); otherwise `predict`.
-pub fn config_from(
+fn config_from(
     preset: Option<&str>,
     config: Option<&Path>,
     seed: Option<u64>,
@@ -150,7 +159,7 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
             (state, data, dir.clone())
         }
         None => {
-            let cfg = load_config(args)?;
+            let cfg = args.cfg.load()?;
             let data = args.data.load()?;
             let out = args
                 .out
