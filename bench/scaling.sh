@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 cargo build --release --quiet -p cardinal-cli
-bin="${CARGO_TARGET_DIR:-target}/release/cardinal"  
+bin="${CARGO_TARGET_DIR:-target}/release/cardinal" # what the cargo build above built
 echo "# threads=$threads commit=$(git rev-parse --short HEAD) load=$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| L | T | train rows | train epoch (s) | inference (s) | train µs per row·step | inference µs per row·step | peak RSS (MiB) |"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"

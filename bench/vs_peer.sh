@@ -29,7 +29,7 @@ ours_data="$dataset"
 [ -n "$data_root" ] && [ -d "$data_root/$dataset" ] && ours_data="$data_root/$dataset"
 
 cargo build --release --quiet -p cardinal-cli
-bin="${CARGO_TARGET_DIR:-target}/release/cardinal"  
+bin="${CARGO_TARGET_DIR:-target}/release/cardinal" # what the cargo build above built
 policy=PASSIVE
 [ "$threads" -gt 1 ] && policy=ACTIVE
 
