@@ -257,7 +257,7 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
     let secs: Vec<f64> = trained.history.iter().map(|r| r.seconds).collect();
     let mean_epoch = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
     checkpoint::save(&trained.model, &out, &name, &data.train.label_names)?;
-    let report = evaluate(&trained.model, &data.test)?;
+    let (report, _) = evaluate(&trained.model, &data.test)?;
     write_atomic(
         &out.join("eval.json"),
         serde_json::to_string_pretty(&report)?.as_bytes(),
@@ -275,7 +275,11 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn evaluate(model: &cardinal::pipeline::Model<f32>, data: &Dataset) -> anyhow::Result<EvalReport> {
+/// The report on `data`, and the outputs it was computed from.
+fn evaluate(
+    model: &cardinal::pipeline::Model<f32>,
+    data: &Dataset,
+) -> anyhow::Result<(EvalReport, cardinal::pipeline::Outputs<f32>)> {
     cardinal::pipeline::check_dims(
         model,
         data.n_features(),
@@ -283,7 +287,7 @@ fn evaluate(model: &cardinal::pipeline::Model<f32>, data: &Dataset) -> anyhow::R
         "the evaluation data",
     )?;
     let out = run_predict(model, &data.features, 256)?;
-    Ok(evaluate_outputs(model, &out, &data.labels))
+    Ok((evaluate_outputs(model, &out, &data.labels), out))
 }
 
 pub fn print_report(name: &str, split: &str, r: &EvalReport) {
@@ -401,11 +405,10 @@ pub fn eval(args: &EvalArgs) -> anyhow::Result<()> {
         load_split(&spec, &args.data_dir, &args.split)?
     };
     check_labels(&meta, &data, &args.model)?;
-    let mut report = evaluate(&model, &data)?;
+    let (mut report, out) = evaluate(&model, &data)?;
     if args.dev_threshold {
         let dev = dev_of_train()?;
         let dev_out = run_predict(&model, &dev.features, 256)?;
-        let out = run_predict(&model, &data.features, 256)?;
         cardinal::eval::add_dev_threshold(
             &model,
             &mut report,
