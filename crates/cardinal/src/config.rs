@@ -91,8 +91,15 @@ pub struct InferenceConfig {
     pub rounds: usize,
     /// Bisection iterations `J` of the FP method.
     pub fp_iters: usize,
-    /// Temperature `ε` of the smoothed projection (`smooth`), in units of `y`.
+    /// Temperature `ε` of the smoothed projection (`smooth`), in units of `y` (in units of the
+    /// dual iterate `a` with `mirror`).
     pub smooth_eps: f64,
+    /// Mirror ascent: the steps accumulate in a dual iterate `a_t` (`a_0 = u`, the unary
+    /// scores) and `y_t` is the projection of `a_t`, instead of `y_{t+1} = P(y_t + v_{t+1})`.
+    /// With the `smooth` projection this is entropic mirror ascent on the capped simplex,
+    /// `y_t = σ((a_t − θ_t)/ε)` with `Σ y_t = z` exactly: a feasible iterate whose Jacobian
+    /// reaches every label.
+    pub mirror: bool,
 }
 
 impl Default for InferenceConfig {
@@ -108,6 +115,7 @@ impl Default for InferenceConfig {
             rounds: 2,
             fp_iters: 20,
             smooth_eps: 0.1,
+            mirror: false,
         }
     }
 }

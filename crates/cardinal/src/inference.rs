@@ -41,6 +41,9 @@ pub struct Unroll<'a, F: Float> {
     /// An optional projection applied once more to the last iterate (e.g. the exact one after
     /// soft Dykstra steps, so that `y_T` is feasible); it replaces `y_T`.
     pub final_projector: Option<&'a AnyProjector>,
+    /// Mirror ascent ([`crate::config::InferenceConfig::mirror`]): `a_0 = u`,
+    /// `a_{t+1} = a_t + v_{t+1}`, `y_t = P(a_t)`. The per-row path only.
+    pub mirror: bool,
 }
 
 /// What the forward pass of one row records for its backward pass, plus scratch space.
@@ -117,8 +120,18 @@ impl<F: Float> Unroll<'_, F> {
         tape.scratch.resize(l.max(e), F::zero());
         tape.gv.resize(l, F::zero());
         tape.z = z;
-        for (y, &u) in tape.ys[..l].iter_mut().zip(u) {
-            *y = sigmoid(u);
+        if self.mirror {
+            // y_0 = P(u): it only sets the first energy mask, whose derivative is zero, so its
+            // tape is not kept (the final projection's tape is free until the end).
+            self.projector
+                .forward(u, z, &mut tape.ys[..l], &mut tape.final_tape)?;
+            // The dual iterate a_t lives in `gyp` for the whole forward pass.
+            tape.gyp.clear();
+            tape.gyp.extend_from_slice(u);
+        } else {
+            for (y, &u) in tape.ys[..l].iter_mut().zip(u) {
+                *y = sigmoid(u);
+            }
         }
         let velocity = &mut tape.gv; // forward reuses the adjoint buffer as the velocity
         velocity.fill(F::zero());
@@ -145,6 +158,15 @@ impl<F: Float> Unroll<'_, F> {
                         *gi += sk * w;
                     }
                 }
+            }
+            if self.mirror {
+                let a = &mut tape.gyp;
+                for i in 0..l {
+                    velocity[i] = self.momentum * velocity[i] + self.eta * g[i];
+                    a[i] += velocity[i];
+                }
+                self.projector.forward(a, z, y_next, &mut tape.proj[t])?;
+                continue;
             }
             for i in 0..l {
                 let gi = g[i];
@@ -184,6 +206,10 @@ impl<F: Float> Unroll<'_, F> {
         tape.gyp.resize(l, F::zero());
         gu.fill(F::zero());
         let (mut gz, mut geta) = (F::zero(), F::zero());
+        if self.mirror {
+            let (gz, geta) = self.backward_row_mirror(tape, gys, gu, ggs);
+            return (gz, geta);
+        }
         for t in (0..steps).rev() {
             for (gy, &d) in tape.gy.iter_mut().zip(&gys[t * l..(t + 1) * l]) {
                 *gy += d;
@@ -206,6 +232,44 @@ impl<F: Float> Unroll<'_, F> {
         }
         for ((gu, &gy), &y0) in gu.iter_mut().zip(&tape.gy).zip(&tape.ys[..l]) {
             *gu += gy * y0 * (F::one() - y0);
+        }
+        (gz, geta)
+    }
+
+    /// [`Self::backward_row`] for mirror ascent. `tape.gy` carries the adjoint of the dual
+    /// iterate `a_{t+1}`, which flows unchanged to `a_t` (`a_{t+1} = a_t + v_{t+1}`) and at the
+    /// end to `u` (`a_0 = u`); `y_t` reaches the loss directly and through `P` only.
+    fn backward_row_mirror(
+        &self,
+        tape: &mut RowTape<F>,
+        gys: &[F],
+        gu: &mut [F],
+        ggs: &mut [F],
+    ) -> (F, F) {
+        let (l, steps) = (self.l(), self.steps);
+        let (mut gz, mut geta) = (F::zero(), F::zero());
+        tape.spare.resize(l, F::zero());
+        for t in (0..steps).rev() {
+            let mut gy_t = &gys[t * l..(t + 1) * l];
+            if let (Some(fp), true) = (self.final_projector, t + 1 == steps) {
+                gz += fp.vjp(&tape.final_tape, gy_t, &mut tape.spare);
+                gy_t = &tape.spare;
+            }
+            // ∂ℓ/∂a_{t+1} += Pᵀ ∂ℓ/∂y_{t+1}
+            gz += self.projector.vjp(&tape.proj[t], gy_t, &mut tape.gyp);
+            let g = &tape.gs[t * l..(t + 1) * l];
+            let gg = &mut ggs[t * l..(t + 1) * l];
+            for i in 0..l {
+                tape.gy[i] += tape.gyp[i];
+                let gv = tape.gv[i] + tape.gy[i];
+                geta += gv * g[i];
+                gg[i] = self.eta * gv;
+                gu[i] += gg[i];
+                tape.gv[i] = self.momentum * gv;
+            }
+        }
+        for (gu, &ga) in gu.iter_mut().zip(&tape.gy) {
+            *gu += ga;
         }
         (gz, geta)
     }
@@ -997,11 +1061,16 @@ mod tests {
         let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
         let u: Vec<f64> = (0..l).map(|_| 2.0 * rnd()).collect();
         let w: Vec<f64> = (0..steps * l).map(|_| rnd()).collect();
-        for method in [
-            Method::Exact,
-            Method::DykstraSoft,
-            Method::DykstraExact,
-            Method::Soft,
+        // Mirror ascent with each kind of projection: entropic (its design), Euclidean, Dykstra.
+        for (method, mirror) in [
+            (Method::Exact, false),
+            (Method::DykstraSoft, false),
+            (Method::DykstraExact, false),
+            (Method::Soft, false),
+            (Method::Smooth, false),
+            (Method::Smooth, true),
+            (Method::Exact, true),
+            (Method::DykstraSoft, true),
         ] {
             let projector = AnyProjector::new(method, 2, 20).with_eps(0.3);
             let wpt = wp.t().as_standard_layout().into_owned();
@@ -1013,6 +1082,7 @@ mod tests {
                 steps,
                 projector: &projector,
                 final_projector: None,
+                mirror,
             };
             let z = 2.3;
             let mut tape = RowTape::default();
@@ -1031,7 +1101,7 @@ mod tests {
                     / (2.0 * h);
                 assert!(
                     (fd - gu[i]).abs() < 1e-5 * (1.0 + fd.abs()),
-                    "{method}: du[{i}] fd {fd} vs {}",
+                    "{method} mirror {mirror}: du[{i}] fd {fd} vs {}",
                     gu[i]
                 );
             }
@@ -1040,7 +1110,7 @@ mod tests {
                 / (2.0 * h);
             assert!(
                 (fd - gz).abs() < 1e-5 * (1.0 + fd.abs()),
-                "{method}: dz fd {fd} vs {gz}"
+                "{method} mirror {mirror}: dz fd {fd} vs {gz}"
             );
             let un_p = Unroll { eta: 0.3 + h, ..un };
             let un_m = Unroll { eta: 0.3 - h, ..un };
@@ -1049,7 +1119,7 @@ mod tests {
                 / (2.0 * h);
             assert!(
                 (fd - geta).abs() < 1e-5 * (1.0 + fd.abs()),
-                "{method}: deta fd {fd} vs {geta}"
+                "{method} mirror {mirror}: deta fd {fd} vs {geta}"
             );
         }
     }
@@ -1077,6 +1147,7 @@ mod tests {
                     steps,
                     projector: &projector,
                     final_projector,
+                    mirror: false,
                 };
                 let mut got = vec![0.0; rows * l];
                 un.forward_block(
@@ -1182,6 +1253,7 @@ mod tests {
                 steps,
                 projector: &projector,
                 final_projector: None,
+                mirror: false,
             };
             let mut bt = BlockTape::<f64, N>::default();
             un.forward_block_tape(&lanes, &u, &z, |r| &golds[r], &weights, &mut bt)

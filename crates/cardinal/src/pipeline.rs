@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::config::{Config, IterateWeights, ZMode};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::{Error, Result};
-use crate::inference::{soft_f1, BlockScratch, BlockTape, RowTape, Unroll};
+use crate::inference::{sigmoid, soft_f1, BlockScratch, BlockTape, RowTape, Unroll};
 use crate::model::{
     c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,
     Float, Params, Standardizer,
@@ -223,6 +223,7 @@ impl<F: Float> Model<F> {
             steps: inf.steps,
             projector,
             final_projector,
+            mirror: inf.mirror,
         }
     }
 
@@ -273,7 +274,7 @@ impl<F: Float> Model<F> {
         let u = ws.u.as_slice().unwrap();
         let z = &ws.z;
         let inf = &self.config.inference;
-        if inf.test_projection == Method::DykstraSoft && l <= LOCKSTEP_MAX_LABELS {
+        if inf.test_projection == Method::DykstraSoft && !inf.mirror && l <= LOCKSTEP_MAX_LABELS {
             // Blocks of INFER_LANES rows in lockstep (fixed blocks: the same numbers for any thread
             // count); a block that fails is rerun row by row for the row's own error.
             let lanes = SoftDykstraLanes::new(inf.rounds, l);
@@ -436,12 +437,19 @@ impl<F: Float> Model<F> {
             }
             let (gz, geta) = un.backward_row(tape, &gys, gu, ggs);
             tape.spare = gys;
-            loss += bce(r, &|i| tape.y(0, l)[i], gu);
+            // y_0 = σ(u) except under mirror ascent (y_0 = P(u)), so σ(u) is recomputed there.
+            loss += if un.mirror {
+                let urow = &u[r * l..(r + 1) * l];
+                bce(r, &|i| sigmoid(urow[i]), gu)
+            } else {
+                bce(r, &|i| tape.y(0, l)[i], gu)
+            };
             masks[..steps * e].copy_from_slice(&tape.masks[..steps * e]);
             Ok(RowResult { loss, gz, geta })
         };
         let inf = &cfg.inference;
         let mut lockstep = projector.method == Method::DykstraSoft
+            && !inf.mirror
             && final_projector.is_none()
             && steps > 0
             && l <= LOCKSTEP_MAX_LABELS;
