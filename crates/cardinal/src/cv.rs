@@ -38,8 +38,11 @@ pub struct CvReport {
 }
 
 /// Trains `cfg` `k` times on `train`, each time holding out one fold (seeded by
-/// `train.split_seed`) and training on the rest for phase 1 only: the epochs on all of train
-/// are skipped so that no fold is ever trained on. `on_fold` sees each result as it comes.
+/// `train.split_seed`) and training on the rest exactly as `cardinal train` would train on a
+/// file of those rows: its own dev split for early stopping, threshold tuning and the dev
+/// curve, then the epochs on all of them. The held-out fold is never seen before it is scored
+/// (were it the dev split, early stopping and a tuned threshold would be chosen on the rows
+/// they are scored on). `on_fold` sees each result as it comes.
 pub fn cross_validate(
     train: &Dataset,
     cfg: &Config,
@@ -55,12 +58,11 @@ pub fn cross_validate(
     }
     let mut folds = Vec::with_capacity(k);
     for index in 0..k {
-        let mut fc = cfg.clone();
-        fc.train.dev_fold = Some(DevFold { k, index });
-        fc.train.full_epochs = 0;
-        fc.validate()?;
-        let (train_idx, dev_idx) = fc.train.dev_split(train.n_rows());
-        let model = crate::baselines::train_system(train, &fc, &mut |e| on_event(index, e))?.model;
+        let mut split = cfg.train.clone();
+        split.dev_fold = Some(DevFold { k, index });
+        let (train_idx, dev_idx) = split.dev_split(train.n_rows());
+        let rest = train.select_rows(&train_idx);
+        let model = crate::baselines::train_system(&rest, cfg, &mut |e| on_event(index, e))?.model;
         let dev = train.select_rows(&dev_idx);
         let out = predict(&model, &dev.features, 256)?;
         let report = evaluate_outputs(&model, &out, &dev.labels);
@@ -133,8 +135,8 @@ mod tests {
     }
 
     /// The folds partition the rows, each fold's score is that of a model trained on the other
-    /// folds only (re-trained here independently through `dev_fold`), and the summary is the
-    /// mean of the folds.
+    /// folds only (re-trained here independently on those rows), and the summary is the mean of
+    /// the folds.
     #[test]
     fn folds_partition_the_rows_and_each_score_is_its_models() {
         let data = data(37);
@@ -157,8 +159,9 @@ mod tests {
                 assert!(!seen[r], "row {r} in two folds");
                 seen[r] = true;
             }
-            fc.train.full_epochs = 0;
-            let model = crate::train::train(&data, &fc, &mut |_| {}).unwrap().model;
+            // The fold's model is the one trained on the other folds alone.
+            let rest = data.select_rows(&train_idx);
+            let model = crate::train::train(&rest, &cfg, &mut |_| {}).unwrap().model;
             let dev = data.select_rows(&dev_idx);
             let out = predict(&model, &dev.features, 256).unwrap();
             let pred = binarize(&out.y, 5, &Binarize::Threshold(0.5), None).unwrap();
