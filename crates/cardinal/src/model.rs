@@ -388,17 +388,57 @@ fn first_layer_row_dispatch<F: Float>(
 
 /// `(mean ⊙ scale)ᵀ W`, the constant part of a standardised first layer.
 pub fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec<F> {
-    let mut shift = vec![F::zero(); w.ncols()];
+    let h = w.ncols();
+    let mut shift = vec![F::zero(); h];
+    // Column groups in parallel (one per thread): every column is still summed over the rows
+    // in order, so the numbers do not depend on the thread count.
+    let group = h
+        .div_ceil(rayon::current_num_threads())
+        .next_multiple_of(16);
+    shift
+        .par_chunks_mut(group.max(1))
+        .enumerate()
+        .for_each(|(gi, s)| shift_columns_dispatch(s, gi * group, stdz, &w));
+    shift
+}
+
+/// Columns `c0..c0 + s.len()` of [`first_layer_shift`], added into `s`.
+#[inline(always)]
+fn shift_columns<F: Float>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
+    let n = s.len();
     for (d, wr) in w.outer_iter().enumerate() {
         let ms: F = c((stdz.mean[d] * stdz.scale[d]) as f64);
         if ms == F::zero() {
             continue;
         }
-        for (s, &wv) in shift.iter_mut().zip(wr.iter()) {
+        let wr = wr.as_slice().expect("contiguous");
+        for (s, &wv) in s.iter_mut().zip(&wr[c0..c0 + n]) {
             *s += ms * wv;
         }
     }
-    shift
+}
+
+/// [`shift_columns`] compiled for AVX-512 when the CPU has it (a mul then an add per row, in
+/// row order, never fused: the same numbers in every width).
+#[allow(unsafe_code)]
+fn shift_columns_dispatch<F: Float>(
+    s: &mut [F],
+    c0: usize,
+    stdz: &Standardizer,
+    w: &ArrayView2<F>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn avx512<F: Float>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
+            shift_columns(s, c0, stdz, w)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports the feature the function is compiled for.
+            return unsafe { avx512(s, c0, stdz, w) };
+        }
+    }
+    shift_columns(s, c0, stdz, w)
 }
 
 /// The gradient of a standardised sparse first layer, split for speed: the batch touches few
@@ -475,29 +515,81 @@ pub fn sparse_first_layer_backward<F: Float>(
         .enumerate()
         .for_each(|(bi, dwb)| {
             let (d0, d1) = (bi * block, bi * block + dwb.len() / h.max(1));
-            for (r, &row) in rows.iter().enumerate() {
-                let g = dpre.row(r);
-                let g = g.as_slice().expect("contiguous");
-                let (idx, val) = x.row(row);
-                // `idx` is sorted: this block's features are one run of it.
-                let lo = idx.partition_point(|&d| (d as usize) < d0);
-                let hi = idx.partition_point(|&d| (d as usize) < d1);
-                for (&d, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
-                    let a: F = c((v * stdz.scale[d as usize]) as f64);
-                    if a == F::zero() {
-                        continue;
-                    }
-                    let wr = &mut dwb[(d as usize - d0) * h..][..h];
-                    for (o, &gv) in wr.iter_mut().zip(g) {
-                        *o += a * gv;
-                    }
-                }
-            }
+            scatter_block_dispatch(dwb, d0, d1, h, x, rows, &stdz.scale, dpre);
         });
     for &d in &aux.touched {
         aux.mark[d as usize] = false;
     }
     aux.touched.sort_unstable();
+}
+
+/// One block of feature rows `d0..d1` of [`sparse_first_layer_backward`]'s scatter: every row
+/// receives the batch rows' contributions in batch order.
+#[inline(always)]
+fn scatter_block<F: Float>(
+    dwb: &mut [F],
+    d0: usize,
+    d1: usize,
+    h: usize,
+    x: &CsrMatrix,
+    rows: &[usize],
+    scale: &[f32],
+    dpre: &ArrayView2<F>,
+) {
+    for (r, &row) in rows.iter().enumerate() {
+        let g = dpre.row(r);
+        let g = g.as_slice().expect("contiguous");
+        let (idx, val) = x.row(row);
+        // `idx` is sorted: this block's features are one run of it.
+        let lo = idx.partition_point(|&d| (d as usize) < d0);
+        let hi = idx.partition_point(|&d| (d as usize) < d1);
+        for (&d, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
+            let a: F = c((v * scale[d as usize]) as f64);
+            if a == F::zero() {
+                continue;
+            }
+            let wr = &mut dwb[(d as usize - d0) * h..][..h];
+            for (o, &gv) in wr.iter_mut().zip(g) {
+                *o += a * gv;
+            }
+        }
+    }
+}
+
+/// [`scatter_block`] compiled for AVX-512 when the CPU has it (a mul then an add per
+/// contribution, never fused: the same numbers in every width).
+#[allow(unsafe_code)]
+fn scatter_block_dispatch<F: Float>(
+    dwb: &mut [F],
+    d0: usize,
+    d1: usize,
+    h: usize,
+    x: &CsrMatrix,
+    rows: &[usize],
+    scale: &[f32],
+    dpre: &ArrayView2<F>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn avx512<F: Float>(
+            dwb: &mut [F],
+            d0: usize,
+            d1: usize,
+            h: usize,
+            x: &CsrMatrix,
+            rows: &[usize],
+            scale: &[f32],
+            dpre: &ArrayView2<F>,
+        ) {
+            scatter_block(dwb, d0, d1, h, x, rows, scale, dpre)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports the feature the function is compiled for.
+            return unsafe { avx512(dwb, d0, d1, h, x, rows, scale, dpre) };
+        }
+    }
+    scatter_block(dwb, d0, d1, h, x, rows, scale, dpre)
 }
 
 #[cfg(test)]
