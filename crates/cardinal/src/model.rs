@@ -355,7 +355,7 @@ fn first_layer_row<F: Float>(
 /// [`first_layer_row`] compiled for AVX-512 when the CPU has it (each output is a mul then an
 /// add per non-zero, in the same order in every width, never fused: the same numbers).
 #[allow(unsafe_code)]
-fn first_layer_row_dispatch<F: Float>(
+pub(crate) fn first_layer_row_dispatch<F: Float>(
     o: &mut [F],
     b: &[F],
     shift: &[F],
