@@ -51,6 +51,8 @@ pub struct Workspace<F: Float> {
     tapes: Vec<RowTape<F>>,
     /// Lockstep inference scratch, one per block of `INFER_LANES` rows.
     blocks: Vec<BlockScratch<F, INFER_LANES>>,
+    /// Per-thread scratch of [`Model::forward_blocks`].
+    block_work: Vec<std::sync::Mutex<BlockWork<F>>>,
     /// Lockstep training tapes, one per block of `TRAIN_LANES` rows.
     block_tapes: Vec<BlockTape<F, TRAIN_LANES>>,
     /// The unary and cardinality first layers' standardisation shifts, while
@@ -71,6 +73,17 @@ pub struct Workspace<F: Float> {
     /// Structure of the first layers' gradients of the last [`Model::loss_and_sparse_grad`].
     pub grad_w1: FirstLayerGrad<F>,
     pub grad_c1: FirstLayerGrad<F>,
+}
+
+/// One thread's buffers for a unit of inference rows (see [`Model::forward_blocks`]).
+#[derive(Default)]
+struct BlockWork<F: Float> {
+    pre: Vec<F>,
+    hidden: Vec<F>,
+    prec: Vec<F>,
+    hc: Vec<F>,
+    p: Vec<F>,
+    scratch: BlockScratch<F, INFER_LANES>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -160,27 +173,31 @@ impl<F: Float> Model<F> {
             &mut ws.p,
         );
         ws.z.clear();
-        for mut row in ws.p.outer_iter_mut() {
-            let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
-            row.mapv_inplace(|v| (v - m).exp());
-            let s = row.sum();
-            row.mapv_inplace(|v| v / s);
-            let z = match self.config.model.z_mode {
-                ZMode::Expectation => row.iter().zip(&self.counts).map(|(&p, &k)| p * k).sum(),
-                ZMode::Argmax => {
-                    let mut best = 0;
-                    for (i, &v) in row.iter().enumerate() {
-                        if v > row[best] {
-                            best = i;
-                        }
-                    }
-                    self.counts[best]
-                }
-            };
-            ws.z.push(z);
+        for row in ws.p.outer_iter_mut() {
+            ws.z.push(self.count_of(row));
         }
         if ws.tapes.len() < b {
             ws.tapes.resize_with(b, RowTape::default);
+        }
+    }
+
+    /// Softmax of the cardinality logits `row` in place, and the count they give.
+    fn count_of(&self, mut row: ndarray::ArrayViewMut1<F>) -> F {
+        let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
+        row.mapv_inplace(|v| (v - m).exp());
+        let s = row.sum();
+        row.mapv_inplace(|v| v / s);
+        match self.config.model.z_mode {
+            ZMode::Expectation => row.iter().zip(&self.counts).map(|(&p, &k)| p * k).sum(),
+            ZMode::Argmax => {
+                let mut best = 0;
+                for (i, &v) in row.iter().enumerate() {
+                    if v > row[best] {
+                        best = i;
+                    }
+                }
+                self.counts[best]
+            }
         }
     }
 
@@ -243,6 +260,12 @@ impl<F: Float> Model<F> {
             first_layer_shift(stdz, p.c1.view()),
         ]);
         let l = self.n_labels();
+        let inf = &self.config.inference;
+        if inf.test_projection == Method::DykstraSoft && l <= LOCKSTEP_MAX_LABELS {
+            let result = self.forward_blocks(x, rows, batch, ws, out);
+            ws.shifts = None;
+            return result;
+        }
         out.y.reserve(rows.len() * l);
         out.unary.reserve(rows.len() * l);
         out.z.reserve(rows.len());
@@ -251,6 +274,121 @@ impl<F: Float> Model<F> {
             .try_for_each(|chunk| self.forward(x, chunk, ws, out));
         ws.shifts = None;
         result
+    }
+
+    /// The lockstep part of [`Self::forward_batched`]: the rows are cut into units, each taken
+    /// from the input through the networks and then, block of `INFER_LANES` rows by block,
+    /// through the unroll by one thread, units in parallel (nothing serial between the
+    /// networks and the unroll). A unit is a whole batch, or, when there are fewer batches
+    /// than threads, a run of whole blocks of one: the blocks are those [`Self::forward`] forms
+    /// batch by batch, and every row's numbers are its.
+    fn forward_blocks(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        batch: usize,
+        ws: &mut Workspace<F>,
+        out: &mut Outputs<F>,
+    ) -> Result<()> {
+        let [shift_u, shift_c] = ws.shifts.as_ref().expect("shifts set by forward_batched");
+        let (l, n) = (self.n_labels(), rows.len());
+        let steps = self.config.inference.steps;
+        let threads = rayon::current_num_threads().max(1);
+        // Units of whole batches (one thread: the order of a batch-by-batch pass, each first
+        // layer's weights reused from cache over a batch), cut into runs of whole blocks when
+        // there are fewer batches than threads.
+        let per = n
+            .div_ceil(threads)
+            .next_multiple_of(INFER_LANES)
+            .max(INFER_LANES);
+        let mut units = Vec::new();
+        for chunk in rows.chunks(batch.max(1)) {
+            units.extend(chunk.chunks(per));
+        }
+        let grow = |v: &mut Vec<F>, by: usize| {
+            if v.is_empty() {
+                // Zeroed by the allocator, not by a serial fill.
+                *v = vec![F::zero(); by];
+            } else {
+                v.resize(v.len() + by, F::zero());
+            }
+        };
+        let (y0, u0, z0) = (out.y.len(), out.unary.len(), out.z.len());
+        grow(&mut out.y, n * l);
+        grow(&mut out.unary, n * l);
+        grow(&mut out.z, n);
+        let mut parts = Vec::with_capacity(units.len());
+        let (mut ys, mut us, mut zs) = (&mut out.y[y0..], &mut out.unary[u0..], &mut out.z[z0..]);
+        for b in &units {
+            let (y, yr) = std::mem::take(&mut ys).split_at_mut(b.len() * l);
+            let (u, ur) = std::mem::take(&mut us).split_at_mut(b.len() * l);
+            let (z, zr) = std::mem::take(&mut zs).split_at_mut(b.len());
+            (ys, us, zs) = (yr, ur, zr);
+            parts.push((*b, y, u, z));
+        }
+        let projector = self.projector(false);
+        let final_projector = self.final_projector();
+        let wpt = self.params.wp.t().as_standard_layout().into_owned();
+        let un = self.unroll(&wpt, &projector, final_projector.as_ref());
+        let lanes = SoftDykstraLanes::new(self.config.inference.rounds, l);
+        // One scratch per worker thread, reused across its units.
+        if ws.block_work.len() < threads {
+            ws.block_work.resize_with(threads, Default::default);
+        }
+        let work = &ws.block_work;
+        let (unary, card) = (TwoLayer::unary(&self.params), TwoLayer::card(&self.params));
+        let (h, hc, k) = (
+            self.params.w1.ncols(),
+            self.params.c1.ncols(),
+            self.counts.len(),
+        );
+        let stdz = &self.standardizer;
+        parts
+            .into_par_iter()
+            .try_for_each(|(rows, y, u, z)| -> Result<()> {
+                let slot = rayon::current_thread_index().unwrap_or(0) % threads;
+                let mut guard = work[slot].lock().unwrap_or_else(|e| e.into_inner());
+                let w = &mut *guard;
+                let nb = rows.len();
+                for (v, len) in [
+                    (&mut w.pre, nb * h),
+                    (&mut w.hidden, nb * h),
+                    (&mut w.prec, nb * hc),
+                    (&mut w.hc, nb * hc),
+                    (&mut w.p, nb * k),
+                ] {
+                    v.resize(len, F::zero());
+                }
+                unary.forward_rows(x, rows, stdz, shift_u, None, &mut w.pre, &mut w.hidden, u);
+                card.forward_rows(
+                    x,
+                    rows,
+                    stdz,
+                    shift_c,
+                    None,
+                    &mut w.prec,
+                    &mut w.hc,
+                    &mut w.p,
+                );
+                for (zr, pr) in z.iter_mut().zip(w.p.chunks_exact_mut(k)) {
+                    *zr = self.count_of(ndarray::ArrayViewMut1::from(pr));
+                }
+                for ((y, u), z) in y
+                    .chunks_mut(INFER_LANES * l)
+                    .zip(u.chunks(INFER_LANES * l))
+                    .zip(z.chunks(INFER_LANES))
+                {
+                    // A block that fails is rerun row by row for the row's own error.
+                    if un.forward_block(&lanes, u, z, y, &mut w.scratch).is_err() {
+                        let mut tape = RowTape::default();
+                        for (r, yr) in y.chunks_exact_mut(l).enumerate() {
+                            un.forward_row(&u[r * l..(r + 1) * l], z[r], &mut tape)?;
+                            yr.copy_from_slice(tape.y(steps, l));
+                        }
+                    }
+                }
+                Ok(())
+            })
     }
 
     /// Inference (no gradients) for `rows` of `x`; appends to `out`.
@@ -681,12 +819,6 @@ impl<'a, F: Float> TwoLayer<'a, F> {
         // depend on the thread count.
         let (hdim, odim) = (self.w1.ncols(), self.w2.ncols());
         let chunk = row_chunk(b);
-        let (w1, b1, w2, b2) = (
-            self.w1.view(),
-            self.b1.as_slice().unwrap(),
-            self.w2,
-            self.b2,
-        );
         pre.as_slice_mut()
             .unwrap()
             .par_chunks_mut(chunk * hdim)
@@ -694,26 +826,45 @@ impl<'a, F: Float> TwoLayer<'a, F> {
             .zip(out.as_slice_mut().unwrap().par_chunks_mut(chunk * odim))
             .zip(rows.par_chunks(chunk))
             .for_each(|(((pre, hid), out), rows)| {
-                for ((p, hr), &r) in pre
-                    .chunks_exact_mut(hdim)
-                    .zip(hid.chunks_exact_mut(hdim))
-                    .zip(rows)
-                {
-                    let (idx, val) = x.row(r);
-                    first_layer_row_dispatch(p, b1, shift, idx, val, &stdz.scale, &w1);
-                    for (hv, &pv) in hr.iter_mut().zip(p.iter()) {
-                        *hv = pv.max(F::zero());
-                    }
-                    if let Some(d) = dropout {
-                        d.apply_row(r, hr);
-                    }
-                }
-                let n = rows.len();
-                let hid = ArrayView2::from_shape((n, hdim), &*hid).unwrap();
-                let mut out = ArrayViewMut2::from_shape((n, odim), out).unwrap();
-                out.assign(&b2.broadcast((n, odim)).unwrap());
-                general_mat_mul(F::one(), &hid, w2, F::one(), &mut out);
+                self.forward_rows(x, rows, stdz, shift, dropout, pre, hid, out)
             });
+    }
+
+    /// [`Self::forward`] on `rows` in this thread, into row-major slices `pre`, `hidden`
+    /// (`rows × H`) and `out` (`rows × O`).
+    #[allow(clippy::too_many_arguments)]
+    fn forward_rows(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        stdz: &Standardizer,
+        shift: &[F],
+        dropout: Option<Dropout>,
+        pre: &mut [F],
+        hidden: &mut [F],
+        out: &mut [F],
+    ) {
+        let (hdim, odim) = (self.w1.ncols(), self.w2.ncols());
+        let (w1, b1) = (self.w1.view(), self.b1.as_slice().unwrap());
+        for ((p, hr), &r) in pre
+            .chunks_exact_mut(hdim)
+            .zip(hidden.chunks_exact_mut(hdim))
+            .zip(rows)
+        {
+            let (idx, val) = x.row(r);
+            first_layer_row_dispatch(p, b1, shift, idx, val, &stdz.scale, &w1);
+            for (hv, &pv) in hr.iter_mut().zip(p.iter()) {
+                *hv = pv.max(F::zero());
+            }
+            if let Some(d) = dropout {
+                d.apply_row(r, hr);
+            }
+        }
+        let n = rows.len();
+        let hid = ArrayView2::from_shape((n, hdim), &*hidden).unwrap();
+        let mut out = ArrayViewMut2::from_shape((n, odim), out).unwrap();
+        out.assign(&self.b2.broadcast((n, odim)).unwrap());
+        general_mat_mul(F::one(), &hid, self.w2, F::one(), &mut out);
     }
 
     /// Backward from `dout = ∂ℓ/∂out`; `dh` is scratch for `∂ℓ/∂pre`.
