@@ -150,27 +150,13 @@ impl<F: Float> Model<F> {
             None => (None, None),
         };
         let dropout = self.dropout(train, ws.dropout_key);
-        let unary = TwoLayer::unary(p);
-        unary.forward(
-            x,
-            rows,
-            stdz,
-            shift_u,
-            dropout,
-            &mut ws.pre1,
-            &mut ws.h1,
-            &mut ws.u,
-        );
-        let card = TwoLayer::card(p);
-        card.forward(
-            x,
-            rows,
-            stdz,
-            shift_c,
-            None,
-            &mut ws.prec,
-            &mut ws.hc,
-            &mut ws.p,
+        let (unary, card) = (TwoLayer::unary(p), TwoLayer::card(p));
+        // The two networks side by side (each also splits its rows over threads).
+        let (pre1, h1, u) = (&mut ws.pre1, &mut ws.h1, &mut ws.u);
+        let (prec, hc, pc) = (&mut ws.prec, &mut ws.hc, &mut ws.p);
+        rayon::join(
+            || unary.forward(x, rows, stdz, shift_u, dropout, pre1, h1, u),
+            || card.forward(x, rows, stdz, shift_c, None, prec, hc, pc),
         );
         ws.z.clear();
         for row in ws.p.outer_iter_mut() {
@@ -681,22 +667,7 @@ impl<F: Float> Model<F> {
             F::zero()
         };
 
-        // Unary net.
-        let stdz = &self.standardizer;
-        let unary = TwoLayer::unary(p);
-        let dw = TwoLayerGrad {
-            w1: &mut grad.w1,
-            b1: &mut grad.b1,
-            w2: &mut grad.w2,
-            b2: &mut grad.b2,
-            aux: &mut ws.grad_w1,
-        };
-        let dropout = self.dropout(true, ws.dropout_key);
-        unary.backward(
-            x, rows, stdz, dropout, &ws.gu, &ws.pre1, &ws.h1, &mut ws.dh, dw,
-        );
-
-        // Cardinality net: through z (expectation) and the supervised term.
+        // Cardinality net's output gradient: through z (expectation) and the supervised term.
         let k = self.counts.len();
         ensure_shape(&mut ws.dlogits, b, k);
         ws.dlogits.fill(F::zero());
@@ -724,24 +695,30 @@ impl<F: Float> Model<F> {
                 }
             }
         }
-        let card = TwoLayer::card(p);
-        let dw = TwoLayerGrad {
+
+        // The unary and the cardinality nets' backward passes side by side.
+        let stdz = &self.standardizer;
+        let (unary, card) = (TwoLayer::unary(p), TwoLayer::card(p));
+        let du = TwoLayerGrad {
+            w1: &mut grad.w1,
+            b1: &mut grad.b1,
+            w2: &mut grad.w2,
+            b2: &mut grad.b2,
+            aux: &mut ws.grad_w1,
+        };
+        let dc = TwoLayerGrad {
             w1: &mut grad.c1,
             b1: &mut grad.cb1,
             w2: &mut grad.c2,
             b2: &mut grad.cb2,
             aux: &mut ws.grad_c1,
         };
-        card.backward(
-            x,
-            rows,
-            stdz,
-            None,
-            &ws.dlogits,
-            &ws.prec,
-            &ws.hc,
-            &mut ws.dhc,
-            dw,
+        let dropout = self.dropout(true, ws.dropout_key);
+        let (gu, pre1, h1, dh) = (&ws.gu, &ws.pre1, &ws.h1, &mut ws.dh);
+        let (dlogits, prec, hc, dhc) = (&ws.dlogits, &ws.prec, &ws.hc, &mut ws.dhc);
+        rayon::join(
+            || unary.backward(x, rows, stdz, dropout, gu, pre1, h1, dh, du),
+            || card.backward(x, rows, stdz, None, dlogits, prec, hc, dhc, dc),
         );
 
         Ok(loss)
