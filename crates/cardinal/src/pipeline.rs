@@ -53,6 +53,8 @@ pub struct Workspace<F: Float> {
     blocks: Vec<BlockScratch<F, INFER_LANES>>,
     /// Per-thread scratch of [`Model::forward_blocks`].
     block_work: Vec<std::sync::Mutex<BlockWork<F>>>,
+    /// The training unroll's lockstep operator and its `(rounds, labels)`.
+    lanes: Option<((usize, usize), SoftDykstraLanes)>,
     /// Lockstep training tapes, one per block of `TRAIN_LANES` rows.
     block_tapes: Vec<BlockTape<F, TRAIN_LANES>>,
     /// The unary and cardinality first layers' standardisation shifts, while
@@ -575,7 +577,12 @@ impl<F: Float> Model<F> {
             // thread count; 32 rows, so that a batch of 50 gives two threads a block each),
             // each also forming its energy gradients. If a block fails (invalid input), the
             // whole batch is rerun row by row below for the row's own error.
-            let lanes = SoftDykstraLanes::new(inf.rounds, l);
+            // The sorting network depends only on the label count: built once per workspace.
+            let lanes = match ws.lanes.take() {
+                Some((key, lanes)) if key == (inf.rounds, l) => lanes,
+                _ => SoftDykstraLanes::new(inf.rounds, l),
+            };
+            let lanes = &ws.lanes.insert(((inf.rounds, l), lanes)).1;
             if ws.block_tapes.len() < nb {
                 ws.block_tapes.resize_with(nb, BlockTape::default);
             }
@@ -592,12 +599,12 @@ impl<F: Float> Model<F> {
                     let n = res.len();
                     let (ub, zb) = (&u[r0 * l..(r0 + n) * l], &z[r0..r0 + n]);
                     if un
-                        .forward_block_tape(&lanes, ub, zb, |r| gold(r0 + r), &weights, bt)
+                        .forward_block_tape(lanes, ub, zb, |r| gold(r0 + r), &weights, bt)
                         .is_err()
                     {
                         return false;
                     }
-                    un.backward_block(&lanes, bt);
+                    un.backward_block(lanes, bt);
                     un.energy_block(bt);
                     for (r, res) in res.iter_mut().enumerate() {
                         let gu = &mut gu[r * l..(r + 1) * l];

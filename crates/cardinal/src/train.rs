@@ -47,53 +47,109 @@ impl<F: Float> Adagrad<F> {
             cfg.inference.learn_eta,
         );
         let lr = self.lr;
-        let mut decay = 0.0;
-        let mut bad = None;
-        let p = &mut model.params;
-        for (name, class, w, acc, g, aux) in [
+        let stdz = &model.standardizer;
+        let Params {
+            w1,
+            b1,
+            w2,
+            b2,
+            wp,
+            we,
+            c1,
+            cb1,
+            c2,
+            cb2,
+            eta,
+        } = &mut model.params;
+        let a = &mut self.acc;
+        let first = [
             (
                 "unary.w1",
                 Decay::Unary,
-                &mut p.w1,
-                &mut self.acc.w1,
+                w1,
+                &mut a.w1,
                 &mut grad.w1,
                 &ws.grad_w1,
             ),
             (
                 "card.w1",
                 Decay::Other,
-                &mut p.c1,
-                &mut self.acc.c1,
+                c1,
+                &mut a.c1,
                 &mut grad.c1,
                 &ws.grad_c1,
             ),
-        ] {
-            let lambda = decay_coefficient(class, wd, mult);
-            let step = FusedStep {
-                lr,
-                lambda: c(lambda),
-                stdz: &model.standardizer,
+        ];
+        macro_rules! t {
+            ($name:expr, $class:expr, $f:ident) => {
+                (
+                    $name,
+                    $class,
+                    $f.as_slice_mut().expect("contiguous"),
+                    a.$f.as_slice_mut().expect("contiguous"),
+                    grad.$f.as_slice().expect("contiguous"),
+                )
             };
-            let (sq, finite) = step.first_layer(w, acc, g, aux);
-            decay += lambda * sq;
+        }
+        // In `Params::update_with`'s order.
+        let others = [
+            t!("unary.b1", Decay::None, b1),
+            t!("unary.w2", Decay::Unary, w2),
+            t!("unary.b2", Decay::None, b2),
+            t!("energy.wp", Decay::Other, wp),
+            t!("energy.we", Decay::Other, we),
+            t!("card.b1", Decay::None, cb1),
+            t!("card.w2", Decay::Other, c2),
+            t!("card.b2", Decay::None, cb2),
+            t!("inference.eta", Decay::None, eta),
+        ];
+        // The first layers (each split over threads) and the other tensors side by side; the
+        // decay terms are then added in tensor order, as one pass would add them.
+        let (first, others) = rayon::join(
+            || {
+                first.map(|(name, class, w, acc, g, aux)| {
+                    let lambda = decay_coefficient(class, wd, mult);
+                    let step = FusedStep {
+                        lr,
+                        lambda: c(lambda),
+                        stdz,
+                    };
+                    let (sq, finite) = step.first_layer(w, acc, g, aux);
+                    (name, lambda * sq, finite)
+                })
+            },
+            || {
+                let mut zeros: Vec<F> = Vec::new();
+                others.map(|(name, class, w, acc, g)| {
+                    if name == "inference.eta" && !learn_eta {
+                        return (name, None, true);
+                    }
+                    let lambda = decay_coefficient(class, wd, mult);
+                    zeros.resize(zeros.len().max(w.len()), F::zero());
+                    let (sq, finite) =
+                        adagrad_dispatch(w, acc, g, F::zero(), &zeros[..w.len()], c(lambda), lr);
+                    (
+                        name,
+                        Some(0.5 * lambda * sq.to_f64().unwrap_or(f64::NAN)),
+                        finite,
+                    )
+                })
+            },
+        );
+        let mut decay = 0.0;
+        let mut bad = None;
+        for (name, term, finite) in first
+            .into_iter()
+            .map(|(n, t, f)| (n, Some(t), f))
+            .chain(others)
+        {
+            if let Some(t) = term {
+                decay += t;
+            }
             if !finite && bad.is_none() {
                 bad = Some(name);
             }
         }
-        let mut zeros: Vec<F> = Vec::new();
-        p.update_with(&mut self.acc, grad, |name, w, acc, g, class| {
-            if name == "unary.w1" || name == "card.w1" || (name == "inference.eta" && !learn_eta) {
-                return;
-            }
-            let lambda = decay_coefficient(class, wd, mult);
-            zeros.resize(zeros.len().max(w.len()), F::zero());
-            let (sq, finite) =
-                adagrad_dispatch(w, acc, g, F::zero(), &zeros[..w.len()], c(lambda), lr);
-            decay += 0.5 * lambda * sq.to_f64().unwrap_or(f64::NAN);
-            if !finite && bad.is_none() {
-                bad = Some(name);
-            }
-        });
         (decay, bad)
     }
 
