@@ -442,22 +442,49 @@ fn shift_columns_dispatch<F: Float>(
 }
 
 /// The gradient of a standardised sparse first layer, split for speed: the batch touches few
-/// rows of `W`, whose sparse part is accumulated in the dense gradient buffer, while the
-/// standardisation shift adds a dense rank-one term `−(mean ⊙ scale) ⊗ colsum(∂ℓ/∂pre)` that
-/// is kept aside and applied where the gradient is consumed (see [`FirstLayerGrad::densify`]).
+/// rows of `W`, whose sparse part is kept as the batch's non-zeros grouped by feature together
+/// with `∂ℓ/∂pre` (a row is formed where it is consumed, see [`Self::sparse_row`]), while the
+/// standardisation shift adds a dense rank-one term `−(mean ⊙ scale) ⊗ colsum(∂ℓ/∂pre)`, also
+/// applied where the gradient is consumed (see [`FirstLayerGrad::densify`]).
 #[derive(Debug, Clone, Default)]
 pub struct FirstLayerGrad<F> {
     /// Rows of `W` holding a sparse contribution, sorted, distinct.
     pub touched: Vec<u32>,
     /// `colsum(∂ℓ/∂pre)`, which is also `∂ℓ/∂b`.
     pub colsum: Vec<F>,
-    mark: Vec<bool>,
+    /// `∂ℓ/∂pre` of the batch, `rows × H` row-major.
+    dpre: Vec<F>,
+    /// End of each feature's run in `entries` (its start is the previous feature's end; one
+    /// more entry, unused, at the end).
+    end: Vec<u32>,
+    /// `(row of the batch, x_d·scale_d)` of every non-zero product, by feature, rows in order.
+    entries: Vec<(u32, F)>,
 }
 
 impl<F: Float> FirstLayerGrad<F> {
-    /// Adds the rank-one shift term to every row of `dw`, making it the full gradient.
+    /// Writes row `d` of the sparse part of `∂ℓ/∂W` into `out` (length `H`) and returns true,
+    /// or returns false (leaving `out` alone) if the batch does not touch row `d`. The row
+    /// receives the batch rows' products in batch order, starting from zero.
+    pub fn sparse_row(&self, d: usize, out: &mut [F]) -> bool {
+        let start = if d == 0 { 0 } else { self.end[d - 1] as usize };
+        let end = self.end[d] as usize;
+        if start == end {
+            return false;
+        }
+        sparse_row_dispatch(out, &self.entries[start..end], &self.dpre);
+        true
+    }
+
+    /// Adds the sparse part and the rank-one shift term to `dw`, making a zero `dw` the full
+    /// gradient.
     pub fn densify(&self, stdz: &Standardizer, dw: &mut Array2<F>) {
+        let mut row = vec![F::zero(); dw.ncols()];
         for (d, mut wr) in dw.outer_iter_mut().enumerate() {
+            if self.sparse_row(d, &mut row) {
+                for (o, &g) in wr.iter_mut().zip(&row) {
+                    *o += g;
+                }
+            }
             let ms: F = c((stdz.mean[d] * stdz.scale[d]) as f64);
             if ms == F::zero() {
                 continue;
@@ -467,24 +494,15 @@ impl<F: Float> FirstLayerGrad<F> {
             }
         }
     }
-
-    /// Zeroes the touched rows of `dw` (restoring the all-zero precondition of
-    /// [`sparse_first_layer_backward`]) without consuming them.
-    pub fn discard(&self, dw: &mut Array2<F>) {
-        for &d in &self.touched {
-            dw.row_mut(d as usize).fill(F::zero());
-        }
-    }
 }
 
-/// Backward of [`sparse_first_layer`]: scatters the sparse part of `∂ℓ/∂W` into `dw` (which
-/// must be zero on entry), sets `∂ℓ/∂b`, and records the touched rows and the column sums.
+/// Backward of [`sparse_first_layer`]: sets `∂ℓ/∂b` and records the gradient of `W` in split
+/// form in `aux` (no dense buffer is written).
 pub fn sparse_first_layer_backward<F: Float>(
     x: &CsrMatrix,
     rows: &[usize],
     stdz: &Standardizer,
     dpre: ArrayView2<F>,
-    dw: &mut Array2<F>,
     db: &mut Array1<F>,
     aux: &mut FirstLayerGrad<F>,
 ) {
@@ -492,104 +510,77 @@ pub fn sparse_first_layer_backward<F: Float>(
     db.assign(&colsum);
     aux.colsum.clear();
     aux.colsum.extend(colsum.iter().copied());
-    aux.mark.clear();
-    aux.mark.resize(dw.nrows(), false);
-    aux.touched.clear();
+    aux.dpre.clear();
+    aux.dpre.extend(dpre.iter().copied());
+    // Counting sort of the batch's non-zero products by feature (rows in batch order): counts
+    // in `end[d + 1]`, their prefix sums, then `end[d]` as feature d's cursor.
+    let n_feat = stdz.scale.len();
+    let end = &mut aux.end;
+    end.clear();
+    end.resize(n_feat + 1, 0);
     for &row in rows {
         let (idx, val) = x.row(row);
         for (&d, &v) in idx.iter().zip(val) {
-            if v * stdz.scale[d as usize] != 0.0 && !aux.mark[d as usize] {
-                aux.mark[d as usize] = true;
-                aux.touched.push(d);
+            if v * stdz.scale[d as usize] != 0.0 {
+                end[d as usize + 1] += 1;
             }
         }
     }
-    // Feature rows of `dW` in parallel blocks; within a block every row still receives the
-    // batch rows' contributions in batch order (the same numbers for any thread count).
-    let (n_feat, h) = dw.dim();
-    let block = n_feat.div_ceil(4 * rayon::current_num_threads()).max(64);
-    let dpre = &dpre;
-    dw.as_slice_mut()
-        .expect("contiguous")
-        .par_chunks_mut(block * h)
-        .enumerate()
-        .for_each(|(bi, dwb)| {
-            let (d0, d1) = (bi * block, bi * block + dwb.len() / h.max(1));
-            scatter_block_dispatch(dwb, d0, d1, h, x, rows, &stdz.scale, dpre);
-        });
-    for &d in &aux.touched {
-        aux.mark[d as usize] = false;
+    for d in 0..n_feat {
+        end[d + 1] += end[d];
     }
-    aux.touched.sort_unstable();
-}
-
-/// One block of feature rows `d0..d1` of [`sparse_first_layer_backward`]'s scatter: every row
-/// receives the batch rows' contributions in batch order.
-#[inline(always)]
-fn scatter_block<F: Float>(
-    dwb: &mut [F],
-    d0: usize,
-    d1: usize,
-    h: usize,
-    x: &CsrMatrix,
-    rows: &[usize],
-    scale: &[f32],
-    dpre: &ArrayView2<F>,
-) {
+    aux.entries.clear();
+    aux.entries.resize(end[n_feat] as usize, (0, F::zero()));
     for (r, &row) in rows.iter().enumerate() {
-        let g = dpre.row(r);
-        let g = g.as_slice().expect("contiguous");
         let (idx, val) = x.row(row);
-        // `idx` is sorted: this block's features are one run of it.
-        let lo = idx.partition_point(|&d| (d as usize) < d0);
-        let hi = idx.partition_point(|&d| (d as usize) < d1);
-        for (&d, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
-            let a: F = c((v * scale[d as usize]) as f64);
-            if a == F::zero() {
-                continue;
+        for (&d, &v) in idx.iter().zip(val) {
+            if v * stdz.scale[d as usize] != 0.0 {
+                let slot = &mut end[d as usize];
+                aux.entries[*slot as usize] = (r as u32, c((v * stdz.scale[d as usize]) as f64));
+                *slot += 1;
             }
-            let wr = &mut dwb[(d as usize - d0) * h..][..h];
-            for (o, &gv) in wr.iter_mut().zip(g) {
-                *o += a * gv;
-            }
+        }
+    }
+    // `end[d]` is now the end of feature d's run.
+    aux.touched.clear();
+    let mut start = 0;
+    for (d, &e) in end[..n_feat].iter().enumerate() {
+        if e != start {
+            aux.touched.push(d as u32);
+        }
+        start = e;
+    }
+}
+
+/// One row of [`FirstLayerGrad::sparse_row`]: `out = Σ a·∂pre_r` over `entries`, from zero.
+#[inline(always)]
+fn sparse_row<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
+    let h = out.len();
+    out.fill(F::zero());
+    for &(r, a) in entries {
+        let g = &dpre[r as usize * h..][..h];
+        for (o, &gv) in out.iter_mut().zip(g) {
+            *o += a * gv;
         }
     }
 }
 
-/// [`scatter_block`] compiled for AVX-512 when the CPU has it (a mul then an add per
-/// contribution, never fused: the same numbers in every width).
+/// [`sparse_row`] compiled for AVX-512 when the CPU has it (a mul then an add per product,
+/// never fused: the same numbers in every width).
 #[allow(unsafe_code)]
-fn scatter_block_dispatch<F: Float>(
-    dwb: &mut [F],
-    d0: usize,
-    d1: usize,
-    h: usize,
-    x: &CsrMatrix,
-    rows: &[usize],
-    scale: &[f32],
-    dpre: &ArrayView2<F>,
-) {
+fn sparse_row_dispatch<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f")]
-        fn avx512<F: Float>(
-            dwb: &mut [F],
-            d0: usize,
-            d1: usize,
-            h: usize,
-            x: &CsrMatrix,
-            rows: &[usize],
-            scale: &[f32],
-            dpre: &ArrayView2<F>,
-        ) {
-            scatter_block(dwb, d0, d1, h, x, rows, scale, dpre)
+        fn avx512<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
+            sparse_row(out, entries, dpre)
         }
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU supports the feature the function is compiled for.
-            return unsafe { avx512(dwb, d0, d1, h, x, rows, scale, dpre) };
+            return unsafe { avx512(out, entries, dpre) };
         }
     }
-    scatter_block(dwb, d0, d1, h, x, rows, scale, dpre)
+    sparse_row(out, entries, dpre)
 }
 
 #[cfg(test)]

@@ -476,10 +476,10 @@ impl<F: Float> Model<F> {
     }
 
     /// Loss of the batch `rows` without weight decay, and its gradient in split form: every
-    /// tensor of `grad` is overwritten except the first layers' `w1` and `c1`, which must be
-    /// zero on entry and receive only their sparse parts (the rows the batch touches); the
-    /// dense rank-one remainder is described by `ws.grad_w1` / `ws.grad_c1`. The optimiser
-    /// consumes this form in one fused pass (`train::Adagrad::step_fused`).
+    /// tensor of `grad` is overwritten except the first layers' `w1` and `c1`, which are left
+    /// alone; their gradients are described by `ws.grad_w1` / `ws.grad_c1` (the rows the batch
+    /// touches and the dense rank-one remainder). The optimiser consumes this form in one fused
+    /// pass (`train::Adagrad::step_fused`).
     pub fn loss_and_sparse_grad(
         &self,
         x: &CsrMatrix,
@@ -707,14 +707,12 @@ impl<F: Float> Model<F> {
         let stdz = &self.standardizer;
         let (unary, card) = (TwoLayer::unary(p), TwoLayer::card(p));
         let du = TwoLayerGrad {
-            w1: &mut grad.w1,
             b1: &mut grad.b1,
             w2: &mut grad.w2,
             b2: &mut grad.b2,
             aux: &mut ws.grad_w1,
         };
         let dc = TwoLayerGrad {
-            w1: &mut grad.c1,
             b1: &mut grad.cb1,
             w2: &mut grad.c2,
             b2: &mut grad.cb2,
@@ -741,9 +739,9 @@ struct TwoLayer<'a, F> {
     b2: &'a Array1<F>,
 }
 
-/// Where [`TwoLayer::backward`] writes (`w1` in split form, see `FirstLayerGrad`).
+/// Where [`TwoLayer::backward`] writes (`W1`'s gradient in split form in `aux`, see
+/// `FirstLayerGrad`).
 struct TwoLayerGrad<'a, F> {
-    w1: &'a mut Array2<F>,
     b1: &'a mut Array1<F>,
     w2: &'a mut Array2<F>,
     b2: &'a mut Array1<F>,
@@ -884,7 +882,7 @@ impl<'a, F: Float> TwoLayer<'a, F> {
                 }
             },
         );
-        sparse_first_layer_backward(x, rows, stdz, dh.view(), grad.w1, grad.b1, grad.aux);
+        sparse_first_layer_backward(x, rows, stdz, dh.view(), grad.b1, grad.aux);
     }
 }
 

@@ -32,8 +32,9 @@ impl<F: Float> Adagrad<F> {
     }
 
     /// One update from a split-form gradient (see `Model::loss_and_sparse_grad`), with weight
-    /// decay fused in; leaves `grad.w1` and `grad.c1` zeroed for the next batch. Returns the
-    /// weight-decay loss before the step and the first tensor holding a non-finite value after.
+    /// decay fused in (`grad.w1` and `grad.c1` are not read: the first layers' gradients are in
+    /// `ws`). Returns the weight-decay loss before the step and the first tensor holding a
+    /// non-finite value after.
     pub fn step_fused(
         &mut self,
         model: &mut Model<F>,
@@ -63,22 +64,8 @@ impl<F: Float> Adagrad<F> {
         } = &mut model.params;
         let a = &mut self.acc;
         let first = [
-            (
-                "unary.w1",
-                Decay::Unary,
-                w1,
-                &mut a.w1,
-                &mut grad.w1,
-                &ws.grad_w1,
-            ),
-            (
-                "card.w1",
-                Decay::Other,
-                c1,
-                &mut a.c1,
-                &mut grad.c1,
-                &ws.grad_c1,
-            ),
+            ("unary.w1", Decay::Unary, w1, &mut a.w1, &ws.grad_w1),
+            ("card.w1", Decay::Other, c1, &mut a.c1, &ws.grad_c1),
         ];
         macro_rules! t {
             ($name:expr, $class:expr, $f:ident) => {
@@ -107,14 +94,14 @@ impl<F: Float> Adagrad<F> {
         // decay terms are then added in tensor order, as one pass would add them.
         let (first, others) = rayon::join(
             || {
-                first.map(|(name, class, w, acc, g, aux)| {
+                first.map(|(name, class, w, acc, aux)| {
                     let lambda = decay_coefficient(class, wd, mult);
                     let step = FusedStep {
                         lr,
                         lambda: c(lambda),
                         stdz,
                     };
-                    let (sq, finite) = step.first_layer(w, acc, g, aux);
+                    let (sq, finite) = step.first_layer(w, acc, aux);
                     (name, lambda * sq, finite)
                 })
             },
@@ -190,22 +177,17 @@ struct FusedStep<'a, F> {
 }
 
 impl<F: Float> FusedStep<'_, F> {
-    /// AdaGrad on a first layer `w` (`D × H`) whose gradient is in split form: the sparse rows
-    /// in `g` (consumed and zeroed), the rank-one shift term from `aux`, and weight decay — one
-    /// pass over `w`, rows in parallel. Returns `(½‖w‖² before the step, all finite after)`.
+    /// AdaGrad on a first layer `w` (`D × H`) whose gradient is in split form in `aux` (the
+    /// touched rows, formed here row by row, and the rank-one shift term) with weight decay —
+    /// one pass over `w`, rows in parallel. Returns `(½‖w‖² before the step, all finite after)`.
     fn first_layer(
         &self,
         w: &mut Array2<F>,
         acc: &mut Array2<F>,
-        g: &mut Array2<F>,
         aux: &FirstLayerGrad<F>,
     ) -> (f64, bool) {
         let h = w.ncols();
         let (lr, lambda, colsum) = (self.lr, self.lambda, &aux.colsum[..]);
-        let mut touched = vec![false; w.nrows()];
-        for &d in &aux.touched {
-            touched[d as usize] = true;
-        }
         let chunk = 64;
         let zeros = vec![F::zero(); h];
         let parts: Vec<(f64, bool)> = w
@@ -217,31 +199,26 @@ impl<F: Float> FusedStep<'_, F> {
                     .expect("contiguous")
                     .par_chunks_mut(chunk * h),
             )
-            .zip(
-                g.as_slice_mut()
-                    .expect("contiguous")
-                    .par_chunks_mut(chunk * h),
-            )
             .enumerate()
-            .map(|(ci, ((w, acc), g))| {
+            .map(|(ci, (w, acc))| {
                 let mut sq = F::zero();
                 let mut finite = true;
-                for (ri, ((w, acc), g)) in w
+                let mut row = vec![F::zero(); h];
+                for (ri, (w, acc)) in w
                     .chunks_exact_mut(h)
                     .zip(acc.chunks_exact_mut(h))
-                    .zip(g.chunks_exact_mut(h))
                     .enumerate()
                 {
                     let d = ci * chunk + ri;
                     let ms: F = c((self.stdz.mean[d] * self.stdz.scale[d]) as f64);
-                    let sparse = touched[d];
-                    let gr: &[F] = if sparse { g } else { &zeros };
+                    let gr: &[F] = if aux.sparse_row(d, &mut row) {
+                        &row
+                    } else {
+                        &zeros
+                    };
                     let (rsq, rfinite) = adagrad_dispatch(w, acc, gr, ms, colsum, lambda, lr);
                     sq += rsq;
                     finite &= rfinite;
-                    if sparse {
-                        g.fill(F::zero());
-                    }
                 }
                 (0.5 * sq.to_f64().unwrap_or(f64::NAN), finite)
             })
@@ -784,8 +761,6 @@ fn run_epoch(
             Err(e) => return Err(e),
         };
         if !loss.total().is_finite() {
-            ws.grad_w1.discard(&mut grad.w1);
-            ws.grad_c1.discard(&mut grad.c1);
             if tc.skip_nonfinite_batches {
                 tracing::warn!(
                     phase,
