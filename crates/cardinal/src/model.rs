@@ -340,15 +340,58 @@ fn first_layer_row<F: Float>(
     for ((o, &b), &s) in o.iter_mut().zip(b).zip(shift) {
         *o = b - s;
     }
+    let h = o.len();
+    let ws = w.as_slice().expect("contiguous");
+    // Up to four non-zeros' products per pass over `o` (loaded and stored once, not once per
+    // non-zero); each output still adds them one by one in non-zero order.
+    let mut pend = [(ws, F::zero()); 4];
+    let mut np = 0;
     for (&d, &v) in idx.iter().zip(val) {
         let a: F = c((v * scale[d as usize]) as f64);
         if a == F::zero() {
             continue;
         }
-        let wr = w.row(d as usize);
-        for (o, &wv) in o.iter_mut().zip(wr.as_slice().expect("contiguous")) {
-            *o += a * wv;
+        pend[np] = (&ws[d as usize * h..][..h], a);
+        np += 1;
+        if np == 4 {
+            add_products(o, &pend);
+            np = 0;
         }
+    }
+    add_products(o, &pend[..np]);
+}
+
+/// `o += a_1 w_1`, then `+= a_2 w_2`, … for the `(w_m, a_m)` of `terms` (up to four), in one
+/// pass over `o`.
+#[inline(always)]
+fn add_products<F: Float>(o: &mut [F], terms: &[(&[F], F)]) {
+    let n = o.len();
+    match *terms {
+        [] => {}
+        [(w0, a0)] => {
+            for (o, &x0) in o.iter_mut().zip(&w0[..n]) {
+                *o += a0 * x0;
+            }
+        }
+        [(w0, a0), (w1, a1)] => {
+            let (w0, w1) = (&w0[..n], &w1[..n]);
+            for j in 0..n {
+                o[j] = o[j] + a0 * w0[j] + a1 * w1[j];
+            }
+        }
+        [(w0, a0), (w1, a1), (w2, a2)] => {
+            let (w0, w1, w2) = (&w0[..n], &w1[..n], &w2[..n]);
+            for j in 0..n {
+                o[j] = o[j] + a0 * w0[j] + a1 * w1[j] + a2 * w2[j];
+            }
+        }
+        [(w0, a0), (w1, a1), (w2, a2), (w3, a3)] => {
+            let (w0, w1, w2, w3) = (&w0[..n], &w1[..n], &w2[..n], &w3[..n]);
+            for j in 0..n {
+                o[j] = o[j] + a0 * w0[j] + a1 * w1[j] + a2 * w2[j] + a3 * w3[j];
+            }
+        }
+        _ => unreachable!("at most four terms"),
     }
 }
 
