@@ -449,16 +449,24 @@ pub fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec
 #[inline(always)]
 fn shift_columns<F: Float>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
     let n = s.len();
-    for (d, wr) in w.outer_iter().enumerate() {
+    let ws = w.as_slice().expect("contiguous");
+    let h = w.ncols();
+    // Up to four rows' products per pass over `s` (see `add_products`), rows in order.
+    let mut pend = [(ws, F::zero()); 4];
+    let mut np = 0;
+    for d in 0..w.nrows() {
         let ms: F = c((stdz.mean[d] * stdz.scale[d]) as f64);
         if ms == F::zero() {
             continue;
         }
-        let wr = wr.as_slice().expect("contiguous");
-        for (s, &wv) in s.iter_mut().zip(&wr[c0..c0 + n]) {
-            *s += ms * wv;
+        pend[np] = (&ws[d * h + c0..][..n], ms);
+        np += 1;
+        if np == 4 {
+            add_products(s, &pend);
+            np = 0;
         }
     }
+    add_products(s, &pend[..np]);
 }
 
 /// [`shift_columns`] compiled for AVX-512 when the CPU has it (a mul then an add per row, in
@@ -600,11 +608,13 @@ pub fn sparse_first_layer_backward<F: Float>(
 fn sparse_row<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
     let h = out.len();
     out.fill(F::zero());
-    for &(r, a) in entries {
-        let g = &dpre[r as usize * h..][..h];
-        for (o, &gv) in out.iter_mut().zip(g) {
-            *o += a * gv;
+    // Up to four rows' products per pass over `out` (see `add_products`), in batch order.
+    for group in entries.chunks(4) {
+        let mut terms = [(dpre, F::zero()); 4];
+        for (t, &(r, a)) in terms.iter_mut().zip(group) {
+            *t = (&dpre[r as usize * h..][..h], a);
         }
+        add_products(out, &terms[..group.len()]);
     }
 }
 
