@@ -340,22 +340,65 @@ fn first_layer_row<F: Float>(
     for ((o, &b), &s) in o.iter_mut().zip(b).zip(shift) {
         *o = b - s;
     }
+    let h = o.len();
+    let ws = w.as_slice().expect("contiguous");
+    // Up to four non-zeros' products per pass over `o` (loaded and stored once, not once per
+    // non-zero); each output still adds them one by one in non-zero order.
+    let mut pend = [(ws, F::zero()); 4];
+    let mut np = 0;
     for (&d, &v) in idx.iter().zip(val) {
         let a: F = c((v * scale[d as usize]) as f64);
         if a == F::zero() {
             continue;
         }
-        let wr = w.row(d as usize);
-        for (o, &wv) in o.iter_mut().zip(wr.as_slice().expect("contiguous")) {
-            *o += a * wv;
+        pend[np] = (&ws[d as usize * h..][..h], a);
+        np += 1;
+        if np == 4 {
+            add_products(o, &pend);
+            np = 0;
         }
+    }
+    add_products(o, &pend[..np]);
+}
+
+/// `o += a_1 w_1`, then `+= a_2 w_2`, … for the `(w_m, a_m)` of `terms` (up to four), in one
+/// pass over `o`.
+#[inline(always)]
+fn add_products<F: Float>(o: &mut [F], terms: &[(&[F], F)]) {
+    let n = o.len();
+    match *terms {
+        [] => {}
+        [(w0, a0)] => {
+            for (o, &x0) in o.iter_mut().zip(&w0[..n]) {
+                *o += a0 * x0;
+            }
+        }
+        [(w0, a0), (w1, a1)] => {
+            let (w0, w1) = (&w0[..n], &w1[..n]);
+            for j in 0..n {
+                o[j] = o[j] + a0 * w0[j] + a1 * w1[j];
+            }
+        }
+        [(w0, a0), (w1, a1), (w2, a2)] => {
+            let (w0, w1, w2) = (&w0[..n], &w1[..n], &w2[..n]);
+            for j in 0..n {
+                o[j] = o[j] + a0 * w0[j] + a1 * w1[j] + a2 * w2[j];
+            }
+        }
+        [(w0, a0), (w1, a1), (w2, a2), (w3, a3)] => {
+            let (w0, w1, w2, w3) = (&w0[..n], &w1[..n], &w2[..n], &w3[..n]);
+            for j in 0..n {
+                o[j] = o[j] + a0 * w0[j] + a1 * w1[j] + a2 * w2[j] + a3 * w3[j];
+            }
+        }
+        _ => unreachable!("at most four terms"),
     }
 }
 
 /// [`first_layer_row`] compiled for AVX-512 when the CPU has it (each output is a mul then an
 /// add per non-zero, in the same order in every width, never fused: the same numbers).
 #[allow(unsafe_code)]
-fn first_layer_row_dispatch<F: Float>(
+pub(crate) fn first_layer_row_dispatch<F: Float>(
     o: &mut [F],
     b: &[F],
     shift: &[F],
@@ -388,36 +431,111 @@ fn first_layer_row_dispatch<F: Float>(
 
 /// `(mean ⊙ scale)ᵀ W`, the constant part of a standardised first layer.
 pub fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec<F> {
-    let mut shift = vec![F::zero(); w.ncols()];
-    for (d, wr) in w.outer_iter().enumerate() {
+    let h = w.ncols();
+    let mut shift = vec![F::zero(); h];
+    // Column groups in parallel (one per thread): every column is still summed over the rows
+    // in order, so the numbers do not depend on the thread count.
+    let group = h
+        .div_ceil(rayon::current_num_threads())
+        .next_multiple_of(16);
+    shift
+        .par_chunks_mut(group.max(1))
+        .enumerate()
+        .for_each(|(gi, s)| shift_columns_dispatch(s, gi * group, stdz, &w));
+    shift
+}
+
+/// Columns `c0..c0 + s.len()` of [`first_layer_shift`], added into `s`.
+#[inline(always)]
+fn shift_columns<F: Float>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
+    let n = s.len();
+    let ws = w.as_slice().expect("contiguous");
+    let h = w.ncols();
+    // Up to four rows' products per pass over `s` (see `add_products`), rows in order.
+    let mut pend = [(ws, F::zero()); 4];
+    let mut np = 0;
+    for d in 0..w.nrows() {
         let ms: F = c((stdz.mean[d] * stdz.scale[d]) as f64);
         if ms == F::zero() {
             continue;
         }
-        for (s, &wv) in shift.iter_mut().zip(wr.iter()) {
-            *s += ms * wv;
+        pend[np] = (&ws[d * h + c0..][..n], ms);
+        np += 1;
+        if np == 4 {
+            add_products(s, &pend);
+            np = 0;
         }
     }
-    shift
+    add_products(s, &pend[..np]);
+}
+
+/// [`shift_columns`] compiled for AVX-512 when the CPU has it (a mul then an add per row, in
+/// row order, never fused: the same numbers in every width).
+#[allow(unsafe_code)]
+fn shift_columns_dispatch<F: Float>(
+    s: &mut [F],
+    c0: usize,
+    stdz: &Standardizer,
+    w: &ArrayView2<F>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn avx512<F: Float>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
+            shift_columns(s, c0, stdz, w)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports the feature the function is compiled for.
+            return unsafe { avx512(s, c0, stdz, w) };
+        }
+    }
+    shift_columns(s, c0, stdz, w)
 }
 
 /// The gradient of a standardised sparse first layer, split for speed: the batch touches few
-/// rows of `W`, whose sparse part is accumulated in the dense gradient buffer, while the
-/// standardisation shift adds a dense rank-one term `−(mean ⊙ scale) ⊗ colsum(∂ℓ/∂pre)` that
-/// is kept aside and applied where the gradient is consumed (see [`FirstLayerGrad::densify`]).
+/// rows of `W`, whose sparse part is kept as the batch's non-zeros grouped by feature together
+/// with `∂ℓ/∂pre` (a row is formed where it is consumed, see [`Self::sparse_row`]), while the
+/// standardisation shift adds a dense rank-one term `−(mean ⊙ scale) ⊗ colsum(∂ℓ/∂pre)`, also
+/// applied where the gradient is consumed (see [`FirstLayerGrad::densify`]).
 #[derive(Debug, Clone, Default)]
 pub struct FirstLayerGrad<F> {
     /// Rows of `W` holding a sparse contribution, sorted, distinct.
     pub touched: Vec<u32>,
     /// `colsum(∂ℓ/∂pre)`, which is also `∂ℓ/∂b`.
     pub colsum: Vec<F>,
-    mark: Vec<bool>,
+    /// `∂ℓ/∂pre` of the batch, `rows × H` row-major.
+    dpre: Vec<F>,
+    /// End of each feature's run in `entries` (its start is the previous feature's end; one
+    /// more entry, unused, at the end).
+    end: Vec<u32>,
+    /// `(row of the batch, x_d·scale_d)` of every non-zero product, by feature, rows in order.
+    entries: Vec<(u32, F)>,
 }
 
 impl<F: Float> FirstLayerGrad<F> {
-    /// Adds the rank-one shift term to every row of `dw`, making it the full gradient.
+    /// Writes row `d` of the sparse part of `∂ℓ/∂W` into `out` (length `H`) and returns true,
+    /// or returns false (leaving `out` alone) if the batch does not touch row `d`. The row
+    /// receives the batch rows' products in batch order, starting from zero.
+    pub fn sparse_row(&self, d: usize, out: &mut [F]) -> bool {
+        let start = if d == 0 { 0 } else { self.end[d - 1] as usize };
+        let end = self.end[d] as usize;
+        if start == end {
+            return false;
+        }
+        sparse_row_dispatch(out, &self.entries[start..end], &self.dpre);
+        true
+    }
+
+    /// Adds the sparse part and the rank-one shift term to `dw`, making a zero `dw` the full
+    /// gradient.
     pub fn densify(&self, stdz: &Standardizer, dw: &mut Array2<F>) {
+        let mut row = vec![F::zero(); dw.ncols()];
         for (d, mut wr) in dw.outer_iter_mut().enumerate() {
+            if self.sparse_row(d, &mut row) {
+                for (o, &g) in wr.iter_mut().zip(&row) {
+                    *o += g;
+                }
+            }
             let ms: F = c((stdz.mean[d] * stdz.scale[d]) as f64);
             if ms == F::zero() {
                 continue;
@@ -427,24 +545,15 @@ impl<F: Float> FirstLayerGrad<F> {
             }
         }
     }
-
-    /// Zeroes the touched rows of `dw` (restoring the all-zero precondition of
-    /// [`sparse_first_layer_backward`]) without consuming them.
-    pub fn discard(&self, dw: &mut Array2<F>) {
-        for &d in &self.touched {
-            dw.row_mut(d as usize).fill(F::zero());
-        }
-    }
 }
 
-/// Backward of [`sparse_first_layer`]: scatters the sparse part of `∂ℓ/∂W` into `dw` (which
-/// must be zero on entry), sets `∂ℓ/∂b`, and records the touched rows and the column sums.
+/// Backward of [`sparse_first_layer`]: sets `∂ℓ/∂b` and records the gradient of `W` in split
+/// form in `aux` (no dense buffer is written).
 pub fn sparse_first_layer_backward<F: Float>(
     x: &CsrMatrix,
     rows: &[usize],
     stdz: &Standardizer,
     dpre: ArrayView2<F>,
-    dw: &mut Array2<F>,
     db: &mut Array1<F>,
     aux: &mut FirstLayerGrad<F>,
 ) {
@@ -452,52 +561,79 @@ pub fn sparse_first_layer_backward<F: Float>(
     db.assign(&colsum);
     aux.colsum.clear();
     aux.colsum.extend(colsum.iter().copied());
-    aux.mark.clear();
-    aux.mark.resize(dw.nrows(), false);
-    aux.touched.clear();
+    aux.dpre.clear();
+    aux.dpre.extend(dpre.iter().copied());
+    // Counting sort of the batch's non-zero products by feature (rows in batch order): counts
+    // in `end[d + 1]`, their prefix sums, then `end[d]` as feature d's cursor.
+    let n_feat = stdz.scale.len();
+    let end = &mut aux.end;
+    end.clear();
+    end.resize(n_feat + 1, 0);
     for &row in rows {
         let (idx, val) = x.row(row);
         for (&d, &v) in idx.iter().zip(val) {
-            if v * stdz.scale[d as usize] != 0.0 && !aux.mark[d as usize] {
-                aux.mark[d as usize] = true;
-                aux.touched.push(d);
+            if v * stdz.scale[d as usize] != 0.0 {
+                end[d as usize + 1] += 1;
             }
         }
     }
-    // Feature rows of `dW` in parallel blocks; within a block every row still receives the
-    // batch rows' contributions in batch order (the same numbers for any thread count).
-    let (n_feat, h) = dw.dim();
-    let block = n_feat.div_ceil(4 * rayon::current_num_threads()).max(64);
-    let dpre = &dpre;
-    dw.as_slice_mut()
-        .expect("contiguous")
-        .par_chunks_mut(block * h)
-        .enumerate()
-        .for_each(|(bi, dwb)| {
-            let (d0, d1) = (bi * block, bi * block + dwb.len() / h.max(1));
-            for (r, &row) in rows.iter().enumerate() {
-                let g = dpre.row(r);
-                let g = g.as_slice().expect("contiguous");
-                let (idx, val) = x.row(row);
-                // `idx` is sorted: this block's features are one run of it.
-                let lo = idx.partition_point(|&d| (d as usize) < d0);
-                let hi = idx.partition_point(|&d| (d as usize) < d1);
-                for (&d, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
-                    let a: F = c((v * stdz.scale[d as usize]) as f64);
-                    if a == F::zero() {
-                        continue;
-                    }
-                    let wr = &mut dwb[(d as usize - d0) * h..][..h];
-                    for (o, &gv) in wr.iter_mut().zip(g) {
-                        *o += a * gv;
-                    }
-                }
-            }
-        });
-    for &d in &aux.touched {
-        aux.mark[d as usize] = false;
+    for d in 0..n_feat {
+        end[d + 1] += end[d];
     }
-    aux.touched.sort_unstable();
+    aux.entries.clear();
+    aux.entries.resize(end[n_feat] as usize, (0, F::zero()));
+    for (r, &row) in rows.iter().enumerate() {
+        let (idx, val) = x.row(row);
+        for (&d, &v) in idx.iter().zip(val) {
+            if v * stdz.scale[d as usize] != 0.0 {
+                let slot = &mut end[d as usize];
+                aux.entries[*slot as usize] = (r as u32, c((v * stdz.scale[d as usize]) as f64));
+                *slot += 1;
+            }
+        }
+    }
+    // `end[d]` is now the end of feature d's run.
+    aux.touched.clear();
+    let mut start = 0;
+    for (d, &e) in end[..n_feat].iter().enumerate() {
+        if e != start {
+            aux.touched.push(d as u32);
+        }
+        start = e;
+    }
+}
+
+/// One row of [`FirstLayerGrad::sparse_row`]: `out = Σ a·∂pre_r` over `entries`, from zero.
+#[inline(always)]
+fn sparse_row<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
+    let h = out.len();
+    out.fill(F::zero());
+    // Up to four rows' products per pass over `out` (see `add_products`), in batch order.
+    for group in entries.chunks(4) {
+        let mut terms = [(dpre, F::zero()); 4];
+        for (t, &(r, a)) in terms.iter_mut().zip(group) {
+            *t = (&dpre[r as usize * h..][..h], a);
+        }
+        add_products(out, &terms[..group.len()]);
+    }
+}
+
+/// [`sparse_row`] compiled for AVX-512 when the CPU has it (a mul then an add per product,
+/// never fused: the same numbers in every width).
+#[allow(unsafe_code)]
+fn sparse_row_dispatch<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn avx512<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
+            sparse_row(out, entries, dpre)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports the feature the function is compiled for.
+            return unsafe { avx512(out, entries, dpre) };
+        }
+    }
+    sparse_row(out, entries, dpre)
 }
 
 #[cfg(test)]

@@ -32,8 +32,9 @@ impl<F: Float> Adagrad<F> {
     }
 
     /// One update from a split-form gradient (see `Model::loss_and_sparse_grad`), with weight
-    /// decay fused in; leaves `grad.w1` and `grad.c1` zeroed for the next batch. Returns the
-    /// weight-decay loss before the step and the first tensor holding a non-finite value after.
+    /// decay fused in (`grad.w1` and `grad.c1` are not read: the first layers' gradients are in
+    /// `ws`). Returns the weight-decay loss before the step and the first tensor holding a
+    /// non-finite value after.
     pub fn step_fused(
         &mut self,
         model: &mut Model<F>,
@@ -47,53 +48,95 @@ impl<F: Float> Adagrad<F> {
             cfg.inference.learn_eta,
         );
         let lr = self.lr;
+        let stdz = &model.standardizer;
+        let Params {
+            w1,
+            b1,
+            w2,
+            b2,
+            wp,
+            we,
+            c1,
+            cb1,
+            c2,
+            cb2,
+            eta,
+        } = &mut model.params;
+        let a = &mut self.acc;
+        let first = [
+            ("unary.w1", Decay::Unary, w1, &mut a.w1, &ws.grad_w1),
+            ("card.w1", Decay::Other, c1, &mut a.c1, &ws.grad_c1),
+        ];
+        macro_rules! t {
+            ($name:expr, $class:expr, $f:ident) => {
+                (
+                    $name,
+                    $class,
+                    $f.as_slice_mut().expect("contiguous"),
+                    a.$f.as_slice_mut().expect("contiguous"),
+                    grad.$f.as_slice().expect("contiguous"),
+                )
+            };
+        }
+        // In `Params::update_with`'s order.
+        let others = [
+            t!("unary.b1", Decay::None, b1),
+            t!("unary.w2", Decay::Unary, w2),
+            t!("unary.b2", Decay::None, b2),
+            t!("energy.wp", Decay::Other, wp),
+            t!("energy.we", Decay::Other, we),
+            t!("card.b1", Decay::None, cb1),
+            t!("card.w2", Decay::Other, c2),
+            t!("card.b2", Decay::None, cb2),
+            t!("inference.eta", Decay::None, eta),
+        ];
+        // The first layers (each split over threads) and the other tensors side by side; the
+        // decay terms are then added in tensor order, as one pass would add them.
+        let (first, others) = rayon::join(
+            || {
+                first.map(|(name, class, w, acc, aux)| {
+                    let lambda = decay_coefficient(class, wd, mult);
+                    let step = FusedStep {
+                        lr,
+                        lambda: c(lambda),
+                        stdz,
+                    };
+                    let (sq, finite) = step.first_layer(w, acc, aux);
+                    (name, lambda * sq, finite)
+                })
+            },
+            || {
+                let mut zeros: Vec<F> = Vec::new();
+                others.map(|(name, class, w, acc, g)| {
+                    if name == "inference.eta" && !learn_eta {
+                        return (name, None, true);
+                    }
+                    let lambda = decay_coefficient(class, wd, mult);
+                    zeros.resize(zeros.len().max(w.len()), F::zero());
+                    let (sq, finite) =
+                        adagrad_dispatch(w, acc, g, F::zero(), &zeros[..w.len()], c(lambda), lr);
+                    (
+                        name,
+                        Some(0.5 * lambda * sq.to_f64().unwrap_or(f64::NAN)),
+                        finite,
+                    )
+                })
+            },
+        );
         let mut decay = 0.0;
         let mut bad = None;
-        let p = &mut model.params;
-        for (name, class, w, acc, g, aux) in [
-            (
-                "unary.w1",
-                Decay::Unary,
-                &mut p.w1,
-                &mut self.acc.w1,
-                &mut grad.w1,
-                &ws.grad_w1,
-            ),
-            (
-                "card.w1",
-                Decay::Other,
-                &mut p.c1,
-                &mut self.acc.c1,
-                &mut grad.c1,
-                &ws.grad_c1,
-            ),
-        ] {
-            let lambda = decay_coefficient(class, wd, mult);
-            let step = FusedStep {
-                lr,
-                lambda: c(lambda),
-                stdz: &model.standardizer,
-            };
-            let (sq, finite) = step.first_layer(w, acc, g, aux);
-            decay += lambda * sq;
+        for (name, term, finite) in first
+            .into_iter()
+            .map(|(n, t, f)| (n, Some(t), f))
+            .chain(others)
+        {
+            if let Some(t) = term {
+                decay += t;
+            }
             if !finite && bad.is_none() {
                 bad = Some(name);
             }
         }
-        let mut zeros: Vec<F> = Vec::new();
-        p.update_with(&mut self.acc, grad, |name, w, acc, g, class| {
-            if name == "unary.w1" || name == "card.w1" || (name == "inference.eta" && !learn_eta) {
-                return;
-            }
-            let lambda = decay_coefficient(class, wd, mult);
-            zeros.resize(zeros.len().max(w.len()), F::zero());
-            let (sq, finite) =
-                adagrad_dispatch(w, acc, g, F::zero(), &zeros[..w.len()], c(lambda), lr);
-            decay += 0.5 * lambda * sq.to_f64().unwrap_or(f64::NAN);
-            if !finite && bad.is_none() {
-                bad = Some(name);
-            }
-        });
         (decay, bad)
     }
 
@@ -134,22 +177,17 @@ struct FusedStep<'a, F> {
 }
 
 impl<F: Float> FusedStep<'_, F> {
-    /// AdaGrad on a first layer `w` (`D × H`) whose gradient is in split form: the sparse rows
-    /// in `g` (consumed and zeroed), the rank-one shift term from `aux`, and weight decay — one
-    /// pass over `w`, rows in parallel. Returns `(½‖w‖² before the step, all finite after)`.
+    /// AdaGrad on a first layer `w` (`D × H`) whose gradient is in split form in `aux` (the
+    /// touched rows, formed here row by row, and the rank-one shift term) with weight decay —
+    /// one pass over `w`, rows in parallel. Returns `(½‖w‖² before the step, all finite after)`.
     fn first_layer(
         &self,
         w: &mut Array2<F>,
         acc: &mut Array2<F>,
-        g: &mut Array2<F>,
         aux: &FirstLayerGrad<F>,
     ) -> (f64, bool) {
         let h = w.ncols();
         let (lr, lambda, colsum) = (self.lr, self.lambda, &aux.colsum[..]);
-        let mut touched = vec![false; w.nrows()];
-        for &d in &aux.touched {
-            touched[d as usize] = true;
-        }
         let chunk = 64;
         let zeros = vec![F::zero(); h];
         let parts: Vec<(f64, bool)> = w
@@ -161,31 +199,26 @@ impl<F: Float> FusedStep<'_, F> {
                     .expect("contiguous")
                     .par_chunks_mut(chunk * h),
             )
-            .zip(
-                g.as_slice_mut()
-                    .expect("contiguous")
-                    .par_chunks_mut(chunk * h),
-            )
             .enumerate()
-            .map(|(ci, ((w, acc), g))| {
+            .map(|(ci, (w, acc))| {
                 let mut sq = F::zero();
                 let mut finite = true;
-                for (ri, ((w, acc), g)) in w
+                let mut row = vec![F::zero(); h];
+                for (ri, (w, acc)) in w
                     .chunks_exact_mut(h)
                     .zip(acc.chunks_exact_mut(h))
-                    .zip(g.chunks_exact_mut(h))
                     .enumerate()
                 {
                     let d = ci * chunk + ri;
                     let ms: F = c((self.stdz.mean[d] * self.stdz.scale[d]) as f64);
-                    let sparse = touched[d];
-                    let gr: &[F] = if sparse { g } else { &zeros };
+                    let gr: &[F] = if aux.sparse_row(d, &mut row) {
+                        &row
+                    } else {
+                        &zeros
+                    };
                     let (rsq, rfinite) = adagrad_dispatch(w, acc, gr, ms, colsum, lambda, lr);
                     sq += rsq;
                     finite &= rfinite;
-                    if sparse {
-                        g.fill(F::zero());
-                    }
                 }
                 (0.5 * sq.to_f64().unwrap_or(f64::NAN), finite)
             })
@@ -728,8 +761,6 @@ fn run_epoch(
             Err(e) => return Err(e),
         };
         if !loss.total().is_finite() {
-            ws.grad_w1.discard(&mut grad.w1);
-            ws.grad_c1.discard(&mut grad.c1);
             if tc.skip_nonfinite_batches {
                 tracing::warn!(
                     phase,

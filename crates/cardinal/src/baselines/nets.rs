@@ -158,10 +158,11 @@ impl<'a, F: Float> Mlp<'a, F> {
         }
         let act = self.act;
         m.dh.zip_mut_with(&m.pre, |d, &a| *d *= act3(act, a).1);
-        // The library's sparse backward writes into a zeroed buffer: scatter there, then add.
+        // The library's sparse backward keeps the gradient in split form: make it whole in a
+        // zeroed buffer, then add.
         let mut dw = Array2::zeros(self.w1.dim());
         let mut db = Array1::zeros(self.w1.ncols());
-        sparse_first_layer_backward(x, rows, stdz, m.dh.view(), &mut dw, &mut db, &mut m.aux);
+        sparse_first_layer_backward(x, rows, stdz, m.dh.view(), &mut db, &mut m.aux);
         m.aux.densify(stdz, &mut dw);
         *g.w1 += &dw;
         *g.b1 += &db;
