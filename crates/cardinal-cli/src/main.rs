@@ -66,16 +66,22 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    if let Some(n) = cli.threads {
-        if let Err(e) = rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build_global()
-        {
-            eprintln!("error: cannot set up {n} threads: {e}");
-            return ExitCode::FAILURE;
-        }
+    // 0: rayon's default (RAYON_NUM_THREADS, else one per core). The main thread's stack
+    // size, since the whole command runs on a worker.
+    let threads = cli.threads.map_or(0, |n| n.max(1));
+    if let Err(e) = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .stack_size(8 << 20)
+        .build_global()
+    {
+        eprintln!("error: cannot set up {threads} threads: {e}");
+        return ExitCode::FAILURE;
     }
-    let result = match &cli.command {
+    // The command runs on a worker of the pool (`scope` from outside the pool moves its body
+    // there): a batch has dozens of short parallel sections, and entered from the main thread
+    // each one woke a worker and put the main thread to sleep (futex calls were 6-8 % of a
+    // one-thread training epoch, RESULTS §5).
+    let result = rayon::scope(|_| match &cli.command {
         Command::Data(a) => data_cmd::run(a),
         Command::Train(a) => model_cmd::train(a),
         Command::Eval(a) => model_cmd::eval(a),
@@ -84,7 +90,7 @@ fn main() -> ExitCode {
         Command::Project(a) => project_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(a),
         Command::Reproduce(a) => reproduce_cmd::run(a),
-    };
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
