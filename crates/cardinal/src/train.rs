@@ -892,6 +892,29 @@ mod tests {
         }
     }
 
+    /// The default preset's promise (issue 8): after training, every row's last iterate lies
+    /// in `C(z)`, `Σ y_T = z` and `0 ≤ y_T ≤ 1`, with `z` the predicted count. Fails if the
+    /// default loses its final feasible projection.
+    #[test]
+    fn the_default_satisfies_the_constraint() {
+        let data = tiny();
+        let mut cfg = Config::predict();
+        cfg.model.hidden = 6;
+        cfg.model.card_hidden = 5;
+        cfg.inference.steps = 3;
+        cfg.train.epochs = 3;
+        cfg.train.batch_size = 5;
+        cfg.train.patience = 0;
+        let model = train(&data, &cfg, &mut |_| {}).unwrap().model;
+        let out = crate::eval::predict(&model, &data.features, 7).unwrap();
+        let l = data.labels.n_labels;
+        for (y, &z) in out.y.chunks_exact(l).zip(&out.z) {
+            let sum: f32 = y.iter().sum();
+            assert!((sum - z).abs() <= 1e-3, "sum {sum} vs z {z}");
+            assert!(y.iter().all(|&v| (0.0..=1.0).contains(&v)), "{y:?}");
+        }
+    }
+
     /// The fused optimiser step (split gradient, decay folded in) equals the plain step on the
     /// complete gradient.
     #[test]
