@@ -538,6 +538,10 @@ pub struct BlockTape<F: Float, const N: usize = LANES> {
     d: Vec<Lanes<F, N>>,
     fwd: LanesScratch<F, N>,
     bwd: LanesVjpScratch<F, N>,
+    /// Per lane: the final projection's tape (if any), and a row's worth of scratch.
+    final_tapes: Vec<<AnyProjector as Projector<F>>::Tape>,
+    row: Vec<F>,
+    row_out: Vec<F>,
     /// This block's energy gradients `∂ℓ/∂Wp` (`L × E`) and `∂ℓ/∂w2` (`E`), and scratch.
     pub gwp: Array2<F>,
     pub gwe: Vec<F>,
@@ -575,6 +579,9 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
             d: Vec::new(),
             fwd: LanesScratch::default(),
             bwd: LanesVjpScratch::default(),
+            final_tapes: Vec::new(),
+            row: Vec::new(),
+            row_out: Vec::new(),
             gwp: Array2::zeros((0, 0)),
             gwe: Vec::new(),
             energy_s: Vec::new(),
@@ -635,7 +642,8 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
 
 impl<F: Float> Unroll<'_, F> {
     /// The training forward pass of a block of up to `N` rows in lockstep (soft Dykstra
-    /// steps, `lanes` with the rounds of `self.projector`; no final projection): records the
+    /// steps, `lanes` with the rounds of `self.projector`; the final projection, if any, row
+    /// by row on `y_T`): records the
     /// tape and each row's loss `−Σ_t weights[t−1]·F1(y_t, gold(r))` (the relaxed F1 of
     /// [`soft_f1`]). `u` holds the rows' unary scores (`rows × L`), `z` their counts. The same
     /// numbers as [`Self::forward_row`] followed by `soft_f1`, to rounding.
@@ -706,10 +714,6 @@ impl<F: Float> Unroll<'_, F> {
         let (l, e, steps) = (self.l(), self.e(), self.steps);
         let rows = z.len();
         assert!((1..=N).contains(&rows) && u.len() == rows * l && weights.len() == steps);
-        assert!(
-            self.final_projector.is_none(),
-            "no final projection in lockstep"
-        );
         let (zero, one, two) = (F::zero(), F::one(), F::one() + F::one());
         t.rows = rows;
         t.dims = [l, e, steps];
@@ -766,6 +770,22 @@ impl<F: Float> Unroll<'_, F> {
                 Some((&mut t.masks, step, steps)),
             );
             lanes.forward_tape(&t.x, &t.zl, &mut t.y, &mut t.proj[step], &mut t.fwd)?;
+            if let (Some(fp), true) = (self.final_projector, step + 1 == steps) {
+                // y_T replaced by its final projection, row by row (every lane: spare lanes
+                // hold a valid copy of row 0).
+                t.final_tapes.resize_with(N, Default::default);
+                t.row.resize(l, zero);
+                t.row_out.resize(l, zero);
+                for w in 0..N {
+                    for (r, y) in t.row.iter_mut().zip(&t.y) {
+                        *r = y[w];
+                    }
+                    fp.forward(&t.row, t.zl[w], &mut t.row_out, &mut t.final_tapes[w])?;
+                    for (y, &r) in t.y.iter_mut().zip(&t.row_out) {
+                        y[w] = r;
+                    }
+                }
+            }
             // The relaxed F1 of y_t and its gradient's two coefficients, as `soft_f1` computes
             // them (the same order of sums).
             let mut sum_y = [zero; N];
@@ -875,6 +895,18 @@ impl<F: Float> Unroll<'_, F> {
             // Flat: per lane vector, LLVM would vectorise across entries with gathers.
             for (gy, &d) in t.gy.as_flattened_mut().iter_mut().zip(t.d.as_flattened()) {
                 *gy += d;
+            }
+            if let (Some(fp), true) = (self.final_projector, step + 1 == steps) {
+                // Through the final projection of y_T, row by row.
+                for w in 0..N {
+                    for (r, gy) in t.row.iter_mut().zip(&t.gy) {
+                        *r = gy[w];
+                    }
+                    gz[w] += fp.vjp(&t.final_tapes[w], &t.row, &mut t.row_out);
+                    for (gy, &r) in t.gy.iter_mut().zip(&t.row_out) {
+                        gy[w] = r;
+                    }
+                }
             }
             let gzt = lanes.vjp(&t.proj[step], &t.gy, &mut t.gyp, &mut t.bwd);
             for w in 0..N {
@@ -1245,84 +1277,89 @@ mod tests {
                 })
                 .collect();
             let weights: Vec<f64> = (1..=steps).map(|t| 0.1 + t as f64 / 10.0).collect();
-            let un = Unroll {
-                wpt: wpt.view(),
-                we: &we,
-                eta: 0.2,
-                momentum: 0.9,
-                steps,
-                projector: &projector,
-                final_projector: None,
-                mirror: false,
-            };
-            let mut bt = BlockTape::<f64, N>::default();
-            un.forward_block_tape(&lanes, &u, &z, |r| &golds[r], &weights, &mut bt)
-                .unwrap();
-            un.backward_block(&lanes, &mut bt);
-            un.energy_block(&mut bt);
-            // The portable body computes the very same numbers as the dispatched variant.
-            let mut portable = BlockTape::<f64, N>::default();
-            un.forward_block_tape_impl(&lanes, &u, &z, |r| &golds[r], &weights, &mut portable)
-                .unwrap();
-            un.backward_block_impl(&lanes, &mut portable);
-            let mut tape = RowTape::default();
-            // The energy gradients the pipeline forms from the per-row adjoints and masks.
-            let (mut gwp, mut gwe) = (Array2::<f64>::zeros((l, e)), vec![0.0; e]);
-            let (mut gu, mut ggs, mut masks) =
-                (vec![0.0; l], vec![0.0; steps * l], vec![0.0; steps * e]);
-            let (mut bgu, mut bggs, mut bmasks) = (gu.clone(), ggs.clone(), masks.clone());
-            let (mut pgu, mut pggs, mut pmasks) = (gu.clone(), ggs.clone(), masks.clone());
-            let close = |what: &str, r: usize, a: f64, b: f64| {
-                assert!(
-                    (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
-                    "N {N} case {case} row {r} {what}: {a} vs {b}"
-                );
-            };
-            for r in 0..rows {
-                un.forward_row(&u[r * l..(r + 1) * l], z[r], &mut tape)
+            // Without and with a final projection of y_T (the default's entropic one).
+            let smooth = AnyProjector::new(Method::Smooth, 2, 20).with_eps(0.05);
+            for final_projector in [None, Some(&smooth)] {
+                let fin = final_projector.is_some();
+                let un = Unroll {
+                    wpt: wpt.view(),
+                    we: &we,
+                    eta: 0.2,
+                    momentum: 0.9,
+                    steps,
+                    projector: &projector,
+                    final_projector,
+                    mirror: false,
+                };
+                let mut bt = BlockTape::<f64, N>::default();
+                un.forward_block_tape(&lanes, &u, &z, |r| &golds[r], &weights, &mut bt)
                     .unwrap();
-                let mut gys = vec![0.0; steps * l];
-                let mut loss = 0.0;
-                for t in 1..=steps {
-                    let w = weights[t - 1];
-                    let gy = &mut gys[(t - 1) * l..t * l];
-                    loss -= w * soft_f1(tape.y(t, l), &golds[r], Some((gy, -w)));
-                }
-                let (gz, geta) = un.backward_row(&mut tape, &gys, &mut gu, &mut ggs);
-                masks.copy_from_slice(&tape.masks[..steps * e]);
-                bt.write_row(r, &mut bgu, &mut bggs, &mut bmasks);
-                portable.write_row(r, &mut pgu, &mut pggs, &mut pmasks);
-                assert_eq!(
-                    (&bgu, &bggs, &bmasks, bt.loss(r), bt.grads(r)),
-                    (&pgu, &pggs, &pmasks, portable.loss(r), portable.grads(r))
-                );
-                close("loss", r, bt.loss(r), loss);
-                close("gz", r, bt.grads(r).0, gz);
-                close("geta", r, bt.grads(r).1, geta);
-                for i in 0..l {
-                    close("y0", r, bt.y0(r, i), tape.y(0, l)[i]);
-                    close("gu", r, bgu[i], gu[i]);
-                }
-                for (j, (&a, &b)) in bggs.iter().zip(&ggs).enumerate() {
-                    close(&format!("ggs[{j}]"), r, a, b);
-                }
-                assert_eq!(bmasks, masks, "case {case} row {r} masks");
-                for t in 0..steps {
-                    for k in 0..e {
-                        let m = masks[t * e + k];
-                        for i in 0..l {
-                            let g = ggs[t * l + i];
-                            gwp[[i, k]] += g * we[k] * m;
-                            gwe[k] += m * wpt[[k, i]] * g;
+                un.backward_block(&lanes, &mut bt);
+                un.energy_block(&mut bt);
+                // The portable body computes the very same numbers as the dispatched variant.
+                let mut portable = BlockTape::<f64, N>::default();
+                un.forward_block_tape_impl(&lanes, &u, &z, |r| &golds[r], &weights, &mut portable)
+                    .unwrap();
+                un.backward_block_impl(&lanes, &mut portable);
+                let mut tape = RowTape::default();
+                // The energy gradients the pipeline forms from the per-row adjoints and masks.
+                let (mut gwp, mut gwe) = (Array2::<f64>::zeros((l, e)), vec![0.0; e]);
+                let (mut gu, mut ggs, mut masks) =
+                    (vec![0.0; l], vec![0.0; steps * l], vec![0.0; steps * e]);
+                let (mut bgu, mut bggs, mut bmasks) = (gu.clone(), ggs.clone(), masks.clone());
+                let (mut pgu, mut pggs, mut pmasks) = (gu.clone(), ggs.clone(), masks.clone());
+                let close = |what: &str, r: usize, a: f64, b: f64| {
+                    assert!(
+                        (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
+                        "N {N} case {case} final {fin} row {r} {what}: {a} vs {b}"
+                    );
+                };
+                for r in 0..rows {
+                    un.forward_row(&u[r * l..(r + 1) * l], z[r], &mut tape)
+                        .unwrap();
+                    let mut gys = vec![0.0; steps * l];
+                    let mut loss = 0.0;
+                    for t in 1..=steps {
+                        let w = weights[t - 1];
+                        let gy = &mut gys[(t - 1) * l..t * l];
+                        loss -= w * soft_f1(tape.y(t, l), &golds[r], Some((gy, -w)));
+                    }
+                    let (gz, geta) = un.backward_row(&mut tape, &gys, &mut gu, &mut ggs);
+                    masks.copy_from_slice(&tape.masks[..steps * e]);
+                    bt.write_row(r, &mut bgu, &mut bggs, &mut bmasks);
+                    portable.write_row(r, &mut pgu, &mut pggs, &mut pmasks);
+                    assert_eq!(
+                        (&bgu, &bggs, &bmasks, bt.loss(r), bt.grads(r)),
+                        (&pgu, &pggs, &pmasks, portable.loss(r), portable.grads(r))
+                    );
+                    close("loss", r, bt.loss(r), loss);
+                    close("gz", r, bt.grads(r).0, gz);
+                    close("geta", r, bt.grads(r).1, geta);
+                    for i in 0..l {
+                        close("y0", r, bt.y0(r, i), tape.y(0, l)[i]);
+                        close("gu", r, bgu[i], gu[i]);
+                    }
+                    for (j, (&a, &b)) in bggs.iter().zip(&ggs).enumerate() {
+                        close(&format!("ggs[{j}]"), r, a, b);
+                    }
+                    assert_eq!(bmasks, masks, "case {case} row {r} masks");
+                    for t in 0..steps {
+                        for k in 0..e {
+                            let m = masks[t * e + k];
+                            for i in 0..l {
+                                let g = ggs[t * l + i];
+                                gwp[[i, k]] += g * we[k] * m;
+                                gwe[k] += m * wpt[[k, i]] * g;
+                            }
                         }
                     }
                 }
-            }
-            for ((i, k), &x) in gwp.indexed_iter() {
-                close(&format!("gwp[{i},{k}]"), 0, bt.gwp[[i, k]], x);
-            }
-            for k in 0..e {
-                close(&format!("gwe[{k}]"), 0, bt.gwe[k], gwe[k]);
+                for ((i, k), &x) in gwp.indexed_iter() {
+                    close(&format!("gwp[{i},{k}]"), 0, bt.gwp[[i, k]], x);
+                }
+                for k in 0..e {
+                    close(&format!("gwe[{k}]"), 0, bt.gwe[k], gwe[k]);
+                }
             }
         }
     }

@@ -576,7 +576,6 @@ impl<F: Float> Model<F> {
         let inf = &cfg.inference;
         let mut lockstep = projector.method == Method::DykstraSoft
             && !inf.mirror
-            && final_projector.is_none()
             && steps > 0
             && l <= LOCKSTEP_MAX_LABELS;
         let nb = b.div_ceil(TRAIN_LANES);
