@@ -232,6 +232,15 @@ impl<F: Float> Model<F> {
         }
     }
 
+    /// Whether inference runs in lockstep blocks ([`Unroll::forward_block`]): soft Dykstra
+    /// steps (with any final projection), no mirror ascent, up to [`LOCKSTEP_MAX_LABELS`].
+    fn lockstep_inference(&self) -> bool {
+        let inf = &self.config.inference;
+        inf.test_projection == Method::DykstraSoft
+            && !inf.mirror
+            && self.n_labels() <= LOCKSTEP_MAX_LABELS
+    }
+
     /// Inference over `rows` of `x` in batches of `batch` rows; appends to `out`. The same
     /// numbers as [`Self::forward`] per batch, with the per-model work done once.
     pub fn forward_batched(
@@ -249,8 +258,7 @@ impl<F: Float> Model<F> {
             first_layer_shift(stdz, p.c1.view()),
         ]);
         let l = self.n_labels();
-        let inf = &self.config.inference;
-        if inf.test_projection == Method::DykstraSoft && l <= LOCKSTEP_MAX_LABELS {
+        if self.lockstep_inference() {
             let result = self.forward_blocks(x, rows, batch, ws, out);
             ws.shifts = None;
             return result;
@@ -400,7 +408,7 @@ impl<F: Float> Model<F> {
         let u = ws.u.as_slice().unwrap();
         let z = &ws.z;
         let inf = &self.config.inference;
-        if inf.test_projection == Method::DykstraSoft && !inf.mirror && l <= LOCKSTEP_MAX_LABELS {
+        if self.lockstep_inference() {
             // Blocks of INFER_LANES rows in lockstep (fixed blocks: the same numbers for any thread
             // count); a block that fails is rerun row by row for the row's own error.
             let lanes = SoftDykstraLanes::new(inf.rounds, l);

@@ -915,6 +915,24 @@ mod tests {
         }
     }
 
+    /// Mirror ascent is honoured at inference whatever the projection: with soft Dykstra steps
+    /// (the lockstep kernels' projection, which has no mirror form) it must take the per-row
+    /// path, and so differ from the same model without it.
+    #[test]
+    fn mirror_ascent_is_honoured_at_inference() {
+        let data = tiny();
+        let mut cfg = Config::paper();
+        cfg.model.hidden = 6;
+        cfg.model.card_hidden = 5;
+        cfg.inference.steps = 3;
+        cfg.inference.eta = 0.5;
+        let mut model = init_model(&data, &cfg).unwrap();
+        let plain = crate::eval::predict(&model, &data.features, 7).unwrap();
+        model.config.inference.mirror = true;
+        let mirror = crate::eval::predict(&model, &data.features, 7).unwrap();
+        assert_ne!(plain.y, mirror.y);
+    }
+
     /// The fused optimiser step (split gradient, decay folded in) equals the plain step on the
     /// complete gradient.
     #[test]
