@@ -12,6 +12,7 @@
 pub use cardinal_data::{data, metrics};
 pub use cardinal_proj as proj;
 
+pub mod active_wait;
 pub mod baselines;
 pub mod checkpoint;
 pub mod config;

@@ -7,6 +7,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
+use crate::active_wait::run_with_active_workers;
 use crate::config::{resolve_counts, Config};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -608,16 +609,18 @@ pub fn run(
                 state.progress.order = rows.clone();
             }
             let epoch = state.progress.epochs_done + 1;
-            let record = run_epoch(
-                train,
-                dev.as_ref(),
-                &mut state,
-                phase,
-                epoch,
-                &mut ws,
-                &mut grad,
-                on_event,
-            )?;
+            let record = run_with_active_workers(|| {
+                run_epoch(
+                    train,
+                    dev.as_ref(),
+                    &mut state,
+                    phase,
+                    epoch,
+                    &mut ws,
+                    &mut grad,
+                    on_event,
+                )
+            })?;
             on_event(Event::Epoch(&record));
             let p = &mut state.progress;
             p.epochs_done = epoch;
@@ -853,7 +856,8 @@ pub fn epoch_over_all(
     if state.progress.order.len() != train.n_rows() {
         state.progress.order = (0..train.n_rows()).collect();
     }
-    let record = run_epoch(train, None, state, 2, 1, ws, grad, &mut |_| {})?;
+    let record =
+        run_with_active_workers(|| run_epoch(train, None, state, 2, 1, ws, grad, &mut |_| {}))?;
     Ok(record.loss)
 }
 
