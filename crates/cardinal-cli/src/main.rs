@@ -28,9 +28,20 @@ struct Cli {
     /// Worker threads (default: all cores). Results are identical for any thread count.
     #[arg(long, global = true, value_name = "N")]
     threads: Option<usize>,
+    /// While training, idle worker threads poll for work (`active`, like OpenMP's
+    /// OMP_WAIT_POLICY=ACTIVE: faster on two or more threads) or sleep (`passive`: leaves the
+    /// cores to other programs). Results are identical either way.
+    #[arg(long, global = true, value_name = "POLICY", default_value = "active")]
+    wait: WaitPolicy,
     /// More log output (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum WaitPolicy {
+    Active,
+    Passive,
 }
 
 #[derive(Debug, Subcommand)]
@@ -66,6 +77,7 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    cardinal::active_wait::set_enabled(matches!(cli.wait, WaitPolicy::Active));
     // 0: rayon's default (RAYON_NUM_THREADS, else one per core). The main thread's stack
     // size, since the whole command runs on a worker.
     let threads = cli.threads.map_or(0, |n| n.max(1));

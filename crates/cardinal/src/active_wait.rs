@@ -9,11 +9,19 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Turns active waiting on (the default) or off for the whole process: off, the other workers
+/// sleep between parallel sections as rayon's do, leaving the cores to other programs.
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
 /// Runs `f` on the current rayon worker while the pool's other workers poll for jobs instead of
-/// sleeping. With one thread it just runs `f`.
+/// sleeping. With one thread, or with active waiting off ([`set_enabled`]), it just runs `f`.
 pub fn run_with_active_workers<R>(f: impl FnOnce() -> R) -> R {
     let others = rayon::current_num_threads().saturating_sub(1);
-    if others == 0 {
+    if others == 0 || !ENABLED.load(Ordering::Relaxed) {
         return f();
     }
     let done = AtomicBool::new(false);
@@ -78,5 +86,10 @@ mod tests {
         }
         // From a thread outside any pool (the global pool's workers poll).
         assert_eq!(run_with_active_workers(work), expected);
+        // Turned off (`--wait passive`): the closure alone, the same result.
+        set_enabled(false);
+        let passive = run_with_active_workers(work);
+        set_enabled(true);
+        assert_eq!(passive, expected);
     }
 }
