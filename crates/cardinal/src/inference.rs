@@ -205,11 +205,10 @@ impl<F: Float> Unroll<'_, F> {
         tape.gv.resize(l, F::zero());
         tape.gyp.resize(l, F::zero());
         gu.fill(F::zero());
-        let (mut gz, mut geta) = (F::zero(), F::zero());
         if self.mirror {
-            let (gz, geta) = self.backward_row_mirror(tape, gys, gu, ggs);
-            return (gz, geta);
+            return self.backward_row_mirror(tape, gys, gu, ggs);
         }
+        let (mut gz, mut geta) = (F::zero(), F::zero());
         for t in (0..steps).rev() {
             for (gy, &d) in tape.gy.iter_mut().zip(&gys[t * l..(t + 1) * l]) {
                 *gy += d;
@@ -272,6 +271,20 @@ impl<F: Float> Unroll<'_, F> {
             *gu += ga;
         }
         (gz, geta)
+    }
+}
+
+/// Lane `w` of `lanes` (one value per label) written out as a row.
+fn lane_to_row<F: Copy, const N: usize>(lanes: &[Lanes<F, N>], w: usize, row: &mut [F]) {
+    for (r, x) in row.iter_mut().zip(lanes) {
+        *r = x[w];
+    }
+}
+
+/// `row` written into lane `w` of `lanes`.
+fn row_to_lane<F: Copy, const N: usize>(row: &[F], w: usize, lanes: &mut [Lanes<F, N>]) {
+    for (x, &r) in lanes.iter_mut().zip(row) {
+        x[w] = r;
     }
 }
 
@@ -609,9 +622,7 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
 
     /// Copies row `r`'s `∂ℓ/∂u` out of the lanes.
     pub fn write_gu(&self, r: usize, gu: &mut [F]) {
-        for (o, x) in gu.iter_mut().zip(&self.gu) {
-            *o = x[r];
-        }
+        lane_to_row(&self.gu, r, gu);
     }
 
     /// Entry `i` of row `r`'s `y_0 = σ(u)`.
@@ -625,9 +636,7 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
     /// `gu` ([`Self::write_gu`]): the energy gradients are formed in lanes
     /// ([`Unroll::energy_block`]).
     pub fn write_row(&self, r: usize, gu: &mut [F], ggs: &mut [F], masks: &mut [F]) {
-        for (o, x) in gu.iter_mut().zip(&self.gu) {
-            *o = x[r];
-        }
+        lane_to_row(&self.gu, r, gu);
         let [l, e, steps] = self.dims;
         for t in 0..steps {
             for i in 0..l {
@@ -777,13 +786,9 @@ impl<F: Float> Unroll<'_, F> {
                 t.row.resize(l, zero);
                 t.row_out.resize(l, zero);
                 for w in 0..N {
-                    for (r, y) in t.row.iter_mut().zip(&t.y) {
-                        *r = y[w];
-                    }
+                    lane_to_row(&t.y, w, &mut t.row);
                     fp.forward(&t.row, t.zl[w], &mut t.row_out, &mut t.final_tapes[w])?;
-                    for (y, &r) in t.y.iter_mut().zip(&t.row_out) {
-                        y[w] = r;
-                    }
+                    row_to_lane(&t.row_out, w, &mut t.y);
                 }
             }
             // The relaxed F1 of y_t and its gradient's two coefficients, as `soft_f1` computes
@@ -899,13 +904,9 @@ impl<F: Float> Unroll<'_, F> {
             if let (Some(fp), true) = (self.final_projector, step + 1 == steps) {
                 // Through the final projection of y_T, row by row.
                 for w in 0..N {
-                    for (r, gy) in t.row.iter_mut().zip(&t.gy) {
-                        *r = gy[w];
-                    }
+                    lane_to_row(&t.gy, w, &mut t.row);
                     gz[w] += fp.vjp(&t.final_tapes[w], &t.row, &mut t.row_out);
-                    for (gy, &r) in t.gy.iter_mut().zip(&t.row_out) {
-                        gy[w] = r;
-                    }
+                    row_to_lane(&t.row_out, w, &mut t.gy);
                 }
             }
             let gzt = lanes.vjp(&t.proj[step], &t.gy, &mut t.gyp, &mut t.bwd);

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::config::{Config, IterateWeights, ZMode};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::{Error, Result};
-use crate::inference::{sigmoid, soft_f1, BlockScratch, BlockTape, RowTape, Unroll};
+use crate::inference::{soft_f1, BlockScratch, BlockTape, RowTape, Unroll};
 use crate::model::{
     c, first_layer_row_dispatch, first_layer_shift, sparse_first_layer_backward, Decay,
     FirstLayerGrad, Float, Params, Standardizer,
@@ -533,15 +533,21 @@ impl<F: Float> Model<F> {
         let z = &ws.z;
         let gold = |r: usize| labels.row(rows[r]);
         // BCE(σ(u), y*) summed over labels, added to row r's `gu`: ∂/∂u = σ(u) − y*.
-        let bce = |r: usize, y0: &dyn Fn(usize) -> F, gu: &mut [F]| -> F {
+        let bce = |r: usize, gu: &mut [F]| -> F {
             let mut loss = F::zero();
             if bce_w > F::zero() {
                 let urow = &u[r * l..(r + 1) * l];
                 for i in 0..l {
                     let x = urow[i];
-                    // log(1 + e^{-|x|}) + max(x, 0) − x·y*, stably
-                    loss += bce_w * ((-x.abs()).exp().ln_1p() + x.max(F::zero()));
-                    gu[i] += bce_w * y0(i);
+                    // log(1 + e^{-|x|}) + max(x, 0) − x·y*, stably; σ(x) from the same e^{-|x|}
+                    let e = (-x.abs()).exp();
+                    loss += bce_w * (e.ln_1p() + x.max(F::zero()));
+                    let sigma = if x >= F::zero() {
+                        F::one() / (F::one() + e)
+                    } else {
+                        e / (F::one() + e)
+                    };
+                    gu[i] += bce_w * sigma;
                 }
                 for &g in gold(r) {
                     loss -= bce_w * urow[g as usize];
@@ -571,13 +577,7 @@ impl<F: Float> Model<F> {
             }
             let (gz, geta) = un.backward_row(tape, &gys, gu, ggs);
             tape.spare = gys;
-            // y_0 = σ(u) except under mirror ascent (y_0 = P(u)), so σ(u) is recomputed there.
-            loss += if un.mirror {
-                let urow = &u[r * l..(r + 1) * l];
-                bce(r, &|i| sigmoid(urow[i]), gu)
-            } else {
-                bce(r, &|i| tape.y(0, l)[i], gu)
-            };
+            loss += bce(r, gu);
             masks[..steps * e].copy_from_slice(&tape.masks[..steps * e]);
             Ok(RowResult { loss, gz, geta })
         };
@@ -624,7 +624,7 @@ impl<F: Float> Model<F> {
                     for (r, res) in res.iter_mut().enumerate() {
                         let gu = &mut gu[r * l..(r + 1) * l];
                         bt.write_gu(r, gu);
-                        let loss = bt.loss(r) + bce(r0 + r, &|i| bt.y0(r, i), gu);
+                        let loss = bt.loss(r) + bce(r0 + r, gu);
                         let (gz, geta) = bt.grads(r);
                         *res = RowResult { loss, gz, geta };
                     }

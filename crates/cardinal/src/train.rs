@@ -866,6 +866,14 @@ mod tests {
     use super::*;
     use crate::data::{CsrMatrix, LabelSets};
 
+    /// `cfg` with networks and an unroll small enough for [`tiny`].
+    pub(super) fn small(mut cfg: Config) -> Config {
+        cfg.model.hidden = 6;
+        cfg.model.card_hidden = 5;
+        cfg.inference.steps = 3;
+        cfg
+    }
+
     pub(super) fn tiny() -> Dataset {
         let (n, d, l) = (20, 30, 9);
         let mut s = 7u64;
@@ -902,10 +910,7 @@ mod tests {
     #[test]
     fn the_default_satisfies_the_constraint() {
         let data = tiny();
-        let mut cfg = Config::predict();
-        cfg.model.hidden = 6;
-        cfg.model.card_hidden = 5;
-        cfg.inference.steps = 3;
+        let mut cfg = small(Config::predict());
         cfg.train.epochs = 3;
         cfg.train.batch_size = 5;
         cfg.train.patience = 0;
@@ -925,10 +930,7 @@ mod tests {
     #[test]
     fn mirror_ascent_is_honoured_at_inference() {
         let data = tiny();
-        let mut cfg = Config::paper();
-        cfg.model.hidden = 6;
-        cfg.model.card_hidden = 5;
-        cfg.inference.steps = 3;
+        let mut cfg = small(Config::paper());
         cfg.inference.eta = 0.5;
         let mut model = init_model(&data, &cfg).unwrap();
         let plain = crate::eval::predict(&model, &data.features, 7).unwrap();
@@ -942,10 +944,7 @@ mod tests {
     #[test]
     fn fused_step_equals_plain_step() {
         let data = tiny();
-        let mut cfg = Config::paper();
-        cfg.model.hidden = 6;
-        cfg.model.card_hidden = 5;
-        cfg.inference.steps = 3;
+        let cfg = small(Config::paper());
         let mut a = init_model(&data, &cfg).unwrap();
         let mut b = a.clone();
         let mut opt_a = Adagrad::new(&a.params, 0.1, 0.1);
@@ -984,10 +983,7 @@ mod average_tests {
     use super::*;
 
     fn cfg(average_epochs: Option<f64>) -> Config {
-        let mut cfg = Config::paper();
-        cfg.model.hidden = 6;
-        cfg.model.card_hidden = 5;
-        cfg.inference.steps = 3;
+        let mut cfg = super::tests::small(Config::paper());
         cfg.train.epochs = 3;
         cfg.train.full_epochs = 1;
         cfg.train.batch_size = 4;
