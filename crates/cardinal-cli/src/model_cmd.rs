@@ -325,6 +325,13 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
             .map(|p| format!("{p:.3}"))
             .unwrap_or_else(|| "n/a (constant)".into())
     );
+    if let Some(o) = &r.count_oracle {
+        println!(
+            "  count oracle: example-F1 {:.2} at the gold count, {:.2} at the best count per row",
+            100.0 * o.example_f1_at_gold_count,
+            100.0 * o.example_f1_at_best_count
+        );
+    }
     let k = &r.constraint;
     println!(
         "  constraint: |sum y - z| <= 0.01 on {:.1}% of rows (mean gap {:.4}); y in [0,1] on {:.1}% (range {:.3}..{:.3})",

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
 use crate::metrics::{
-    binarize, cardinality_report, default_threshold_grid, evaluate, tune_threshold, Binarize,
-    CardinalityReport, MetricOptions, MetricReport,
+    binarize, cardinality_report, count_oracle, default_threshold_grid, evaluate, tune_threshold,
+    Binarize, CardinalityReport, CountOracle, MetricOptions, MetricReport,
 };
 use crate::pipeline::{Model, Outputs, Workspace};
 
@@ -50,6 +50,11 @@ pub struct EvalReport {
     pub dev_threshold: Option<f64>,
     pub at_dev_threshold: Option<MetricReport>,
     pub cardinality: CardinalityReport,
+    /// Example-F1 of the top-k of `y_T` with `k` from an oracle (the gold count, the best `k`
+    /// per row): what a perfect count predictor would reach with these scores (absent from
+    /// reports written before session 5).
+    #[serde(default)]
+    pub count_oracle: Option<CountOracle>,
     pub constraint: ConstraintReport,
 }
 
@@ -97,6 +102,7 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
         at_dev_threshold: None,
         cardinality: cardinality_report(&out.z, gold, model.train_mean_cardinality)
             .expect("finite z"),
+        count_oracle: Some(count_oracle(&out.y, gold, opts.empty_f1).expect("well-formed outputs")),
         constraint: constraint_report(out, l),
     }
 }

@@ -167,3 +167,68 @@ impl fmt::Display for CardinalityReport {
         Ok(())
     }
 }
+
+/// How far predicting the count can take example-F1 with given scores: the two ceilings of
+/// "take the `k` best-scored labels" when `k` comes from an oracle. What a count predictor can
+/// still gain is the distance from these to the F1 at the predicted count; what lies beyond
+/// them needs better scores (a better ranking), not a better count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CountOracle {
+    /// Example-F1 of the `|G_i|` best-scored labels of each row (a perfect count predictor).
+    pub example_f1_at_gold_count: f64,
+    /// Mean over rows of the best example-F1 of any `k = 0..=L` best-scored labels: no rule of
+    /// the form "top-k" does better with these scores.
+    pub example_f1_at_best_count: f64,
+}
+
+/// [`CountOracle`] of `scores` (row-major, `gold.n_rows × gold.n_labels`), ranking ties towards
+/// the lower label index and NaN last, as [`super::top_k_labels`] does (F1 as a fraction, like
+/// [`super::MetricReport`]).
+pub fn count_oracle(
+    scores: &[f32],
+    gold: &LabelSets,
+    empty: super::EmptyF1,
+) -> Result<CountOracle, MetricsError> {
+    super::binarize::check_scores_gold(scores, gold)?;
+    let (n, l) = (gold.n_rows, gold.n_labels);
+    let key = |s: f32| if s.is_nan() { f32::NEG_INFINITY } else { s };
+    let mut order: Vec<u32> = Vec::with_capacity(l);
+    let mut is_gold = vec![false; l];
+    let (mut at_gold, mut at_best) = (0.0f64, 0.0f64);
+    for (r, row) in scores.chunks_exact(l).enumerate() {
+        let g = gold.row(r);
+        for &j in g {
+            is_gold[j as usize] = true;
+        }
+        order.clear();
+        order.extend(0..l as u32);
+        order.sort_by(|&a, &b| {
+            key(row[b as usize])
+                .total_cmp(&key(row[a as usize]))
+                .then(a.cmp(&b))
+        });
+        let ng = g.len();
+        // k = 0: an empty prediction scores the 0/0 convention when G is empty, else 0.
+        let f0 = if ng == 0 { empty.value() } else { 0.0 };
+        let (mut best, mut gold_k) = (f0, f0);
+        let mut tp = 0usize;
+        for (k, &j) in order.iter().enumerate() {
+            tp += usize::from(is_gold[j as usize]);
+            let f = 2.0 * tp as f64 / (k + 1 + ng) as f64;
+            best = best.max(f);
+            if k + 1 == ng {
+                gold_k = f;
+            }
+        }
+        at_gold += gold_k;
+        at_best += best;
+        for &j in g {
+            is_gold[j as usize] = false;
+        }
+    }
+    let mean = |s: f64| if n == 0 { 0.0 } else { s / n as f64 };
+    Ok(CountOracle {
+        example_f1_at_gold_count: mean(at_gold),
+        example_f1_at_best_count: mean(at_best),
+    })
+}

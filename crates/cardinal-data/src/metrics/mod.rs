@@ -39,7 +39,9 @@ pub use binarize::{
     binarize, default_threshold_grid, example_f1_by_threshold, precision_at_k, round_cardinality,
     top_k_labels, tune_threshold, Binarize,
 };
-pub use cardinality::{cardinality_report, mean_cardinality, CardinalityReport};
+pub use cardinality::{
+    cardinality_report, count_oracle, mean_cardinality, CardinalityReport, CountOracle,
+};
 
 /// Errors for inputs whose shapes or values do not fit together.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
