@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
 use crate::metrics::{
-    binarize, cardinality_report, count_oracle, default_threshold_grid, evaluate, tune_threshold,
-    Binarize, CardinalityReport, CountOracle, MetricOptions, MetricReport,
+    binarize, cardinality_report, default_threshold_grid, evaluate, tune_threshold, Binarize,
+    CardinalityReport, MetricOptions, MetricReport,
 };
 use crate::pipeline::{Model, Outputs, Workspace};
 
@@ -50,11 +50,12 @@ pub struct EvalReport {
     pub dev_threshold: Option<f64>,
     pub at_dev_threshold: Option<MetricReport>,
     pub cardinality: CardinalityReport,
-    /// Example-F1 of the top-k of `y_T` with `k` from an oracle (the gold count, the best `k`
-    /// per row): what a perfect count predictor would reach with these scores (absent from
-    /// reports written before session 5).
+    /// The same model re-run with every row's `z` set to its gold count `|y*|` (at the
+    /// threshold): what a perfect count predictor would give, so that the distance to
+    /// `at_threshold` is what a better `h(x)` can still buy. Set by [`add_gold_count`] (P&C
+    /// only; absent from reports written before session 5).
     #[serde(default)]
-    pub count_oracle: Option<CountOracle>,
+    pub at_gold_count: Option<MetricReport>,
     pub constraint: ConstraintReport,
 }
 
@@ -102,9 +103,38 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
         at_dev_threshold: None,
         cardinality: cardinality_report(&out.z, gold, model.train_mean_cardinality)
             .expect("finite z"),
-        count_oracle: Some(count_oracle(&out.y, gold, opts.empty_f1).expect("well-formed outputs")),
+        at_gold_count: None,
         constraint: constraint_report(out, l),
     }
+}
+
+/// Sets `report.at_gold_count`: inference on `x` with each row's count replaced by its gold
+/// count, binarised at the model's threshold (nothing for the baseline systems, whose
+/// inference has no count).
+pub fn add_gold_count(
+    model: &Model<f32>,
+    report: &mut EvalReport,
+    x: &CsrMatrix,
+    gold: &LabelSets,
+    batch: usize,
+) -> Result<()> {
+    if model.config.system != crate::config::System::Pnc {
+        return Ok(());
+    }
+    let mut ws = Workspace::default();
+    ws.count_override = Some((0..gold.n_rows).map(|r| gold.count(r) as f32).collect());
+    let mut out = Outputs::default();
+    let rows: Vec<usize> = (0..x.n_rows).collect();
+    model.forward_batched(x, &rows, batch, &mut ws, &mut out)?;
+    let pred = binarize(
+        &out.y,
+        model.n_labels(),
+        &Binarize::Threshold(model.config.threshold as f32),
+        None,
+    )
+    .map_err(|e| crate::Error::Mismatch(e.to_string()))?;
+    report.at_gold_count = Some(evaluate(&pred, gold, &MetricOptions::default()));
+    Ok(())
 }
 
 /// A threshold of the (f32) grid as the f64 it stands for: 0.15, not 0.15000000596.

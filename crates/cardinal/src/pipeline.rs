@@ -63,6 +63,10 @@ pub struct Workspace<F: Float> {
     /// Key of the dropout masks of the next training batch (see [`dropout_keep`]); set by the
     /// trainer, one per batch, so that masks are reproducible and independent of threads.
     pub dropout_key: u64,
+    /// Inference only: the count `z` of each row of the data (indexed by its row number)
+    /// instead of `h(x)`'s, e.g. the gold counts, to measure what a perfect count predictor
+    /// would give.
+    pub count_override: Option<Vec<F>>,
     gu: Array2<F>,
     ggs: Array2<F>,
     masks: Array2<F>,
@@ -163,6 +167,11 @@ impl<F: Float> Model<F> {
         ws.z.clear();
         for row in ws.p.outer_iter_mut() {
             ws.z.push(self.count_of(row));
+        }
+        if let (false, Some(counts)) = (train, &ws.count_override) {
+            for (z, &r) in ws.z.iter_mut().zip(rows) {
+                *z = counts[r];
+            }
         }
         if ws.tapes.len() < b {
             ws.tapes.resize_with(b, RowTape::default);
@@ -340,6 +349,7 @@ impl<F: Float> Model<F> {
             self.counts.len(),
         );
         let stdz = &self.standardizer;
+        let count_override = ws.count_override.as_deref();
         parts
             .into_par_iter()
             .try_for_each(|(rows, y, u, z)| -> Result<()> {
@@ -367,8 +377,11 @@ impl<F: Float> Model<F> {
                     &mut w.hc,
                     &mut w.p,
                 );
-                for (zr, pr) in z.iter_mut().zip(w.p.chunks_exact_mut(k)) {
+                for ((zr, pr), &r) in z.iter_mut().zip(w.p.chunks_exact_mut(k)).zip(rows) {
                     *zr = self.count_of(ndarray::ArrayViewMut1::from(pr));
+                    if let Some(counts) = count_override {
+                        *zr = counts[r];
+                    }
                 }
                 for ((y, u), z) in y
                     .chunks_mut(INFER_LANES * l)

@@ -924,6 +924,48 @@ mod tests {
         }
     }
 
+    /// A count override replaces `h(x)` on both inference paths (lockstep blocks, and the
+    /// per-row path that mirror ascent takes): the outputs sum to the given counts, which
+    /// differ from the model's own, and the gold-count report is filled in.
+    #[test]
+    fn count_override_reaches_every_inference_path() {
+        let data = tiny();
+        let mut cfg = small(Config::predict());
+        cfg.train.epochs = 2;
+        cfg.train.batch_size = 5;
+        cfg.train.patience = 0;
+        let mut model = train(&data, &cfg, &mut |_| {}).unwrap().model;
+        let (n, l) = (data.labels.n_rows, data.labels.n_labels);
+        let counts: Vec<f32> = (0..n).map(|r| 1.0 + (r % 3) as f32).collect();
+        for mirror in [false, true] {
+            model.config.inference.mirror = mirror;
+            let own = crate::eval::predict(&model, &data.features, 7).unwrap();
+            let mut ws = Workspace::default();
+            ws.count_override = Some(counts.clone());
+            let mut out = crate::pipeline::Outputs::default();
+            let rows: Vec<usize> = (0..n).collect();
+            model
+                .forward_batched(&data.features, &rows, 7, &mut ws, &mut out)
+                .unwrap();
+            assert_eq!(out.z, counts, "mirror {mirror}");
+            assert_ne!(own.z, counts);
+            for (y, &z) in out.y.chunks_exact(l).zip(&counts) {
+                let sum: f32 = y.iter().sum();
+                assert!(
+                    (sum - z).abs() <= 1e-3,
+                    "mirror {mirror}: sum {sum} vs z {z}"
+                );
+            }
+        }
+        let mut report = crate::eval::evaluate_outputs(
+            &model,
+            &crate::eval::predict(&model, &data.features, 7).unwrap(),
+            &data.labels,
+        );
+        crate::eval::add_gold_count(&model, &mut report, &data.features, &data.labels, 7).unwrap();
+        assert!(report.at_gold_count.is_some());
+    }
+
     /// Mirror ascent is honoured at inference whatever the projection: with soft Dykstra steps
     /// (the lockstep kernels' projection, which has no mirror form) it must take the per-row
     /// path, and so differ from the same model without it.

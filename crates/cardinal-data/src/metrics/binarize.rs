@@ -76,7 +76,7 @@ fn score_rows(scores: &[f32], n_labels: usize) -> Result<usize, MetricsError> {
 }
 
 /// Checks that `scores` is `gold.n_rows × gold.n_labels`.
-pub(super) fn check_scores_gold(scores: &[f32], gold: &LabelSets) -> Result<(), MetricsError> {
+fn check_scores_gold(scores: &[f32], gold: &LabelSets) -> Result<(), MetricsError> {
     let n = score_rows(scores, gold.n_labels)?;
     if n != gold.n_rows {
         return Err(MetricsError::RowMismatch {

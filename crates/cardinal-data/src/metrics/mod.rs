@@ -39,9 +39,7 @@ pub use binarize::{
     binarize, default_threshold_grid, example_f1_by_threshold, precision_at_k, round_cardinality,
     top_k_labels, tune_threshold, Binarize,
 };
-pub use cardinality::{
-    cardinality_report, count_oracle, mean_cardinality, CardinalityReport, CountOracle,
-};
+pub use cardinality::{cardinality_report, mean_cardinality, CardinalityReport};
 
 /// Errors for inputs whose shapes or values do not fit together.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
