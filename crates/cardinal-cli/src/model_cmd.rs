@@ -349,7 +349,9 @@ pub struct EvalArgs {
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// Which split of the model's dataset to evaluate on; `dev` is the part of train that the
-    /// model's configuration held out (`train.dev_fraction`, `train.split_seed`).
+    /// model's configuration held out (`train.dev_fraction`, `train.split_seed`). With
+    /// `train.full_epochs` > 0 (both presets: 2) the saved model has also trained on those rows
+    /// afterwards, so its dev score is optimistic.
     #[arg(long, default_value = "test", value_parser = ["train", "dev", "test"])]
     pub split: String,
     /// Evaluate on this data instead (a dataset name or path, as for `train --dataset`).

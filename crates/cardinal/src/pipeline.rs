@@ -260,6 +260,15 @@ impl<F: Float> Model<F> {
         ws: &mut Workspace<F>,
         out: &mut Outputs<F>,
     ) -> Result<()> {
+        if let Some(counts) = &ws.count_override {
+            if counts.len() != x.n_rows {
+                return Err(Error::Mismatch(format!(
+                    "count override has {} entries for {} rows of data",
+                    counts.len(),
+                    x.n_rows
+                )));
+            }
+        }
         let p = &self.params;
         let stdz = &self.standardizer;
         ws.shifts = Some([

@@ -964,6 +964,14 @@ mod tests {
         );
         crate::eval::add_gold_count(&model, &mut report, &data.features, &data.labels, 7).unwrap();
         assert!(report.at_gold_count.is_some());
+        // An override of the wrong length is an error, not a panic.
+        let mut ws = Workspace::default();
+        ws.count_override = Some(vec![1.0; n - 1]);
+        let rows: Vec<usize> = (0..n).collect();
+        let mut out = crate::pipeline::Outputs::default();
+        assert!(model
+            .forward_batched(&data.features, &rows, 7, &mut ws, &mut out)
+            .is_err());
     }
 
     /// Mirror ascent is honoured at inference whatever the projection: with soft Dykstra steps
