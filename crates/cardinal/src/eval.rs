@@ -17,7 +17,19 @@ pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Output
     if model.config.system != crate::config::System::Pnc {
         return crate::baselines::predict(model, x, batch);
     }
+    pnc_predict(model, x, batch, None)
+}
+
+/// P&C inference over every row of `x`, with `z` taken from `count_override` (one per row)
+/// instead of `h(x)` when given.
+fn pnc_predict(
+    model: &Model<f32>,
+    x: &CsrMatrix,
+    batch: usize,
+    count_override: Option<Vec<f32>>,
+) -> Result<Outputs<f32>> {
     let mut ws = Workspace::default();
+    ws.count_override = count_override;
     let mut out = Outputs::default();
     let rows: Vec<usize> = (0..x.n_rows).collect();
     model.forward_batched(x, &rows, batch, &mut ws, &mut out)?;
@@ -121,11 +133,8 @@ pub fn add_gold_count(
     if model.config.system != crate::config::System::Pnc {
         return Ok(());
     }
-    let mut ws = Workspace::default();
-    ws.count_override = Some((0..gold.n_rows).map(|r| gold.count(r) as f32).collect());
-    let mut out = Outputs::default();
-    let rows: Vec<usize> = (0..x.n_rows).collect();
-    model.forward_batched(x, &rows, batch, &mut ws, &mut out)?;
+    let counts = (0..gold.n_rows).map(|r| gold.count(r) as f32).collect();
+    let out = pnc_predict(model, x, batch, Some(counts))?;
     let pred = binarize(
         &out.y,
         model.n_labels(),

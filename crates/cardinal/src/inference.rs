@@ -1157,6 +1157,26 @@ mod tests {
         }
     }
 
+    /// The Euclidean unroll (η 0.2, momentum 0.9) that the block-against-row tests compare.
+    fn block_test_unroll<'a>(
+        wpt: &'a Array2<f64>,
+        we: &'a [f64],
+        steps: usize,
+        projector: &'a AnyProjector,
+        final_projector: Option<&'a AnyProjector>,
+    ) -> Unroll<'a, f64> {
+        Unroll {
+            wpt: wpt.view(),
+            we,
+            eta: 0.2,
+            momentum: 0.9,
+            steps,
+            projector,
+            final_projector,
+            mirror: false,
+        }
+    }
+
     /// The lockstep block solve against the per-row one: same `y_T` to rounding, for full and
     /// partial blocks, with and without a final projection.
     #[test]
@@ -1172,16 +1192,7 @@ mod tests {
             for rows in [1, 3, LANES] {
                 let u: Vec<f64> = (0..rows * l).map(|_| 3.0 * rnd()).collect();
                 let z: Vec<f64> = (0..rows).map(|_| 1.0 + 4.0 * (rnd() + 1.0)).collect();
-                let un = Unroll {
-                    wpt: wpt.view(),
-                    we: &we,
-                    eta: 0.2,
-                    momentum: 0.9,
-                    steps,
-                    projector: &projector,
-                    final_projector,
-                    mirror: false,
-                };
+                let un = block_test_unroll(&wpt, &we, steps, &projector, final_projector);
                 let mut got = vec![0.0; rows * l];
                 un.forward_block(
                     &lanes,
@@ -1282,16 +1293,7 @@ mod tests {
             let smooth = AnyProjector::new(Method::Smooth, 2, 20).with_eps(0.05);
             for final_projector in [None, Some(&smooth)] {
                 let fin = final_projector.is_some();
-                let un = Unroll {
-                    wpt: wpt.view(),
-                    we: &we,
-                    eta: 0.2,
-                    momentum: 0.9,
-                    steps,
-                    projector: &projector,
-                    final_projector,
-                    mirror: false,
-                };
+                let un = block_test_unroll(&wpt, &we, steps, &projector, final_projector);
                 let mut bt = BlockTape::<f64, N>::default();
                 un.forward_block_tape(&lanes, &u, &z, |r| &golds[r], &weights, &mut bt)
                     .unwrap();

@@ -904,17 +904,23 @@ mod tests {
         }
     }
 
+    /// The default preset at [`small`] size, trained `epochs` epochs (batches of 5, no early
+    /// stopping) on `data`.
+    fn small_default_trained(data: &Dataset, epochs: usize) -> crate::pipeline::Model<f32> {
+        let mut cfg = small(Config::predict());
+        cfg.train.epochs = epochs;
+        cfg.train.batch_size = 5;
+        cfg.train.patience = 0;
+        train(data, &cfg, &mut |_| {}).unwrap().model
+    }
+
     /// The default preset's promise (issue 8): after training, every row's last iterate lies
     /// in `C(z)`, `Σ y_T = z` and `0 ≤ y_T ≤ 1`, with `z` the predicted count. Fails if the
     /// default loses its final feasible projection.
     #[test]
     fn the_default_satisfies_the_constraint() {
         let data = tiny();
-        let mut cfg = small(Config::predict());
-        cfg.train.epochs = 3;
-        cfg.train.batch_size = 5;
-        cfg.train.patience = 0;
-        let model = train(&data, &cfg, &mut |_| {}).unwrap().model;
+        let model = small_default_trained(&data, 3);
         let out = crate::eval::predict(&model, &data.features, 7).unwrap();
         let l = data.labels.n_labels;
         for (y, &z) in out.y.chunks_exact(l).zip(&out.z) {
@@ -930,11 +936,7 @@ mod tests {
     #[test]
     fn count_override_reaches_every_inference_path() {
         let data = tiny();
-        let mut cfg = small(Config::predict());
-        cfg.train.epochs = 2;
-        cfg.train.batch_size = 5;
-        cfg.train.patience = 0;
-        let mut model = train(&data, &cfg, &mut |_| {}).unwrap().model;
+        let mut model = small_default_trained(&data, 2);
         let (n, l) = (data.labels.n_rows, data.labels.n_labels);
         let counts: Vec<f32> = (0..n).map(|r| 1.0 + (r % 3) as f32).collect();
         for mirror in [false, true] {
