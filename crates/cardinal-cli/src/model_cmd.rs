@@ -320,6 +320,14 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
     if let Some(m) = &r.at_gold_count {
         row(format!("y_T >= {}, z = gold count", r.threshold), m);
     }
+    if !r.precision_at_k.is_empty() {
+        let ps: Vec<String> = r
+            .precision_at_k
+            .iter()
+            .map(|p| format!("P@{} {:.2}", p.k, 100.0 * p.value))
+            .collect();
+        println!("  ranking (last ascent point): {}", ps.join("  "));
+    }
     let c = &r.cardinality;
     println!(
         "  count: mean z {:.3} vs gold {:.3}; MAE {:.3} (train-mean constant {:.3}); corr {}",
@@ -450,6 +458,11 @@ pub struct PredictArgs {
     /// Include every label's score y_T (else only the predicted labels').
     #[arg(long)]
     pub all_scores: bool,
+    /// Also print every label's ranking score under "ranking": the last ascent step's point
+    /// before its projection, which orders the labels as y_T does without the ties where y_T
+    /// meets 0 or 1 (for precision@k and other ranking metrics).
+    #[arg(long)]
+    pub ranking_scores: bool,
 }
 
 pub fn predict(args: &PredictArgs) -> anyhow::Result<()> {
@@ -462,6 +475,7 @@ pub fn predict(args: &PredictArgs) -> anyhow::Result<()> {
     let thr = model.config.threshold as f32;
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
+    let ranking = out.ranking_scores();
     for (r, row) in out.y.chunks_exact(l).enumerate() {
         // Label names where the data has them, else the label index.
         let name = |i: usize| {
@@ -475,7 +489,16 @@ pub fn predict(args: &PredictArgs) -> anyhow::Result<()> {
             .filter(|&i| args.all_scores || row[i] >= thr)
             .map(|i| (name(i), serde_json::json!(row[i])))
             .collect();
-        let line = serde_json::json!({"row": r, "z": out.z[r], "labels": labels, "scores": scores});
+        let mut line =
+            serde_json::json!({"row": r, "z": out.z[r], "labels": labels, "scores": scores});
+        if args.ranking_scores {
+            let rank: serde_json::Map<String, serde_json::Value> = ranking[r * l..(r + 1) * l]
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| (name(i), serde_json::json!(v)))
+                .collect();
+            line["ranking"] = serde_json::Value::Object(rank);
+        }
         writeln!(w, "{line}")?;
     }
     w.flush()?;

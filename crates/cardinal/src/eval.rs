@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
 use crate::metrics::{
-    binarize, cardinality_report, default_threshold_grid, evaluate, tune_threshold, Binarize,
-    CardinalityReport, MetricOptions, MetricReport,
+    binarize, cardinality_report, default_threshold_grid, evaluate, precision_at_k, tune_threshold,
+    Binarize, CardinalityReport, MetricOptions, MetricReport, PrecisionAtK,
 };
 use crate::pipeline::{Model, Outputs, Workspace};
 
@@ -68,6 +68,11 @@ pub struct EvalReport {
     /// only; absent from reports written before session 5).
     #[serde(default)]
     pub at_gold_count: Option<MetricReport>,
+    /// precision@1, 3, 5 of the ranking scores ([`Outputs::ranking_scores`]: the last ascent
+    /// point before its projection, since `y_T`'s entries at 0 or 1 tie). Empty in reports
+    /// written before session 6.
+    #[serde(default)]
+    pub precision_at_k: Vec<PrecisionAtK>,
     pub constraint: ConstraintReport,
 }
 
@@ -116,6 +121,8 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
         cardinality: cardinality_report(&out.z, gold, model.train_mean_cardinality)
             .expect("finite z"),
         at_gold_count: None,
+        precision_at_k: precision_at_k(out.ranking_scores(), gold, &opts.precision_at)
+            .expect("well-formed outputs"),
         constraint: constraint_report(out, l),
     }
 }

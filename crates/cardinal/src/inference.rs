@@ -89,6 +89,14 @@ impl<F: Float> RowTape<F> {
     pub fn y(&self, t: usize, l: usize) -> &[F] {
         &self.ys[t * l..(t + 1) * l]
     }
+
+    /// The ranking scores of the last forward pass: the last step's point before its
+    /// projection, `x_T = y_{T−1} + v_T` (the dual iterate `a_T` under mirror ascent; `y_0`
+    /// when `T = 0`). Every projection on the way to `y_T` preserves order, so these order the
+    /// labels as `y_T` does, without its ties where entries meet the bounds 0 and 1.
+    pub fn ranking(&self, l: usize) -> &[F] {
+        &self.gyp[..l]
+    }
 }
 
 /// `σ(x)`, computed without overflow for large `|x|`.
@@ -178,11 +186,17 @@ impl<F: Float> Unroll<'_, F> {
             pre.extend_from_slice(y_next);
             self.projector.forward(pre, z, y_next, &mut tape.proj[t])?;
         }
-        if let Some(fp) = self.final_projector {
-            let last = &mut tape.ys[steps * l..(steps + 1) * l];
+        if steps == 0 {
+            // The ranking scores of no step: y_0 itself.
             tape.gyp.clear();
-            tape.gyp.extend_from_slice(last);
-            fp.forward(&tape.gyp, z, last, &mut tape.final_tape)?;
+            tape.gyp.extend_from_slice(&tape.ys[..l]);
+        }
+        if let Some(fp) = self.final_projector {
+            // `gyp` keeps the last step's point before its projection (the ranking scores).
+            let last = &mut tape.ys[steps * l..(steps + 1) * l];
+            tape.spare.clear();
+            tape.spare.extend_from_slice(last);
+            fp.forward(&tape.spare, z, last, &mut tape.final_tape)?;
         }
         Ok(())
     }
@@ -319,7 +333,8 @@ impl<F: Float> Unroll<'_, F> {
     /// `y_T` (no tape: inference only) for a block of up to `N` rows at once, one row per
     /// SIMD lane, when the step projection is soft Dykstra (`lanes`, with the same rounds as
     /// `self.projector`). `u` holds the rows' unary scores (`rows × L`), `z` their counts;
-    /// `y_out` receives `y_T` (`rows × L`). Agrees with [`Self::forward_row`] to rounding.
+    /// `y_out` receives `y_T` and `rank_out` the ranking scores ([`RowTape::ranking`]; both
+    /// `rows × L`). Agrees with [`Self::forward_row`] to rounding.
     #[allow(unsafe_code)]
     pub fn forward_block<const N: usize>(
         &self,
@@ -327,20 +342,21 @@ impl<F: Float> Unroll<'_, F> {
         u: &[F],
         z: &[F],
         y_out: &mut [F],
+        rank_out: &mut [F],
         s: &mut BlockScratch<F, N>,
     ) -> Result<(), ProjError> {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx512f") {
                 // SAFETY: the CPU supports the features the function is compiled for.
-                return unsafe { self.forward_block_avx512(lanes, u, z, y_out, s) };
+                return unsafe { self.forward_block_avx512(lanes, u, z, y_out, rank_out, s) };
             }
             if std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: as above.
-                return unsafe { self.forward_block_avx2(lanes, u, z, y_out, s) };
+                return unsafe { self.forward_block_avx2(lanes, u, z, y_out, rank_out, s) };
             }
         }
-        self.forward_block_impl(lanes, u, z, y_out, s)
+        self.forward_block_impl(lanes, u, z, y_out, rank_out, s)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -351,9 +367,10 @@ impl<F: Float> Unroll<'_, F> {
         u: &[F],
         z: &[F],
         y_out: &mut [F],
+        rank_out: &mut [F],
         s: &mut BlockScratch<F, N>,
     ) -> Result<(), ProjError> {
-        self.forward_block_impl(lanes, u, z, y_out, s)
+        self.forward_block_impl(lanes, u, z, y_out, rank_out, s)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -364,9 +381,10 @@ impl<F: Float> Unroll<'_, F> {
         u: &[F],
         z: &[F],
         y_out: &mut [F],
+        rank_out: &mut [F],
         s: &mut BlockScratch<F, N>,
     ) -> Result<(), ProjError> {
-        self.forward_block_impl(lanes, u, z, y_out, s)
+        self.forward_block_impl(lanes, u, z, y_out, rank_out, s)
     }
 
     /// The body of [`Self::forward_block`], inlined into each instruction-set variant (no FMA
@@ -378,11 +396,17 @@ impl<F: Float> Unroll<'_, F> {
         u: &[F],
         z: &[F],
         y_out: &mut [F],
+        rank_out: &mut [F],
         s: &mut BlockScratch<F, N>,
     ) -> Result<(), ProjError> {
         let (l, e) = (self.l(), self.e());
         let rows = z.len();
-        assert!((1..=N).contains(&rows) && u.len() == rows * l && y_out.len() == rows * l);
+        assert!(
+            (1..=N).contains(&rows)
+                && u.len() == rows * l
+                && y_out.len() == rows * l
+                && rank_out.len() == rows * l
+        );
         let zero = F::zero();
         for buf in [&mut s.u, &mut s.y, &mut s.x, &mut s.velocity] {
             buf.clear();
@@ -429,9 +453,18 @@ impl<F: Float> Unroll<'_, F> {
             );
             lanes.forward(&s.x, &zl, &mut s.y, &mut s.proj)?;
         }
-        for (r, out) in y_out.chunks_exact_mut(l).enumerate() {
+        for (r, (out, rank)) in y_out
+            .chunks_exact_mut(l)
+            .zip(rank_out.chunks_exact_mut(l))
+            .enumerate()
+        {
             for (o, yi) in out.iter_mut().zip(&s.y) {
                 *o = yi[r];
+            }
+            // As `RowTape::ranking`: the last step's point before its projection.
+            let last_point = if self.steps == 0 { &s.y } else { &s.x };
+            for (o, xi) in rank.iter_mut().zip(last_point) {
+                *o = xi[r];
             }
             if let Some(fp) = self.final_projector {
                 s.row.clear();
@@ -1194,38 +1227,45 @@ mod tests {
                 let z: Vec<f64> = (0..rows).map(|_| 1.0 + 4.0 * (rnd() + 1.0)).collect();
                 let un = block_test_unroll(&wpt, &we, steps, &projector, final_projector);
                 let mut got = vec![0.0; rows * l];
+                let mut got_rank = vec![0.0; rows * l];
                 un.forward_block(
                     &lanes,
                     &u,
                     &z,
                     &mut got,
+                    &mut got_rank,
                     &mut BlockScratch::<f64, LANES>::default(),
                 )
                 .unwrap();
                 // The portable body computes the very same numbers as the dispatched variant.
                 let mut portable = vec![0.0; rows * l];
+                let mut portable_rank = vec![0.0; rows * l];
                 un.forward_block_impl(
                     &lanes,
                     &u,
                     &z,
                     &mut portable,
+                    &mut portable_rank,
                     &mut BlockScratch::<f64, LANES>::default(),
                 )
                 .unwrap();
                 assert_eq!(got, portable);
+                assert_eq!(got_rank, portable_rank);
                 let mut tape = RowTape::default();
                 for r in 0..rows {
                     un.forward_row(&u[r * l..(r + 1) * l], z[r], &mut tape)
                         .unwrap();
-                    for (i, (&a, &b)) in got[r * l..(r + 1) * l]
-                        .iter()
-                        .zip(tape.y(steps, l))
-                        .enumerate()
-                    {
-                        assert!(
-                            (a - b).abs() < 1e-10,
-                            "rows {rows} row {r} label {i}: {a} vs {b}"
-                        );
+                    let fin = final_projector.is_some();
+                    for (what, block, row) in [
+                        ("y_T", &got[r * l..(r + 1) * l], tape.y(steps, l)),
+                        ("ranking", &got_rank[r * l..(r + 1) * l], tape.ranking(l)),
+                    ] {
+                        for (i, (&a, &b)) in block.iter().zip(row).enumerate() {
+                            assert!(
+                                (a - b).abs() < 1e-10,
+                                "final {fin} rows {rows} row {r} label {i} {what}: {a} vs {b}"
+                            );
+                        }
                     }
                 }
             }

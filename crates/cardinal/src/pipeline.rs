@@ -36,6 +36,22 @@ pub struct Outputs<F> {
     pub z: Vec<F>,
     /// Unary scores `u(x)`, `n × L`.
     pub unary: Vec<F>,
+    /// Scores that rank the labels, `n × L`: the last ascent step's point before its
+    /// projection (the order of `y_T`, without its ties where entries meet 0 or 1; see
+    /// `RowTape::ranking`). Empty for systems that do not keep them; see
+    /// [`Outputs::ranking_scores`].
+    pub ranking: Vec<F>,
+}
+
+impl<F> Outputs<F> {
+    /// The scores to rank labels by (precision@k): [`Outputs::ranking`], else `y`.
+    pub fn ranking_scores(&self) -> &[F] {
+        if self.ranking.len() == self.y.len() {
+            &self.ranking
+        } else {
+            &self.y
+        }
+    }
 }
 
 /// Reusable buffers of one batch (no allocation once grown).
@@ -329,17 +345,31 @@ impl<F: Float> Model<F> {
             }
         };
         let (y0, u0, z0) = (out.y.len(), out.unary.len(), out.z.len());
+        // Ranking scores are kept only where every earlier row has them.
+        let r0 = out.ranking.len();
+        let keep_ranking = r0 == y0;
         grow(&mut out.y, n * l);
         grow(&mut out.unary, n * l);
         grow(&mut out.z, n);
+        if keep_ranking {
+            grow(&mut out.ranking, n * l);
+        }
         let mut parts = Vec::with_capacity(units.len());
         let (mut ys, mut us, mut zs) = (&mut out.y[y0..], &mut out.unary[u0..], &mut out.z[z0..]);
+        let mut rs = &mut out.ranking[r0..];
         for b in &units {
             let (y, yr) = std::mem::take(&mut ys).split_at_mut(b.len() * l);
             let (u, ur) = std::mem::take(&mut us).split_at_mut(b.len() * l);
             let (z, zr) = std::mem::take(&mut zs).split_at_mut(b.len());
             (ys, us, zs) = (yr, ur, zr);
-            parts.push((*b, y, u, z));
+            let rank = if keep_ranking {
+                let (rk, rr) = std::mem::take(&mut rs).split_at_mut(b.len() * l);
+                rs = rr;
+                Some(rk)
+            } else {
+                None
+            };
+            parts.push((*b, y, u, z, rank));
         }
         let projector = self.projector(false);
         let final_projector = self.final_projector();
@@ -361,7 +391,7 @@ impl<F: Float> Model<F> {
         let count_override = ws.count_override.as_deref();
         parts
             .into_par_iter()
-            .try_for_each(|(rows, y, u, z)| -> Result<()> {
+            .try_for_each(|(rows, y, u, z, rank)| -> Result<()> {
                 let slot = rayon::current_thread_index().unwrap_or(0) % threads;
                 let mut guard = work[slot].lock().unwrap_or_else(|e| e.into_inner());
                 let w = &mut *guard;
@@ -392,17 +422,35 @@ impl<F: Float> Model<F> {
                         *zr = counts[r];
                     }
                 }
-                for ((y, u), z) in y
+                // Without a ranking buffer the block writes its ranking into scratch.
+                let mut scratch_rank;
+                let rank: &mut [F] = match rank {
+                    Some(r) => r,
+                    None => {
+                        scratch_rank = vec![F::zero(); y.len()];
+                        &mut scratch_rank
+                    }
+                };
+                for (((y, u), z), rank) in y
                     .chunks_mut(INFER_LANES * l)
                     .zip(u.chunks(INFER_LANES * l))
                     .zip(z.chunks(INFER_LANES))
+                    .zip(rank.chunks_mut(INFER_LANES * l))
                 {
                     // A block that fails is rerun row by row for the row's own error.
-                    if un.forward_block(&lanes, u, z, y, &mut w.scratch).is_err() {
+                    if un
+                        .forward_block(&lanes, u, z, y, rank, &mut w.scratch)
+                        .is_err()
+                    {
                         let mut tape = RowTape::default();
-                        for (r, yr) in y.chunks_exact_mut(l).enumerate() {
+                        for (r, (yr, rr)) in y
+                            .chunks_exact_mut(l)
+                            .zip(rank.chunks_exact_mut(l))
+                            .enumerate()
+                        {
                             un.forward_row(&u[r * l..(r + 1) * l], z[r], &mut tape)?;
                             yr.copy_from_slice(tape.y(steps, l));
+                            rr.copy_from_slice(tape.ranking(l));
                         }
                     }
                 }
@@ -427,6 +475,16 @@ impl<F: Float> Model<F> {
         let steps = self.config.inference.steps;
         let start = out.y.len();
         out.y.resize(start + rows.len() * l, F::zero());
+        // Ranking scores are kept only where every earlier row has them.
+        let keep_ranking = out.ranking.len() == start;
+        let mut scratch_rank = Vec::new();
+        let rank: &mut [F] = if keep_ranking {
+            out.ranking.resize(start + rows.len() * l, F::zero());
+            &mut out.ranking[start..]
+        } else {
+            scratch_rank.resize(rows.len() * l, F::zero());
+            &mut scratch_rank
+        };
         let u = ws.u.as_slice().unwrap();
         let z = &ws.z;
         let inf = &self.config.inference;
@@ -440,17 +498,23 @@ impl<F: Float> Model<F> {
             }
             out.y[start..]
                 .par_chunks_mut(INFER_LANES * l)
+                .zip(rank.par_chunks_mut(INFER_LANES * l))
                 .zip(ws.blocks.par_iter_mut())
                 .enumerate()
-                .try_for_each(|(b, (y, scratch))| -> Result<()> {
+                .try_for_each(|(b, ((y, rank), scratch))| -> Result<()> {
                     let r0 = b * INFER_LANES;
                     let n = y.len() / l;
                     let (ub, zb) = (&u[r0 * l..(r0 + n) * l], &z[r0..r0 + n]);
-                    if un.forward_block(&lanes, ub, zb, y, scratch).is_err() {
+                    if un.forward_block(&lanes, ub, zb, y, rank, scratch).is_err() {
                         let mut tape = RowTape::default();
-                        for (r, yr) in y.chunks_exact_mut(l).enumerate() {
+                        for (r, (yr, rr)) in y
+                            .chunks_exact_mut(l)
+                            .zip(rank.chunks_exact_mut(l))
+                            .enumerate()
+                        {
                             un.forward_row(&ub[r * l..(r + 1) * l], zb[r], &mut tape)?;
                             yr.copy_from_slice(tape.y(steps, l));
+                            rr.copy_from_slice(tape.ranking(l));
                         }
                     }
                     Ok(())
@@ -458,11 +522,13 @@ impl<F: Float> Model<F> {
         } else {
             out.y[start..]
                 .par_chunks_mut(l)
+                .zip(rank.par_chunks_mut(l))
                 .zip(ws.tapes[..rows.len()].par_iter_mut())
                 .enumerate()
-                .try_for_each(|(r, (y, tape))| -> Result<()> {
+                .try_for_each(|(r, ((y, rank), tape))| -> Result<()> {
                     un.forward_row(&u[r * l..(r + 1) * l], z[r], tape)?;
                     y.copy_from_slice(tape.y(steps, l));
+                    rank.copy_from_slice(tape.ranking(l));
                     Ok(())
                 })?;
         }

@@ -976,6 +976,53 @@ mod tests {
             .is_err());
     }
 
+    /// Every inference path (lockstep units, lockstep blocks inside `forward`, and the
+    /// per-row path that mirror ascent takes) returns ranking scores: the last ascent point
+    /// before its projection, which differs from `y_T` and orders the labels as it does; the
+    /// two lockstep paths agree.
+    #[test]
+    fn ranking_scores_come_from_every_inference_path() {
+        let data = tiny();
+        let mut model = small_default_trained(&data, 2);
+        let (n, l) = (data.labels.n_rows, data.labels.n_labels);
+        let rows: Vec<usize> = (0..n).collect();
+        let mut direct = crate::pipeline::Outputs::default();
+        let mut ws = Workspace::default();
+        for chunk in rows.chunks(7) {
+            model
+                .forward(&data.features, chunk, &mut ws, &mut direct)
+                .unwrap();
+        }
+        let units = crate::eval::predict(&model, &data.features, 7).unwrap();
+        model.config.inference.mirror = true;
+        let mirror = crate::eval::predict(&model, &data.features, 7).unwrap();
+        for (what, out) in [("direct", &direct), ("units", &units), ("mirror", &mirror)] {
+            assert_eq!(out.ranking.len(), n * l, "{what}");
+            assert_ne!(
+                out.ranking, out.y,
+                "{what}: the final projection changes y_T"
+            );
+            for (rank, y) in out.ranking.chunks_exact(l).zip(out.y.chunks_exact(l)) {
+                for i in 0..l {
+                    for j in 0..l {
+                        // To rounding: the steps' soft simplex is order-preserving only so.
+                        assert!(
+                            rank[i] <= rank[j] || y[i] >= y[j] - 1e-5,
+                            "{what}: ranking {} > {} but y_T {} < {}",
+                            rank[i],
+                            rank[j],
+                            y[i],
+                            y[j]
+                        );
+                    }
+                }
+            }
+        }
+        for (a, b) in direct.ranking.iter().zip(&units.ranking) {
+            assert!((a - b).abs() <= 1e-5, "{a} vs {b}");
+        }
+    }
+
     /// Mirror ascent is honoured at inference whatever the projection: with soft Dykstra steps
     /// (the lockstep kernels' projection, which has no mirror form) it must take the per-row
     /// path, and so differ from the same model without it.

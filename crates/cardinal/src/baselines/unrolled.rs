@@ -85,6 +85,7 @@ pub fn predict_rows(model: &Model<f32>, x: &CsrMatrix, rows: &[usize]) -> Output
         y,
         z,
         unary: s.u.into_raw_vec_and_offset().0,
+        ranking: Vec::new(),
     }
 }
 
