@@ -61,11 +61,22 @@ class Net(nn.Module):
         s.count = nn.Sequential(nn.Linear(D, a.count_hidden), nn.ReLU(), nn.Dropout(a.dropout),
                                 nn.Linear(a.count_hidden, K + 1))
         s.log_tau = nn.Parameter(torch.zeros(()))
+        s.L = L
+        if a.knn_add:
+            s.beta = nn.Parameter(torch.full((L,), a.knn_beta0))
         s.register_buffer("ks", torch.arange(K + 1, dtype=torch.float32))
 
     def forward(s, x):
+        kn = None
+        if s.a.knn_add:
+            x, kn = x[:, :-s.L], x[:, -s.L:]
         h = s.body(s.indrop(x))
         u = s.out(h)
+        if kn is not None:
+            if s.a.knn_add == "log":
+                u = u + s.beta * torch.log(kn + 0.01)
+            else:
+                u = u + s.beta * kn
         logits = s.count(x)
         p = torch.softmax(logits, 1)
         z = (p * s.ks).sum(1, keepdim=True)
@@ -87,6 +98,9 @@ def prep(X, mode, idf=None):
     if mode == "tfidf":
         X = X * idf[None, :]
         return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-6)
+    if mode == "std":
+        mu = X.mean(0, keepdims=True); sd = X.std(0, keepdims=True)
+        return (X - mu) / np.maximum(sd, 1e-3)
     if mode == "sqrtn":
         return X / np.sqrt(np.maximum(X.sum(1, keepdims=True), 1))
     raise ValueError(mode)
@@ -106,11 +120,30 @@ def run(a, fold):
     df = (X[tr] > 0).sum(0)
     idf = np.log((1 + len(tr)) / (1 + df)).astype(np.float32) + 1
     Xp = prep(X, a.prep, idf)
+    if a.knn > 0:
+        W = idf if a.knn_idf else np.ones_like(idf)
+        A = X[tr] * W; A = A / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-6)
+        B = X * W; B = B / np.maximum(np.linalg.norm(B, axis=1, keepdims=True), 1e-6)
+        pos = np.full(N, -1); pos[tr] = np.arange(len(tr))
+        feats = np.zeros((N, Y.shape[1]), np.float32)
+        Ytr_ = Y[tr]
+        for s0 in range(0, N, 2000):
+            rows = np.arange(s0, min(N, s0 + 2000))
+            S = B[rows] @ A.T
+            own = pos[rows]
+            S[np.arange(len(rows))[own >= 0], own[own >= 0]] = -np.inf
+            idx = np.argpartition(-S, a.knn, 1)[:, :a.knn]
+            w = np.maximum(np.take_along_axis(S, idx, 1), 0) ** a.knn_p
+            feats[rows] = (w[:, :, None] * Ytr_[idx]).sum(1) / np.maximum(w.sum(1, keepdims=True), 1e-9)
+        if a.knn_add:
+            Xp = np.concatenate([Xp, feats], 1).astype(np.float32)
+        else:
+            Xp = np.concatenate([Xp, a.knn_scale * feats], 1).astype(np.float32)
     counts = Y[tr].sum(1)
     K = int(np.percentile(counts, 99))
     Xt = torch.tensor(Xp[tr], device=dev); Yt = torch.tensor(Y[tr], device=dev)
     Xd = torch.tensor(Xp[dv], device=dev); Yd = Y[dv]
-    net = Net(X.shape[1], Y.shape[1], K, a).to(dev)
+    net = Net(Xp.shape[1] - (Y.shape[1] if a.knn_add else 0), Y.shape[1], K, a).to(dev)
     if a.opt == "adagrad":
         opt = torch.optim.Adagrad(net.parameters(), lr=a.lr, weight_decay=a.wd, initial_accumulator_value=0.1)
     else:
@@ -174,6 +207,8 @@ def run(a, fold):
             r["mean_pred"] = float((y >= 0.5).sum(1).mean())
             best = r
             bad = 0
+            if a.dump:
+                np.savez(a.dump, u=un, z=zz, dv=dv, y=y)
         else:
             bad += 1
             if bad >= a.patience:
@@ -214,6 +249,13 @@ def main():
     p.add_argument("--folds", default="0,1")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--dump", default="")
+    p.add_argument("--knn", type=int, default=0)
+    p.add_argument("--knn-p", type=float, default=3)
+    p.add_argument("--knn-idf", action="store_true")
+    p.add_argument("--knn-scale", type=float, default=1.0)
+    p.add_argument("--knn-add", default="")
+    p.add_argument("--knn-beta0", type=float, default=0.0)
     a = p.parse_args()
     torch.set_num_threads(1)
     for f in [int(v) for v in a.folds.split(",")]:

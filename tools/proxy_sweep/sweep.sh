@@ -7,6 +7,6 @@ cd "$(dirname "$0")"
 sweep=$(realpath "$1") par=${2:-12} out=$(realpath -m "${3:-results.jsonl}")
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
 while read -r name args; do
-  [ -z "$name" ] && continue
+  case "$name" in ""|\#*) continue ;; esac
   echo "python3 proxy.py --name $name $args --folds ${FOLDS:-0,1} >> $out"
 done < "$sweep" | xargs -P "$par" -I{} bash -c "{}"
