@@ -35,19 +35,23 @@ pub fn run(args: &CvArgs) -> anyhow::Result<()> {
     let k = args.folds;
     let report = cross_validate(&data.train, &cfg, k, &mut |_, _| {}, &mut |f| {
         println!(
-            "fold {}/{k}: {} dev rows  example-F1 {:.2} at {}, {:.2} at the fold's best threshold {}  count MAE {:.3}",
+            "fold {}/{k}: {} dev rows  example-F1 {:.2} at {}, {:.2} at the fold's best threshold {}  count MAE {:.3}  P@1 {:.2}",
             f.index + 1,
             f.dev_rows,
             f.example_f1,
             cfg.threshold,
             f.example_f1_at_best,
             f.best_threshold,
-            f.count_mae
+            f.count_mae,
+            f.precision_at_1
         );
     })?;
     println!(
-        "CV_EXAMPLE_F1 {:.2} ± {:.2} over {k} folds (at the fold's best threshold: {:.2}, optimistic)",
-        report.mean_example_f1, report.sd_example_f1, report.mean_example_f1_at_best
+        "CV_EXAMPLE_F1 {:.2} ± {:.2} over {k} folds (at the fold's best threshold: {:.2}, optimistic; P@1 {:.2})",
+        report.mean_example_f1,
+        report.sd_example_f1,
+        report.mean_example_f1_at_best,
+        report.mean_precision_at_1
     );
     if let Some(path) = &args.json {
         write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;

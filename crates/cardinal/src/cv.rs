@@ -25,6 +25,10 @@ pub struct FoldResult {
     pub example_f1_at_best: f64,
     /// Mean absolute error of the predicted count `z` against the true count.
     pub count_mae: f64,
+    /// precision@1 (%) of the ranking scores (`EvalReport::precision_at_k`); 0 in reports
+    /// written before session 6.
+    #[serde(default)]
+    pub precision_at_1: f64,
 }
 
 /// Every fold, and the mean and sample standard deviation over folds.
@@ -35,6 +39,8 @@ pub struct CvReport {
     pub mean_example_f1: f64,
     pub sd_example_f1: f64,
     pub mean_example_f1_at_best: f64,
+    #[serde(default)]
+    pub mean_precision_at_1: f64,
 }
 
 /// Trains `cfg` `k` times on `train`, each time holding out one fold (seeded by
@@ -81,6 +87,11 @@ pub fn cross_validate(
             best_threshold: grid_threshold(best_threshold),
             example_f1_at_best: 100.0 * at_best,
             count_mae: report.cardinality.mae,
+            precision_at_1: report
+                .precision_at_k
+                .iter()
+                .find(|p| p.k == 1)
+                .map_or(0.0, |p| 100.0 * p.value),
         };
         on_fold(&fold);
         folds.push(fold);
@@ -89,12 +100,14 @@ pub fn cross_validate(
     let mean = f1.iter().sum::<f64>() / k as f64;
     let var = f1.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1) as f64;
     let mean_best = folds.iter().map(|f| f.example_f1_at_best).sum::<f64>() / k as f64;
+    let mean_p1 = folds.iter().map(|f| f.precision_at_1).sum::<f64>() / k as f64;
     Ok(CvReport {
         k,
         folds,
         mean_example_f1: mean,
         sd_example_f1: var.sqrt(),
         mean_example_f1_at_best: mean_best,
+        mean_precision_at_1: mean_p1,
     })
 }
 
@@ -167,11 +180,27 @@ mod tests {
             let pred = binarize(&out.y, 5, &Binarize::Threshold(0.5), None).unwrap();
             let f1 = evaluate(&pred, &dev.labels, &MetricOptions::default()).example_f1;
             assert_eq!(f.example_f1, 100.0 * f1);
+            // P@1 from the ranking scores, counted here directly: the top label is gold.
+            let hits = (0..dev.n_rows())
+                .filter(|&r| {
+                    let row = &out.ranking_scores()[r * 5..(r + 1) * 5];
+                    let top = (0..5).fold(0, |b, i| if row[i] > row[b] { i } else { b });
+                    dev.labels.row(r).contains(&(top as u32))
+                })
+                .count();
+            let p1 = 100.0 * hits as f64 / dev.n_rows() as f64;
+            assert!(
+                (f.precision_at_1 - p1).abs() < 1e-9,
+                "{} vs {p1}",
+                f.precision_at_1
+            );
             assert!(f.example_f1_at_best >= f.example_f1 - 1e-9);
         }
         assert!(seen.iter().all(|&s| s));
         let mean = report.folds.iter().map(|f| f.example_f1).sum::<f64>() / 3.0;
         assert!((report.mean_example_f1 - mean).abs() < 1e-12);
+        let mean_p1 = report.folds.iter().map(|f| f.precision_at_1).sum::<f64>() / 3.0;
+        assert!((report.mean_precision_at_1 - mean_p1).abs() < 1e-12);
     }
 
     #[test]
