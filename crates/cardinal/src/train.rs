@@ -1005,7 +1005,7 @@ mod tests {
             for (rank, y) in out.ranking.chunks_exact(l).zip(out.y.chunks_exact(l)) {
                 for i in 0..l {
                     for j in 0..l {
-                        // To rounding: the steps' soft simplex is order-preserving only so.
+                        // The soft Dykstra steps preserve order only approximately.
                         assert!(
                             rank[i] <= rank[j] || y[i] >= y[j] - 1e-5,
                             "{what}: ranking {} > {} but y_T {} < {}",
