@@ -276,15 +276,7 @@ impl<F: Float> Model<F> {
         ws: &mut Workspace<F>,
         out: &mut Outputs<F>,
     ) -> Result<()> {
-        if let Some(counts) = &ws.count_override {
-            if counts.len() != x.n_rows {
-                return Err(Error::Mismatch(format!(
-                    "count override has {} entries for {} rows of data",
-                    counts.len(),
-                    x.n_rows
-                )));
-            }
-        }
+        check_count_override(ws, x)?;
         let p = &self.params;
         let stdz = &self.standardizer;
         ws.shifts = Some([
@@ -466,6 +458,7 @@ impl<F: Float> Model<F> {
         ws: &mut Workspace<F>,
         out: &mut Outputs<F>,
     ) -> Result<()> {
+        check_count_override(ws, x)?;
         self.networks_forward(x, rows, ws, false);
         let projector = self.projector(false);
         let final_projector = self.final_projector();
@@ -1109,4 +1102,16 @@ pub fn check_dims<F: Float>(
         )));
     }
     Ok(())
+}
+
+/// A count override must give one count per row of the data it is used on.
+fn check_count_override<F: Float>(ws: &Workspace<F>, x: &CsrMatrix) -> Result<()> {
+    match &ws.count_override {
+        Some(counts) if counts.len() != x.n_rows => Err(Error::Mismatch(format!(
+            "count override has {} entries for {} rows of data",
+            counts.len(),
+            x.n_rows
+        ))),
+        _ => Ok(()),
+    }
 }

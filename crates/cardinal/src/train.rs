@@ -974,6 +974,10 @@ mod tests {
         assert!(model
             .forward_batched(&data.features, &rows, 7, &mut ws, &mut out)
             .is_err());
+        // So is it when `forward` is called directly (it would index out of range).
+        assert!(model
+            .forward(&data.features, &rows[..7], &mut ws, &mut out)
+            .is_err());
     }
 
     /// Every inference path (lockstep units, lockstep blocks inside `forward`, and the
