@@ -120,7 +120,7 @@ def run(a, fold):
     df = (X[tr] > 0).sum(0)
     idf = np.log((1 + len(tr)) / (1 + df)).astype(np.float32) + 1
     Xp = prep(X, a.prep, idf)
-    if a.knn > 0:
+    if a.knn > 0 or a.distill > 0:
         W = idf if a.knn_idf else np.ones_like(idf)
         A = X[tr] * W; A = A / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-6)
         B = X * W; B = B / np.maximum(np.linalg.norm(B, axis=1, keepdims=True), 1e-6)
@@ -132,16 +132,26 @@ def run(a, fold):
             S = B[rows] @ A.T
             own = pos[rows]
             S[np.arange(len(rows))[own >= 0], own[own >= 0]] = -np.inf
-            idx = np.argpartition(-S, a.knn, 1)[:, :a.knn]
+            kk_ = a.knn if a.knn > 0 else 25
+            idx = np.argpartition(-S, kk_, 1)[:, :kk_]
             w = np.maximum(np.take_along_axis(S, idx, 1), 0) ** a.knn_p
             feats[rows] = (w[:, :, None] * Ytr_[idx]).sum(1) / np.maximum(w.sum(1, keepdims=True), 1e-9)
-        if a.knn_add:
+        knn_targets = feats
+        if a.knn == 0:
+            pass
+        elif a.knn_add:
             Xp = np.concatenate([Xp, feats], 1).astype(np.float32)
         else:
             Xp = np.concatenate([Xp, a.knn_scale * feats], 1).astype(np.float32)
     counts = Y[tr].sum(1)
     K = int(np.percentile(counts, 99))
     Xt = torch.tensor(Xp[tr], device=dev); Yt = torch.tensor(Y[tr], device=dev)
+    if a.distill > 0:
+        # BCE targets softened towards the leave-one-out kNN label scores (distillation of
+        # the neighbours into the one network; nothing of them is used at inference).
+        Tt = torch.tensor((1 - a.distill) * Y[tr] + a.distill * knn_targets[tr], device=dev)
+    else:
+        Tt = Yt
     Xd = torch.tensor(Xp[dv], device=dev); Yd = Y[dv]
     net = Net(Xp.shape[1] - (Y.shape[1] if a.knn_add else 0), Y.shape[1], K, a).to(dev)
     if a.opt == "adagrad":
@@ -168,7 +178,7 @@ def run(a, fold):
             if a.ce > 0:
                 loss = loss + a.ce * F.cross_entropy(logits, kk[idx])
             if a.bce > 0:
-                loss = loss + a.bce * F.binary_cross_entropy_with_logits(u, ys)
+                loss = loss + a.bce * F.binary_cross_entropy_with_logits(u, Tt[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -256,6 +266,8 @@ def main():
     p.add_argument("--knn-scale", type=float, default=1.0)
     p.add_argument("--knn-add", default="")
     p.add_argument("--knn-beta0", type=float, default=0.0)
+    p.add_argument("--distill", type=float, default=0.0,
+                   help="BCE targets (1-d) y* + d kNN_LOO (k=--knn or 25, idf if --knn-idf)")
     a = p.parse_args()
     torch.set_num_threads(1)
     for f in [int(v) for v in a.folds.split(",")]:
