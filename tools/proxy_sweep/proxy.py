@@ -54,6 +54,9 @@ class Net(nn.Module):
             layers += [nn.Linear(d, a.hidden), nn.ReLU(), nn.Dropout(a.dropout)]
             d = a.hidden
         s.body = nn.Sequential(*layers)
+        s.skip = nn.Linear(D, L, bias=False) if a.skip else None
+        if s.skip is not None:
+            nn.init.zeros_(s.skip.weight)
         if a.rank > 0:
             s.out = nn.Sequential(nn.Linear(d, a.rank, bias=False), nn.Linear(a.rank, L))
         else:
@@ -72,6 +75,8 @@ class Net(nn.Module):
             x, kn = x[:, :-s.L], x[:, -s.L:]
         h = s.body(s.indrop(x))
         u = s.out(h)
+        if s.skip is not None:
+            u = u + s.skip(x)  # wide & deep: a linear path from the inputs to the scores
         if kn is not None:
             if s.a.knn_add == "log":
                 u = u + s.beta * torch.log(kn + 0.01)
@@ -266,6 +271,7 @@ def main():
     p.add_argument("--knn-scale", type=float, default=1.0)
     p.add_argument("--knn-add", default="")
     p.add_argument("--knn-beta0", type=float, default=0.0)
+    p.add_argument("--skip", action="store_true", help="add a linear input-to-score path")
     p.add_argument("--distill", type=float, default=0.0,
                    help="BCE targets (1-d) y* + d kNN_LOO (k=--knn or 25, idf if --knn-idf)")
     a = p.parse_args()
