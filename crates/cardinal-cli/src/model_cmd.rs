@@ -326,7 +326,7 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
             .iter()
             .map(|p| format!("P@{} {:.2}", p.k, 100.0 * p.value))
             .collect();
-        println!("  ranking (last ascent point): {}", ps.join("  "));
+        println!("  ranking scores: {}", ps.join("  "));
     }
     let c = &r.cardinality;
     println!(
@@ -460,7 +460,8 @@ pub struct PredictArgs {
     pub all_scores: bool,
     /// Also print every label's ranking score under "ranking": the last ascent step's point
     /// before its projection, which orders the labels as y_T does without the ties where y_T
-    /// meets 0 or 1 (for precision@k and other ranking metrics).
+    /// meets 0 or 1 (for precision@k and other ranking metrics); y_T itself for the baseline
+    /// systems, which keep no such point.
     #[arg(long)]
     pub ranking_scores: bool,
 }

@@ -69,8 +69,8 @@ pub struct EvalReport {
     #[serde(default)]
     pub at_gold_count: Option<MetricReport>,
     /// precision@1, 3, 5 of the ranking scores ([`Outputs::ranking_scores`]: the last ascent
-    /// point before its projection, since `y_T`'s entries at 0 or 1 tie). Empty in reports
-    /// written before session 6.
+    /// point before its projection, since `y_T`'s entries at 0 or 1 tie; `y_T` for the
+    /// baseline systems). Empty in reports written before session 6.
     #[serde(default)]
     pub precision_at_k: Vec<PrecisionAtK>,
     pub constraint: ConstraintReport,

@@ -187,8 +187,8 @@ impl<F: Float> Unroll<'_, F> {
             pre.extend_from_slice(y_next);
             self.projector.forward(pre, z, y_next, &mut tape.proj[t])?;
         }
-        if steps == 0 {
-            // The ranking scores of no step: y_0 itself.
+        if steps == 0 && !self.mirror {
+            // The ranking scores of no step: y_0 itself (under mirror ascent `gyp` holds u).
             tape.gyp.clear();
             tape.gyp.extend_from_slice(&tape.ys[..l]);
         }
@@ -1211,18 +1211,67 @@ mod tests {
         }
     }
 
-    /// The lockstep block solve against the per-row one: same `y_T` to rounding, for full and
-    /// partial blocks, with and without a final projection.
+    /// The ranking scores are the last step's point before its projection, rebuilt here from
+    /// the tape's gradients: `x_T = y_{T−1} + v_T`, or under mirror ascent the dual iterate
+    /// `a_T = u + Σ v_t`; with no step, `σ(u)` (mirror: `u`). With and without a final
+    /// projection, which must not touch them.
+    #[test]
+    fn ranking_is_the_last_point_before_its_projection() {
+        let (l, e) = (23, 4);
+        let mut rnd = uniform_pm1(7u64);
+        let wpt = Array2::from_shape_fn((e, l), |_| rnd());
+        let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
+        let projector = AnyProjector::new(Method::DykstraSoft, 2, 20);
+        let smooth = AnyProjector::new(Method::Smooth, 2, 20).with_eps(0.05);
+        let u: Vec<f64> = (0..l).map(|_| 3.0 * rnd()).collect();
+        let z = 4.5;
+        for steps in [0, 1, 4] {
+            for mirror in [false, true] {
+                for final_projector in [None, Some(&smooth)] {
+                    let mut un = block_test_unroll(&wpt, &we, steps, &projector, final_projector);
+                    un.mirror = mirror;
+                    let mut tape = RowTape::default();
+                    un.forward_row(&u, z, &mut tape).unwrap();
+                    let mut velocity = vec![0.0; l];
+                    let mut dual = u.clone();
+                    for t in 0..steps {
+                        for i in 0..l {
+                            velocity[i] = un.momentum * velocity[i] + un.eta * tape.gs[t * l + i];
+                            dual[i] += velocity[i];
+                        }
+                    }
+                    let want: Vec<f64> = match (steps, mirror) {
+                        (_, true) => dual,
+                        (0, false) => u.iter().map(|&v| sigmoid(v)).collect(),
+                        (_, false) => (0..l)
+                            .map(|i| tape.y(steps - 1, l)[i] + velocity[i])
+                            .collect(),
+                    };
+                    let fin = final_projector.is_some();
+                    for (i, (&a, &b)) in tape.ranking(l).iter().zip(&want).enumerate() {
+                        assert!(
+                            (a - b).abs() < 1e-12,
+                            "T {steps} mirror {mirror} final {fin} label {i}: {a} vs {b}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The lockstep block solve against the per-row one: same `y_T` and ranking scores to
+    /// rounding, for full and partial blocks, with and without a final projection, with and
+    /// without steps.
     #[test]
     fn block_solve_equals_the_row_solve() {
-        let (l, e, steps) = (37, 5, 6);
+        let (l, e) = (37, 5);
         let mut rnd = uniform_pm1(99u64);
         let wpt = Array2::from_shape_fn((e, l), |_| rnd());
         let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
         let projector = AnyProjector::new(Method::DykstraSoft, 2, 20);
         let exact = AnyProjector::new(Method::Exact, 2, 20);
         let lanes = SoftDykstraLanes::new(2, l);
-        for final_projector in [None, Some(&exact)] {
+        for (steps, final_projector) in [(6, None), (6, Some(&exact)), (0, Some(&exact))] {
             for rows in [1, 3, LANES] {
                 let u: Vec<f64> = (0..rows * l).map(|_| 3.0 * rnd()).collect();
                 let z: Vec<f64> = (0..rows).map(|_| 1.0 + 4.0 * (rnd() + 1.0)).collect();
