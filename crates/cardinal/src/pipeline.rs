@@ -54,6 +54,16 @@ impl<F> Outputs<F> {
     }
 }
 
+impl<F: Copy> Outputs<F> {
+    /// Makes `ranking` cover every row already in `y` (rows without ranking scores rank by
+    /// `y`, as [`Outputs::ranking_scores`] would), so that appended rows can extend both.
+    fn align_ranking(&mut self) {
+        if self.ranking.len() != self.y.len() {
+            self.ranking.clone_from(&self.y);
+        }
+    }
+}
+
 /// Reusable buffers of one batch (no allocation once grown).
 #[derive(Default)]
 pub struct Workspace<F: Float> {
@@ -336,31 +346,21 @@ impl<F: Float> Model<F> {
                 v.resize(v.len() + by, F::zero());
             }
         };
+        out.align_ranking();
         let (y0, u0, z0) = (out.y.len(), out.unary.len(), out.z.len());
-        // Ranking scores are kept only where every earlier row has them.
-        let r0 = out.ranking.len();
-        let keep_ranking = r0 == y0;
         grow(&mut out.y, n * l);
         grow(&mut out.unary, n * l);
         grow(&mut out.z, n);
-        if keep_ranking {
-            grow(&mut out.ranking, n * l);
-        }
+        grow(&mut out.ranking, n * l);
         let mut parts = Vec::with_capacity(units.len());
         let (mut ys, mut us, mut zs) = (&mut out.y[y0..], &mut out.unary[u0..], &mut out.z[z0..]);
-        let mut rs = &mut out.ranking[r0..];
+        let mut rs = &mut out.ranking[y0..];
         for b in &units {
             let (y, yr) = std::mem::take(&mut ys).split_at_mut(b.len() * l);
             let (u, ur) = std::mem::take(&mut us).split_at_mut(b.len() * l);
             let (z, zr) = std::mem::take(&mut zs).split_at_mut(b.len());
-            (ys, us, zs) = (yr, ur, zr);
-            let rank = if keep_ranking {
-                let (rk, rr) = std::mem::take(&mut rs).split_at_mut(b.len() * l);
-                rs = rr;
-                Some(rk)
-            } else {
-                None
-            };
+            let (rank, rr) = std::mem::take(&mut rs).split_at_mut(b.len() * l);
+            (ys, us, zs, rs) = (yr, ur, zr, rr);
             parts.push((*b, y, u, z, rank));
         }
         let projector = self.projector(false);
@@ -414,15 +414,6 @@ impl<F: Float> Model<F> {
                         *zr = counts[r];
                     }
                 }
-                // Without a ranking buffer the block writes its ranking into scratch.
-                let mut scratch_rank;
-                let rank: &mut [F] = match rank {
-                    Some(r) => r,
-                    None => {
-                        scratch_rank = vec![F::zero(); y.len()];
-                        &mut scratch_rank
-                    }
-                };
                 for (((y, u), z), rank) in y
                     .chunks_mut(INFER_LANES * l)
                     .zip(u.chunks(INFER_LANES * l))
@@ -466,18 +457,11 @@ impl<F: Float> Model<F> {
         let un = self.unroll(&wpt, &projector, final_projector.as_ref());
         let l = self.n_labels();
         let steps = self.config.inference.steps;
+        out.align_ranking();
         let start = out.y.len();
         out.y.resize(start + rows.len() * l, F::zero());
-        // Ranking scores are kept only where every earlier row has them.
-        let keep_ranking = out.ranking.len() == start;
-        let mut scratch_rank = Vec::new();
-        let rank: &mut [F] = if keep_ranking {
-            out.ranking.resize(start + rows.len() * l, F::zero());
-            &mut out.ranking[start..]
-        } else {
-            scratch_rank.resize(rows.len() * l, F::zero());
-            &mut scratch_rank
-        };
+        out.ranking.resize(start + rows.len() * l, F::zero());
+        let rank = &mut out.ranking[start..];
         let u = ws.u.as_slice().unwrap();
         let z = &ws.z;
         let inf = &self.config.inference;
