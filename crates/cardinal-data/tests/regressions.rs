@@ -1,5 +1,5 @@
-//! Minimal inputs found by the generated-input suite (`tests/fuzz_parsers.rs`), one test each,
-//! named after what went wrong before the fix (see `docs/results/reliability.md`).
+//! Minimal inputs found by the generated-input suite (`tests/fuzz_parsers.rs`), one test each;
+//! each test's doc names the failure it guards against (see `docs/results/reliability.md`).
 
 use cardinal_data::data::{
     read_arff, read_label_xml, read_libsvm, read_xmc, DataError, IndexBase, LabelSpec,
@@ -16,7 +16,8 @@ fn at(e: &DataError, line: usize, column: usize, parts: &[&str]) {
     }
 }
 
-/// Was: `<input>: stream did not contain valid UTF-8` (an I/O error without a location).
+/// Guards against `<input>: stream did not contain valid UTF-8` (an I/O error without a
+/// location).
 #[test]
 fn label_xml_invalid_utf8_names_line_and_column() {
     let xml = b"<labels>\n  <label name=\"a\xffb\"/>\n</labels>\n";
@@ -24,13 +25,13 @@ fn label_xml_invalid_utf8_names_line_and_column() {
     at(&e, 2, 17, &["expected UTF-8 text", "0xFF"]);
 }
 
-/// Was: `line 2, column 1` for a one-line file without a final newline (a line that does not
-/// exist); the end of input is now the end of the last line.
+/// Guards against `line 2, column 1` for a one-line file without a final newline (a line that
+/// does not exist): the end of input is the end of the last line.
 #[test]
 fn eof_on_unterminated_last_line_points_at_its_end() {
     let e = read_arff(&b"@relation t"[..], &LabelSpec::Last(1)).unwrap_err();
     at(&e, 1, 12, &["unexpected end of file", "`@data`"]);
-    // With a final newline the end of input is the start of the next line, as before.
+    // With a final newline the end of input is the start of the next line.
     let e = read_arff(&b"@relation t\n"[..], &LabelSpec::Last(1)).unwrap_err();
     at(&e, 2, 1, &["`@data`"]);
     let e = read_xmc(&b"2 3 4\n0 1:1"[..], IndexBase::Zero).unwrap_err();
@@ -39,7 +40,7 @@ fn eof_on_unterminated_last_line_points_at_its_end() {
     at(&e, 2, 1, &["the header `N D L`"]);
 }
 
-/// Was: a UTF-8 byte order mark made the first ARFF line an error.
+/// Guards against a UTF-8 byte order mark making the first ARFF line an error.
 #[test]
 fn utf8_bom_is_skipped() {
     let text = b"\xEF\xBB\xBF@relation t\n@attribute a numeric\n@attribute y {0,1}\n@data\n1,1\n";
@@ -49,8 +50,8 @@ fn utf8_bom_is_skipped() {
     assert_eq!(ds.labels.row(0), &[2]);
 }
 
-/// Was: `memory allocation of 51539607552 bytes failed` (abort): one label id near 2^32 in a
-/// 13-byte LIBSVM file made the reader materialise ~4e9 label names.
+/// Guards against `memory allocation of 51539607552 bytes failed` (abort): one label id near
+/// 2^32 in a 13-byte LIBSVM file making the reader materialise ~4e9 label names.
 #[test]
 fn huge_label_id_is_refused_not_allocated() {
     let e = read_libsvm(&b"4294967294 1:1\n"[..], &SvmOptions::new(IndexBase::One)).unwrap_err();
@@ -89,9 +90,9 @@ fn huge_xmc_label_count_is_refused() {
     assert_eq!(ds.n_labels(), 3_000_000);
 }
 
-/// Was: a few-byte LIBSVM file naming a label id near `MAX_LABELS` built 33.5 M id-strings as
-/// label names (17 s, 2.8 GB, found by the libFuzzer `libsvm` target). Now no names are built
-/// above `MAX_NAMED_LABELS`, and the label count is still exact.
+/// Guards against a few-byte LIBSVM file naming a label id near `MAX_LABELS` building 33.5 M
+/// id-strings as label names (17 s, 2.8 GB, found by the libFuzzer `libsvm` target): no names
+/// are built above `MAX_NAMED_LABELS`, and the label count is still exact.
 #[test]
 fn huge_label_id_builds_no_names() {
     use cardinal_data::data::svm::{MAX_LABELS, MAX_NAMED_LABELS};

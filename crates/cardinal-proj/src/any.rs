@@ -31,6 +31,7 @@ pub enum Method {
 }
 
 impl Method {
+    /// Every method, in the order of [`ProjError::UnknownMethod`]'s list.
     pub const ALL: [Method; 8] = [
         Method::Exact,
         Method::Simplex,
@@ -42,6 +43,8 @@ impl Method {
         Method::Clip,
     ];
 
+    /// The name accepted by [`Method::from_str`](std::str::FromStr::from_str) and printed by
+    /// `Display`, e.g. `"dykstra-soft"`.
     pub fn name(self) -> &'static str {
         match self {
             Method::Exact => "exact",
@@ -76,9 +79,13 @@ impl FromStr for Method {
 /// `eps` (the temperature) by the smoothed projection.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AnyProjector {
+    /// Which operator [`Projector::forward`] runs.
     pub method: Method,
+    /// Dykstra rounds ([`Method::DykstraSoft`], [`Method::DykstraExact`]).
     pub rounds: usize,
+    /// Bisection iterations ([`Method::Fp`]).
     pub iters: usize,
+    /// Temperature of [`Method::Smooth`] (> 0).
     pub eps: f64,
 }
 
@@ -86,6 +93,8 @@ pub struct AnyProjector {
 pub const DEFAULT_SMOOTH_EPS: f64 = 0.1;
 
 impl AnyProjector {
+    /// A projector of `method` with `rounds` Dykstra rounds and `iters` FP iterations (each
+    /// ignored by the other methods) and the temperature [`DEFAULT_SMOOTH_EPS`].
     pub fn new(method: Method, rounds: usize, iters: usize) -> Self {
         Self {
             method,
@@ -104,15 +113,24 @@ impl AnyProjector {
 /// Tape of [`AnyProjector`]: one variant per method (replaced if the method changes).
 #[derive(Debug, Default)]
 pub enum AnyTape<F> {
+    /// Nothing recorded yet.
     #[default]
     Empty,
+    /// Tape of [`Method::Exact`].
     Exact(CappedTape<F>),
+    /// Tape of [`Method::Simplex`].
     Simplex(SimplexTape<F>),
+    /// Tape of [`Method::Soft`].
     Soft(SoftTape<F>),
+    /// Tape of [`Method::DykstraSoft`].
     DykstraSoft(DykstraTape<F, SoftTape<F>>),
+    /// Tape of [`Method::DykstraExact`].
     DykstraExact(DykstraTape<F, SimplexTape<F>>),
+    /// Tape of [`Method::Fp`].
     Fp(FpTape<F>),
+    /// Tape of [`Method::Smooth`].
     Smooth(SmoothTape<F>),
+    /// Tape of [`Method::Clip`].
     Clip(ClipTape<F>),
 }
 

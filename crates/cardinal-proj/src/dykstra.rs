@@ -9,7 +9,6 @@
 //! `m = 1[b + p ≤ 1]` (TF/PyTorch pass the gradient of `min` at equality):
 //! `c̄ = q̄' + innerᵀ(b̄' − q̄')` (plus `z̄ += ` the inner's z-gradient), `ā = c̄ − p̄'`,
 //! `x̄ = p̄' + ā ⊙ m`, then `b̄ = p̄ = x̄`, `q̄ = c̄`. With R rounds done, `v̄ = b̄`.
-
 //!
 //! Implementation notes: `q = c − b` is only read by the next round's `c`, so it is fused into
 //! the cap step and never stored; the last round's inner projection writes straight into `out`.
@@ -27,11 +26,14 @@ use std::sync::Mutex;
 /// ([`crate::SoftSimplex`] in the paper, [`crate::Simplex`] for the exact variant).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dykstra<P> {
+    /// Number of rounds R (0: the output is the input).
     pub rounds: usize,
+    /// The projection onto `B(z)` of each round.
     pub inner: P,
 }
 
 impl<P> Dykstra<P> {
+    /// Dykstra's algorithm with `rounds` rounds over `inner`.
     pub fn new(rounds: usize, inner: P) -> Self {
         Self { rounds, inner }
     }

@@ -30,6 +30,7 @@ use crate::{ProjError, Projector, Real};
 /// Differentiable bisection projection onto `C(z)` with `iters` (J) iterations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FastProjection {
+    /// Bisection iterations J.
     pub iters: usize,
 }
 

@@ -9,7 +9,42 @@
 //! gradient with respect to the output to gradients with respect to the input row and to `z`.
 //! No allocation happens once a tape has grown to the row length.
 //!
+//! ```
+//! use cardinal_proj::{AnyProjector, CappedSimplex, CappedTape, Method, Projector};
+//!
+//! // Exact projection of v onto C(2): u = clip(v − τ, 0, 1) with τ = 0.1 here.
+//! let v = [0.9_f64, 2.0, -0.5, 0.3];
+//! let z = 2.0;
+//! let mut u = [0.0; 4];
+//! let mut tape = CappedTape::default();
+//! CappedSimplex.forward(&v, z, &mut u, &mut tape)?;
+//! assert!(u.iter().all(|&x| (0.0..=1.0).contains(&x)));
+//! assert!((u.iter().sum::<f64>() - z).abs() < 1e-12);
+//! let want = [0.8, 1.0, 0.0, 0.2];
+//! assert!(u.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-12));
+//!
+//! // VJP: the gradient flows through the free coordinates (0 and 3) only, minus their mean.
+//! let g = [1.0, 0.0, 0.0, 0.0];
+//! let mut gv = [0.0; 4];
+//! let gz = CappedSimplex.vjp(&tape, &g, &mut gv);
+//! assert_eq!(tape.n_free(), 2);
+//! assert_eq!(gv, [0.5, 0.0, 0.0, -0.5]);
+//! assert_eq!(gz, 0.5);
+//!
+//! // The same operator chosen at run time, e.g. from a config string.
+//! let method: Method = "exact".parse()?;
+//! let proj = AnyProjector::new(method, 0, 0);
+//! let mut any_tape = Default::default();
+//! let mut u2 = [0.0; 4];
+//! proj.forward(&v, z, &mut u2, &mut any_tape)?;
+//! assert_eq!(u2, u);
+//! assert!(proj.forward(&v, 5.0, &mut u2, &mut any_tape).is_err()); // z > L
+//! # Ok::<(), cardinal_proj::ProjError>(())
+//! ```
+//!
 //! This crate holds math only: no model, tensor or training code.
+
+#![warn(missing_docs)]
 
 mod any;
 mod batch;
@@ -125,44 +160,59 @@ impl Real for f64 {
 }
 
 /// Errors of the projection operators: invalid input is reported, never turned into NaN.
-#[cfg(test)]
-mod exp_tests {
-    #[test]
-    fn polynomial_expf_is_within_two_ulp_of_libm() {
-        let mut worst = 0.0f64;
-        let mut x = -87.0f32;
-        while x <= 88.0 {
-            let got = super::exp_f32(x) as f64;
-            let want = (x as f64).exp();
-            worst = worst.max(((got - want) / want).abs());
-            x += 0.001_37;
-        }
-        assert!(worst < 2.5e-7, "max relative error {worst}");
-        assert_eq!(super::exp_f32(f32::NEG_INFINITY), 0.0);
-        assert_eq!(super::exp_f32(-100.0), 0.0);
-        assert_eq!(super::exp_f32(0.0), 1.0);
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProjError {
+    /// `z` is outside `[0, L]` (or NaN) for an operator onto `C(z)`.
     #[error("cardinality z = {z} is outside [0, {len}] for a row of length {len}")]
-    InvalidZ { z: f64, len: usize },
+    InvalidZ {
+        /// The rejected cardinality.
+        z: f64,
+        /// The row length `L`.
+        len: usize,
+    },
+    /// An input entry is NaN or infinite.
     #[error("input entry {index} is not finite ({value})")]
-    NonFinite { index: usize, value: f64 },
+    NonFinite {
+        /// Position of the first such entry in the row.
+        index: usize,
+        /// The entry.
+        value: f64,
+    },
+    /// The output buffer's length differs from the input row's.
     #[error("length mismatch: input has {input} entries, output buffer {output}")]
-    LengthMismatch { input: usize, output: usize },
+    LengthMismatch {
+        /// Entries in the input row.
+        input: usize,
+        /// Entries in the output buffer.
+        output: usize,
+    },
+    /// The input row has no entries.
     #[error("empty input row")]
     Empty,
+    /// `z` is negative or not finite, for an operator onto `B(z)` (no upper bound on `z`).
     #[error("cardinality z = {z} is not finite or negative (must be >= 0)")]
-    NegativeZ { z: f64 },
+    NegativeZ {
+        /// The rejected cardinality.
+        z: f64,
+    },
+    /// A batch buffer's length is not rows × `L` (or `L` is 0).
     #[error("batch shape mismatch: {what}")]
-    BatchShape { what: String },
+    BatchShape {
+        /// Which buffer, its length and the expected shape.
+        what: String,
+    },
+    /// A name that is not one of [`Method::ALL`]'s (the name given).
     #[error("unknown projection method {0:?} (expected exact|simplex|soft|dykstra-soft|dykstra-exact|fp|smooth|clip)")]
     UnknownMethod(String),
+    /// A parameter (such as the smoothing temperature) is not finite and positive.
     #[error("parameter {name} = {value} is out of range (must be finite and > 0)")]
-    InvalidParameter { name: &'static str, value: f64 },
+    InvalidParameter {
+        /// The parameter's name.
+        name: &'static str,
+        /// Its rejected value.
+        value: f64,
+    },
 }
 
 /// A differentiable projection of one row `v` (length L) given a cardinality `z`.
@@ -199,5 +249,24 @@ pub trait Projector<F: Real>: Send + Sync {
     ) -> Result<(), ProjError> {
         let _ = order;
         self.forward(v, z, out, tape)
+    }
+}
+
+#[cfg(test)]
+mod exp_tests {
+    #[test]
+    fn polynomial_expf_is_within_two_ulp_of_libm() {
+        let mut worst = 0.0f64;
+        let mut x = -87.0f32;
+        while x <= 88.0 {
+            let got = super::exp_f32(x) as f64;
+            let want = (x as f64).exp();
+            worst = worst.max(((got - want) / want).abs());
+            x += 0.001_37;
+        }
+        assert!(worst < 2.5e-7, "max relative error {worst}");
+        assert_eq!(super::exp_f32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(super::exp_f32(-100.0), 0.0);
+        assert_eq!(super::exp_f32(0.0), 1.0);
     }
 }

@@ -24,6 +24,7 @@ use crate::{ProjError, Projector, Real};
 /// The smoothed capped-simplex projection with temperature `eps` (> 0, in units of `v`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SmoothCappedSimplex {
+    /// Temperature ε (finite, > 0); smaller is closer to the exact projection.
     pub eps: f64,
 }
 

@@ -11,8 +11,11 @@ pub type Result<T, E = DataError> = std::result::Result<T, E>;
 /// Where an error happened: file (when known), 1-based line and 1-based byte column.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Location {
+    /// The file, when the reader was given a path.
     pub path: Option<PathBuf>,
+    /// 1-based line.
     pub line: usize,
+    /// 1-based byte column.
     pub column: usize,
 }
 
@@ -29,63 +32,133 @@ impl fmt::Display for Location {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParseErrorKind {
+    /// A token other than the one the syntax requires.
     #[error("expected {expected}, found {found}")]
     Expected {
+        /// What the syntax requires there.
         expected: &'static str,
+        /// The token found, shortened and escaped.
         found: String,
     },
+    /// The input ended inside a construct.
     #[error("unexpected end of file: expected {expected} (truncated file?)")]
-    UnexpectedEof { expected: &'static str },
+    UnexpectedEof {
+        /// What was still to come.
+        expected: &'static str,
+    },
+    /// An ARFF attribute type other than numeric, real, integer or `{0,1}`.
     #[error(
         "unsupported attribute type `{found}` for attribute `{name}`: expected numeric, real, \
          integer or the nominal set {{0,1}}"
     )]
-    UnknownAttributeType { name: String, found: String },
+    UnknownAttributeType {
+        /// The attribute.
+        name: String,
+        /// Its declared type.
+        found: String,
+    },
+    /// Two ARFF attributes with the same name.
     #[error("duplicate attribute name `{name}`")]
-    DuplicateAttribute { name: String },
+    DuplicateAttribute {
+        /// The repeated name.
+        name: String,
+    },
+    /// An index at or above the number of attributes, features or labels.
     #[error("index {index} out of range: expected an index below {bound} ({what})")]
     IndexOutOfRange {
+        /// The index as written in the file.
         index: u64,
+        /// The exclusive upper bound, in the file's index base.
         bound: u64,
+        /// Where the bound comes from.
         what: &'static str,
     },
+    /// A sparse index not greater than the one before it.
     #[error(
         "unsorted sparse index {index} after {previous}: expected strictly increasing indices"
     )]
-    UnsortedIndex { index: u64, previous: u64 },
+    UnsortedIndex {
+        /// The index.
+        index: u64,
+        /// The index before it.
+        previous: u64,
+    },
+    /// A sparse index given twice in one row.
     #[error("duplicate sparse index {index}: expected strictly increasing indices")]
-    DuplicateIndex { index: u64 },
+    DuplicateIndex {
+        /// The repeated index.
+        index: u64,
+    },
+    /// A label listed twice in one row.
     #[error("duplicate label {label} in one row")]
-    DuplicateLabel { label: u64 },
+    DuplicateLabel {
+        /// The repeated label id, as written.
+        label: u64,
+    },
+    /// A value that does not parse as a number.
     #[error("non-numeric value `{found}`: expected a number")]
-    NonNumeric { found: String },
+    NonNumeric {
+        /// The token found.
+        found: String,
+    },
+    /// A value outside a nominal attribute's set.
     #[error("invalid value `{found}` for attribute `{name}`: expected one of {expected}")]
     BadNominal {
+        /// The attribute.
         name: String,
+        /// The value found.
         found: String,
+        /// The attribute's values.
         expected: String,
     },
+    /// A missing value `?`, which the readers do not support.
     #[error("missing value `?` for attribute `{name}`: missing values are not supported")]
-    MissingValue { name: String },
+    MissingValue {
+        /// The attribute.
+        name: String,
+    },
+    /// A dense ARFF row with a value count other than the number of attributes.
     #[error("dense row has {found} values: expected {expected} (one per attribute)")]
-    DenseArity { expected: usize, found: usize },
-    #[error("label `{name}` (from {source_name}) is not an attribute of the ARFF header")]
-    LabelNotInHeader { name: String, source_name: String },
-    #[error("{what}: the header promised {promised}, found {found}")]
-    HeaderCount {
-        what: &'static str,
-        promised: usize,
+    DenseArity {
+        /// The number of attributes.
+        expected: usize,
+        /// The values in the row.
         found: usize,
     },
+    /// A label name (from the XML file or a label list) that the ARFF header does not declare.
+    #[error("label `{name}` (from {source_name}) is not an attribute of the ARFF header")]
+    LabelNotInHeader {
+        /// The label.
+        name: String,
+        /// Where the label was named.
+        source_name: String,
+    },
+    /// A count in an XMC header that the file's rows contradict.
+    #[error("{what}: the header promised {promised}, found {found}")]
+    HeaderCount {
+        /// What was counted.
+        what: &'static str,
+        /// The header's count.
+        promised: usize,
+        /// The count in the file.
+        found: usize,
+    },
+    /// A count or id above a limit of the readers.
     #[error("{what} {value} is too large: at most {limit} are supported ({why})")]
     TooLarge {
+        /// What is too large.
         what: &'static str,
+        /// Its value.
         value: u64,
+        /// The largest supported value.
         limit: u64,
+        /// The constant that sets the limit.
         why: &'static str,
     },
+    /// An invalid [`LabelSpec`](super::LabelSpec) (e.g. a label listed twice).
     #[error("invalid label specification: {0}")]
     BadLabelSpec(String),
+    /// A malformed MULAN label XML file.
     #[error("invalid label XML: {0}")]
     Xml(String),
 }
@@ -97,19 +170,28 @@ pub enum DataError {
     /// Reading failed (including a corrupt gzip stream).
     #[error("{}: {source}", path.as_ref().map_or("<input>".to_string(), |p| p.display().to_string()))]
     Io {
+        /// The file, when known.
         path: Option<PathBuf>,
+        /// The underlying error.
         #[source]
         source: io::Error,
     },
     /// The content is malformed at `location`.
     #[error("{location}: {kind}")]
     Parse {
+        /// File, line and column.
         location: Location,
+        /// What was wrong.
         kind: ParseErrorKind,
     },
     /// A dataset name or path could not be resolved.
     #[error("dataset `{spec}` not found: {detail}")]
-    NotFound { spec: String, detail: String },
+    NotFound {
+        /// The name or path asked for.
+        spec: String,
+        /// Where it was looked for.
+        detail: String,
+    },
     /// Bad arguments (e.g. split sizes larger than the dataset, mismatched train/test headers).
     #[error("{0}")]
     Invalid(String),

@@ -92,10 +92,15 @@ pub(crate) fn file_stem(path: &Path) -> String {
 /// Row `r` holds `indices[indptr[r]..indptr[r+1]]` (strictly increasing) and the matching `values`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CsrMatrix {
+    /// Number of rows.
     pub n_rows: usize,
+    /// Number of columns (features).
     pub n_cols: usize,
+    /// Row offsets into `indices`/`values`: `n_rows + 1` entries starting at 0.
     pub indptr: Vec<usize>,
+    /// Column index of every stored entry, row by row.
     pub indices: Vec<u32>,
+    /// Value of every stored entry.
     pub values: Vec<f32>,
 }
 
@@ -165,9 +170,13 @@ impl CsrMatrix {
 /// Label sets of `n_rows` examples over `n_labels` labels, in CSR form without values.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LabelSets {
+    /// Number of examples.
     pub n_rows: usize,
+    /// Number of labels.
     pub n_labels: usize,
+    /// Row offsets into `indices`: `n_rows + 1` entries starting at 0.
     pub indptr: Vec<usize>,
+    /// The labels of every example, row by row, each row strictly increasing.
     pub indices: Vec<u32>,
 }
 
@@ -224,19 +233,26 @@ impl LabelSets {
 pub struct Dataset {
     /// Human-readable name (relation name or file stem).
     pub name: String,
+    /// Features, one row per example.
     pub features: CsrMatrix,
+    /// Label sets, one row per example.
     pub labels: LabelSets,
+    /// Feature names (empty for formats without names).
     pub feature_names: Vec<String>,
+    /// Label names, one per label (may be empty for formats without names).
     pub label_names: Vec<String>,
 }
 
 impl Dataset {
+    /// Number of examples.
     pub fn n_rows(&self) -> usize {
         self.features.n_rows
     }
+    /// Number of features.
     pub fn n_features(&self) -> usize {
         self.features.n_cols
     }
+    /// Number of labels.
     pub fn n_labels(&self) -> usize {
         self.labels.n_labels
     }
@@ -266,7 +282,9 @@ impl Dataset {
 /// A dataset with its standard train/test split.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TrainTest {
+    /// The training examples.
     pub train: Dataset,
+    /// The test examples.
     pub test: Dataset,
 }
 

@@ -20,7 +20,9 @@ const BIBTEX_XML: &[u8] = include_bytes!("../../../../data/bibtex/bibtex.xml.gz"
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Resolved {
+    /// A dataset that ships with its train/test split.
     Split(TrainTest),
+    /// A single file without a split.
     Single(Dataset),
 }
 

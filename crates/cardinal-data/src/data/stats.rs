@@ -9,8 +9,11 @@ use super::Dataset;
 /// Statistics of one dataset or of several concatenated.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DatasetStats {
+    /// Number of instances (examples).
     pub instances: usize,
+    /// Number of features.
     pub features: usize,
+    /// Number of labels.
     pub labels: usize,
     /// Mean number of positive labels per instance.
     pub cardinality: f64,
@@ -25,6 +28,7 @@ pub struct DatasetStats {
 }
 
 impl DatasetStats {
+    /// Statistics of one dataset.
     pub fn of(ds: &Dataset) -> Self {
         Self::of_all(&[ds])
     }

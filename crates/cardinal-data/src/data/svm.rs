@@ -37,7 +37,9 @@ const MAX_LABELS_WHY: &str = "cardinal_data::data::svm::MAX_LABELS";
 /// Whether indices in a file start at 0 or at 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexBase {
+    /// The first index is 0.
     Zero,
+    /// The first index is 1.
     One,
 }
 

@@ -23,12 +23,17 @@ impl Rng {
 /// Shape of a synthetic dataset.
 #[derive(Debug, Clone, Copy)]
 pub struct SyntheticShape {
+    /// Rows of the training set.
     pub train_rows: usize,
+    /// Rows of the test set.
     pub test_rows: usize,
+    /// Number of features (at least 1 is used).
     pub features: usize,
+    /// Number of labels (at least 1 is used).
     pub labels: usize,
     /// Expected fraction of features present in a row (Bibtex: 0.037).
     pub density: f64,
+    /// Seed of the generator: the same shape and seed give the same data.
     pub seed: u64,
 }
 

@@ -20,9 +20,13 @@ pub fn mean_cardinality(labels: &LabelSets) -> f64 {
 /// Predicted cardinalities against gold counts, with the constant train-mean predictor alongside.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CardinalityReport {
+    /// Number of examples.
     pub n_examples: usize,
+    /// Number of labels.
     pub n_labels: usize,
+    /// Mean predicted cardinality `z_i`.
     pub mean_z: f64,
+    /// Mean gold count `|G_i|`.
     pub mean_gold: f64,
     /// Mean `|z_i − |G_i||`.
     pub mae: f64,
@@ -38,7 +42,9 @@ pub struct CardinalityReport {
     pub hist_gold: Vec<usize>,
     /// The constant predictor, normally [`mean_cardinality`] of the training labels.
     pub train_mean: f64,
+    /// [`CardinalityReport::mae`] of the constant predictor `train_mean`.
     pub baseline_mae: f64,
+    /// [`CardinalityReport::mse`] of the constant predictor `train_mean`.
     pub baseline_mse: f64,
 }
 

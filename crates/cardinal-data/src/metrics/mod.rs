@@ -44,41 +44,81 @@ pub use cardinality::{cardinality_report, mean_cardinality, CardinalityReport};
 /// Errors for inputs whose shapes or values do not fit together.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MetricsError {
+    /// A score matrix with 0 labels (columns).
     #[error("the number of labels must be positive")]
     ZeroLabels,
+    /// A score slice whose length is not a multiple of the number of labels.
     #[error("score matrix has {len} entries, not a multiple of n_labels = {n_labels}")]
-    ScoresShape { len: usize, n_labels: usize },
-    #[error("{what}: {left} rows vs {right} rows")]
-    RowMismatch {
-        what: &'static str,
-        left: usize,
-        right: usize,
-    },
-    #[error("{what}: {left} labels vs {right} labels")]
-    LabelMismatch {
-        what: &'static str,
-        left: usize,
-        right: usize,
-    },
-    #[error("{what}: row {row} holds label {label} but there are only {n_labels} labels")]
-    LabelOutOfRange {
-        what: &'static str,
-        row: usize,
-        label: u32,
+    ScoresShape {
+        /// Entries in the slice.
+        len: usize,
+        /// Number of labels (columns).
         n_labels: usize,
     },
+    /// Two inputs with different numbers of rows.
+    #[error("{what}: {left} rows vs {right} rows")]
+    RowMismatch {
+        /// Which inputs.
+        what: &'static str,
+        /// Rows of the first.
+        left: usize,
+        /// Rows of the second.
+        right: usize,
+    },
+    /// Two inputs with different numbers of labels.
+    #[error("{what}: {left} labels vs {right} labels")]
+    LabelMismatch {
+        /// Which inputs.
+        what: &'static str,
+        /// Labels of the first.
+        left: usize,
+        /// Labels of the second.
+        right: usize,
+    },
+    /// A label set holding a label `>= n_labels`.
+    #[error("{what}: row {row} holds label {label} but there are only {n_labels} labels")]
+    LabelOutOfRange {
+        /// Which input.
+        what: &'static str,
+        /// The row.
+        row: usize,
+        /// The label.
+        label: u32,
+        /// Number of labels of the input.
+        n_labels: usize,
+    },
+    /// [`Binarize::TopRoundZ`] without cardinalities.
     #[error("Binarize::TopRoundZ needs the predicted cardinalities z (one per row), got none")]
     MissingZ,
+    /// Cardinalities `z` of another length than the number of rows.
     #[error("z has {len} entries for {rows} rows")]
-    ZLength { len: usize, rows: usize },
+    ZLength {
+        /// Entries of `z`.
+        len: usize,
+        /// Number of rows.
+        rows: usize,
+    },
+    /// A cardinality that is NaN or infinite.
     #[error("z[{row}] = {value} is not finite")]
-    NonFiniteZ { row: usize, value: f32 },
+    NonFiniteZ {
+        /// Its row.
+        row: usize,
+        /// The value.
+        value: f32,
+    },
+    /// A threshold grid without entries.
     #[error("the threshold grid is empty")]
     EmptyGrid,
+    /// A threshold grid entry that is NaN or infinite.
     #[error("threshold grid entry {value} is not finite")]
-    NonFiniteThreshold { value: f32 },
+    NonFiniteThreshold {
+        /// The entry.
+        value: f32,
+    },
+    /// precision@k with `k = 0`.
     #[error("precision@k needs k >= 1")]
     ZeroK,
+    /// A string that is not a valid [`EmptyF1`] or [`Binarize`] (the string given).
     #[error("cannot parse {0:?}")]
     Parse(String),
 }
@@ -197,9 +237,11 @@ impl ExampleCounts {
 /// Confusion counts of one label over all examples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LabelCounts {
+    /// True positives: examples with the label predicted and gold.
     pub tp: u64,
+    /// False positives: examples with the label predicted but not gold.
     pub fp: u64,
-    /// False negatives (`fn` is a keyword).
+    /// False negatives: examples with the label gold but not predicted (`fn` is a keyword).
     pub fneg: u64,
 }
 
@@ -217,8 +259,11 @@ impl LabelCounts {
 /// Per-example and per-label confusion counts of a prediction against gold label sets.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Confusion {
+    /// Number of labels.
     pub n_labels: usize,
+    /// Counts of every example, in row order.
     pub examples: Vec<ExampleCounts>,
+    /// Counts of every label, by label index.
     pub labels: Vec<LabelCounts>,
 }
 
@@ -373,35 +418,50 @@ fn merge_row(p: &[u32], g: &[u32], labels: &mut [LabelCounts]) -> u32 {
 /// precision@k for one `k`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PrecisionAtK {
+    /// The number of top-scored labels.
     pub k: usize,
+    /// Mean over examples of `|top_k ∩ G| / k`.
     pub value: f64,
 }
 
 /// All metrics of one prediction against gold label sets (see the module docs for conventions).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricReport {
+    /// Number of examples.
     pub n_examples: usize,
+    /// Number of labels.
     pub n_labels: usize,
     /// The convention used for examples with empty prediction and empty gold.
     pub empty_f1: EmptyF1,
     /// Mean over examples of `2|P∩G| / (|P|+|G|)`: the paper's metric.
     pub example_f1: f64,
+    /// Mean over examples of `|P∩G| / |P|` (sklearn `average='samples'`).
     pub example_precision: f64,
+    /// Mean over examples of `|P∩G| / |G|` (sklearn `average='samples'`).
     pub example_recall: f64,
     /// Mean over examples of `|P∩G| / |P∪G|` (sklearn `jaccard_score(average='samples')`).
     pub example_jaccard: f64,
     /// Mean of per-label F1 over all labels (absent labels count as 0).
     pub macro_f1: f64,
+    /// F1 of the pooled counts, `2TP / (2TP + FP + FN)`.
     pub micro_f1: f64,
+    /// Precision of the pooled counts, `TP / (TP + FP)`.
     pub micro_precision: f64,
+    /// Recall of the pooled counts, `TP / (TP + FN)`.
     pub micro_recall: f64,
+    /// `(FP + FN) / (n·L)`.
     pub hamming_loss: f64,
     /// Fraction of examples predicted exactly.
     pub subset_accuracy: f64,
+    /// Mean `|P|`.
     pub mean_pred_cardinality: f64,
+    /// Mean `|G|`.
     pub mean_gold_cardinality: f64,
+    /// Examples with an empty prediction.
     pub n_empty_pred: usize,
+    /// Examples with an empty gold set.
     pub n_empty_gold: usize,
+    /// Examples with both empty (scored by [`MetricReport::empty_f1`]).
     pub n_both_empty: usize,
     /// Labels neither predicted nor gold in any example (each adds a 0 to the macro-F1 mean).
     pub labels_never_seen: usize,
