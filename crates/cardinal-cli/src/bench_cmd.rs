@@ -69,7 +69,7 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kib| kib / 1024.0)
 }
 
-pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
     let data = match args.synthetic_labels {
         Some(labels) => cardinal::data::synthetic::synthetic(&SyntheticShape {
             train_rows: args.synthetic_rows,
@@ -80,7 +80,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
             seed: 0,
         }),
         None => {
-            let dir = crate::data_dir(&args.data_dir);
+            let dir = cardinal::engine::data_dir_or_env(args.data_dir.as_deref());
             cardinal::data::resolve_dataset(&args.dataset, dir.as_deref())
                 .with_context(|| format!("loading dataset `{}`", args.dataset))?
                 .into_train_test(0.8, 0)?
@@ -100,7 +100,13 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     let mut epochs = Vec::new();
     for rep in 0..=args.train_reps.max(1) {
         let t = Instant::now();
-        epoch_over_all(&data.train, &mut state, &mut ws, &mut grad)?;
+        epoch_over_all(
+            &data.train,
+            &mut state,
+            &mut ws,
+            &mut grad,
+            engine.runtime.wait,
+        )?;
         if rep > 0 {
             epochs.push(t.elapsed().as_secs_f64());
         }

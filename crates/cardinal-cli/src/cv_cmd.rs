@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use cardinal::checkpoint::write_atomic;
-use cardinal::cv::cross_validate;
+use cardinal::engine::Engine;
 
 use crate::model_cmd::{ConfigArgs, DataSource};
 
@@ -21,9 +21,9 @@ pub struct CvArgs {
     pub json: Option<PathBuf>,
 }
 
-pub fn run(args: &CvArgs) -> anyhow::Result<()> {
+pub fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
     let cfg = args.cfg.load()?;
-    let data = args.data.load()?;
+    let data = args.data.spec().load()?;
     eprintln!(
         "{}: {} training rows, {} folds; preset {}, seed {} (the test split is not used)",
         data.train.name,
@@ -33,7 +33,7 @@ pub fn run(args: &CvArgs) -> anyhow::Result<()> {
         cfg.seed
     );
     let k = args.folds;
-    let report = cross_validate(&data.train, &cfg, k, &mut |_, _| {}, &mut |f| {
+    let report = engine.cross_validate(&data.train, &cfg, k, &mut |_, _| {}, &mut |f| {
         println!(
             "fold {}/{k}: {} dev rows  example-F1 {:.2} at {}, {:.2} at the fold's best threshold {}  count MAE {:.3}  P@1 {:.2}",
             f.index + 1,

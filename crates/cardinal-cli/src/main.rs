@@ -1,14 +1,15 @@
 //! `cardinal`: the command-line interface. A thin layer over the `cardinal` library:
 //! parse arguments, call the library, print.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cardinal::engine::Engine;
+use cardinal::runtime::{Runtime, WaitPolicy};
 use clap::{Parser, Subcommand};
 
 /// mimalloc keeps freed pages for reuse: with the system allocator each prediction's large
 /// output buffers come back from the kernel as fresh, zero-filled pages (page faults measured
-/// at up to 15 % of Bibtex inference, RESULTS §5).
+/// at up to 15 % of Bibtex inference; docs/journal).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -32,14 +33,14 @@ struct Cli {
     /// OMP_WAIT_POLICY=ACTIVE: faster on two or more threads) or sleep (`passive`: leaves the
     /// cores to other programs). Results are identical either way.
     #[arg(long, global = true, value_name = "POLICY", default_value = "active")]
-    wait: WaitPolicy,
+    wait: Wait,
     /// More log output (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum WaitPolicy {
+enum Wait {
     Active,
     Passive,
 }
@@ -77,32 +78,22 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    cardinal::active_wait::set_enabled(matches!(cli.wait, WaitPolicy::Active));
-    // 0: rayon's default (RAYON_NUM_THREADS, else one per core). The main thread's stack
-    // size, since the whole command runs on a worker.
-    let threads = cli.threads.map_or(0, |n| n.max(1));
-    if let Err(e) = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .stack_size(8 << 20)
-        .build_global()
-    {
-        eprintln!("error: cannot set up {threads} threads: {e}");
-        return ExitCode::FAILURE;
-    }
-    // The command runs on a worker of the pool (`scope` from outside the pool moves its body
-    // there): a batch has dozens of short parallel sections, and entered from the main thread
-    // each one woke a worker and put the main thread to sleep (futex calls were 6-8 % of a
-    // one-thread training epoch, RESULTS §5).
-    let result = rayon::scope(|_| match &cli.command {
-        Command::Data(a) => data_cmd::run(a),
-        Command::Train(a) => model_cmd::train(a),
-        Command::Eval(a) => model_cmd::eval(a),
-        Command::Cv(a) => cv_cmd::run(a),
-        Command::Predict(a) => model_cmd::predict(a),
-        Command::Project(a) => project_cmd::run(a),
-        Command::Bench(a) => bench_cmd::run(a),
-        Command::Reproduce(a) => reproduce_cmd::run(a),
-    });
+    let engine = Engine {
+        // The product's systems and the paper's Table 1 systems.
+        systems: cardinal_paper::systems(),
+        runtime: Runtime {
+            threads: cli.threads,
+            wait: match cli.wait {
+                Wait::Active => WaitPolicy::Active,
+                Wait::Passive => WaitPolicy::Passive,
+            },
+        },
+    };
+    // The whole command runs on a worker of the engine's pool.
+    let result = engine
+        .install(|| run(&engine, &cli.command))
+        .map_err(anyhow::Error::from)
+        .and_then(|r| r);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -112,9 +103,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// Where datasets are looked up by name.
-pub fn data_dir(explicit: &Option<PathBuf>) -> Option<PathBuf> {
-    explicit
-        .clone()
-        .or_else(|| std::env::var_os("CARDINAL_DATA").map(PathBuf::from))
+/// Dispatches a parsed command to its module.
+fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
+    match command {
+        Command::Data(a) => data_cmd::run(a),
+        Command::Train(a) => model_cmd::train(engine, a),
+        Command::Eval(a) => model_cmd::eval(engine, a),
+        Command::Cv(a) => cv_cmd::run(engine, a),
+        Command::Predict(a) => model_cmd::predict(engine, a),
+        Command::Project(a) => project_cmd::run(a),
+        Command::Bench(a) => bench_cmd::run(engine, a),
+        Command::Reproduce(a) => reproduce_cmd::run(a),
+    }
 }

@@ -1,14 +1,15 @@
 //! `cardinal train | eval | predict`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use cardinal::checkpoint::{self, write_atomic};
-use cardinal::data::{read_mulan, resolve_dataset, Dataset, TrainTest};
-use cardinal::eval::{evaluate_outputs, predict as run_predict, EvalReport};
-use cardinal::train::{run as run_train, Event, TrainState};
-use cardinal::Config;
+use cardinal::checkpoint::write_atomic;
+use cardinal::data::{resolve_dataset, Dataset};
+use cardinal::engine::{check_labels, data_dir_or_env, Engine};
+use cardinal::eval::EvalReport;
+use cardinal::train::Event;
+use cardinal::{Config, DataSpec};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Where the data comes from (saved as `run.json` in the model directory for `--resume`).
@@ -36,16 +37,16 @@ pub struct DataSource {
 }
 
 impl DataSource {
-    pub fn load(&self) -> anyhow::Result<TrainTest> {
-        if let (Some(tr), Some(te), Some(xml)) = (&self.train, &self.test, &self.labels) {
-            let train = read_mulan(tr, xml).with_context(|| format!("reading {}", tr.display()))?;
-            let test = read_mulan(te, xml).with_context(|| format!("reading {}", te.display()))?;
-            return Ok(TrainTest { train, test });
+    /// The library's description of this data source.
+    pub fn spec(&self) -> DataSpec {
+        DataSpec {
+            dataset: self.dataset.clone(),
+            train: self.train.clone(),
+            test: self.test.clone(),
+            labels: self.labels.clone(),
+            data_dir: self.data_dir.clone(),
+            train_fraction: self.train_fraction,
         }
-        let dir = crate::data_dir(&self.data_dir);
-        let resolved = resolve_dataset(&self.dataset, dir.as_deref())
-            .with_context(|| format!("loading dataset `{}`", self.dataset))?;
-        Ok(resolved.into_train_test(self.train_fraction, 0)?)
     }
 }
 
@@ -67,8 +68,21 @@ pub struct ConfigArgs {
 }
 
 impl ConfigArgs {
+    /// The preset, the configuration file read over it, and the seed (see
+    /// [`Config::resolve`]).
     pub fn load(&self) -> anyhow::Result<Config> {
-        config_from(self.preset.as_deref(), self.config.as_deref(), self.seed)
+        let text = match &self.config {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?,
+            ),
+            None => None,
+        };
+        Config::resolve(self.preset.as_deref(), text.as_deref(), self.seed).with_context(|| {
+            self.config
+                .as_ref()
+                .map_or_else(String::new, |p| format!("in {}", p.display()))
+        })
     }
 }
 
@@ -96,107 +110,44 @@ pub struct TrainArgs {
     pub json: bool,
 }
 
-/// The configuration file `config` read over a preset, `seed` set, validated. The preset is
-/// `preset` when given; otherwise the one the file names (a saved `config.json` names its own,
-/// so that it trains again as it did even after new fields were added to the presets; the
-/// `table1-*` rows and the cardinality analysis derive from `paper`); otherwise `predict`.
-fn config_from(
-    preset: Option<&str>,
-    config: Option<&Path>,
-    seed: Option<u64>,
-) -> anyhow::Result<Config> {
-    let text = match config {
-        Some(path) => Some(
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
-        ),
-        None => None,
-    };
-    let named = text
-        .as_deref()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
-        .and_then(|v| v.get("preset").and_then(|p| p.as_str()).map(str::to_owned));
-    let base = match (preset, named.as_deref()) {
-        (Some(p), _) => Config::preset(p)?,
-        (None, Some(n)) if Config::PRESETS.contains(&n) => Config::preset(n)?,
-        (None, Some(n)) if n.starts_with("table1-") || n == "cardinality-only" => Config::paper(),
-        _ => Config::predict(),
-    };
-    let mut cfg = match (config, text) {
-        (Some(path), Some(text)) => Config::from_json_over(&base, &text)
-            .with_context(|| format!("in {}", path.display()))?,
-        _ => base,
-    };
-    if let Some(seed) = seed {
-        cfg.seed = seed;
-    }
-    cfg.validate()?;
-    Ok(cfg)
-}
-
-pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
-    let (state, data, out) = match &args.resume {
+pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
+    let run = match &args.resume {
         Some(dir) => {
-            let run_path = dir.join("run.json");
-            let source: DataSource = serde_json::from_slice(
-                &std::fs::read(&run_path)
-                    .with_context(|| format!("reading {}", run_path.display()))?,
-            )
-            .with_context(|| format!("in {}", run_path.display()))?;
-            let data = source.load()?;
-            let (state, meta) = checkpoint::load_state(dir)?;
-            cardinal::pipeline::check_dims(
-                &state.model,
-                data.train.n_features(),
-                data.train.n_labels(),
-                "the training data",
-            )?;
-            check_labels(&meta, &data.train, dir)?;
+            let run = engine
+                .resume_run(dir)
+                .with_context(|| format!("resuming {}", dir.display()))?;
             eprintln!(
                 "resuming {} after {} epochs",
                 dir.display(),
-                state.epochs_run()
+                run.epochs_run()
             );
-            (state, data, dir.clone())
+            run
         }
         None => {
             let cfg = args.cfg.load()?;
-            let data = args.data.load()?;
             let out = args
                 .out
-                .clone()
+                .as_ref()
                 .expect("clap requires --out without --resume");
-            std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-            write_atomic(
-                &out.join("run.json"),
-                serde_json::to_string_pretty(&args.data)?.as_bytes(),
-            )?;
-            // Pre-trains the unaries first when the configuration asks for it (E2E-SPEN).
-            (
-                cardinal::baselines::initial_state(&data.train, &cfg)?,
-                data,
-                out,
-            )
+            engine
+                .start_run(out, &args.data.spec(), cfg)
+                .with_context(|| format!("loading dataset `{}`", args.data.dataset))?
         }
     };
-    let cfg = state.model.config.clone();
-    let name = data.train.name.clone();
+    let cfg = run.config().clone();
+    let (train, test) = (&run.data.train, &run.data.test);
+    let name = train.name.clone();
     eprintln!(
         "{name}: {} train / {} test examples, {} features, {} labels; preset {}, seed {}, {} threads",
-        data.train.n_rows(),
-        data.test.n_rows(),
-        data.train.n_features(),
-        data.train.n_labels(),
+        train.n_rows(),
+        test.n_rows(),
+        train.n_features(),
+        train.n_labels(),
         cfg.preset,
         cfg.seed,
         rayon::current_num_threads()
     );
-    let metrics_path = out.join("metrics.jsonl");
-    let mut metrics_lines: String = state
-        .progress
-        .history
-        .iter()
-        .map(|r| serde_json::to_string(r).expect("serialisable") + "\n")
-        .collect();
+    let out = run.dir.clone();
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -206,7 +157,6 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
         ProgressStyle::with_template("phase {prefix} {bar:30} {pos}/{len} batches  {msg}")
             .expect("valid template"),
     );
-    let mut io_error = None;
     let mut on_event = |ev: Event| match ev {
         Event::Start {
             phase,
@@ -230,42 +180,17 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
                 "phase {} epoch {:>3}: loss {:.4}{dev}  ({:.2} s/epoch)",
                 rec.phase, rec.epoch, rec.loss, rec.seconds
             ));
-            metrics_lines.push_str(&serde_json::to_string(rec).expect("serialisable"));
-            metrics_lines.push('\n');
-            if let Err(e) = write_atomic(&metrics_path, metrics_lines.as_bytes()) {
-                io_error.get_or_insert(e);
-            }
         }
     };
-    let labels = data.train.label_names.clone();
-    let mut after_epoch = |st: &TrainState| -> cardinal::Result<()> {
-        if !args.no_checkpoints {
-            checkpoint::save_state(&out, st, &name, &labels)?;
-        }
-        Ok(())
-    };
-    let trained = if cfg.system == cardinal::config::System::Pnc {
-        run_train(&data.train, state, &mut after_epoch, &mut on_event)?
-    } else {
-        // The baselines train in one go (no per-epoch checkpoints, no --resume).
-        cardinal::baselines::train_system(&data.train, &cfg, &mut on_event)?
-    };
+    let outcome = engine.finish_run(run, !args.no_checkpoints, &mut on_event)?;
     bar.finish_and_clear();
-    if let Some(e) = io_error {
-        return Err(e.into());
-    }
-    let secs: Vec<f64> = trained.history.iter().map(|r| r.seconds).collect();
+    let secs: Vec<f64> = outcome.history.iter().map(|r| r.seconds).collect();
     let mean_epoch = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
-    checkpoint::save(&trained.model, &out, &name, &data.train.label_names)?;
-    let (report, _) = evaluate(&trained.model, &data.test)?;
-    write_atomic(
-        &out.join("eval.json"),
-        serde_json::to_string_pretty(&report)?.as_bytes(),
-    )?;
+    let report = &outcome.report;
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        println!("{}", serde_json::to_string(report)?);
     } else {
-        print_report(&name, "test", &report);
+        print_report(&name, "test", report);
         println!(
             "training time: {mean_epoch:.3} s/epoch (mean of {} epochs)",
             secs.len()
@@ -273,24 +198,6 @@ pub fn train(args: &TrainArgs) -> anyhow::Result<()> {
         println!("model written to {}", out.display());
     }
     Ok(())
-}
-
-/// The report on `data`, and the outputs it was computed from.
-fn evaluate(
-    model: &cardinal::pipeline::Model<f32>,
-    data: &Dataset,
-) -> anyhow::Result<(EvalReport, cardinal::pipeline::Outputs<f32>)> {
-    cardinal::pipeline::check_dims(
-        model,
-        data.n_features(),
-        data.n_labels(),
-        "the evaluation data",
-    )?;
-    let out = run_predict(model, &data.features, 256)?;
-    let mut report = evaluate_outputs(model, &out, &data.labels);
-    // What a perfect count predictor would give (a second inference pass).
-    cardinal::eval::add_gold_count(model, &mut report, &data.features, &data.labels, 256)?;
-    Ok((report, out))
 }
 
 pub fn print_report(name: &str, split: &str, r: &EvalReport) {
@@ -377,27 +284,13 @@ pub struct EvalArgs {
 }
 
 fn load_split(spec: &str, data_dir: &Option<PathBuf>, split: &str) -> anyhow::Result<Dataset> {
-    let dir = crate::data_dir(data_dir);
+    let dir = data_dir_or_env(data_dir.as_deref());
     let tt = resolve_dataset(spec, dir.as_deref())?.into_train_test(0.8, 0)?;
     Ok(if split == "train" { tt.train } else { tt.test })
 }
 
-fn check_labels(meta: &checkpoint::Meta, data: &Dataset, model_dir: &Path) -> anyhow::Result<()> {
-    if !meta.label_names.is_empty()
-        && !data.label_names.is_empty()
-        && meta.label_names != data.label_names
-    {
-        bail!(
-            "the data's labels differ from those of the model in {} (trained on `{}`)",
-            model_dir.display(),
-            meta.dataset
-        );
-    }
-    Ok(())
-}
-
-pub fn eval(args: &EvalArgs) -> anyhow::Result<()> {
-    let (model, meta) = checkpoint::load(&args.model)?;
+pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
+    let (model, meta) = engine.load(&args.model)?;
     let spec = args.data.clone().unwrap_or_else(|| meta.dataset.clone());
     let dev_of_train = || -> anyhow::Result<Dataset> {
         let train = load_split(&spec, &args.data_dir, "train")?;
@@ -421,18 +314,10 @@ pub fn eval(args: &EvalArgs) -> anyhow::Result<()> {
         load_split(&spec, &args.data_dir, &args.split)?
     };
     check_labels(&meta, &data, &args.model)?;
-    let (mut report, out) = evaluate(&model, &data)?;
+    let (mut report, out) = engine.evaluate(&model, &data)?;
     if args.dev_threshold {
         let dev = dev_of_train()?;
-        let dev_out = run_predict(&model, &dev.features, 256)?;
-        cardinal::eval::add_dev_threshold(
-            &model,
-            &mut report,
-            &dev_out,
-            &dev.labels,
-            &out,
-            &data.labels,
-        )?;
+        engine.add_dev_threshold(&model, &mut report, &dev, &out, &data.labels)?;
     }
     match &args.json {
         Some(p) if p.as_os_str() == "-" => println!("{}", serde_json::to_string_pretty(&report)?),
@@ -466,12 +351,12 @@ pub struct PredictArgs {
     pub ranking_scores: bool,
 }
 
-pub fn predict(args: &PredictArgs) -> anyhow::Result<()> {
-    let (model, meta) = checkpoint::load(&args.model)?;
+pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
+    let (model, meta) = engine.load(&args.model)?;
     let data = load_split(&args.data, &args.data_dir, "test")?;
     cardinal::pipeline::check_dims(&model, data.n_features(), data.n_labels(), "the data")?;
     check_labels(&meta, &data, &args.model)?;
-    let out = run_predict(&model, &data.features, 256)?;
+    let out = engine.predict(&model, &data.features)?;
     let l = model.n_labels();
     let thr = model.config.threshold as f32;
     let stdout = std::io::stdout();

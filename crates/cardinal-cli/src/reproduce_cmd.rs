@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use cardinal::checkpoint::write_atomic;
 use cardinal::eval::EvalReport;
-use cardinal::reproduce::{cardinality_analysis, run_cell, table1_rows, Protocol, DATASETS};
+use cardinal_paper::reproduce::{cardinality_analysis, run_cell, table1_rows, Protocol, DATASETS};
 
 #[derive(Debug, clap::Args)]
 pub struct ReproduceArgs {
@@ -87,7 +87,7 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<()> {
             seed,
             data_dir,
         } => {
-            let dir = crate::data_dir(data_dir);
+            let dir = cardinal::engine::data_dir_or_env(data_dir.as_deref());
             let data = cardinal::data::resolve_dataset(dataset, dir.as_deref())
                 .with_context(|| format!("loading dataset `{dataset}`"))?
                 .into_train_test(0.8, 0)?;
@@ -123,7 +123,7 @@ fn table1(
     data_dir: &Option<PathBuf>,
 ) -> anyhow::Result<()> {
     let rows = table1_rows();
-    let dir = crate::data_dir(data_dir);
+    let dir = cardinal::engine::data_dir_or_env(data_dir.as_deref());
     // results[row][column] = per-seed reports
     let mut results: Vec<Vec<Vec<EvalReport>>> = vec![vec![Vec::new(); DATASETS.len()]; rows.len()];
     let mut columns_run = Vec::new();

@@ -72,8 +72,6 @@ pub struct InferenceConfig {
     pub steps: usize,
     /// Step size `η` of the inner ascent.
     pub eta: f64,
-    /// Learn `η` with the other parameters (starting from `eta`).
-    pub learn_eta: bool,
     /// Momentum of the inner ascent.
     pub momentum: f64,
     /// Projection used while training (exact, simplex, soft, dykstra-soft, dykstra-exact, fp,
@@ -91,15 +89,8 @@ pub struct InferenceConfig {
     pub rounds: usize,
     /// Bisection iterations `J` of the FP method.
     pub fp_iters: usize,
-    /// Temperature `ε` of the smoothed projection (`smooth`), in units of `y` (in units of the
-    /// dual iterate `a` with `mirror`).
+    /// Temperature `ε` of the smoothed projection (`smooth`), in units of `y`.
     pub smooth_eps: f64,
-    /// Mirror ascent: the steps accumulate in a dual iterate `a_t` (`a_0 = u`, the unary
-    /// scores) and `y_t` is the projection of `a_t`, instead of `y_{t+1} = P(y_t + v_{t+1})`.
-    /// With the `smooth` projection this is entropic mirror ascent on the capped simplex,
-    /// `y_t = σ((a_t − θ_t)/ε)` with `Σ y_t = z` exactly: a feasible iterate whose Jacobian
-    /// reaches every label.
-    pub mirror: bool,
 }
 
 impl Default for InferenceConfig {
@@ -107,7 +98,6 @@ impl Default for InferenceConfig {
         Self {
             steps: 15,
             eta: 0.005,
-            learn_eta: false,
             momentum: 0.9,
             train_projection: Method::DykstraSoft,
             test_projection: Method::DykstraSoft,
@@ -115,7 +105,6 @@ impl Default for InferenceConfig {
             rounds: 2,
             fp_iters: 20,
             smooth_eps: 0.1,
-            mirror: false,
         }
     }
 }
@@ -127,8 +116,6 @@ pub enum IterateWeights {
     /// The released code: `(1/T)·1/(T − i + 1)` for the iterate `y_{i+1}`, `i = 0..T−1`
     /// (weights 1/(T+1) … 1/2, divided by T).
     Authors,
-    /// The paper's formula with 1-based `t`: `(1/T)·1/(T − t + 1)` (last iterate weight 1/T).
-    Paper,
     /// Only the last iterate, weight 1.
     Last,
 }
@@ -275,30 +262,12 @@ pub struct Config {
     pub train: TrainConfig,
     /// Threshold on the last iterate for the headline prediction.
     pub threshold: f64,
-    /// Which system of Table 1 this is (`pnc`: the model of the paper; the others are the
-    /// baselines of `crate::baselines`).
-    pub system: System,
-    /// Settings of the baseline systems.
+    /// Which system trains and runs this configuration, by name (`pnc`: Predict and
+    /// Constrain; the Table 1 systems of the `cardinal-paper` crate register theirs). Looked
+    /// up in a [`crate::system::Systems`] registry, the one place that tells systems apart.
+    pub system: String,
+    /// Settings of the Table 1 systems (read by them only; see `cardinal-paper`).
     pub baseline: BaselineConfig,
-}
-
-/// The systems of Table 1 that train differently from the unrolled P&C pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum System {
-    /// Predict and Constrain, and every configuration of its pipeline (E2E-SPEN, FP, MLP).
-    #[default]
-    Pnc,
-    /// SPEN trained with the structured SVM (margin-rescaled hinge, loss-augmented inference).
-    SpenSsvm,
-    /// Deep value network regressing the F1 of hypotheses.
-    Dvn,
-    /// Unrolled ascent with the sigmoid cardinality potential and clipping (§4 "SC").
-    Sc,
-    /// Unrolled ascent in logit space, `α += η ∇_α s(σ(α))`, no projection (§4).
-    Logit,
-    /// Unary and cardinality scores only, exact top-z inference, structured hinge (§4).
-    TopzHinge,
 }
 
 /// Activation of a hidden layer or of the global energy.
@@ -422,7 +391,7 @@ impl Config {
             loss: LossConfig::default(),
             train: TrainConfig::default(),
             threshold: 0.5,
-            system: System::Pnc,
+            system: crate::system::PNC.into(),
             baseline: BaselineConfig::default(),
         }
     }
@@ -441,16 +410,16 @@ impl Config {
         cfg.model.counts = CountRange::Auto { coverage: 0.99 };
         cfg.train.decay_reference_cardinality = Some(2.4);
         cfg.train.average_epochs = Some(1.0);
-        // Session 4 (chosen by 5-fold CV on Bibtex's training file, RESULTS §4): the last
-        // iterate projected onto C(z) by the entropic projection, so that the constraint holds
-        // exactly; a wider unary net; epochs until the dev F1 stops improving.
+        // Chosen by 5-fold CV on Bibtex's training file (docs/journal): the last iterate
+        // projected onto C(z) by the entropic projection, so that the constraint holds
+        // exactly; epochs until the dev F1 stops improving.
         cfg.inference.final_projection = Some(Method::Smooth);
         cfg.inference.smooth_eps = 0.05;
         cfg.train.epochs = 60;
         cfg.train.patience = 5;
-        // Session 5 (5-fold CV on Bibtex's training file, one 5-fold dev fold of Delicious's,
-        // RESULTS §4): a wide unary net held back by dropout, and an auxiliary BCE on the unary
-        // scores. Summed over labels, the BCE weighs more where labels are many (Delicious, where
+        // Chosen by 5-fold CV on Bibtex's training file and one 5-fold dev fold of
+        // Delicious's (docs/journal): a wide unary net held back by dropout, and an auxiliary
+        // BCE on the unary scores. Summed over labels, the BCE weighs more where labels are many (Delicious, where
         // it is what improves the ranking) and stays small where they are few (Bibtex, where a
         // larger weight costs F1).
         cfg.model.hidden = 2000;
@@ -472,6 +441,36 @@ impl Config {
                 Self::PRESETS.join(", ")
             ))),
         }
+    }
+
+    /// The configuration a front end asks for: the JSON `overrides` read over a preset, `seed`
+    /// set, validated. The preset is `preset` when given; otherwise the one the JSON names (a
+    /// saved `config.json` names its own, so that it trains again as it did even after new
+    /// fields were added to the presets; the `table1-*` rows and the cardinality analysis
+    /// derive from `paper`); otherwise `predict`.
+    pub fn resolve(
+        preset: Option<&str>,
+        overrides: Option<&str>,
+        seed: Option<u64>,
+    ) -> Result<Self> {
+        let named = overrides
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .and_then(|v| v.get("preset").and_then(|p| p.as_str()).map(str::to_owned));
+        let base = match (preset, named.as_deref()) {
+            (Some(p), _) => Self::preset(p)?,
+            (None, Some(n)) if Self::PRESETS.contains(&n) => Self::preset(n)?,
+            (None, Some(n)) if n.starts_with("table1-") || n == "cardinality-only" => Self::paper(),
+            _ => Self::predict(),
+        };
+        let mut cfg = match overrides {
+            Some(text) => Self::from_json_over(&base, text)?,
+            None => base,
+        };
+        if let Some(seed) = seed {
+            cfg.seed = seed;
+        }
+        cfg.validate()?;
+        Ok(cfg)
     }
 
     /// Reads a JSON configuration over `base`: fields left out keep `base`'s values (objects
@@ -500,8 +499,9 @@ impl Config {
 
     /// Reads a JSON configuration; fields left out keep the defaults of the `paper` preset.
     pub fn from_json(text: &str) -> Result<Self> {
+        let text = drop_retired_fields(text)?;
         // The path of the offending field (`inference.train_projection`) goes into the message.
-        let de = &mut serde_json::Deserializer::from_str(text);
+        let de = &mut serde_json::Deserializer::from_str(&text);
         let cfg: Self = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             Error::Config(format!(
@@ -705,23 +705,12 @@ impl Config {
             b.pretrain_dropout,
             "0 <= rate < 1",
         )?;
-        // The baselines' own training loop has neither: refuse rather than ignore them.
-        if self.system != System::Pnc {
-            if self.model.dropout > 0.0 {
-                return Err(Error::Config(format!(
-                    "model.dropout applies to system `pnc` only, not `{}`; for a baseline's unary pre-training use baseline.pretrain_dropout",
-                    serde_json::to_value(self.system)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default()
-                )));
-            }
-            if self.train.average_epochs.is_some() {
-                return Err(Error::Config(
-                    "train.average_epochs applies to system `pnc` only".into(),
-                ));
-            }
-        }
+        check(
+            !self.system.is_empty(),
+            "system",
+            "\"\"",
+            "a system's name, e.g. pnc",
+        )?;
         check(
             b.pretrain_weight_decay.is_finite() && b.pretrain_weight_decay >= 0.0,
             "baseline.pretrain_weight_decay",
@@ -760,6 +749,37 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// Fields that older versions wrote into every `config.json` and that no longer exist
+/// (`inference.mirror`, `inference.learn_eta`): dropped when they hold the value that meant
+/// "off", so that saved models still load, and refused otherwise.
+fn drop_retired_fields(text: &str) -> Result<String> {
+    let mut value: serde_json::Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        // Not JSON: the typed reader reports where.
+        Err(_) => return Ok(text.to_owned()),
+    };
+    if let Some(inf) = value
+        .get_mut("inference")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        for field in ["mirror", "learn_eta"] {
+            match inf.get(field) {
+                None => {}
+                Some(serde_json::Value::Bool(false)) => {
+                    inf.remove(field);
+                }
+                Some(other) => {
+                    return Err(Error::Config(format!(
+                        "inference.{field} = {other} is no longer supported (only false, the \
+                         only value that any preset or Table 1 row used)"
+                    )))
+                }
+            }
+        }
+    }
+    Ok(value.to_string())
 }
 
 /// (De)serialises a projection [`Method`] by its command-line name.
@@ -874,29 +894,22 @@ mod tests {
         assert_eq!(cfg.train.batch_size, 50);
     }
 
-    /// Settings that a baseline's training loop would silently ignore are refused.
+    /// Older `config.json` files carry `inference.mirror` and `inference.learn_eta` as
+    /// `false`: they still load; any other value is refused by name.
     #[test]
-    fn pnc_only_settings_are_refused_for_baselines() {
-        for (json, field) in [
-            (
-                r#"{"system": "spen-ssvm", "model": {"dropout": 0.3}}"#,
-                "model.dropout",
-            ),
-            (
-                r#"{"system": "dvn", "train": {"average_epochs": 1}}"#,
-                "train.average_epochs",
-            ),
+    fn retired_fields_load_when_off_and_are_refused_when_on() {
+        let cfg = Config::from_json(
+            r#"{"inference": {"mirror": false, "learn_eta": false, "steps": 3}}"#,
+        )
+        .unwrap();
+        assert_eq!(cfg.inference.steps, 3);
+        for json in [
+            r#"{"inference": {"mirror": true}}"#,
+            r#"{"inference": {"learn_eta": true}}"#,
         ] {
             let err = Config::from_json(json).unwrap_err().to_string();
-            assert!(err.contains(field) && err.contains("pnc"), "{err}");
+            assert!(err.contains("no longer supported"), "{err}");
         }
-        let ok =
-            Config::from_json(r#"{"system": "spen-ssvm", "baseline": {"pretrain_dropout": 0.3}}"#);
-        assert!(ok.is_ok(), "{ok:?}");
-        assert!(Config::from_json(
-            r#"{"model": {"dropout": 0.3}, "train": {"average_epochs": 1}}"#
-        )
-        .is_ok());
     }
 
     #[test]

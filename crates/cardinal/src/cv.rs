@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, DevFold};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::eval::{evaluate_outputs, grid_threshold, predict};
+use crate::eval::{evaluate_outputs, grid_threshold};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
+use crate::runtime::WaitPolicy;
+use crate::system::{Hooks, Start, System};
 use crate::train::Event;
 
 /// One fold's result.
@@ -26,7 +28,7 @@ pub struct FoldResult {
     /// Mean absolute error of the predicted count `z` against the true count.
     pub count_mae: f64,
     /// precision@1 (%) of the ranking scores (`EvalReport::precision_at_k`); 0 in reports
-    /// written before session 6.
+    /// written by older versions.
     #[serde(default)]
     pub precision_at_1: f64,
 }
@@ -50,9 +52,11 @@ pub struct CvReport {
 /// (were it the dev split, early stopping and a tuned threshold would be chosen on the rows
 /// they are scored on). `on_fold` sees each result as it comes.
 pub fn cross_validate(
+    system: &dyn System,
     train: &Dataset,
     cfg: &Config,
     k: usize,
+    wait: WaitPolicy,
     on_event: &mut dyn FnMut(usize, Event),
     on_fold: &mut dyn FnMut(&FoldResult),
 ) -> Result<CvReport> {
@@ -68,17 +72,24 @@ pub fn cross_validate(
         split.dev_fold = Some(DevFold { k, index });
         let (train_idx, dev_idx) = split.dev_split(train.n_rows());
         let rest = train.select_rows(&train_idx);
-        let model = crate::baselines::train_system(&rest, cfg, &mut |e| on_event(index, e))?.model;
+        let mut fold_events = |e: Event| on_event(index, e);
+        let mut hooks = Hooks {
+            on_event: &mut fold_events,
+            after_epoch: &mut |_| Ok(()),
+            wait,
+        };
+        let model = system
+            .fit(&rest, Start::Fresh(cfg.clone()), &mut hooks)?
+            .model;
         let dev = train.select_rows(&dev_idx);
-        let out = predict(&model, &dev.features, 256)?;
+        let out = system.predict(&model, &dev.features, 256)?;
         let report = evaluate_outputs(&model, &out, &dev.labels);
         let (best_threshold, at_best) = tune_threshold(
             &out.y,
             &dev.labels,
             &default_threshold_grid(),
             &MetricOptions::default(),
-        )
-        .map_err(|e| Error::Mismatch(e.to_string()))?;
+        )?;
         let fold = FoldResult {
             index,
             train_rows: train_idx.len(),
@@ -115,7 +126,9 @@ pub fn cross_validate(
 mod tests {
     use super::*;
     use crate::data::{CsrMatrix, LabelSets};
+    use crate::eval::predict;
     use crate::metrics::{binarize, evaluate, Binarize};
+    use crate::system::Pnc;
 
     fn data(n: usize) -> Dataset {
         let (d, l) = (10, 5);
@@ -154,7 +167,16 @@ mod tests {
     fn folds_partition_the_rows_and_each_score_is_its_models() {
         let data = data(37);
         let cfg = cfg();
-        let report = cross_validate(&data, &cfg, 3, &mut |_, _| {}, &mut |_| {}).unwrap();
+        let report = cross_validate(
+            &Pnc,
+            &data,
+            &cfg,
+            3,
+            WaitPolicy::Active,
+            &mut |_, _| {},
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(report.folds.len(), 3);
         let sizes: Vec<usize> = report.folds.iter().map(|f| f.dev_rows).collect();
         assert_eq!(sizes, vec![13, 12, 12]);
@@ -207,7 +229,16 @@ mod tests {
     fn too_few_or_too_many_folds_are_refused() {
         let data = data(5);
         for k in [0, 1, 6] {
-            let err = cross_validate(&data, &cfg(), k, &mut |_, _| {}, &mut |_| {}).unwrap_err();
+            let err = cross_validate(
+                &Pnc,
+                &data,
+                &cfg(),
+                k,
+                WaitPolicy::Passive,
+                &mut |_, _| {},
+                &mut |_| {},
+            )
+            .unwrap_err();
             assert!(err.to_string().contains("folds"), "{err}");
         }
     }

@@ -6,37 +6,81 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A configuration value out of range, or a configuration that does not parse; the message
+    /// names the field, the value and what is allowed.
     #[error("{0}")]
     Config(String),
+    /// Reading or checking a dataset failed.
     #[error(transparent)]
     Data(#[from] cardinal_data::data::DataError),
+    /// A metric could not be computed (e.g. predictions and labels of different shapes).
+    #[error(transparent)]
+    Metrics(#[from] cardinal_data::metrics::MetricsError),
+    /// A projection was given input it cannot project (e.g. an infeasible count).
     #[error(transparent)]
     Projection(#[from] cardinal_proj::ProjError),
+    /// A model directory or checkpoint is missing, corrupt or inconsistent.
     #[error("{path}: {message}")]
-    Checkpoint { path: PathBuf, message: String },
+    Checkpoint {
+        /// The offending file or directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Data and model disagree (features, labels, counts).
     #[error("{0}")]
     Mismatch(String),
+    /// `config.system` names no system of the registry in use.
+    #[error("unknown system `{name}`; known systems: {known}")]
+    UnknownSystem {
+        /// The name asked for.
+        name: String,
+        /// The names the registry knows, comma-separated.
+        known: String,
+    },
+    /// The system cannot do what was asked (e.g. resume a run of a system that trains in one
+    /// go).
+    #[error("system `{system}` cannot {what}")]
+    Unsupported {
+        /// The system's name.
+        system: String,
+        /// What it was asked to do.
+        what: String,
+    },
+    /// The thread pool could not be set up.
+    #[error("{0}")]
+    Runtime(String),
+    /// Training produced a non-finite loss, gradient or parameter.
     #[error(
         "training diverged in phase {phase}, epoch {epoch}, batch {batch}: {quantity} is not \
          finite (see train.skip_nonfinite_batches)"
     )]
     Diverged {
+        /// 1: the train part of the split, 2: all of train.
         phase: u8,
+        /// Epoch within the phase, from 1.
         epoch: usize,
+        /// Batch within the epoch, from 0.
         batch: usize,
+        /// What was not finite.
         quantity: String,
     },
+    /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
 }
 
+/// `Result` with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),
             source,

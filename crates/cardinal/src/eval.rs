@@ -10,18 +10,25 @@ use crate::metrics::{
     Binarize, CardinalityReport, MetricOptions, MetricReport, PrecisionAtK,
 };
 use crate::pipeline::{Model, Outputs, Workspace};
+use crate::system::System;
 
-/// Runs inference on every row of `x`, `batch` rows at a time (rows in parallel); a baseline
-/// system runs its own inference (`crate::baselines`).
+/// Predict and Constrain's inference on every row of `x`, `batch` rows at a time (rows in
+/// parallel). Other systems predict through [`crate::system::System::predict`].
 pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
-    if model.config.system != crate::config::System::Pnc {
-        return crate::baselines::predict(model, x, batch);
-    }
     pnc_predict(model, x, batch, None)
 }
 
-/// P&C inference over every row of `x`, with `z` taken from `count_override` (one per row)
-/// instead of `h(x)` when given.
+/// [`predict`] with each row's count `z` taken from `counts` (one per row of `x`) instead of
+/// `h(x)`.
+pub fn predict_with_counts(
+    model: &Model<f32>,
+    x: &CsrMatrix,
+    counts: Vec<f32>,
+    batch: usize,
+) -> Result<Outputs<f32>> {
+    pnc_predict(model, x, batch, Some(counts))
+}
+
 fn pnc_predict(
     model: &Model<f32>,
     x: &CsrMatrix,
@@ -65,12 +72,12 @@ pub struct EvalReport {
     /// The same model re-run with every row's `z` set to its gold count `|y*|` (at the
     /// threshold): what a perfect count predictor would give, so that the distance to
     /// `at_threshold` is what a better `h(x)` can still buy. Set by [`add_gold_count`] (P&C
-    /// only; absent from reports written before session 5).
+    /// only; absent from reports written by older versions).
     #[serde(default)]
     pub at_gold_count: Option<MetricReport>,
     /// precision@1, 3, 5 of the ranking scores ([`Outputs::ranking_scores`]: the last ascent
     /// point before its projection, since `y_T`'s entries at 0 or 1 tie; `y_T` for the
-    /// baseline systems). Empty in reports written before session 6.
+    /// baseline systems). Empty in reports written by older versions.
     #[serde(default)]
     pub precision_at_k: Vec<PrecisionAtK>,
     pub constraint: ConstraintReport,
@@ -128,27 +135,26 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
 }
 
 /// Sets `report.at_gold_count`: inference on `x` with each row's count replaced by its gold
-/// count, binarised at the model's threshold (nothing for the baseline systems, whose
-/// inference has no count).
+/// count, binarised at the model's threshold (nothing for systems whose inference has no
+/// count).
 pub fn add_gold_count(
+    system: &dyn System,
     model: &Model<f32>,
     report: &mut EvalReport,
     x: &CsrMatrix,
     gold: &LabelSets,
     batch: usize,
 ) -> Result<()> {
-    if model.config.system != crate::config::System::Pnc {
-        return Ok(());
-    }
     let counts = (0..gold.n_rows).map(|r| gold.count(r) as f32).collect();
-    let out = pnc_predict(model, x, batch, Some(counts))?;
+    let Some(out) = system.predict_with_counts(model, x, counts, batch)? else {
+        return Ok(());
+    };
     let pred = binarize(
         &out.y,
         model.n_labels(),
         &Binarize::Threshold(model.config.threshold as f32),
         None,
-    )
-    .map_err(|e| crate::Error::Mismatch(e.to_string()))?;
+    )?;
     report.at_gold_count = Some(evaluate(&pred, gold, &MetricOptions::default()));
     Ok(())
 }
@@ -169,10 +175,8 @@ pub fn add_dev_threshold(
     gold: &LabelSets,
 ) -> Result<()> {
     let opts = MetricOptions::default();
-    let (thr, _) = tune_threshold(&dev_out.y, dev_gold, &default_threshold_grid(), &opts)
-        .map_err(|e| crate::Error::Mismatch(e.to_string()))?;
-    let pred = binarize(&out.y, model.n_labels(), &Binarize::Threshold(thr), None)
-        .map_err(|e| crate::Error::Mismatch(e.to_string()))?;
+    let (thr, _) = tune_threshold(&dev_out.y, dev_gold, &default_threshold_grid(), &opts)?;
+    let pred = binarize(&out.y, model.n_labels(), &Binarize::Threshold(thr), None)?;
     report.dev_threshold = Some(grid_threshold(thr));
     report.at_dev_threshold = Some(evaluate(&pred, gold, &opts));
     Ok(())

@@ -21,11 +21,54 @@
 use cardinal_proj::lanes::{
     Lanes, LanesScratch, LanesTape, LanesVjpScratch, SoftDykstraLanes, LANES,
 };
-use cardinal_proj::{AnyProjector, ProjError, Projector};
+use cardinal_proj::{AnyProjector, Method, ProjError, Projector};
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array2, ArrayView2};
 
 use crate::model::{c, Float};
+
+/// Up to this many labels, inference runs rows in lockstep (`Unroll::forward_block`); above it,
+/// a block's buffers (64 rows × L) leave the cache and the per-row path is faster (measured with
+/// `bench/scaling.sh`: see docs/RESULTS.md).
+pub const LOCKSTEP_MAX_LABELS: usize = 4096;
+
+/// Which implementation of the unroll runs a pass. Both compute the same numbers (to
+/// rounding; the tests compare them); [`Kernel::choose`] is the one place that picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// One row at a time ([`Unroll::forward_row`], [`Unroll::backward_row`]): any projection.
+    /// The reference.
+    Row,
+    /// Blocks of rows in lockstep, one row per SIMD lane ([`Unroll::forward_block`],
+    /// [`Unroll::forward_block_tape`], [`Unroll::backward_block`]): soft Dykstra steps
+    /// (`cardinal_proj::lanes`) with any final projection. Every other projection has no
+    /// lockstep form and runs on [`Kernel::Row`] (`docs/DESIGN.md`).
+    Lockstep,
+}
+
+impl Kernel {
+    /// The kernel for steps projected by `method` over `n_labels` labels: lockstep for soft
+    /// Dykstra up to [`LOCKSTEP_MAX_LABELS`] labels (in training, only with at least one
+    /// step: with none there is nothing to run in lockstep), the row kernel otherwise.
+    pub fn choose(method: Method, steps: usize, n_labels: usize, training: bool) -> Self {
+        if method == Method::DykstraSoft
+            && n_labels <= LOCKSTEP_MAX_LABELS
+            && (steps > 0 || !training)
+        {
+            Self::Lockstep
+        } else {
+            Self::Row
+        }
+    }
+
+    /// Whether this kernel can run steps projected by `method`.
+    pub fn supports(self, method: Method) -> bool {
+        match self {
+            Self::Row => true,
+            Self::Lockstep => method == Method::DykstraSoft,
+        }
+    }
+}
 
 /// The fixed parts of one unrolled solve.
 pub struct Unroll<'a, F: Float> {
@@ -41,9 +84,6 @@ pub struct Unroll<'a, F: Float> {
     /// An optional projection applied once more to the last iterate (e.g. the exact one after
     /// soft Dykstra steps, so that `y_T` is feasible); it replaces `y_T`.
     pub final_projector: Option<&'a AnyProjector>,
-    /// Mirror ascent ([`crate::config::InferenceConfig::mirror`]): `a_0 = u`,
-    /// `a_{t+1} = a_t + v_{t+1}`, `y_t = P(a_t)`. The per-row path only.
-    pub mirror: bool,
 }
 
 /// What the forward pass of one row records for its backward pass, plus scratch space.
@@ -91,8 +131,7 @@ impl<F: Float> RowTape<F> {
     }
 
     /// The ranking scores of the last forward pass: the last step's point before its
-    /// projection, `x_T = y_{T−1} + v_T` (the dual iterate `a_T` under mirror ascent; `y_0`
-    /// when `T = 0`). The projections on the way to `y_T` preserve order (the soft Dykstra
+    /// projection, `x_T = y_{T−1} + v_T` (`y_0` when `T = 0`). The projections on the way to `y_T` preserve order (the soft Dykstra
     /// steps approximately: violations of ~5e-7 seen), so these order the labels as `y_T`
     /// does, without its ties where entries meet the bounds 0 and 1.
     pub fn ranking(&self, l: usize) -> &[F] {
@@ -129,18 +168,8 @@ impl<F: Float> Unroll<'_, F> {
         tape.scratch.resize(l.max(e), F::zero());
         tape.gv.resize(l, F::zero());
         tape.z = z;
-        if self.mirror {
-            // y_0 = P(u): it only sets the first energy mask, whose derivative is zero, so its
-            // tape is not kept (the final projection's tape is free until the end).
-            self.projector
-                .forward(u, z, &mut tape.ys[..l], &mut tape.final_tape)?;
-            // The dual iterate a_t lives in `gyp` for the whole forward pass.
-            tape.gyp.clear();
-            tape.gyp.extend_from_slice(u);
-        } else {
-            for (y, &u) in tape.ys[..l].iter_mut().zip(u) {
-                *y = sigmoid(u);
-            }
+        for (y, &u) in tape.ys[..l].iter_mut().zip(u) {
+            *y = sigmoid(u);
         }
         let velocity = &mut tape.gv; // forward reuses the adjoint buffer as the velocity
         velocity.fill(F::zero());
@@ -168,15 +197,6 @@ impl<F: Float> Unroll<'_, F> {
                     }
                 }
             }
-            if self.mirror {
-                let a = &mut tape.gyp;
-                for i in 0..l {
-                    velocity[i] = self.momentum * velocity[i] + self.eta * g[i];
-                    a[i] += velocity[i];
-                }
-                self.projector.forward(a, z, y_next, &mut tape.proj[t])?;
-                continue;
-            }
             for i in 0..l {
                 let gi = g[i];
                 velocity[i] = self.momentum * velocity[i] + self.eta * gi;
@@ -187,8 +207,8 @@ impl<F: Float> Unroll<'_, F> {
             pre.extend_from_slice(y_next);
             self.projector.forward(pre, z, y_next, &mut tape.proj[t])?;
         }
-        if steps == 0 && !self.mirror {
-            // The ranking scores of no step: y_0 itself (under mirror ascent `gyp` holds u).
+        if steps == 0 {
+            // The ranking scores of no step: y_0 itself.
             tape.gyp.clear();
             tape.gyp.extend_from_slice(&tape.ys[..l]);
         }
@@ -220,9 +240,6 @@ impl<F: Float> Unroll<'_, F> {
         tape.gv.resize(l, F::zero());
         tape.gyp.resize(l, F::zero());
         gu.fill(F::zero());
-        if self.mirror {
-            return self.backward_row_mirror(tape, gys, gu, ggs);
-        }
         let (mut gz, mut geta) = (F::zero(), F::zero());
         for t in (0..steps).rev() {
             for (gy, &d) in tape.gy.iter_mut().zip(&gys[t * l..(t + 1) * l]) {
@@ -246,44 +263,6 @@ impl<F: Float> Unroll<'_, F> {
         }
         for ((gu, &gy), &y0) in gu.iter_mut().zip(&tape.gy).zip(&tape.ys[..l]) {
             *gu += gy * y0 * (F::one() - y0);
-        }
-        (gz, geta)
-    }
-
-    /// [`Self::backward_row`] for mirror ascent. `tape.gy` carries the adjoint of the dual
-    /// iterate `a_{t+1}`, which flows unchanged to `a_t` (`a_{t+1} = a_t + v_{t+1}`) and at the
-    /// end to `u` (`a_0 = u`); `y_t` reaches the loss directly and through `P` only.
-    fn backward_row_mirror(
-        &self,
-        tape: &mut RowTape<F>,
-        gys: &[F],
-        gu: &mut [F],
-        ggs: &mut [F],
-    ) -> (F, F) {
-        let (l, steps) = (self.l(), self.steps);
-        let (mut gz, mut geta) = (F::zero(), F::zero());
-        tape.spare.resize(l, F::zero());
-        for t in (0..steps).rev() {
-            let mut gy_t = &gys[t * l..(t + 1) * l];
-            if let (Some(fp), true) = (self.final_projector, t + 1 == steps) {
-                gz += fp.vjp(&tape.final_tape, gy_t, &mut tape.spare);
-                gy_t = &tape.spare;
-            }
-            // ∂ℓ/∂a_{t+1} += Pᵀ ∂ℓ/∂y_{t+1}
-            gz += self.projector.vjp(&tape.proj[t], gy_t, &mut tape.gyp);
-            let g = &tape.gs[t * l..(t + 1) * l];
-            let gg = &mut ggs[t * l..(t + 1) * l];
-            for i in 0..l {
-                tape.gy[i] += tape.gyp[i];
-                let gv = tape.gv[i] + tape.gy[i];
-                geta += gv * g[i];
-                gg[i] = self.eta * gv;
-                gu[i] += gg[i];
-                tape.gv[i] = self.momentum * gv;
-            }
-        }
-        for (gu, &ga) in gu.iter_mut().zip(&tape.gy) {
-            *gu += ga;
         }
         (gz, geta)
     }
@@ -1128,16 +1107,12 @@ mod tests {
         let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
         let u: Vec<f64> = (0..l).map(|_| 2.0 * rnd()).collect();
         let w: Vec<f64> = (0..steps * l).map(|_| rnd()).collect();
-        // Mirror ascent with each kind of projection: entropic (its design), Euclidean, Dykstra.
-        for (method, mirror) in [
-            (Method::Exact, false),
-            (Method::DykstraSoft, false),
-            (Method::DykstraExact, false),
-            (Method::Soft, false),
-            (Method::Smooth, false),
-            (Method::Smooth, true),
-            (Method::Exact, true),
-            (Method::DykstraSoft, true),
+        for method in [
+            Method::Exact,
+            Method::DykstraSoft,
+            Method::DykstraExact,
+            Method::Soft,
+            Method::Smooth,
         ] {
             let projector = AnyProjector::new(method, 2, 20).with_eps(0.3);
             let wpt = wp.t().as_standard_layout().into_owned();
@@ -1149,7 +1124,6 @@ mod tests {
                 steps,
                 projector: &projector,
                 final_projector: None,
-                mirror,
             };
             let z = 2.3;
             let mut tape = RowTape::default();
@@ -1168,7 +1142,7 @@ mod tests {
                     / (2.0 * h);
                 assert!(
                     (fd - gu[i]).abs() < 1e-5 * (1.0 + fd.abs()),
-                    "{method} mirror {mirror}: du[{i}] fd {fd} vs {}",
+                    "{method}: du[{i}] fd {fd} vs {}",
                     gu[i]
                 );
             }
@@ -1177,7 +1151,7 @@ mod tests {
                 / (2.0 * h);
             assert!(
                 (fd - gz).abs() < 1e-5 * (1.0 + fd.abs()),
-                "{method} mirror {mirror}: dz fd {fd} vs {gz}"
+                "{method}: dz fd {fd} vs {gz}"
             );
             let un_p = Unroll { eta: 0.3 + h, ..un };
             let un_m = Unroll { eta: 0.3 - h, ..un };
@@ -1186,7 +1160,7 @@ mod tests {
                 / (2.0 * h);
             assert!(
                 (fd - geta).abs() < 1e-5 * (1.0 + fd.abs()),
-                "{method} mirror {mirror}: deta fd {fd} vs {geta}"
+                "{method}: deta fd {fd} vs {geta}"
             );
         }
     }
@@ -1207,14 +1181,12 @@ mod tests {
             steps,
             projector,
             final_projector,
-            mirror: false,
         }
     }
 
     /// The ranking scores are the last step's point before its projection, rebuilt here from
-    /// the tape's gradients: `x_T = y_{T−1} + v_T`, or under mirror ascent the dual iterate
-    /// `a_T = u + Σ v_t`; with no step, `σ(u)` (mirror: `u`). With and without a final
-    /// projection, which must not touch them.
+    /// the tape's gradients: `x_T = y_{T−1} + v_T`; with no step, `σ(u)`. With and without a
+    /// final projection, which must not touch them.
     #[test]
     fn ranking_is_the_last_point_before_its_projection() {
         let (l, e) = (23, 4);
@@ -1226,34 +1198,28 @@ mod tests {
         let u: Vec<f64> = (0..l).map(|_| 3.0 * rnd()).collect();
         let z = 4.5;
         for steps in [0, 1, 4] {
-            for mirror in [false, true] {
-                for final_projector in [None, Some(&smooth)] {
-                    let mut un = block_test_unroll(&wpt, &we, steps, &projector, final_projector);
-                    un.mirror = mirror;
-                    let mut tape = RowTape::default();
-                    un.forward_row(&u, z, &mut tape).unwrap();
-                    let mut velocity = vec![0.0; l];
-                    let mut dual = u.clone();
-                    for t in 0..steps {
-                        for i in 0..l {
-                            velocity[i] = un.momentum * velocity[i] + un.eta * tape.gs[t * l + i];
-                            dual[i] += velocity[i];
-                        }
+            for final_projector in [None, Some(&smooth)] {
+                let un = block_test_unroll(&wpt, &we, steps, &projector, final_projector);
+                let mut tape = RowTape::default();
+                un.forward_row(&u, z, &mut tape).unwrap();
+                let mut velocity = vec![0.0; l];
+                for t in 0..steps {
+                    for i in 0..l {
+                        velocity[i] = un.momentum * velocity[i] + un.eta * tape.gs[t * l + i];
                     }
-                    let want: Vec<f64> = match (steps, mirror) {
-                        (_, true) => dual,
-                        (0, false) => u.iter().map(|&v| sigmoid(v)).collect(),
-                        (_, false) => (0..l)
-                            .map(|i| tape.y(steps - 1, l)[i] + velocity[i])
-                            .collect(),
-                    };
-                    let fin = final_projector.is_some();
-                    for (i, (&a, &b)) in tape.ranking(l).iter().zip(&want).enumerate() {
-                        assert!(
-                            (a - b).abs() < 1e-12,
-                            "T {steps} mirror {mirror} final {fin} label {i}: {a} vs {b}"
-                        );
-                    }
+                }
+                let want: Vec<f64> = match steps {
+                    0 => u.iter().map(|&v| sigmoid(v)).collect(),
+                    _ => (0..l)
+                        .map(|i| tape.y(steps - 1, l)[i] + velocity[i])
+                        .collect(),
+                };
+                let fin = final_projector.is_some();
+                for (i, (&a, &b)) in tape.ranking(l).iter().zip(&want).enumerate() {
+                    assert!(
+                        (a - b).abs() < 1e-12,
+                        "T {steps} final {fin} label {i}: {a} vs {b}"
+                    );
                 }
             }
         }

@@ -12,18 +12,19 @@
 pub use cardinal_data::{data, metrics};
 pub use cardinal_proj as proj;
 
-pub mod active_wait;
-pub mod baselines;
 pub mod checkpoint;
 pub mod config;
 pub mod cv;
+pub mod engine;
 pub mod error;
 pub mod eval;
 pub mod inference;
 pub mod model;
 pub mod pipeline;
-pub mod reproduce;
+pub mod runtime;
+pub mod system;
 pub mod train;
 
 pub use config::Config;
+pub use engine::{DataSpec, Engine};
 pub use error::{Error, Result};

@@ -45,7 +45,7 @@ pub struct Params<F> {
     /// Cardinality net, second layer `Hc × K`.
     pub c2: Array2<F>,
     pub cb2: Array1<F>,
-    /// Inner step size `η` (one entry; trained only when `inference.learn_eta`).
+    /// Inner step size `η` (one entry; a fixed hyper-parameter, kept with the weights).
     pub eta: Array1<F>,
 }
 

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::config::{Config, IterateWeights, ZMode};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::{Error, Result};
-use crate::inference::{soft_f1, BlockScratch, BlockTape, RowTape, Unroll};
+use crate::inference::{soft_f1, BlockScratch, BlockTape, Kernel, RowTape, Unroll};
 use crate::model::{
     c, first_layer_row_dispatch, first_layer_shift, sparse_first_layer_backward, Decay,
     FirstLayerGrad, Float, Params, Standardizer,
@@ -86,6 +86,10 @@ pub struct Workspace<F: Float> {
     /// The unary and cardinality first layers' standardisation shifts, while
     /// [`Model::forward_batched`] runs (the weights cannot change meanwhile).
     shifts: Option<[Vec<F>; 2]>,
+    /// Runs every pass with this unroll kernel instead of the one [`Kernel::choose`] picks
+    /// (e.g. [`Kernel::Row`], the reference, to compare the kernels); the lockstep kernel is
+    /// honoured only where it applies (soft Dykstra steps).
+    pub kernel: Option<Kernel>,
     /// Key of the dropout masks of the next training batch (see [`dropout_keep`]); set by the
     /// trainer, one per batch, so that masks are reproducible and independent of threads.
     pub dropout_key: u64,
@@ -166,7 +170,6 @@ impl<F: Float> Model<F> {
         let tt = steps as f64;
         let w = match self.config.loss.iterate_weights {
             IterateWeights::Authors => 1.0 / (tt * (tt - t as f64 + 2.0)),
-            IterateWeights::Paper => 1.0 / (tt * (tt - t as f64 + 1.0)),
             IterateWeights::Last => f64::from(u8::from(t == steps)),
         };
         c(w)
@@ -263,17 +266,21 @@ impl<F: Float> Model<F> {
             steps: inf.steps,
             projector,
             final_projector,
-            mirror: inf.mirror,
         }
     }
 
-    /// Whether inference runs in lockstep blocks ([`Unroll::forward_block`]): soft Dykstra
-    /// steps (with any final projection), no mirror ascent, up to [`LOCKSTEP_MAX_LABELS`].
-    fn lockstep_inference(&self) -> bool {
+    /// The unroll kernel of a pass: the workspace's override, else [`Kernel::choose`].
+    fn kernel(&self, ws: &Workspace<F>, training: bool) -> Kernel {
         let inf = &self.config.inference;
-        inf.test_projection == Method::DykstraSoft
-            && !inf.mirror
-            && self.n_labels() <= LOCKSTEP_MAX_LABELS
+        let method = if training {
+            inf.train_projection
+        } else {
+            inf.test_projection
+        };
+        match ws.kernel {
+            Some(Kernel::Row) => Kernel::Row,
+            _ => Kernel::choose(method, inf.steps, self.n_labels(), training),
+        }
     }
 
     /// Inference over `rows` of `x` in batches of `batch` rows; appends to `out`. The same
@@ -294,7 +301,7 @@ impl<F: Float> Model<F> {
             first_layer_shift(stdz, p.c1.view()),
         ]);
         let l = self.n_labels();
-        if self.lockstep_inference() {
+        if self.kernel(ws, false) == Kernel::Lockstep {
             let result = self.forward_blocks(x, rows, batch, ws, out);
             ws.shifts = None;
             return result;
@@ -465,7 +472,7 @@ impl<F: Float> Model<F> {
         let u = ws.u.as_slice().unwrap();
         let z = &ws.z;
         let inf = &self.config.inference;
-        if self.lockstep_inference() {
+        if self.kernel(ws, false) == Kernel::Lockstep {
             // Blocks of INFER_LANES rows in lockstep (fixed blocks: the same numbers for any thread
             // count); a block that fails is rerun row by row for the row's own error.
             let lanes = SoftDykstraLanes::new(inf.rounds, l);
@@ -647,10 +654,7 @@ impl<F: Float> Model<F> {
             Ok(RowResult { loss, gz, geta })
         };
         let inf = &cfg.inference;
-        let mut lockstep = projector.method == Method::DykstraSoft
-            && !inf.mirror
-            && steps > 0
-            && l <= LOCKSTEP_MAX_LABELS;
+        let mut lockstep = self.kernel(ws, true) == Kernel::Lockstep;
         let nb = b.div_ceil(TRAIN_LANES);
         if lockstep {
             // Blocks of TRAIN_LANES rows in lockstep (fixed blocks: the same numbers for any
@@ -748,11 +752,9 @@ impl<F: Float> Model<F> {
                 grad.we += &row;
             }
         }
-        grad.eta[0] = if cfg.inference.learn_eta {
-            ws.row_out[..b].iter().map(|r| r.geta).sum()
-        } else {
-            F::zero()
-        };
+        // η is a fixed hyper-parameter (the optimisers never update it); its gradient is
+        // still reported, and checked against finite differences.
+        grad.eta[0] = ws.row_out[..b].iter().map(|r| r.geta).sum();
 
         // Cardinality net's output gradient: through z (expectation) and the supervised term.
         let k = self.counts.len();
@@ -981,23 +983,22 @@ pub const INFER_LANES: usize = LANES;
 /// lanes train as fast as 64 at one thread on Bibtex, 16 are 15 % slower).
 pub const TRAIN_LANES: usize = 32;
 
-/// Up to this many labels, inference runs rows in lockstep (`Unroll::forward_block`); above it,
-/// a block's buffers (64 rows × L) leave the cache and the per-row path is faster (measured with
-/// `bench/scaling.sh`: see docs/RESULTS.md).
-pub const LOCKSTEP_MAX_LABELS: usize = 4096;
+pub use crate::inference::LOCKSTEP_MAX_LABELS;
 
 /// Inverted dropout on a hidden layer: unit `j` of data row `r` is kept with probability
 /// `1 − rate` and scaled by `1/(1 − rate)`. The mask is a hash of `(key, r, j)`: the same for
 /// the forward and the backward pass, for any batch composition and thread count, and on resume.
 #[derive(Debug, Clone, Copy)]
 pub struct Dropout {
+    /// Probability of dropping a unit, in `[0, 1)`.
     pub rate: f64,
+    /// The batch's key ([`dropout_key`]).
     pub key: u64,
 }
 
 impl Dropout {
     /// Multiplies `h` (rows of the batch `rows` × units) by the mask and the scale.
-    pub(crate) fn apply<F: Float>(&self, rows: &[usize], h: &mut Array2<F>) {
+    pub fn apply<F: Float>(&self, rows: &[usize], h: &mut Array2<F>) {
         let scale: F = c(1.0 / (1.0 - self.rate));
         // Keep iff the hash's top 53 bits, as a fraction of 2^53, are at least `rate`.
         let cut = (self.rate * (1u64 << 53) as f64) as u64;
@@ -1007,7 +1008,7 @@ impl Dropout {
     }
 
     /// [`Self::apply`] on one hidden row `h` of data row `r`.
-    pub(crate) fn apply_row<F: Float>(&self, r: usize, h: &mut [F]) {
+    pub fn apply_row<F: Float>(&self, r: usize, h: &mut [F]) {
         let scale: F = c(1.0 / (1.0 - self.rate));
         let cut = (self.rate * (1u64 << 53) as f64) as u64;
         self.apply_row_with(r, h, scale, cut);

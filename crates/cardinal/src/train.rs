@@ -7,7 +7,6 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
-use crate::active_wait::run_with_active_workers;
 use crate::config::{resolve_counts, Config};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -15,6 +14,8 @@ use crate::eval::{evaluate_outputs, predict};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::model::{c, Decay, FirstLayerGrad, Float, Params, Standardizer};
 use crate::pipeline::{count_values, decay_coefficient, dropout_key, Model, Workspace};
+use crate::runtime::run_with_active_workers;
+use crate::system::Hooks;
 use ndarray::Array2;
 use rayon::prelude::*;
 
@@ -43,11 +44,7 @@ impl<F: Float> Adagrad<F> {
         ws: &Workspace<F>,
     ) -> (f64, Option<&'static str>) {
         let cfg = &model.config;
-        let (wd, mult, learn_eta) = (
-            model.weight_decay(),
-            cfg.train.unary_weight_decay_mult,
-            cfg.inference.learn_eta,
-        );
+        let (wd, mult) = (model.weight_decay(), cfg.train.unary_weight_decay_mult);
         let lr = self.lr;
         let stdz = &model.standardizer;
         let Params {
@@ -109,7 +106,8 @@ impl<F: Float> Adagrad<F> {
             || {
                 let mut zeros: Vec<F> = Vec::new();
                 others.map(|(name, class, w, acc, g)| {
-                    if name == "inference.eta" && !learn_eta {
+                    if name == "inference.eta" {
+                        // A fixed hyper-parameter, never trained.
                         return (name, None, true);
                     }
                     let lambda = decay_coefficient(class, wd, mult);
@@ -141,18 +139,14 @@ impl<F: Float> Adagrad<F> {
         (decay, bad)
     }
 
-    /// One update; `η` is updated only when `learn_eta`. Returns the name of the first tensor
-    /// holding a non-finite value afterwards (a non-finite gradient always shows up here).
-    pub fn step(
-        &mut self,
-        params: &mut Params<F>,
-        grad: &Params<F>,
-        learn_eta: bool,
-    ) -> Option<&'static str> {
+    /// One update of every tensor but `η` (a fixed hyper-parameter). Returns the name of the
+    /// first tensor holding a non-finite value afterwards (a non-finite gradient always shows
+    /// up here).
+    pub fn step(&mut self, params: &mut Params<F>, grad: &Params<F>) -> Option<&'static str> {
         let lr = self.lr;
         let mut bad = None;
         params.update_with(&mut self.acc, grad, |name, w, acc, g, _| {
-            if name == "inference.eta" && !learn_eta {
+            if name == "inference.eta" {
                 return;
             }
             let mut finite = true;
@@ -542,22 +536,17 @@ pub fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
 
 /// Trains a model on `train` (a dev part is held out as configured).
 pub fn train(train: &Dataset, cfg: &Config, on_event: &mut dyn FnMut(Event)) -> Result<Trained> {
-    run(
-        train,
-        TrainState::new(train, cfg)?,
-        &mut |_| Ok(()),
-        on_event,
-    )
+    let mut hooks = Hooks::silent();
+    hooks.on_event = on_event;
+    run(train, TrainState::new(train, cfg)?, &mut hooks)
 }
 
-/// Runs (or continues) `state` to the end. `after_epoch` is called with the state after every
-/// epoch (e.g. to write a checkpoint); an error from it stops training.
-pub fn run(
-    train: &Dataset,
-    mut state: TrainState,
-    after_epoch: &mut dyn FnMut(&TrainState) -> Result<()>,
-    on_event: &mut dyn FnMut(Event),
-) -> Result<Trained> {
+/// Runs (or continues) `state` to the end. `hooks.after_epoch` is called with the state after
+/// every epoch (e.g. to write a checkpoint); an error from it stops training.
+pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<Trained> {
+    let on_event = &mut *hooks.on_event;
+    let after_epoch = &mut *hooks.after_epoch;
+    let wait = hooks.wait;
     let cfg = state.model.config.clone();
     let tc = &cfg.train;
     let (train_idx, dev_idx) = tc.dev_split(train.n_rows());
@@ -609,7 +598,7 @@ pub fn run(
                 state.progress.order = rows.clone();
             }
             let epoch = state.progress.epochs_done + 1;
-            let record = run_with_active_workers(|| {
+            let record = run_with_active_workers(wait, || {
                 run_epoch(
                     train,
                     dev.as_ref(),
@@ -738,8 +727,7 @@ fn average_dispatch(a: &mut [f32], w: &[f32], d: f32, e: f32) {
 fn dev_threshold(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
     let out = predict(model, &dev.features, 256)?;
     let grid = default_threshold_grid();
-    let (thr, f1) = tune_threshold(&out.y, &dev.labels, &grid, &MetricOptions::default())
-        .map_err(|e| Error::Mismatch(e.to_string()))?;
+    let (thr, f1) = tune_threshold(&out.y, &dev.labels, &grid, &MetricOptions::default())?;
     Ok((crate::eval::grid_threshold(thr), f1 * 100.0))
 }
 
@@ -879,12 +867,14 @@ pub fn epoch_over_all(
     state: &mut TrainState,
     ws: &mut Workspace<f32>,
     grad: &mut Params<f32>,
+    wait: crate::runtime::WaitPolicy,
 ) -> Result<f64> {
     if state.progress.order.len() != train.n_rows() {
         state.progress.order = (0..train.n_rows()).collect();
     }
-    let record =
-        run_with_active_workers(|| run_epoch(train, None, state, 2, 1, ws, grad, &mut |_| {}))?;
+    let record = run_with_active_workers(wait, || {
+        run_epoch(train, None, state, 2, 1, ws, grad, &mut |_| {})
+    })?;
     Ok(record.loss)
 }
 
@@ -957,33 +947,30 @@ mod tests {
         }
     }
 
-    /// A count override replaces `h(x)` on both inference paths (lockstep blocks, and the
-    /// per-row path that mirror ascent takes): the outputs sum to the given counts, which
-    /// differ from the model's own, and the gold-count report is filled in.
+    /// A count override replaces `h(x)` on both inference kernels (lockstep blocks, and the
+    /// per-row reference): the outputs sum to the given counts, which differ from the model's
+    /// own, and the gold-count report is filled in.
     #[test]
     fn count_override_reaches_every_inference_path() {
         let data = tiny();
-        let mut model = small_default_trained(&data, 2);
+        let model = small_default_trained(&data, 2);
         let (n, l) = (data.labels.n_rows, data.labels.n_labels);
         let counts: Vec<f32> = (0..n).map(|r| 1.0 + (r % 3) as f32).collect();
-        for mirror in [false, true] {
-            model.config.inference.mirror = mirror;
-            let own = crate::eval::predict(&model, &data.features, 7).unwrap();
+        let own = crate::eval::predict(&model, &data.features, 7).unwrap();
+        for kernel in [None, Some(crate::inference::Kernel::Row)] {
             let mut ws = Workspace::default();
+            ws.kernel = kernel;
             ws.count_override = Some(counts.clone());
             let mut out = crate::pipeline::Outputs::default();
             let rows: Vec<usize> = (0..n).collect();
             model
                 .forward_batched(&data.features, &rows, 7, &mut ws, &mut out)
                 .unwrap();
-            assert_eq!(out.z, counts, "mirror {mirror}");
+            assert_eq!(out.z, counts, "{kernel:?}");
             assert_ne!(own.z, counts);
             for (y, &z) in out.y.chunks_exact(l).zip(&counts) {
                 let sum: f32 = y.iter().sum();
-                assert!(
-                    (sum - z).abs() <= 1e-3,
-                    "mirror {mirror}: sum {sum} vs z {z}"
-                );
+                assert!((sum - z).abs() <= 1e-3, "{kernel:?}: sum {sum} vs z {z}");
             }
         }
         let mut report = crate::eval::evaluate_outputs(
@@ -991,7 +978,15 @@ mod tests {
             &crate::eval::predict(&model, &data.features, 7).unwrap(),
             &data.labels,
         );
-        crate::eval::add_gold_count(&model, &mut report, &data.features, &data.labels, 7).unwrap();
+        crate::eval::add_gold_count(
+            &crate::system::Pnc,
+            &model,
+            &mut report,
+            &data.features,
+            &data.labels,
+            7,
+        )
+        .unwrap();
         assert!(report.at_gold_count.is_some());
         // An override of the wrong length is an error, not a panic.
         let mut ws = Workspace::default();
@@ -1008,13 +1003,13 @@ mod tests {
     }
 
     /// Every inference path (lockstep units, lockstep blocks inside `forward`, and the
-    /// per-row path that mirror ascent takes) returns ranking scores: the last ascent point
+    /// per-row reference kernel) returns ranking scores: the last ascent point
     /// before its projection, which differs from `y_T` and orders the labels as it does; the
     /// two lockstep paths agree.
     #[test]
     fn ranking_scores_come_from_every_inference_path() {
         let data = tiny();
-        let mut model = small_default_trained(&data, 2);
+        let model = small_default_trained(&data, 2);
         let (n, l) = (data.labels.n_rows, data.labels.n_labels);
         let rows: Vec<usize> = (0..n).collect();
         let mut direct = crate::pipeline::Outputs::default();
@@ -1025,9 +1020,17 @@ mod tests {
                 .unwrap();
         }
         let units = crate::eval::predict(&model, &data.features, 7).unwrap();
-        model.config.inference.mirror = true;
-        let mirror = crate::eval::predict(&model, &data.features, 7).unwrap();
-        for (what, out) in [("direct", &direct), ("units", &units), ("mirror", &mirror)] {
+        let mut reference = crate::pipeline::Outputs::default();
+        let mut ws = Workspace::default();
+        ws.kernel = Some(crate::inference::Kernel::Row);
+        model
+            .forward_batched(&data.features, &rows, 7, &mut ws, &mut reference)
+            .unwrap();
+        for (what, out) in [
+            ("direct", &direct),
+            ("units", &units),
+            ("row kernel", &reference),
+        ] {
             assert_eq!(out.ranking.len(), n * l, "{what}");
             assert_ne!(
                 out.ranking, out.y,
@@ -1054,21 +1057,6 @@ mod tests {
         }
     }
 
-    /// Mirror ascent is honoured at inference whatever the projection: with soft Dykstra steps
-    /// (the lockstep kernels' projection, which has no mirror form) it must take the per-row
-    /// path, and so differ from the same model without it.
-    #[test]
-    fn mirror_ascent_is_honoured_at_inference() {
-        let data = tiny();
-        let mut cfg = small(Config::paper());
-        cfg.inference.eta = 0.5;
-        let mut model = init_model(&data, &cfg).unwrap();
-        let plain = crate::eval::predict(&model, &data.features, 7).unwrap();
-        model.config.inference.mirror = true;
-        let mirror = crate::eval::predict(&model, &data.features, 7).unwrap();
-        assert_ne!(plain.y, mirror.y);
-    }
-
     /// The fused optimiser step (split gradient, decay folded in) equals the plain step on the
     /// complete gradient.
     #[test]
@@ -1085,7 +1073,7 @@ mod tests {
             let la = a
                 .loss_and_grad(&data.features, &data.labels, &rows, &mut ws_a, &mut g_a)
                 .unwrap();
-            assert!(opt_a.step(&mut a.params, &g_a, false).is_none());
+            assert!(opt_a.step(&mut a.params, &g_a).is_none());
             let mut lb = b
                 .loss_and_sparse_grad(&data.features, &data.labels, &rows, &mut ws_b, &mut g_b)
                 .unwrap();

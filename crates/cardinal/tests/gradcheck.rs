@@ -73,9 +73,6 @@ fn check(cfg: &Config, label: &str) {
     let h = 1e-6;
     let mut checked = 0;
     for (ti, (name, g)) in analytic.iter().enumerate() {
-        if *name == "inference.eta" && !cfg.inference.learn_eta {
-            continue;
-        }
         let scale = g.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-3);
         let picks: Vec<usize> = if g.len() <= 6 {
             (0..g.len()).collect()
@@ -114,7 +111,6 @@ fn tiny_config(method: Method) -> Config {
     cfg.model.counts = CountRange::Fixed { min: 1, max: 4 };
     cfg.inference.steps = 4;
     cfg.inference.eta = 0.3;
-    cfg.inference.learn_eta = true;
     cfg.inference.train_projection = method;
     cfg.loss.cardinality_weight = 0.5;
     cfg.loss.unary_bce_weight = 0.3;
@@ -145,7 +141,6 @@ fn gradient_matches_finite_differences_soft_then_final_exact() {
 fn gradient_matches_finite_differences_without_unrolled_steps() {
     let mut cfg = tiny_config(Method::Exact);
     cfg.inference.steps = 0;
-    cfg.inference.learn_eta = false;
     cfg.loss.f1_weight = 0.0;
     cfg.loss.unary_bce_weight = 1.0;
     check(&cfg, "no steps");
@@ -177,7 +172,7 @@ fn gradient_matches_finite_differences_exact() {
 fn gradient_matches_finite_differences_exact_dykstra_mean_loss() {
     let mut cfg = tiny_config(Method::DykstraExact);
     cfg.loss.sum_over_batch = false;
-    cfg.loss.iterate_weights = IterateWeights::Paper;
+    cfg.loss.iterate_weights = IterateWeights::Last;
     check(&cfg, "dykstra-exact");
 }
 
@@ -191,13 +186,12 @@ fn gradient_matches_finite_differences_fp() {
     check(&cfg, "fp");
 }
 
-/// The check must be able to fail: a wrong gradient (here, the η entry when η is frozen and
-/// its gradient is left at zero) is caught.
+/// The check must be able to fail: a wrong gradient (here, the η entry overwritten with zero)
+/// is caught.
 #[test]
 #[should_panic(expected = "finite difference")]
 fn gradient_check_detects_a_missing_gradient() {
-    let mut cfg = tiny_config(Method::Exact);
-    cfg.inference.learn_eta = false;
+    let cfg = tiny_config(Method::Exact);
     let data = tiny_dataset();
     let model = f64_model(&data, &cfg);
     let rows: Vec<usize> = (0..data.n_rows()).collect();
@@ -206,6 +200,7 @@ fn gradient_check_detects_a_missing_gradient() {
     model
         .loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad)
         .unwrap();
+    grad.eta[0] = 0.0;
     let h = 1e-6;
     let eval = |delta: f64| {
         let mut m = model.clone();

@@ -20,8 +20,8 @@ use cardinal_proj::sigmoid_cardinality as scp;
 use ndarray::Array2;
 
 use super::nets::Energy;
-use crate::inference::sigmoid;
-use crate::model::Float;
+use cardinal::inference::sigmoid;
+use cardinal::model::Float;
 
 /// Where the iterates live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,7 +254,7 @@ impl<F: Float> Ascent<'_, F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Activation;
+    use cardinal::config::Activation;
 
     fn rnd_gen(seed: u64) -> impl FnMut() -> f64 {
         let mut s = seed;

@@ -7,19 +7,19 @@ use rayon::prelude::*;
 use super::ascent::{Ascent, AscentGrad, AscentTape, Space};
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::{iterate_weights, BatchObjective};
-use crate::config::System;
-use crate::data::{CsrMatrix, Dataset};
-use crate::error::Result;
-use crate::inference::soft_f1;
-use crate::model::{c, Float, Params};
-use crate::pipeline::{Model, Outputs};
+use super::{LOGIT, SC};
+use cardinal::data::{CsrMatrix, Dataset};
+use cardinal::error::Result;
+use cardinal::inference::soft_f1;
+use cardinal::model::{c, Float, Params};
+use cardinal::pipeline::{Model, Outputs};
 use ndarray::Array2;
 
 /// The ascent of `model`'s system over its parameters `p` (generic so that tests can run it in
 /// `f64`).
 pub fn ascent_of<'a, F: Float>(model: &Model<f32>, p: &'a Params<F>) -> Ascent<'a, F> {
     let cfg = &model.config;
-    let space = if cfg.system == System::Logit || cfg.baseline.logit_iterates {
+    let space = if cfg.system == LOGIT || cfg.baseline.logit_iterates {
         Space::Logit
     } else {
         Space::Box
@@ -53,7 +53,7 @@ fn scores<F: Float>(model: &Model<f32>, p: &Params<F>, x: &CsrMatrix, rows: &[us
     let mut card_cache = MlpCache::default();
     let act = model.config.baseline.hidden_activation;
     Mlp::unary(p, act).forward(x, rows, &model.standardizer, &mut unary_cache);
-    let sc = (model.config.system == System::Sc).then(|| {
+    let sc = (model.config.system == SC).then(|| {
         Mlp::card(p).forward(x, rows, &model.standardizer, &mut card_cache);
         card_cache.out.clone()
     });
@@ -137,7 +137,7 @@ pub fn batch_loss_grad<F: Float>(
                 for i in 0..l {
                     let x = u[i];
                     loss += bce_w * ((-x.abs()).exp().ln_1p() + x.max(F::zero()));
-                    g.gu[i] += bce_w * crate::inference::sigmoid(x);
+                    g.gu[i] += bce_w * cardinal::inference::sigmoid(x);
                 }
                 for &gi in gold {
                     loss -= bce_w * u[gi as usize];
@@ -212,21 +212,18 @@ impl BatchObjective for Unrolled {
 mod tests {
     use super::super::tests::{small, toy};
     use super::*;
-    use crate::config::{Activation, Config};
-    use crate::train::init_model;
+    use cardinal::config::{Activation, Config};
+    use cardinal::train::init_model;
 
     /// The whole SC and logit models — every parameter tensor through the networks, the
     /// unrolled steps and the loss — against central differences in `f64`.
     #[test]
     fn whole_model_gradients_match_finite_differences() {
         let data = toy(30, 11);
-        for (system, act) in [
-            (System::Sc, Activation::Relu),
-            (System::Logit, Activation::Softplus),
-        ] {
+        for (system, act) in [(SC, Activation::Relu), (LOGIT, Activation::Softplus)] {
             let mut cfg = Config::paper();
             small(&mut cfg);
-            cfg.system = system;
+            cfg.system = system.into();
             cfg.baseline.energy_activation = act;
             cfg.baseline.hidden_activation = act;
             cfg.inference.steps = 3;
@@ -276,14 +273,14 @@ mod tests {
                     let an = analytic[j];
                     assert!(
                         (fd - an).abs() < 1e-5 * (1.0 + fd.abs()),
-                        "{system:?} {name}[{j}]: fd {fd} vs {an}"
+                        "{system} {name}[{j}]: fd {fd} vs {an}"
                     );
                     checked += usize::from(an.abs() > 1e-8);
                 }
             }
             assert!(
                 checked >= 10,
-                "{system:?}: only {checked} non-zero gradients checked"
+                "{system}: only {checked} non-zero gradients checked"
             );
         }
     }
@@ -295,7 +292,7 @@ mod tests {
         let data = toy(30, 11);
         let mut cfg = Config::paper();
         small(&mut cfg);
-        cfg.system = System::Logit;
+        cfg.system = LOGIT.into();
         cfg.inference.steps = 2;
         cfg.inference.eta = 0.5;
         let model = init_model(&data, &cfg).unwrap();

@@ -1,19 +1,19 @@
-//! The baseline systems of Table 1 and the alternatives of the paper's §4, trained and run by
-//! the same data, splits, metric and model container ([`Model`]) as Predict and Constrain:
+//! The systems of Table 1 other than P&C, and the alternatives of the paper's §4, trained and
+//! run by the same data, splits, metric and model container ([`Model`]) as Predict and
+//! Constrain:
 //!
-//! * `spen-ssvm` — SPEN (Belanger & McCallum 2016): pre-trained unaries, a global energy,
+//! * `spen-ssvm`: SPEN (Belanger & McCallum 2016): pre-trained unaries, a global energy,
 //!   gradient-based inference, structured-SVM training with loss-augmented inference ([`ssvm`]);
-//! * `dvn` — deep value network (Gygli et al. 2017) regressing the F1 of hypotheses ([`dvn`]);
-//! * `sc` — unrolled ascent with the sigmoid cardinality potential and clipping ([`unrolled`]);
-//! * `logit` — unrolled ascent in logit space, no projection ([`unrolled`]);
-//! * `topz-hinge` — unary and cardinality scores, exact top-z inference, structured hinge
-//!   ([`ssvm`]);
-//! * E2E-SPEN stays a configuration of the P&C pipeline (clipping, no cardinality), with the
-//!   unary pre-training of [`pretrain_unary`] ([`initial_state`]).
+//! * `dvn`: deep value network (Gygli et al. 2017) regressing the F1 of hypotheses ([`dvn`]);
+//! * `sc`: unrolled ascent with the sigmoid cardinality potential and clipping ([`unrolled`]);
+//! * `logit`: unrolled ascent in logit space, no projection ([`unrolled`]); with the unaries
+//!   pre-trained first ([`pretrain_unary`]) and the loss on the last iterate, E2E-SPEN;
+//! * `topz-hinge`: unary and cardinality scores, exact top-z inference, structured hinge
+//!   ([`ssvm`]).
 //!
-//! Every system stores its weights in [`crate::model::Params`] (the tensors it does not use stay
-//! at their initial values), so checkpoints, `cardinal eval` and `cardinal predict` work
-//! unchanged; [`predict`] runs each system's own inference.
+//! Every system stores its weights in [`cardinal::model::Params`] (the tensors it does not use
+//! stay at their initial values), so checkpoints, `cardinal eval` and `cardinal predict` work
+//! unchanged.
 
 pub mod ascent;
 pub mod dvn;
@@ -25,67 +25,113 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::config::{Activation, Config, System};
-use crate::data::{CsrMatrix, Dataset};
-use crate::error::{Error, Result};
-use crate::eval::{evaluate_outputs, predict as predict_any};
-use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
-use crate::model::Params;
-use crate::pipeline::{dropout_key, Dropout, Model, Outputs};
-use crate::train::{init_model, EpochRecord, Event, TrainState, Trained};
+use cardinal::config::{Activation, Config};
+use cardinal::data::{CsrMatrix, Dataset};
+use cardinal::error::{Error, Result};
+use cardinal::eval::evaluate_outputs;
+use cardinal::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
+use cardinal::model::Params;
+use cardinal::pipeline::{dropout_key, Dropout, Model, Outputs};
+use cardinal::system::{Hooks, Start, System, Systems};
+use cardinal::train::{init_model, EpochRecord, Event, Trained};
 use nets::{Mlp, MlpCache, MlpGrad, Opt};
 
-/// Runs the inference of `model`'s system on every row of `x`.
-pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
-    let rows: Vec<usize> = (0..x.n_rows).collect();
-    let mut out = Outputs::default();
-    for chunk in rows.chunks(batch.max(1)) {
-        let part = match model.config.system {
-            System::Pnc => return predict_any(model, x, batch),
-            System::Sc | System::Logit | System::SpenSsvm => {
-                unrolled::predict_rows(model, x, chunk)
-            }
-            System::Dvn => dvn::predict_rows(model, x, chunk),
-            System::TopzHinge => ssvm::topz_predict_rows(model, x, chunk),
-        };
-        out.y.extend_from_slice(&part.y);
-        out.z.extend_from_slice(&part.z);
-        out.unary.extend_from_slice(&part.unary);
-    }
-    Ok(out)
+/// `config.system` of SPEN trained as a structured SVM.
+pub const SPEN_SSVM: &str = "spen-ssvm";
+/// `config.system` of the deep value network.
+pub const DVN: &str = "dvn";
+/// `config.system` of unrolled ascent with the sigmoid cardinality potential.
+pub const SC: &str = "sc";
+/// `config.system` of unrolled ascent in logit space.
+pub const LOGIT: &str = "logit";
+/// `config.system` of top-z inference with a structured hinge.
+pub const TOPZ_HINGE: &str = "topz-hinge";
+
+/// The product's systems and every system of this crate.
+pub fn systems() -> Systems {
+    Systems::product()
+        .with(Baseline {
+            name: SPEN_SSVM,
+            objective: || Box::new(ssvm::Ssvm),
+            predict_rows: unrolled::predict_rows,
+        })
+        .with(Baseline {
+            name: DVN,
+            objective: || Box::new(dvn::Dvn),
+            predict_rows: dvn::predict_rows,
+        })
+        .with(Baseline {
+            name: SC,
+            objective: || Box::new(unrolled::Unrolled),
+            predict_rows: unrolled::predict_rows,
+        })
+        .with(Baseline {
+            name: LOGIT,
+            objective: || Box::new(unrolled::Unrolled),
+            predict_rows: unrolled::predict_rows,
+        })
+        .with(Baseline {
+            name: TOPZ_HINGE,
+            objective: || Box::new(ssvm::TopzHinge),
+            predict_rows: ssvm::topz_predict_rows,
+        })
 }
 
-/// The starting state of a P&C-pipeline run: [`TrainState::new`], with the unary network
-/// pre-trained first when `baseline.pretrain_epochs > 0` (E2E-SPEN).
-pub fn initial_state(train: &Dataset, cfg: &Config) -> Result<TrainState> {
-    let mut state = TrainState::new(train, cfg)?;
-    if cfg.system == System::Pnc && cfg.baseline.pretrain_epochs > 0 {
-        let rows = train_rows(train, cfg);
-        pretrain_unary(&mut state.model, train, &rows, cfg, Activation::Relu);
-    }
-    Ok(state)
+/// A system trained in one go by [`fit`] with its own batch objective, and run by its own
+/// inference.
+struct Baseline {
+    name: &'static str,
+    objective: fn() -> Box<dyn BatchObjective>,
+    predict_rows: fn(&Model<f32>, &CsrMatrix, &[usize]) -> Outputs<f32>,
 }
 
-/// Trains `cfg` on `train`, whichever its system.
-pub fn train_system(
-    train: &Dataset,
-    cfg: &Config,
-    on_event: &mut dyn FnMut(Event),
-) -> Result<Trained> {
-    match cfg.system {
-        System::Pnc => {
-            crate::train::run(train, initial_state(train, cfg)?, &mut |_| Ok(()), on_event)
+impl System for Baseline {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn validate(&self, cfg: &Config) -> Result<()> {
+        // The baselines' own training loop has neither: refuse rather than ignore them.
+        if cfg.model.dropout > 0.0 {
+            return Err(Error::Config(format!(
+                "model.dropout = {} applies to system `pnc` only, not `{}`; for a baseline's \
+                 unary pre-training use baseline.pretrain_dropout",
+                cfg.model.dropout, self.name
+            )));
         }
-        System::Sc | System::Logit => fit(train, cfg, &mut unrolled::Unrolled, on_event),
-        System::SpenSsvm => fit(train, cfg, &mut ssvm::Ssvm, on_event),
-        System::TopzHinge => fit(train, cfg, &mut ssvm::TopzHinge, on_event),
-        System::Dvn => fit(train, cfg, &mut dvn::Dvn, on_event),
+        if let Some(a) = cfg.train.average_epochs {
+            return Err(Error::Config(format!(
+                "train.average_epochs = {a} applies to system `pnc` only, not `{}`",
+                self.name
+            )));
+        }
+        Ok(())
     }
-}
 
-/// The rows of the training part of the train/dev split.
-fn train_rows(train: &Dataset, cfg: &Config) -> Vec<usize> {
-    cfg.train.dev_split(train.n_rows()).0
+    fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
+        match start {
+            Start::Fresh(cfg) => {
+                self.validate(&cfg)?;
+                fit(train, &cfg, (self.objective)().as_mut(), hooks.on_event)
+            }
+            Start::Resume(_) => Err(Error::Unsupported {
+                system: self.name.into(),
+                what: "resume (it trains in one go, without checkpoints)".into(),
+            }),
+        }
+    }
+
+    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+        let rows: Vec<usize> = (0..x.n_rows).collect();
+        let mut out = Outputs::default();
+        for chunk in rows.chunks(batch.max(1)) {
+            let part = (self.predict_rows)(model, x, chunk);
+            out.y.extend_from_slice(&part.y);
+            out.z.extend_from_slice(&part.z);
+            out.unary.extend_from_slice(&part.unary);
+        }
+        Ok(out)
+    }
 }
 
 /// One system's loss and gradient on a batch.
@@ -110,6 +156,13 @@ pub trait BatchObjective {
     ) -> Result<f64>;
 }
 
+/// The inference of `model`'s system on every row of `x` (the registry's).
+fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+    systems()
+        .get(&model.config.system)?
+        .predict(model, x, batch)
+}
+
 /// Dev example-F1 (%) of `model`: at its threshold, and at the best threshold of the grid.
 fn dev_f1(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
     let out = predict(model, &dev.features, 256)?;
@@ -119,8 +172,7 @@ fn dev_f1(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
         &dev.labels,
         &default_threshold_grid(),
         &MetricOptions::default(),
-    )
-    .map_err(|e| Error::Mismatch(e.to_string()))?;
+    )?;
     Ok((rep.at_threshold.example_f1 * 100.0, best * 100.0))
 }
 
@@ -239,8 +291,7 @@ pub fn fit(
                     &dev.labels,
                     &default_threshold_grid(),
                     &MetricOptions::default(),
-                )
-                .map_err(|e| Error::Mismatch(e.to_string()))?;
+                )?;
                 model.config.threshold = thr as f64;
             }
         }
@@ -262,7 +313,7 @@ pub fn pretrain_unary(
     pc.train.weight_decay = bc.pretrain_weight_decay;
     pc.train.unary_weight_decay_mult = 1.0;
     let mut opt = Opt::new(
-        crate::config::Optimizer::Adagrad,
+        cardinal::config::Optimizer::Adagrad,
         &model.params,
         bc.pretrain_lr,
         cfg.train.adagrad_init,
@@ -290,7 +341,7 @@ pub fn pretrain_unary(
                 key: dropout_key(cfg.seed, 0, epoch, batch),
             });
             mlp.forward(&train.features, chunk, &model.standardizer, &mut cache);
-            let mut dout = cache.out.mapv(crate::inference::sigmoid);
+            let mut dout = cache.out.mapv(cardinal::inference::sigmoid);
             let scale = 1.0 / chunk.len() as f32;
             for (r, &row) in chunk.iter().enumerate() {
                 for &g in train.labels.row(row) {
@@ -314,13 +365,12 @@ pub fn pretrain_unary(
 
 /// Relaxed-F1 iterate weights of the P&C loss, `t = 1..=T` (see `config::IterateWeights`).
 pub fn iterate_weights(cfg: &Config) -> Vec<f64> {
-    use crate::config::IterateWeights;
+    use cardinal::config::IterateWeights;
     let steps = cfg.inference.steps;
     let tt = steps as f64;
     (1..=steps)
         .map(|t| match cfg.loss.iterate_weights {
             IterateWeights::Authors => 1.0 / (tt * (tt - t as f64 + 2.0)),
-            IterateWeights::Paper => 1.0 / (tt * (tt - t as f64 + 1.0)),
             IterateWeights::Last => f64::from(u8::from(t == steps)),
         })
         .collect()
@@ -329,7 +379,7 @@ pub fn iterate_weights(cfg: &Config) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::LabelSets;
+    use cardinal::data::LabelSets;
 
     /// A small dataset whose labels are a function of the features.
     pub(crate) fn toy(n: usize, seed: u64) -> Dataset {
@@ -391,7 +441,7 @@ mod tests {
             for r in 0..rows.len() {
                 let gold = data.labels.row(r);
                 for i in 0..6 {
-                    let p = crate::inference::sigmoid(cache.out[[r, i]] as f64).clamp(1e-9, 1.0);
+                    let p = cardinal::inference::sigmoid(cache.out[[r, i]] as f64).clamp(1e-9, 1.0);
                     let on = gold.contains(&(i as u32));
                     total -= if on { p.ln() } else { (1.0 - p).max(1e-9).ln() };
                 }

@@ -5,13 +5,13 @@
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, ArrayView2, Axis};
 
-use crate::config::{Activation, Config, Optimizer};
-use crate::data::CsrMatrix;
-use crate::model::{
+use cardinal::config::{Activation, Config, Optimizer};
+use cardinal::data::CsrMatrix;
+use cardinal::model::{
     c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,
     Float, Params, Standardizer,
 };
-use crate::pipeline::{decay_coefficient, Dropout};
+use cardinal::pipeline::{decay_coefficient, Dropout};
 
 /// `act(x)`, `act'(x)`, `act''(x)`.
 #[inline]
@@ -27,7 +27,7 @@ pub fn act3<F: Float>(a: Activation, x: F) -> (F, F, F) {
         Activation::Softplus => {
             // log(1 + e^x) = max(x, 0) + log(1 + e^{−|x|})
             let v = x.max(F::zero()) + (-x.abs()).exp().ln_1p();
-            let s = crate::inference::sigmoid(x);
+            let s = cardinal::inference::sigmoid(x);
             (v, s, s * (F::one() - s))
         }
     }

@@ -14,11 +14,11 @@ use rayon::prelude::*;
 
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::BatchObjective;
-use crate::data::{CsrMatrix, Dataset};
-use crate::error::Result;
-use crate::inference::{sigmoid, soft_f1};
-use crate::model::{c, Float, Params};
-use crate::pipeline::{Model, Outputs};
+use cardinal::data::{CsrMatrix, Dataset};
+use cardinal::error::Result;
+use cardinal::inference::{sigmoid, soft_f1};
+use cardinal::model::{c, Float, Params};
+use cardinal::pipeline::{Model, Outputs};
 use ndarray::Array2;
 
 fn energy_of<'a, F: Float>(model: &Model<f32>, p: &'a Params<F>) -> Energy<'a, F> {
@@ -194,15 +194,15 @@ impl BatchObjective for Dvn {
 mod tests {
     use super::super::tests::{small, toy};
     use super::*;
-    use crate::config::{Activation, Config, System};
-    use crate::train::init_model;
+    use cardinal::config::{Activation, Config};
+    use cardinal::train::init_model;
 
     #[test]
     fn value_gradients_match_finite_differences() {
         let data = toy(30, 5);
         let mut cfg = Config::paper();
         small(&mut cfg);
-        cfg.system = System::Dvn;
+        cfg.system = super::super::DVN.into();
         cfg.baseline.energy_activation = Activation::Softplus;
         cfg.baseline.hidden_activation = Activation::Softplus;
         let model = init_model(&data, &cfg).unwrap();

@@ -3,14 +3,18 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{
-    Activation, Config, CountRange, IterateWeights, Optimizer, System, TaskLoss, ZMode,
+use cardinal::config::{
+    Activation, Config, CountRange, IterateWeights, Optimizer, TaskLoss, ZMode,
 };
-use crate::data::TrainTest;
-use crate::error::Result;
-use crate::eval::{add_dev_threshold, evaluate_outputs, predict, EvalReport};
-use crate::proj::Method;
-use crate::train::train;
+use cardinal::data::TrainTest;
+use cardinal::error::Result;
+use cardinal::eval::{add_dev_threshold, evaluate_outputs, EvalReport};
+use cardinal::system::{Hooks, Start};
+
+use crate::systems::{systems, DVN, LOGIT, SC, SPEN_SSVM, TOPZ_HINGE};
+use cardinal::eval::predict;
+use cardinal::proj::Method;
+use cardinal::train::train;
 
 /// Epochs of unary pre-training (the MLP row's schedule) before a SPEN's own training.
 const PRETRAIN_EPOCHS: usize = 20;
@@ -101,7 +105,7 @@ fn e2e_spen() -> Config {
     // SPEN's E2E code: `unconstrained_iterates` (gradient steps on the logits), 20 steps of
     // 0.1 without momentum, softplus energy, the loss on the final iterate, unaries
     // pre-trained first (`pretrain_unaries`).
-    c.system = System::Logit;
+    c.system = LOGIT.into();
     c.inference.steps = 20;
     c.inference.eta = 0.1;
     c.inference.momentum = 0.0;
@@ -115,7 +119,7 @@ fn e2e_spen() -> Config {
 fn spen_ssvm() -> Config {
     let mut c = Config::paper();
     c.preset = "table1-spen".into();
-    c.system = System::SpenSsvm;
+    c.system = SPEN_SSVM.into();
     // SPEN's inference defaults: logit iterates with entropy weight 1, 20 steps of 0.1,
     // momentum 0.5, from the local (unary) prediction.
     c.inference.steps = 20;
@@ -140,7 +144,7 @@ fn spen_ssvm() -> Config {
 fn dvn() -> Config {
     let mut c = Config::paper();
     c.preset = "table1-dvn".into();
-    c.system = System::Dvn;
+    c.system = DVN.into();
     c.inference.steps = 20;
     c.inference.eta = 0.5;
     c.inference.momentum = 0.0;
@@ -165,7 +169,7 @@ fn dvn() -> Config {
 fn sc() -> Config {
     let mut c = Config::paper();
     c.preset = "table1-sc".into();
-    c.system = System::Sc;
+    c.system = SC.into();
     c.inference.train_projection = Method::Clip;
     c.inference.test_projection = Method::Clip;
     c
@@ -174,7 +178,7 @@ fn sc() -> Config {
 fn logit() -> Config {
     let mut c = Config::paper();
     c.preset = "table1-logit".into();
-    c.system = System::Logit;
+    c.system = LOGIT.into();
     c.inference.eta = 0.1;
     c
 }
@@ -182,7 +186,7 @@ fn logit() -> Config {
 fn topz_hinge() -> Config {
     let mut c = Config::paper();
     c.preset = "table1-topz-hinge".into();
-    c.system = System::TopzHinge;
+    c.system = TOPZ_HINGE.into();
     c.model.counts = CountRange::Auto { coverage: 1.0 };
     c.train.unary_weight_decay_mult = 1.0;
     c.loss.sum_over_batch = false;
@@ -316,14 +320,16 @@ pub fn table1_rows() -> Vec<Row> {
 /// of train afterwards, as every run here, so the dev predictions come from the final model
 /// and are optimistic: noted in the results).
 pub fn run_cell(data: &TrainTest, cfg: &Config, protocol: Protocol) -> Result<EvalReport> {
-    let trained = crate::baselines::train_system(&data.train, cfg, &mut |_| {})?;
+    let registry = systems();
+    let system = registry.for_config(cfg)?;
+    let trained = system.fit(&data.train, Start::Fresh(cfg.clone()), &mut Hooks::silent())?;
     let model = trained.model;
-    let out = predict(&model, &data.test.features, 256)?;
+    let out = system.predict(&model, &data.test.features, 256)?;
     let mut report = evaluate_outputs(&model, &out, &data.test.labels);
     if protocol == Protocol::ThresholdGrid {
         let (_, dev_idx) = cfg.train.dev_split(data.train.n_rows());
         let dev = data.train.select_rows(&dev_idx);
-        let dev_out = predict(&model, &dev.features, 256)?;
+        let dev_out = system.predict(&model, &dev.features, 256)?;
         add_dev_threshold(
             &model,
             &mut report,
@@ -412,7 +418,7 @@ pub fn cardinality_analysis(data: &TrainTest, seed: u64) -> Result<CardinalityAn
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{CsrMatrix, Dataset, LabelSets};
+    use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 
     #[test]
     fn every_table1_configuration_is_valid() {
@@ -424,6 +430,9 @@ mod tests {
                 .as_ref()
                 .unwrap_or_else(|| panic!("{}: no configuration", row.system));
             cfg.validate()
+                .unwrap_or_else(|e| panic!("{}: {e}", row.system));
+            systems()
+                .for_config(cfg)
                 .unwrap_or_else(|e| panic!("{}: {e}", row.system));
             let del = row.config_for("delicious").unwrap();
             del.validate()

@@ -1,0 +1,396 @@
+//! The library's front door: what every front end (the CLI, the Python package) calls.
+//!
+//! An [`Engine`] holds the systems it knows and the [`Runtime`] it runs in. It trains
+//! ([`Engine::fit`]), predicts, evaluates and cross-validates, and manages run directories
+//! ([`Engine::start_run`], [`Engine::resume_run`], [`Engine::finish_run`]): a model directory
+//! with `run.json` (where the data came from), per-epoch checkpoints, `metrics.jsonl`, the
+//! saved model and `eval.json`. Front ends parse, call, and print.
+//!
+//! ```
+//! use cardinal::data::synthetic::{synthetic, SyntheticShape};
+//! use cardinal::engine::Engine;
+//! use cardinal::Config;
+//!
+//! let data = synthetic(&SyntheticShape {
+//!     train_rows: 120,
+//!     test_rows: 40,
+//!     features: 20,
+//!     labels: 6,
+//!     density: 0.2,
+//!     seed: 1,
+//! });
+//! let mut cfg = Config::predict();
+//! cfg.model.hidden = 16;
+//! cfg.train.epochs = 2;
+//! let engine = Engine::default();
+//! let trained = engine.fit(&data.train, cfg, &mut |_| {}).unwrap();
+//! let (report, out) = engine.evaluate(&trained.model, &data.test).unwrap();
+//! // The constraint Σ y = z holds on every row.
+//! assert_eq!(report.constraint.frac_sum_within_001, 1.0);
+//! assert_eq!(out.z.len(), 40);
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint::{self, write_atomic, Meta};
+use crate::config::Config;
+use crate::cv::{cross_validate, CvReport, FoldResult};
+use crate::data::{read_mulan, resolve_dataset, CsrMatrix, Dataset, TrainTest};
+use crate::error::{Error, Result};
+use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, EvalReport};
+use crate::pipeline::{check_dims, Model, Outputs};
+use crate::runtime::Runtime;
+use crate::system::{Hooks, Start, Systems};
+use crate::train::{EpochRecord, Event, TrainState, Trained};
+
+/// Rows per inference batch.
+pub const PREDICT_BATCH: usize = 256;
+
+/// The name of the file in a run directory that records where its data came from.
+pub const RUN_FILE: &str = "run.json";
+/// The name of the per-epoch log in a run directory (one JSON object per line).
+pub const METRICS_FILE: &str = "metrics.jsonl";
+/// The name of the final evaluation in a run directory.
+pub const EVAL_FILE: &str = "eval.json";
+
+/// Where a dataset comes from: a name or path, or three MULAN files. Saved as `run.json` in a
+/// run directory, so that `--resume` reads the same data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataSpec {
+    /// Dataset name (data directory, then vendored) or path (MULAN folder, ARFF with XML
+    /// beside, LIBSVM or XMC file).
+    pub dataset: String,
+    /// Training ARFF file (with `test` and `labels`).
+    pub train: Option<PathBuf>,
+    /// Test ARFF file.
+    pub test: Option<PathBuf>,
+    /// MULAN XML label file naming the label attributes.
+    pub labels: Option<PathBuf>,
+    /// Folder holding datasets by name (default: the environment's `CARDINAL_DATA`).
+    pub data_dir: Option<PathBuf>,
+    /// For a single-file dataset: the fraction used for training in a seeded split.
+    pub train_fraction: f64,
+}
+
+impl DataSpec {
+    /// The dataset called (or at) `dataset`, with the default split of single files.
+    pub fn named(dataset: impl Into<String>) -> Self {
+        Self {
+            dataset: dataset.into(),
+            train: None,
+            test: None,
+            labels: None,
+            data_dir: None,
+            train_fraction: 0.8,
+        }
+    }
+
+    /// The folder datasets are looked up in by name: `data_dir`, else `$CARDINAL_DATA`.
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        data_dir_or_env(self.data_dir.as_deref())
+    }
+
+    /// Reads the train and test data.
+    pub fn load(&self) -> Result<TrainTest> {
+        if let (Some(tr), Some(te), Some(xml)) = (&self.train, &self.test, &self.labels) {
+            let train = read_mulan(tr, xml)?;
+            let test = read_mulan(te, xml)?;
+            return Ok(TrainTest { train, test });
+        }
+        let dir = self.data_dir();
+        Ok(resolve_dataset(&self.dataset, dir.as_deref())?
+            .into_train_test(self.train_fraction, 0)?)
+    }
+}
+
+/// `explicit`, else the folder named by `$CARDINAL_DATA`.
+pub fn data_dir_or_env(explicit: Option<&Path>) -> Option<PathBuf> {
+    explicit
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("CARDINAL_DATA").map(PathBuf::from))
+}
+
+/// A run directory ready to train: its data, and where training starts.
+#[derive(Debug)]
+pub struct PreparedRun {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Its train and test data.
+    pub data: TrainTest,
+    /// A fresh configuration, or the state of the interrupted run.
+    pub start: Start,
+}
+
+impl PreparedRun {
+    /// The configuration the run trains.
+    pub fn config(&self) -> &Config {
+        match &self.start {
+            Start::Fresh(cfg) => cfg,
+            Start::Resume(state) => &state.model.config,
+        }
+    }
+
+    /// Epochs already run (non-zero when resuming).
+    pub fn epochs_run(&self) -> usize {
+        match &self.start {
+            Start::Fresh(_) => 0,
+            Start::Resume(state) => state.epochs_run(),
+        }
+    }
+}
+
+/// What a finished run produced (all of it also written to its directory).
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The trained model.
+    pub model: Model<f32>,
+    /// Every epoch's record, resumed ones included.
+    pub history: Vec<EpochRecord>,
+    /// The evaluation on the test data.
+    pub report: EvalReport,
+}
+
+/// The front door. `Engine::default()` knows the product's systems and uses all cores.
+#[derive(Debug, Clone, Default)]
+pub struct Engine {
+    /// The systems `config.system` may name.
+    pub systems: Systems,
+    /// Threads and wait policy.
+    pub runtime: Runtime,
+}
+
+impl Engine {
+    /// An engine over `systems`, with the default runtime.
+    pub fn new(systems: Systems) -> Self {
+        Self {
+            systems,
+            runtime: Runtime::default(),
+        }
+    }
+
+    /// Runs `f` in this engine's thread pool (see [`Runtime::install`]). Front ends wrap a
+    /// whole command in it; the other methods run in whatever pool they are called from.
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Result<R> {
+        self.runtime.install(f)
+    }
+
+    /// Trains `cfg` on `train` with its system; no files are written.
+    pub fn fit(
+        &self,
+        train: &Dataset,
+        cfg: Config,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Trained> {
+        let system = self.systems.for_config(&cfg)?;
+        let mut hooks = Hooks {
+            on_event,
+            after_epoch: &mut |_| Ok(()),
+            wait: self.runtime.wait,
+        };
+        system.fit(train, Start::Fresh(cfg), &mut hooks)
+    }
+
+    /// The model's system's inference on every row of `x`.
+    pub fn predict(&self, model: &Model<f32>, x: &CsrMatrix) -> Result<Outputs<f32>> {
+        let system = self.systems.get(&model.config.system)?;
+        if x.n_cols != model.n_features() {
+            return Err(Error::Mismatch(format!(
+                "the data has {} features where the model has {}",
+                x.n_cols,
+                model.n_features()
+            )));
+        }
+        system.predict(model, x, PREDICT_BATCH)
+    }
+
+    /// Every metric of `model` on `data`, the outputs they were computed from, and what a
+    /// perfect count predictor would give (a second inference pass, for systems with a count).
+    pub fn evaluate(
+        &self,
+        model: &Model<f32>,
+        data: &Dataset,
+    ) -> Result<(EvalReport, Outputs<f32>)> {
+        check_dims(
+            model,
+            data.n_features(),
+            data.n_labels(),
+            "the evaluation data",
+        )?;
+        let system = self.systems.get(&model.config.system)?;
+        let out = system.predict(model, &data.features, PREDICT_BATCH)?;
+        let mut report = evaluate_outputs(model, &out, &data.labels);
+        add_gold_count(
+            system,
+            model,
+            &mut report,
+            &data.features,
+            &data.labels,
+            PREDICT_BATCH,
+        )?;
+        Ok((report, out))
+    }
+
+    /// Adds to `report` (of outputs `out` on `gold`) the threshold that is best on `dev`
+    /// (SPEN's protocol: chosen on dev, never on the evaluated data).
+    pub fn add_dev_threshold(
+        &self,
+        model: &Model<f32>,
+        report: &mut EvalReport,
+        dev: &Dataset,
+        out: &Outputs<f32>,
+        gold: &crate::data::LabelSets,
+    ) -> Result<()> {
+        let dev_out = self.predict(model, &dev.features)?;
+        add_dev_threshold(model, report, &dev_out, &dev.labels, out, gold)
+    }
+
+    /// `k`-fold cross-validation of `cfg` on `train` (see [`cross_validate`]).
+    pub fn cross_validate(
+        &self,
+        train: &Dataset,
+        cfg: &Config,
+        k: usize,
+        on_event: &mut dyn FnMut(usize, Event),
+        on_fold: &mut dyn FnMut(&FoldResult),
+    ) -> Result<CvReport> {
+        let system = self.systems.for_config(cfg)?;
+        cross_validate(system, train, cfg, k, self.runtime.wait, on_event, on_fold)
+    }
+
+    /// Loads the model directory `dir` (checking that its system is known).
+    pub fn load(&self, dir: &Path) -> Result<(Model<f32>, Meta)> {
+        let (model, meta) = checkpoint::load(dir)?;
+        self.systems.get(&model.config.system)?;
+        Ok((model, meta))
+    }
+
+    /// Creates the run directory `dir` for `cfg` on the data of `spec`, and records the data
+    /// source in it.
+    pub fn start_run(&self, dir: &Path, spec: &DataSpec, cfg: Config) -> Result<PreparedRun> {
+        self.systems.for_config(&cfg)?;
+        let data = spec.load()?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let json = serde_json::to_string_pretty(spec).expect("serialisable");
+        write_atomic(&dir.join(RUN_FILE), json.as_bytes())?;
+        Ok(PreparedRun {
+            dir: dir.to_path_buf(),
+            data,
+            start: Start::Fresh(cfg),
+        })
+    }
+
+    /// Reopens the interrupted run in `dir` at its latest checkpoint, with the same data.
+    pub fn resume_run(&self, dir: &Path) -> Result<PreparedRun> {
+        let run_path = dir.join(RUN_FILE);
+        let text = std::fs::read(&run_path).map_err(|e| Error::io(&run_path, e))?;
+        let spec: DataSpec = serde_json::from_slice(&text).map_err(|e| Error::Checkpoint {
+            path: run_path.clone(),
+            message: e.to_string(),
+        })?;
+        let data = spec.load()?;
+        let (state, meta) = checkpoint::load_state(dir)?;
+        let system = self.systems.for_config(&state.model.config)?;
+        if !system.resumable() {
+            return Err(Error::Unsupported {
+                system: system.name().into(),
+                what: "resume".into(),
+            });
+        }
+        check_dims(
+            &state.model,
+            data.train.n_features(),
+            data.train.n_labels(),
+            "the training data",
+        )?;
+        check_labels(&meta, &data.train, dir)?;
+        Ok(PreparedRun {
+            dir: dir.to_path_buf(),
+            data,
+            start: Start::Resume(Box::new(state)),
+        })
+    }
+
+    /// Trains a prepared run to the end: `metrics.jsonl` after every epoch, a resumable
+    /// checkpoint after every epoch (when `checkpoints` and the system is resumable), then
+    /// the model, and its evaluation on the test data as `eval.json`.
+    pub fn finish_run(
+        &self,
+        run: PreparedRun,
+        checkpoints: bool,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<RunOutcome> {
+        let PreparedRun { dir, data, start } = run;
+        let system = self.systems.for_config(match &start {
+            Start::Fresh(cfg) => cfg,
+            Start::Resume(state) => &state.model.config,
+        })?;
+        let metrics_path = dir.join(METRICS_FILE);
+        let mut metrics_lines: String = match &start {
+            Start::Resume(state) => state
+                .progress
+                .history
+                .iter()
+                .map(|r| serde_json::to_string(r).expect("serialisable") + "\n")
+                .collect(),
+            Start::Fresh(_) => String::new(),
+        };
+        let mut io_error = None;
+        let mut log_event = |ev: Event| {
+            if let Event::Epoch(rec) = &ev {
+                metrics_lines.push_str(&serde_json::to_string(rec).expect("serialisable"));
+                metrics_lines.push('\n');
+                if let Err(e) = write_atomic(&metrics_path, metrics_lines.as_bytes()) {
+                    io_error.get_or_insert(e);
+                }
+            }
+            on_event(ev);
+        };
+        let name = data.train.name.clone();
+        let labels = data.train.label_names.clone();
+        let mut after_epoch = |st: &TrainState| -> Result<()> {
+            if checkpoints {
+                checkpoint::save_state(&dir, st, &name, &labels)?;
+            }
+            Ok(())
+        };
+        let mut hooks = Hooks {
+            on_event: &mut log_event,
+            after_epoch: &mut after_epoch,
+            wait: self.runtime.wait,
+        };
+        let trained = system.fit(&data.train, start, &mut hooks)?;
+        if let Some(e) = io_error {
+            return Err(e);
+        }
+        checkpoint::save(&trained.model, &dir, &name, &data.train.label_names)?;
+        let (report, _) = self.evaluate(&trained.model, &data.test)?;
+        write_atomic(
+            &dir.join(EVAL_FILE),
+            serde_json::to_string_pretty(&report)
+                .expect("serialisable")
+                .as_bytes(),
+        )?;
+        Ok(RunOutcome {
+            model: trained.model,
+            history: trained.history,
+            report,
+        })
+    }
+}
+
+/// Refuses data whose label names differ from those the model in `model_dir` was trained on.
+pub fn check_labels(meta: &Meta, data: &Dataset, model_dir: &Path) -> Result<()> {
+    if !meta.label_names.is_empty()
+        && !data.label_names.is_empty()
+        && meta.label_names != data.label_names
+    {
+        return Err(Error::Mismatch(format!(
+            "the data's labels differ from those of the model in {} (trained on `{}`)",
+            model_dir.display(),
+            meta.dataset
+        )));
+    }
+    Ok(())
+}

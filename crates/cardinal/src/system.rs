@@ -1,0 +1,226 @@
+//! One owner of "which system": the [`System`] trait that Predict and Constrain and every
+//! Table 1 system implement, and the [`Systems`] registry that maps `config.system` to one.
+//!
+//! Training, evaluation and cross-validation take a `&dyn System` and never ask which it is;
+//! [`Systems::get`] is the only place that looks at `config.system`. The product registers
+//! [`Pnc`]; the `cardinal-paper` crate adds the baselines of the paper's Table 1.
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::data::{CsrMatrix, Dataset};
+use crate::error::{Error, Result};
+use crate::eval;
+use crate::pipeline::{Model, Outputs};
+use crate::runtime::WaitPolicy;
+use crate::train::{Event, TrainState, Trained};
+
+/// The name of Predict and Constrain in `config.system`.
+pub const PNC: &str = "pnc";
+
+/// Where a training run starts.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per run: the size does not matter
+pub enum Start {
+    /// A fresh run of this configuration.
+    Fresh(Config),
+    /// An interrupted run, from its last checkpoint ([`System::resumable`] systems only).
+    Resume(Box<TrainState>),
+}
+
+/// What a training run reports back while it runs.
+pub struct Hooks<'a> {
+    /// Progress: phases, batches, epochs.
+    pub on_event: &'a mut dyn FnMut(Event),
+    /// Called with the state after every epoch of a resumable system (e.g. to write a
+    /// checkpoint); an error from it stops training.
+    pub after_epoch: &'a mut dyn FnMut(&TrainState) -> Result<()>,
+    /// How idle workers wait between parallel sections.
+    pub wait: WaitPolicy,
+}
+
+impl<'a> Hooks<'a> {
+    /// Hooks that ignore every event and write nothing, with active waiting.
+    pub fn silent() -> Self {
+        // Leaked zero-sized closures: `'static` no-ops without allocation.
+        Hooks {
+            on_event: Box::leak(Box::new(|_: Event| {})),
+            after_epoch: Box::leak(Box::new(|_: &TrainState| Ok(()))),
+            wait: WaitPolicy::Active,
+        }
+    }
+}
+
+/// A system of the paper: how it trains, how it predicts, and what it accepts.
+///
+/// Every system stores its weights in the same [`Model`] container, so saving, loading,
+/// `eval` and `predict` work the same for all.
+pub trait System: Send + Sync {
+    /// Its name in `config.system`.
+    fn name(&self) -> &'static str;
+
+    /// Refuses configuration fields that this system would otherwise silently ignore.
+    fn validate(&self, _cfg: &Config) -> Result<()> {
+        Ok(())
+    }
+
+    /// Whether it trains epoch by epoch from a [`TrainState`] and can therefore write
+    /// checkpoints and resume.
+    fn resumable(&self) -> bool {
+        false
+    }
+
+    /// Trains on `train` (a dev part is held out as the configuration says).
+    fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained>;
+
+    /// Inference on every row of `x`, `batch` rows at a time.
+    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>>;
+
+    /// Inference with each row's count `z` given (`counts`, one per row of `x`) instead of
+    /// predicted; `None` for systems whose inference has no count.
+    fn predict_with_counts(
+        &self,
+        _model: &Model<f32>,
+        _x: &CsrMatrix,
+        _counts: Vec<f32>,
+        _batch: usize,
+    ) -> Result<Option<Outputs<f32>>> {
+        Ok(None)
+    }
+}
+
+/// Predict and Constrain: the unrolled, end-to-end trained model of [`crate::train`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pnc;
+
+impl System for Pnc {
+    fn name(&self) -> &'static str {
+        PNC
+    }
+
+    fn validate(&self, cfg: &Config) -> Result<()> {
+        if cfg.baseline.pretrain_epochs > 0 {
+            return Err(Error::Config(format!(
+                "baseline.pretrain_epochs = {} is read by the Table 1 systems only (E2E-SPEN \
+                 is system `e2e-spen`); expected 0 for system `pnc`",
+                cfg.baseline.pretrain_epochs
+            )));
+        }
+        Ok(())
+    }
+
+    fn resumable(&self) -> bool {
+        true
+    }
+
+    fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
+        let state = match start {
+            Start::Fresh(cfg) => {
+                self.validate(&cfg)?;
+                TrainState::new(train, &cfg)?
+            }
+            Start::Resume(state) => *state,
+        };
+        crate::train::run(train, state, hooks)
+    }
+
+    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+        eval::predict(model, x, batch)
+    }
+
+    fn predict_with_counts(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        counts: Vec<f32>,
+        batch: usize,
+    ) -> Result<Option<Outputs<f32>>> {
+        eval::predict_with_counts(model, x, counts, batch).map(Some)
+    }
+}
+
+/// The systems a front end knows, by name.
+#[derive(Clone)]
+pub struct Systems {
+    systems: Vec<Arc<dyn System>>,
+}
+
+impl std::fmt::Debug for Systems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl Default for Systems {
+    fn default() -> Self {
+        Self::product()
+    }
+}
+
+impl Systems {
+    /// The product's systems: [`Pnc`].
+    pub fn product() -> Self {
+        Self {
+            systems: vec![Arc::new(Pnc)],
+        }
+    }
+
+    /// Adds `system` (replacing one of the same name).
+    pub fn with(mut self, system: impl System + 'static) -> Self {
+        self.systems.retain(|s| s.name() != system.name());
+        self.systems.push(Arc::new(system));
+        self
+    }
+
+    /// The names known, in registration order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.systems.iter().map(|s| s.name()).collect()
+    }
+
+    /// The system called `name`.
+    pub fn get(&self, name: &str) -> Result<&dyn System> {
+        self.systems
+            .iter()
+            .find(|s| s.name() == name)
+            .map(|s| s.as_ref())
+            .ok_or_else(|| Error::UnknownSystem {
+                name: name.to_owned(),
+                known: self.names().join(", "),
+            })
+    }
+
+    /// The system of `cfg`, after it has checked the configuration.
+    pub fn for_config(&self, cfg: &Config) -> Result<&dyn System> {
+        let system = self.get(&cfg.system)?;
+        system.validate(cfg)?;
+        Ok(system)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_systems_are_named_with_the_known_ones() {
+        let systems = Systems::product();
+        assert_eq!(systems.get("pnc").unwrap().name(), "pnc");
+        let err = systems.get("dvn").err().unwrap().to_string();
+        assert!(err.contains("`dvn`") && err.contains("pnc"), "{err}");
+    }
+
+    #[test]
+    fn pnc_refuses_pretraining() {
+        let mut cfg = Config::paper();
+        cfg.baseline.pretrain_epochs = 3;
+        let err = Systems::product()
+            .for_config(&cfg)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("baseline.pretrain_epochs") && err.contains("e2e-spen"),
+            "{err}"
+        );
+    }
+}
