@@ -21,22 +21,33 @@ use crate::train::{Adagrad, Progress, TrainState};
 /// Version of the on-disk layout; bumped on any incompatible change.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The weights of a model directory.
 pub const WEIGHTS_FILE: &str = "model.safetensors";
+/// The configuration of a model directory (a complete [`Config`]).
 pub const CONFIG_FILE: &str = "config.json";
+/// What a model directory says about itself ([`Meta`]).
 pub const META_FILE: &str = "meta.json";
 
 /// What a model directory says about itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
+    /// [`FORMAT_VERSION`] of the writer.
     pub format_version: u32,
+    /// Version of the `cardinal` crate that wrote it.
     pub cardinal_version: String,
+    /// Name of the training data.
     pub dataset: String,
+    /// Input features the model expects.
     pub n_features: usize,
+    /// Labels the model predicts.
     pub n_labels: usize,
+    /// The labels' names, in column order (empty when the data had none).
     pub label_names: Vec<String>,
+    /// Mean label count of the training data.
     pub train_mean_cardinality: f64,
     /// The counts `min..=max` of the cardinality network.
     pub count_min: usize,
+    /// See `count_min`.
     pub count_max: usize,
 }
 

@@ -16,14 +16,18 @@ use crate::train::Event;
 /// One fold's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FoldResult {
+    /// The fold's index, from 0.
     pub index: usize,
+    /// Rows the fold's model trained on (the other folds).
     pub train_rows: usize,
+    /// Rows of the held-out fold.
     pub dev_rows: usize,
     /// Example-F1 (%) of the held-out fold at the configuration's threshold.
     pub example_f1: f64,
     /// The grid threshold that is best on this fold, and its example-F1 (%): optimistic, the
     /// threshold being chosen on the rows it is scored on.
     pub best_threshold: f64,
+    /// Example-F1 (%) at `best_threshold`.
     pub example_f1_at_best: f64,
     /// Mean absolute error of the predicted count `z` against the true count.
     pub count_mae: f64,
@@ -36,11 +40,17 @@ pub struct FoldResult {
 /// Every fold, and the mean and sample standard deviation over folds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CvReport {
+    /// Number of folds.
     pub k: usize,
+    /// Each fold's result, in fold order.
     pub folds: Vec<FoldResult>,
+    /// Mean example-F1 (%) over folds.
     pub mean_example_f1: f64,
+    /// Sample standard deviation of the folds' example-F1.
     pub sd_example_f1: f64,
+    /// Mean of the folds' example-F1 at their own best threshold (optimistic).
     pub mean_example_f1_at_best: f64,
+    /// Mean precision@1 (%) over folds.
     #[serde(default)]
     pub mean_precision_at_1: f64,
 }

@@ -52,8 +52,9 @@ pub struct ConstraintReport {
     pub frac_in_box: f64,
     /// Mean `|Σ y_T − z|`.
     pub mean_abs_sum_gap: f64,
-    /// Smallest and largest entry of `y_T` over all rows.
+    /// Smallest entry of `y_T` over all rows.
     pub min_y: f64,
+    /// Largest entry of `y_T` over all rows.
     pub max_y: f64,
 }
 
@@ -62,12 +63,15 @@ pub struct ConstraintReport {
 pub struct EvalReport {
     /// The configured threshold (0.5 in the paper's protocol) on `y_T`.
     pub threshold: f64,
+    /// Every metric with `y_T` binarised at `threshold`.
     pub at_threshold: MetricReport,
     /// The `round(z)` highest entries of `y_T`.
     pub at_top_round_z: MetricReport,
     /// A threshold chosen on dev data, when one was tuned.
     pub dev_threshold: Option<f64>,
+    /// Every metric at `dev_threshold`.
     pub at_dev_threshold: Option<MetricReport>,
+    /// How well the predicted count `z` matches the gold count.
     pub cardinality: CardinalityReport,
     /// The same model re-run with every row's `z` set to its gold count `|y*|` (at the
     /// threshold): what a perfect count predictor would give, so that the distance to
@@ -80,6 +84,7 @@ pub struct EvalReport {
     /// baseline systems). Empty in reports written by older versions.
     #[serde(default)]
     pub precision_at_k: Vec<PrecisionAtK>,
+    /// Whether `y_T` satisfies the constraint.
     pub constraint: ConstraintReport,
 }
 

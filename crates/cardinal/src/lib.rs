@@ -9,6 +9,8 @@
 //! [`train`] (loss, AdaGrad, loop), [`cv`] (k-fold cross-validation), [`config`], [`checkpoint`]. The projection math lives in the
 //! `cardinal-proj` crate, re-exported as [`proj`].
 
+#![warn(missing_docs)]
+
 pub use cardinal_data::{data, metrics};
 pub use cardinal_proj as proj;
 
