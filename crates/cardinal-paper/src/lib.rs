@@ -2,7 +2,7 @@
 //! ICML 2018) other than P&C itself, and the paper's analyses, built on the `cardinal` library.
 //!
 //! The product never depends on this crate: it registers its systems into the product's
-//! registry ([`systems`]), and front ends that want them (the CLI's `reproduce`, `train` with a
+//! registry ([`systems()`]), and front ends that want them (the CLI's `reproduce`, `train` with a
 //! baseline's configuration) pass that registry in.
 //!
 //! ```

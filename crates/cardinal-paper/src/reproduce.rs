@@ -35,9 +35,11 @@ pub enum Protocol {
 /// One row of Table 1.
 #[derive(Debug, Clone)]
 pub struct Row {
+    /// The system's name as Table 1 prints it.
     pub system: &'static str,
     /// The paper's numbers for Bibtex, Bookmarks, Delicious.
     pub paper: [Option<f64>; 3],
+    /// How the paper's numbers were binarised.
     pub protocol: Protocol,
     /// The configuration that trains it here; `None` when not implemented yet.
     pub config: Option<Config>,
@@ -51,6 +53,7 @@ pub struct Row {
 /// A dataset-specific change to a row's configuration.
 #[derive(Debug, Clone, Copy)]
 pub struct Setting {
+    /// Applies the change to the row's Bibtex configuration.
     pub change: fn(&mut Config),
     /// What the change is and the dev evidence behind it.
     pub note: &'static str,
@@ -345,17 +348,20 @@ pub fn run_cell(data: &TrainTest, cfg: &Config, protocol: Protocol) -> Result<Ev
 /// The §5.1 analysis: how well a count predictor does against a random and a constant one.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CardinalityAnalysis {
+    /// Name of the dataset analysed.
     pub dataset: String,
     /// The counts considered (`0..=max` training count).
     pub count_max: usize,
     /// Expected MSE of a count drawn uniformly from `0..=count_max` (computed exactly).
     pub mse_random: f64,
-    /// MSE of the constant training mean.
+    /// The mean label count of the training rows.
     pub train_mean: f64,
+    /// MSE of the constant training mean.
     pub mse_constant: f64,
-    /// MSE of `h(x)` trained alone with cross-entropy on the count: `z` as the expectation of
-    /// its softmax, and as its argmax.
+    /// MSE of `h(x)` trained alone with cross-entropy on the count, `z` the expectation of
+    /// its softmax.
     pub mse_h_expectation: f64,
+    /// MSE of the same `h(x)` with `z` the argmax of its softmax.
     pub mse_h_argmax: f64,
 }
 

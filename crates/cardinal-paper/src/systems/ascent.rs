@@ -34,10 +34,15 @@ pub enum Space {
 
 /// The fixed parts of an unrolled ascent.
 pub struct Ascent<'a, F> {
+    /// The global energy `E(y)` of the score.
     pub energy: Energy<'a, F>,
+    /// Step size `η`.
     pub eta: F,
+    /// Momentum `μ`.
     pub momentum: F,
+    /// Number of unrolled steps `T`.
     pub steps: usize,
+    /// Where the iterates live.
     pub space: Space,
     /// Box only: start at 0 instead of `σ(u)`.
     pub init_zeros: bool,
@@ -61,6 +66,7 @@ pub struct AscentTape<F> {
 }
 
 impl<F: Float> AscentTape<F> {
+    /// The iterate `y_t` of a row with `l` labels (`y_0` the start).
     pub fn y(&self, t: usize, l: usize) -> &[F] {
         &self.ys[t * l..(t + 1) * l]
     }
@@ -69,14 +75,18 @@ impl<F: Float> AscentTape<F> {
 /// Gradients of one row's backward pass.
 #[derive(Debug, Clone)]
 pub struct AscentGrad<F> {
+    /// Gradient of the unary scores `u` of the row.
     pub gu: Vec<F>,
+    /// Gradient of the energy's projection `Wp` (`L × E`).
     pub gwp: Array2<F>,
+    /// Gradient of the energy's output weights `w2`.
     pub gwe: Vec<F>,
     /// Gradient of the sigmoid-cardinality weights of the row.
     pub gsc: Vec<F>,
 }
 
 impl<F: Float> AscentGrad<F> {
+    /// Zero gradients for `l` labels, `e` energy units and `k` cardinality weights.
     pub fn zeros(l: usize, e: usize, k: usize) -> Self {
         Self {
             gu: vec![F::zero(); l],

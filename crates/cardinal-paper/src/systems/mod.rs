@@ -35,6 +35,7 @@ use cardinal::pipeline::{dropout_key, Dropout, Model, Outputs};
 use cardinal::system::{Hooks, Start, System, Systems};
 use cardinal::train::{init_model, EpochRecord, Event, Trained};
 use nets::{Mlp, MlpCache, MlpGrad, Opt};
+use unrolled::Flavor;
 
 /// `config.system` of SPEN trained as a structured SVM.
 pub const SPEN_SSVM: &str = "spen-ssvm";
@@ -53,7 +54,7 @@ pub fn systems() -> Systems {
         .with(Baseline {
             name: SPEN_SSVM,
             objective: || Box::new(ssvm::Ssvm),
-            predict_rows: unrolled::predict_rows,
+            predict_rows: |m, x, rows| unrolled::predict_rows(Flavor::Spen, m, x, rows),
         })
         .with(Baseline {
             name: DVN,
@@ -62,13 +63,17 @@ pub fn systems() -> Systems {
         })
         .with(Baseline {
             name: SC,
-            objective: || Box::new(unrolled::Unrolled),
-            predict_rows: unrolled::predict_rows,
+            objective: || Box::new(unrolled::Unrolled { flavor: Flavor::Sc }),
+            predict_rows: |m, x, rows| unrolled::predict_rows(Flavor::Sc, m, x, rows),
         })
         .with(Baseline {
             name: LOGIT,
-            objective: || Box::new(unrolled::Unrolled),
-            predict_rows: unrolled::predict_rows,
+            objective: || {
+                Box::new(unrolled::Unrolled {
+                    flavor: Flavor::Logit,
+                })
+            },
+            predict_rows: |m, x, rows| unrolled::predict_rows(Flavor::Logit, m, x, rows),
         })
         .with(Baseline {
             name: TOPZ_HINGE,
@@ -419,6 +424,42 @@ mod tests {
         cfg.model.energy_hidden = 4;
         cfg.train.batch_size = 10;
         cfg.train.full_epochs = 0;
+    }
+
+    /// Each registration runs its own member of the unrolled family, and the three differ.
+    #[test]
+    fn registrations_run_their_flavours() {
+        let data = toy(12, 5);
+        let registry = systems();
+        let mut outputs = Vec::new();
+        for (name, flavor) in [
+            (SPEN_SSVM, Flavor::Spen),
+            (SC, Flavor::Sc),
+            (LOGIT, Flavor::Logit),
+        ] {
+            let mut cfg = Config::paper();
+            small(&mut cfg);
+            cfg.system = name.into();
+            let mut model = init_model(&data, &cfg).unwrap();
+            // Cardinality weights large enough to move the iterates.
+            model.params.c2.mapv_inplace(|v| 50.0 * v);
+            model.params.cb2.fill(1.0);
+            let rows: Vec<usize> = (0..data.n_rows()).collect();
+            let direct = unrolled::predict_rows(flavor, &model, &data.features, &rows);
+            let registered = registry
+                .get(name)
+                .unwrap()
+                .predict(&model, &data.features, 5)
+                .unwrap();
+            assert_eq!(direct.y, registered.y, "{name}");
+            assert_eq!(direct.z, registered.z, "{name}");
+            outputs.push(direct.y);
+        }
+        assert_ne!(
+            outputs[0], outputs[1],
+            "SC's cardinality potential changes nothing"
+        );
+        assert_ne!(outputs[0], outputs[2], "logit space changes nothing");
     }
 
     #[test]

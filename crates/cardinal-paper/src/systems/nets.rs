@@ -36,8 +36,11 @@ pub fn act3<F: Float>(a: Activation, x: F) -> (F, F, F) {
 /// Reusable buffers of a [`Mlp`] forward pass.
 #[derive(Debug, Default, Clone)]
 pub struct MlpCache<F> {
+    /// Hidden pre-activations `x̃W1 + b1` (`b × H`).
     pub pre: Array2<F>,
+    /// Hidden activations, after dropout when the network has it (`b × H`).
     pub hidden: Array2<F>,
+    /// Outputs (`b × O`).
     pub out: Array2<F>,
     dh: Array2<F>,
     aux: FirstLayerGrad<F>,
@@ -45,10 +48,15 @@ pub struct MlpCache<F> {
 
 /// `x → act(x̃W1 + b1) → ·W2 + b2`, the unary (or cardinality) network of a baseline.
 pub struct Mlp<'a, F> {
+    /// First-layer weights (`D × H`), applied to the standardised input.
     pub w1: &'a Array2<F>,
+    /// First-layer bias (`H`).
     pub b1: &'a Array1<F>,
+    /// Second-layer weights (`H × O`).
     pub w2: &'a Array2<F>,
+    /// Second-layer bias (`O`).
     pub b2: &'a Array1<F>,
+    /// Hidden activation.
     pub act: Activation,
     /// Dropout on the hidden layer (unary pre-training only); the same mask in the backward.
     pub dropout: Option<Dropout>,
@@ -56,9 +64,13 @@ pub struct Mlp<'a, F> {
 
 /// Where [`Mlp::backward`] adds its gradients (complete, dense).
 pub struct MlpGrad<'a, F> {
+    /// Gradient of [`Mlp::w1`].
     pub w1: &'a mut Array2<F>,
+    /// Gradient of [`Mlp::b1`].
     pub b1: &'a mut Array1<F>,
+    /// Gradient of [`Mlp::w2`].
     pub w2: &'a mut Array2<F>,
+    /// Gradient of [`Mlp::b2`].
     pub b2: &'a mut Array1<F>,
 }
 
@@ -115,6 +127,8 @@ impl<'a, F: Float> Mlp<'a, F> {
         }
     }
 
+    /// Runs the network on `rows` of `x` (standardised by `stdz`), recording into `m`; the
+    /// outputs are `m.out`.
     pub fn forward(&self, x: &CsrMatrix, rows: &[usize], stdz: &Standardizer, m: &mut MlpCache<F>) {
         let (b, h, o) = (rows.len(), self.w1.ncols(), self.w2.ncols());
         ensure(&mut m.pre, b, h);
@@ -173,11 +187,14 @@ impl<'a, F: Float> Mlp<'a, F> {
 pub struct Energy<'a, F> {
     /// `L × E`.
     pub wp: ArrayView2<'a, F>,
+    /// `w2`, the output weights (`E`).
     pub we: &'a [F],
+    /// The activation `act`.
     pub act: Activation,
 }
 
 impl<F: Float> Energy<'_, F> {
+    /// Number of energy units `E`.
     pub fn hidden(&self) -> usize {
         self.we.len()
     }
@@ -291,6 +308,7 @@ impl<F: Float> Energy<'_, F> {
 #[derive(Debug, Clone)]
 pub struct Opt {
     kind: Optimizer,
+    /// The learning rate of the next step.
     pub lr: f64,
     /// AdaGrad's accumulators or Adam's second moments.
     v: Params<f32>,
@@ -300,6 +318,8 @@ pub struct Opt {
 }
 
 impl Opt {
+    /// A fresh optimiser of `kind` for `params` with learning rate `lr`; AdaGrad's
+    /// accumulators start at `adagrad_init`.
     pub fn new(kind: Optimizer, params: &Params<f32>, lr: f64, adagrad_init: f64) -> Self {
         let mut v = params.zeros_like();
         if kind == Optimizer::Adagrad {

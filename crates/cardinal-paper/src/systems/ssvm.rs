@@ -403,7 +403,10 @@ mod tests {
     #[test]
     fn hinge_gradients_match_finite_differences() {
         let data = toy(30, 7);
-        for system in [super::super::SPEN_SSVM, super::super::TOPZ_HINGE] {
+        for (system, spen) in [
+            (super::super::SPEN_SSVM, true),
+            (super::super::TOPZ_HINGE, false),
+        ] {
             let mut cfg = Config::paper();
             small(&mut cfg);
             cfg.system = system.into();
@@ -417,7 +420,6 @@ mod tests {
             let mut p: Params<f64> = model.params.cast();
             p.wp.mapv_inplace(|v| 2.0 * v);
             let rows = [0usize, 1, 2, 5];
-            let spen = system == super::super::SPEN_SSVM;
             let batch = |q: &Params<f64>, g: &mut Params<f64>| {
                 if spen {
                     spen_batch(&model, q, &data, &rows, g)

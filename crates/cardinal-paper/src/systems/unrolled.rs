@@ -1,5 +1,6 @@
 //! SC and logit-space ascent: unrolled inference trained end to end with P&C's relaxed-F1 loss
 //! on the iterates; also the test-time inference of SPEN (clipped ascent, no cardinality).
+//! Which of the three runs is a [`Flavor`], fixed by the system's registration.
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
@@ -7,7 +8,7 @@ use rayon::prelude::*;
 use super::ascent::{Ascent, AscentGrad, AscentTape, Space};
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::{iterate_weights, BatchObjective};
-use super::{LOGIT, SC};
+use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::error::Result;
 use cardinal::inference::soft_f1;
@@ -15,15 +16,46 @@ use cardinal::model::{c, Float, Params};
 use cardinal::pipeline::{Model, Outputs};
 use ndarray::Array2;
 
-/// The ascent of `model`'s system over its parameters `p` (generic so that tests can run it in
-/// `f64`).
-pub fn ascent_of<'a, F: Float>(model: &Model<f32>, p: &'a Params<F>) -> Ascent<'a, F> {
+/// The member of the unrolled-ascent family a system runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// SPEN's test-time inference: the energy alone, no cardinality potential; iterates in
+    /// the box unless `baseline.logit_iterates` ([`Flavor::space`]).
+    Spen,
+    /// SC: the energy and the sigmoid cardinality potential; iterates in the box unless
+    /// `baseline.logit_iterates`.
+    Sc,
+    /// Ascent in logit space, no cardinality potential.
+    Logit,
+}
+
+impl Flavor {
+    /// Where the iterates live: logit space for [`Flavor::Logit`], and for any flavour with
+    /// `baseline.logit_iterates`; the box otherwise.
+    pub fn space(self, cfg: &Config) -> Space {
+        if self == Flavor::Logit || cfg.baseline.logit_iterates {
+            Space::Logit
+        } else {
+            Space::Box
+        }
+    }
+
+    /// Whether the score has the sigmoid cardinality potential (weights from the cardinality
+    /// network).
+    pub fn has_cardinality(self) -> bool {
+        self == Flavor::Sc
+    }
+}
+
+/// The ascent of `flavor` for `model` over its parameters `p` (generic so that tests can run
+/// it in `f64`).
+pub fn ascent_of<'a, F: Float>(
+    flavor: Flavor,
+    model: &Model<f32>,
+    p: &'a Params<F>,
+) -> Ascent<'a, F> {
     let cfg = &model.config;
-    let space = if cfg.system == LOGIT || cfg.baseline.logit_iterates {
-        Space::Logit
-    } else {
-        Space::Box
-    };
+    let space = flavor.space(cfg);
     Ascent {
         energy: Energy {
             wp: p.wp.view(),
@@ -48,12 +80,18 @@ struct Scores<F> {
     card_cache: MlpCache<F>,
 }
 
-fn scores<F: Float>(model: &Model<f32>, p: &Params<F>, x: &CsrMatrix, rows: &[usize]) -> Scores<F> {
+fn scores<F: Float>(
+    flavor: Flavor,
+    model: &Model<f32>,
+    p: &Params<F>,
+    x: &CsrMatrix,
+    rows: &[usize],
+) -> Scores<F> {
     let mut unary_cache = MlpCache::default();
     let mut card_cache = MlpCache::default();
     let act = model.config.baseline.hidden_activation;
     Mlp::unary(p, act).forward(x, rows, &model.standardizer, &mut unary_cache);
-    let sc = (model.config.system == SC).then(|| {
+    let sc = flavor.has_cardinality().then(|| {
         Mlp::card(p).forward(x, rows, &model.standardizer, &mut card_cache);
         card_cache.out.clone()
     });
@@ -65,11 +103,16 @@ fn scores<F: Float>(model: &Model<f32>, p: &Params<F>, x: &CsrMatrix, rows: &[us
     }
 }
 
-/// Inference for `rows` of `x`: the last iterate, `z = Σ y_T`.
-pub fn predict_rows(model: &Model<f32>, x: &CsrMatrix, rows: &[usize]) -> Outputs<f32> {
+/// Inference of `flavor` for `rows` of `x`: the last iterate, `z = Σ y_T`.
+pub fn predict_rows(
+    flavor: Flavor,
+    model: &Model<f32>,
+    x: &CsrMatrix,
+    rows: &[usize],
+) -> Outputs<f32> {
     let p = &model.params;
-    let s = scores(model, p, x, rows);
-    let asc = ascent_of(model, p);
+    let s = scores(flavor, model, p, x, rows);
+    let asc = ascent_of(flavor, model, p);
     let (l, steps) = (model.n_labels(), model.config.inference.steps);
     let mut y = vec![0f32; rows.len() * l];
     y.par_chunks_mut(l).enumerate().for_each(|(r, out)| {
@@ -90,8 +133,9 @@ pub fn predict_rows(model: &Model<f32>, x: &CsrMatrix, rows: &[usize]) -> Output
 }
 
 /// Loss (P&C's weighted negative relaxed F1 over the iterates, plus the optional unary BCE)
-/// and gradient of a batch, generic over the float type.
+/// and gradient of a batch for `flavor`, generic over the float type.
 pub fn batch_loss_grad<F: Float>(
+    flavor: Flavor,
     model: &Model<f32>,
     p: &Params<F>,
     train: &Dataset,
@@ -100,8 +144,8 @@ pub fn batch_loss_grad<F: Float>(
 ) -> F {
     let cfg = &model.config;
     grad.visit_mut(|_, g, _| g.fill(F::zero()));
-    let mut s = scores(model, p, &train.features, rows);
-    let asc = ascent_of(model, p);
+    let mut s = scores(flavor, model, p, &train.features, rows);
+    let asc = ascent_of(flavor, model, p);
     let (l, e, steps) = (model.n_labels(), p.we.len(), cfg.inference.steps);
     let k = p.c2.ncols();
     let scale = if cfg.loss.sum_over_batch {
@@ -192,8 +236,10 @@ pub fn batch_loss_grad<F: Float>(
 }
 
 /// SC and logit-space training.
-#[derive(Default)]
-pub struct Unrolled;
+pub struct Unrolled {
+    /// Which member of the family is trained.
+    pub flavor: Flavor,
+}
 
 impl BatchObjective for Unrolled {
     fn loss_and_grad(
@@ -204,15 +250,16 @@ impl BatchObjective for Unrolled {
         grad: &mut Params<f32>,
         _rng: &mut Xoshiro256PlusPlus,
     ) -> Result<f64> {
-        Ok(batch_loss_grad(model, &model.params, train, rows, grad) as f64)
+        Ok(batch_loss_grad(self.flavor, model, &model.params, train, rows, grad) as f64)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::tests::{small, toy};
+    use super::super::{LOGIT, SC};
     use super::*;
-    use cardinal::config::{Activation, Config};
+    use cardinal::config::Activation;
     use cardinal::train::init_model;
 
     /// The whole SC and logit models — every parameter tensor through the networks, the
@@ -220,7 +267,11 @@ mod tests {
     #[test]
     fn whole_model_gradients_match_finite_differences() {
         let data = toy(30, 11);
-        for (system, act) in [(SC, Activation::Relu), (LOGIT, Activation::Softplus)] {
+        let cases = [
+            (SC, Flavor::Sc, Activation::Relu),
+            (LOGIT, Flavor::Logit, Activation::Softplus),
+        ];
+        for (system, flavor, act) in cases {
             let mut cfg = Config::paper();
             small(&mut cfg);
             cfg.system = system.into();
@@ -236,7 +287,7 @@ mod tests {
             p.c2.mapv_inplace(|v| 5.0 * v);
             let rows = [0usize, 3, 4, 9];
             let mut g = p.zeros_like();
-            batch_loss_grad(&model, &p, &data, &rows, &mut g);
+            batch_loss_grad(flavor, &model, &p, &data, &rows, &mut g);
             let mut scratch = p.zeros_like();
             let mut checked = 0;
             let names = [
@@ -267,7 +318,7 @@ mod tests {
                                 d[j] += delta;
                             }
                         });
-                        batch_loss_grad(&model, &q, &data, &rows, &mut scratch)
+                        batch_loss_grad(flavor, &model, &q, &data, &rows, &mut scratch)
                     };
                     let fd = (eval(h) - eval(-h)) / (2.0 * h);
                     let an = analytic[j];
@@ -299,7 +350,7 @@ mod tests {
         let p: Params<f64> = model.params.cast();
         let rows = [1usize, 2];
         let mut g = p.zeros_like();
-        batch_loss_grad(&model, &p, &data, &rows, &mut g);
+        batch_loss_grad(Flavor::Logit, &model, &p, &data, &rows, &mut g);
         let mut wrong = g.clone();
         wrong.b2.mapv_inplace(|v| v * 1.1 + 1e-3);
         let mut scratch = p.zeros_like();
@@ -308,9 +359,9 @@ mod tests {
         for j in 0..p.b2.len() {
             let mut q = p.clone();
             q.b2[j] += h;
-            let a = batch_loss_grad(&model, &q, &data, &rows, &mut scratch);
+            let a = batch_loss_grad(Flavor::Logit, &model, &q, &data, &rows, &mut scratch);
             q.b2[j] -= 2.0 * h;
-            let b = batch_loss_grad(&model, &q, &data, &rows, &mut scratch);
+            let b = batch_loss_grad(Flavor::Logit, &model, &q, &data, &rows, &mut scratch);
             let fd = (a - b) / (2.0 * h);
             assert!((fd - g.b2[j]).abs() < 1e-5 * (1.0 + fd.abs()));
             worst = worst.max((fd - wrong.b2[j]).abs());
