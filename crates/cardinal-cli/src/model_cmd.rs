@@ -99,6 +99,10 @@ pub struct TrainArgs {
     /// configuration); the result is bit-identical to an uninterrupted run.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "config", "seed"])]
     pub resume: Option<PathBuf>,
+    /// Replace the run in an existing --out directory (its model stays until the new one is
+    /// saved over it); without it an existing run is refused.
+    #[arg(long, conflicts_with = "resume")]
+    pub force: bool,
     /// Do not write a resumable checkpoint after every epoch.
     #[arg(long)]
     pub no_checkpoints: bool,
@@ -130,7 +134,7 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
                 .as_ref()
                 .expect("clap requires --out without --resume");
             engine
-                .start_run(out, &args.data.spec(), cfg)
+                .start_run(out, &args.data.spec(), cfg, args.force)
                 .with_context(|| format!("loading dataset `{}`", args.data.dataset))?
         }
     };

@@ -324,3 +324,82 @@ fn a_configuration_file_is_read_over_the_preset_it_names() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An existing run is never overwritten without being asked: `train --out` into it is
+/// refused and leaves its model as it was; `--force` replaces it; a second process cannot
+/// write into a run directory whose lock is live.
+#[test]
+fn an_existing_model_is_refused_unless_forced() {
+    let dir = tmpdir("existing");
+    let cfg = write_quick_config(&dir);
+    let model = dir.join("model");
+    let train = |extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            model.to_str().unwrap(),
+            "--quiet",
+            "--no-checkpoints",
+        ];
+        args.extend_from_slice(extra);
+        cardinal(&args)
+    };
+    let first = train(&["--seed", "1"]);
+    assert!(first.status.success(), "{}", text(&first));
+    let weights = std::fs::read(model.join("model.safetensors")).unwrap();
+    let again = train(&["--seed", "2"]);
+    assert!(!again.status.success());
+    let t = text(&again);
+    assert!(t.contains("holds a model") && t.contains("--force"), "{t}");
+    assert_eq!(
+        std::fs::read(model.join("model.safetensors")).unwrap(),
+        weights
+    );
+    // A live lock (pid 1 always exists) refuses a second writer.
+    std::fs::write(model.join(".cardinal.lock"), "1").unwrap();
+    let busy = train(&["--seed", "2", "--force"]);
+    assert!(!busy.status.success());
+    assert!(
+        text(&busy).contains("in use by another run"),
+        "{}",
+        text(&busy)
+    );
+    std::fs::remove_file(model.join(".cardinal.lock")).unwrap();
+    let forced = train(&["--seed", "2", "--force"]);
+    assert!(forced.status.success(), "{}", text(&forced));
+    assert_ne!(
+        std::fs::read(model.join("model.safetensors")).unwrap(),
+        weights
+    );
+    assert!(!model.join(".cardinal.lock").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A model directory is untrusted: `checkpoints/LATEST` naming a path outside it is refused
+/// by `--resume`, not followed.
+#[test]
+fn resume_refuses_a_latest_pointing_outside_the_run() {
+    let dir = tmpdir("latest");
+    let cfg = write_quick_config(&dir);
+    let model = dir.join("model");
+    let out = cardinal(&[
+        "train",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        model.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::write(model.join("checkpoints/LATEST"), "../../elsewhere").unwrap();
+    let out = cardinal(&["train", "--resume", model.to_str().unwrap(), "--quiet"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("names no checkpoint of this directory"),
+        "{}",
+        text(&out)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -59,30 +59,63 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Writes `path` atomically: `write` creates and fills a temporary file in the same
 /// directory, which is then synced and renamed over `path`.
 fn write_atomic_with(path: &Path, write: impl FnOnce(&Path) -> std::io::Result<()>) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let staged = stage(path, write)?;
+    staged.commit()
+}
+
+/// A file written and synced under a temporary name beside its destination, not yet renamed
+/// into place (dropped uncommitted, the temporary file is removed).
+struct Staged {
+    tmp: PathBuf,
+    path: PathBuf,
+    committed: bool,
+}
+
+/// Writes `path`'s content under a temporary name in the same directory and syncs it.
+fn stage(path: &Path, write: impl FnOnce(&Path) -> std::io::Result<()>) -> Result<Staged> {
+    let dir = parent_dir(path);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let staged = Staged {
+        tmp,
+        path: path.to_path_buf(),
+        committed: false,
+    };
     let result = (|| -> std::io::Result<()> {
-        write(&tmp)?;
+        write(&staged.tmp)?;
         std::fs::OpenOptions::new()
             .write(true)
-            .open(&tmp)?
-            .sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        // Make the rename itself durable.
-        if let Ok(d) = std::fs::File::open(dir) {
+            .open(&staged.tmp)?
+            .sync_all()
+    })();
+    result.map_err(|e| Error::io(path, e))?;
+    Ok(staged)
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+impl Staged {
+    /// Renames the file into place and makes the rename durable.
+    fn commit(mut self) -> Result<()> {
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
+        self.committed = true;
+        if let Ok(d) = std::fs::File::open(parent_dir(&self.path)) {
             let _ = d.sync_all();
         }
         Ok(())
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::io(path, e));
     }
-    Ok(())
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 fn f32_bytes(data: &[f32]) -> Vec<u8> {
@@ -126,20 +159,23 @@ pub fn save(model: &Model<f32>, dir: &Path, dataset: &str, label_names: &[String
         count_min: model.counts[0] as usize,
         count_max: *model.counts.last().expect("at least one count") as usize,
     };
-    // Weights last: a directory whose weights exist is complete.
-    write_atomic(
+    // All three files are written and synced under temporary names first, and only then
+    // renamed into place: a save that fails while writing (a full disk, a bad path) leaves
+    // the previous model whole and loadable. Weights last: a directory whose weights exist is
+    // complete.
+    let bytes = |v: String| move |tmp: &Path| std::fs::write(tmp, v.as_bytes());
+    let config = stage(
         &dir.join(CONFIG_FILE),
-        serde_json::to_string_pretty(&model.config)
-            .expect("serialisable")
-            .as_bytes(),
+        bytes(serde_json::to_string_pretty(&model.config).expect("serialisable")),
     )?;
-    write_atomic(
+    let meta = stage(
         &dir.join(META_FILE),
-        serde_json::to_string_pretty(&meta)
-            .expect("serialisable")
-            .as_bytes(),
+        bytes(serde_json::to_string_pretty(&meta).expect("serialisable")),
     )?;
-    write_tensors(&dir.join(WEIGHTS_FILE), &tensors)
+    let weights = stage_tensors(&dir.join(WEIGHTS_FILE), &tensors)?;
+    config.commit()?;
+    meta.commit()?;
+    weights.commit()
 }
 
 fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -281,6 +317,11 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
 
 /// Writes named `f32` tensors as a safetensors file (atomically).
 fn write_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Result<()> {
+    stage_tensors(path, tensors)?.commit()
+}
+
+/// Writes named `f32` tensors as a safetensors file under a temporary name.
+fn stage_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Result<Staged> {
     let views: Vec<(String, TensorView)> = tensors
         .iter()
         .map(|(n, s, b)| {
@@ -293,7 +334,7 @@ fn write_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Resu
     let info = HashMap::from([("format".to_string(), format!("cardinal/{FORMAT_VERSION}"))]);
     // Straight to the file: no second in-memory copy of every tensor (a checkpoint of the
     // default on Bibtex is about 50 MB, written after every epoch).
-    write_atomic_with(path, |tmp| {
+    stage(path, |tmp| {
         safetensors::serialize_to_file(views, Some(info), tmp).map_err(|e| match e {
             safetensors::SafeTensorError::IoError(io) => io,
             other => std::io::Error::other(other.to_string()),
@@ -400,12 +441,22 @@ pub fn save_state(
         let _ = d.sync_all();
     }
     write_atomic(&root.join(LATEST_FILE), name.as_bytes())?;
-    // Older checkpoints and leftovers of interrupted writes are no longer needed.
+    // The previous epoch's checkpoint is no longer needed. Only names this writer uses
+    // (`epoch-` and four or more digits, directories) are touched: other files the user keeps
+    // there stay.
     if let Ok(entries) = std::fs::read_dir(&root) {
         for e in entries.flatten() {
             let n = e.file_name();
             let n = n.to_string_lossy();
-            if (n.starts_with("epoch-") && n != name) || (n.starts_with(".tmp-") && e.path() != tmp)
+            let checkpoint_name = n
+                .strip_prefix("epoch-")
+                .is_some_and(|d| d.len() >= 4 && d.bytes().all(|b| b.is_ascii_digit()));
+            // Temporary directories of this writer left by a killed process.
+            let stale_tmp = n.strip_prefix(".tmp-epoch-").is_some_and(|d| {
+                d.bytes().all(|b| b.is_ascii_digit() || b == b'-') && e.path() != tmp
+            });
+            if (checkpoint_name && n != name || stale_tmp)
+                && e.file_type().is_ok_and(|t| t.is_dir())
             {
                 let _ = std::fs::remove_dir_all(e.path());
             }
@@ -419,7 +470,21 @@ pub fn latest_checkpoint(dir: &Path) -> Result<Option<PathBuf>> {
     let root = dir.join("checkpoints");
     let latest = root.join(LATEST_FILE);
     match std::fs::read_to_string(&latest) {
-        Ok(name) => Ok(Some(root.join(name.trim()))),
+        Ok(name) => {
+            // A model directory is untrusted input: LATEST may only name a checkpoint of
+            // this directory (`epoch-NNNN`), never a path elsewhere.
+            let name = name.trim();
+            let ours = name
+                .strip_prefix("epoch-")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if !ours {
+                return Err(ckpt_err(
+                    &latest,
+                    "names no checkpoint of this directory: expected `epoch-` and digits",
+                ));
+            }
+            Ok(Some(root.join(name)))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(latest, e)),
     }
@@ -483,4 +548,36 @@ pub fn load_state(dir: &Path) -> Result<(TrainState, Meta)> {
         },
         meta,
     ))
+}
+
+#[cfg(test)]
+mod round_trip_tests {
+    /// The resumable state's floats (`best_dev_f1`, the loss history) survive JSON exactly:
+    /// a dev F1 that comes back one ULP off breaks a tie differently after `--resume`. Values
+    /// spread over many magnitudes, as F1s, losses and seconds are.
+    #[test]
+    fn progress_floats_round_trip_exactly() {
+        let mut s = 0x9E37_79B9_7F4A_7C15u64;
+        let mut bad = Vec::new();
+        for _ in 0..20_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let v = f64::from_bits(s >> 2) % 1e6;
+            if !v.is_finite() {
+                continue;
+            }
+            let text = serde_json::to_string(&v).unwrap();
+            let back: f64 = serde_json::from_str(&text).unwrap();
+            if back.to_bits() != v.to_bits() {
+                bad.push((v, back));
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "{} values off, e.g. {:?}",
+            bad.len(),
+            &bad[..bad.len().min(3)]
+        );
+    }
 }

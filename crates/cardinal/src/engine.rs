@@ -41,6 +41,7 @@ use crate::data::{read_mulan, resolve_dataset, CsrMatrix, Dataset, TrainTest};
 use crate::error::{Error, Result};
 use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, EvalReport};
 use crate::pipeline::{check_dims, Model, Outputs};
+use crate::run_dir::{self, Existing, RunLock};
 use crate::runtime::Runtime;
 use crate::system::{Hooks, Start, Systems};
 use crate::train::{EpochRecord, Event, TrainState, Trained};
@@ -121,6 +122,8 @@ pub struct PreparedRun {
     pub data: TrainTest,
     /// A fresh configuration, or the state of the interrupted run.
     pub start: Start,
+    /// Held until the run is finished: no other process writes into `dir` meanwhile.
+    pub lock: RunLock,
 }
 
 impl PreparedRun {
@@ -184,6 +187,12 @@ impl Engine {
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Trained> {
         let system = self.systems.for_config(&cfg)?;
+        if train.n_rows() == 0 {
+            return Err(Error::Mismatch(format!(
+                "the training data `{}` has no rows",
+                train.name
+            )));
+        }
         let mut hooks = Hooks {
             on_event,
             after_epoch: &mut |_| Ok(()),
@@ -267,22 +276,42 @@ impl Engine {
     }
 
     /// Creates the run directory `dir` for `cfg` on the data of `spec`, and records the data
-    /// source in it.
-    pub fn start_run(&self, dir: &Path, spec: &DataSpec, cfg: Config) -> Result<PreparedRun> {
+    /// source in it. A directory that already holds a run is refused unless `replace`; then
+    /// its run state is cleared and its model stays until the new one is saved over it.
+    pub fn start_run(
+        &self,
+        dir: &Path,
+        spec: &DataSpec,
+        cfg: Config,
+        replace: bool,
+    ) -> Result<PreparedRun> {
         self.systems.for_config(&cfg)?;
         let data = spec.load()?;
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        if data.train.n_rows() == 0 {
+            return Err(Error::Mismatch(format!(
+                "the training data `{}` has no rows",
+                data.train.name
+            )));
+        }
+        let existing = if replace {
+            Existing::Replace
+        } else {
+            Existing::Refuse
+        };
+        let lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
         let json = serde_json::to_string_pretty(spec).expect("serialisable");
         write_atomic(&dir.join(RUN_FILE), json.as_bytes())?;
         Ok(PreparedRun {
             dir: dir.to_path_buf(),
             data,
             start: Start::Fresh(cfg),
+            lock,
         })
     }
 
     /// Reopens the interrupted run in `dir` at its latest checkpoint, with the same data.
     pub fn resume_run(&self, dir: &Path) -> Result<PreparedRun> {
+        let lock = run_dir::prepare(dir, Existing::Continue, &[])?;
         let run_path = dir.join(RUN_FILE);
         let text = std::fs::read(&run_path).map_err(|e| Error::io(&run_path, e))?;
         let spec: DataSpec = serde_json::from_slice(&text).map_err(|e| Error::Checkpoint {
@@ -309,6 +338,7 @@ impl Engine {
             dir: dir.to_path_buf(),
             data,
             start: Start::Resume(Box::new(state)),
+            lock,
         })
     }
 
@@ -321,7 +351,12 @@ impl Engine {
         checkpoints: bool,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<RunOutcome> {
-        let PreparedRun { dir, data, start } = run;
+        let PreparedRun {
+            dir,
+            data,
+            start,
+            lock: _lock,
+        } = run;
         let system = self.systems.for_config(match &start {
             Start::Fresh(cfg) => cfg,
             Start::Resume(state) => &state.model.config,

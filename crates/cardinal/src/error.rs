@@ -47,6 +47,27 @@ pub enum Error {
         /// What it was asked to do.
         what: String,
     },
+    /// A run directory already holds a run, and replacing it was not asked for.
+    #[error(
+        "{path} {what}; pass --force to replace it (its model stays until the new one is \
+         saved) or --resume to continue its run"
+    )]
+    RunExists {
+        /// The run directory.
+        path: PathBuf,
+        /// What it holds.
+        what: String,
+    },
+    /// Another live process is writing into the run directory.
+    #[error(
+        "{path} is in use by another run (process {pid}); wait for it or choose another directory"
+    )]
+    RunBusy {
+        /// The run directory.
+        path: PathBuf,
+        /// The process holding its lock.
+        pid: u32,
+    },
     /// The thread pool could not be set up.
     #[error("{0}")]
     Runtime(String),

@@ -23,6 +23,7 @@ pub mod eval;
 pub mod inference;
 pub mod model;
 pub mod pipeline;
+pub mod run_dir;
 pub mod runtime;
 pub mod system;
 pub mod train;
