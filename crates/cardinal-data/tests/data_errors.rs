@@ -28,19 +28,24 @@ fn at(e: &DataError, line: usize, column: usize, parts: &[&str]) {
 
 #[test]
 fn unknown_attribute_type() {
-    let e = arff_err("@relation t\n@attribute a string\n@attribute y {0,1}\n@data\n");
+    // Feature attributes may be numeric, nominal or string (dropped); not dates.
+    let e = arff_err("@relation t\n@attribute a date\n@attribute y {0,1}\n@data\n");
     at(
         &e,
         2,
         14,
         &[
-            "unsupported attribute type `string`",
+            "unsupported attribute type `date`",
             "attribute `a`",
             "numeric",
+            "nominal",
         ],
     );
-    let e = arff_err("@relation t\n@attribute a {x,y,z}\n@attribute y {0,1}\n@data\n");
-    at(&e, 2, 14, &["`{x,y,z}`", "{0,1}"]);
+    // Label attributes must be `{0,1}` or numeric.
+    let e = arff_err("@relation t\n@attribute a numeric\n@attribute y {x,y,z}\n@data\n");
+    at(&e, 3, 14, &["`{x,y,z}`", "label attribute `y`", "{0,1}"]);
+    let e = arff_err("@relation t\n@attribute a numeric\n@attribute y string\n@data\n");
+    at(&e, 3, 14, &["`string`", "label attribute `y`"]);
 }
 
 #[test]

@@ -46,16 +46,36 @@ pub enum ParseErrorKind {
         /// What was still to come.
         expected: &'static str,
     },
-    /// An ARFF attribute type other than numeric, real, integer or `{0,1}`.
+    /// An ARFF feature attribute type the reader cannot encode (`date`, `relational`).
     #[error(
         "unsupported attribute type `{found}` for attribute `{name}`: expected numeric, real, \
-         integer or the nominal set {{0,1}}"
+         integer, a nominal set {{...}} or string"
     )]
     UnknownAttributeType {
         /// The attribute.
         name: String,
         /// Its declared type.
         found: String,
+    },
+    /// An ARFF label attribute whose type is neither `{0,1}` nor numeric.
+    #[error(
+        "unsupported type `{found}` for label attribute `{name}`: expected the nominal set \
+         {{0,1}} or numeric (values 0 and 1)"
+    )]
+    UnsupportedLabelType {
+        /// The attribute.
+        name: String,
+        /// Its declared type.
+        found: String,
+    },
+    /// Labels were to come from a MEKA relation name (`-C n`), which has no such option.
+    #[error(
+        "the relation name `{relation}` has no MEKA option `-C n` saying which attributes are \
+         labels (MEKA writes e.g. `@relation 'Scene: -C 6'`); name the labels instead"
+    )]
+    NoMekaLabels {
+        /// The relation name.
+        relation: String,
     },
     /// Two ARFF attributes with the same name.
     #[error("duplicate attribute name `{name}`")]
@@ -167,12 +187,22 @@ pub enum ParseErrorKind {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DataError {
-    /// Reading failed (including a corrupt gzip stream).
-    #[error("{}: {source}", path.as_ref().map_or("<input>".to_string(), |p| p.display().to_string()))]
+    /// Reading failed.
+    #[error("{}: {source}", shown_path(path))]
     Io {
         /// The file, when known.
         path: Option<PathBuf>,
         /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The input is gzip data that does not decompress: the file is damaged or cut short.
+    /// Reported instead of any parse error the damaged text led to.
+    #[error("{}: corrupt or truncated gzip data ({source})", shown_path(path))]
+    Gzip {
+        /// The file, when known.
+        path: Option<PathBuf>,
+        /// The decompressor's error.
         #[source]
         source: io::Error,
     },
@@ -217,7 +247,9 @@ impl DataError {
     /// Attaches `path` to an error that has none yet (readers of `impl BufRead` don't know it).
     pub fn with_path(mut self, p: &Path) -> Self {
         match &mut self {
-            DataError::Io { path, .. } if path.is_none() => *path = Some(p.to_path_buf()),
+            DataError::Io { path, .. } | DataError::Gzip { path, .. } if path.is_none() => {
+                *path = Some(p.to_path_buf())
+            }
             DataError::Parse { location, .. } if location.path.is_none() => {
                 location.path = Some(p.to_path_buf())
             }
@@ -237,7 +269,18 @@ impl DataError {
         }
     }
 
+    /// A read error; one raised by the gzip decompressor becomes [`DataError::Gzip`].
     pub(crate) fn io(source: io::Error) -> Self {
+        if source.get_ref().is_some_and(|e| e.is::<GzipFailure>()) {
+            let kind = source.kind();
+            let source = match source.into_inner().map(|e| e.downcast::<GzipFailure>()) {
+                Some(Ok(g)) => g.0,
+                // Unreachable after the check above; keep the error rather than panic.
+                Some(Err(e)) => io::Error::new(kind, e),
+                None => io::Error::from(kind),
+            };
+            return DataError::Gzip { path: None, source };
+        }
         DataError::Io { path: None, source }
     }
 
@@ -251,6 +294,28 @@ impl DataError {
                 bytes as f64 / (1 << 20) as f64
             ),
         ))
+    }
+}
+
+fn shown_path(path: &Option<PathBuf>) -> String {
+    path.as_ref()
+        .map_or("<input>".to_string(), |p| p.display().to_string())
+}
+
+/// Marks an I/O error as raised by the gzip decompressor (wrapped by the readers' gzip stream,
+/// unwrapped into [`DataError::Gzip`]).
+#[derive(Debug)]
+pub(crate) struct GzipFailure(pub io::Error);
+
+impl fmt::Display for GzipFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for GzipFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
     }
 }
 

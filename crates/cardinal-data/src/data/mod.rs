@@ -1,18 +1,22 @@
 //! Multi-label datasets: sparse features, label sets, and the readers for MULAN ARFF + XML,
 //! LIBSVM multi-label and Extreme Classification Repository files.
 //!
-//! - [`read_arff`] / [`read_mulan`]: MULAN ARFF (+ XML label file, [`read_label_xml`]);
+//! - [`read_arff`] / [`read_mulan`]: MULAN ARFF (+ XML label file, [`read_label_xml`]) and MEKA
+//!   ARFF (labels from the relation name's `-C n`); nominal features one-hot encoded as Weka's
+//!   `NominalToBinary` does, identifiers and strings dropped ([`arff`] says how);
 //! - [`read_libsvm`] / [`read_xmc`]: LIBSVM multi-label and XMC files;
-//! - [`resolve_dataset`]: a name or path to a dataset, as the CLI uses it; [`vendored`] Bibtex;
+//! - [`resolve_dataset`]: a name or path to a dataset, as the CLI uses it (with
+//!   [`resolve_dataset_noted`], also what it decided: [`LoadNote`]); [`vendored`] Bibtex;
 //! - [`split`]: seeded train/dev, k-fold and iterative-stratification splits;
 //! - [`DatasetStats`]: MULAN-style statistics.
 //!
 //! Every reader takes an `impl BufRead` and has a `_path` variant that reads plain or
 //! gzip-compressed files (recognised by their magic bytes, not their name). Errors are
-//! [`DataError`]s that carry file, line, column and what was expected.
+//! [`DataError`]s that carry file, line, column and what was expected; a gzip file that does not
+//! decompress is reported as [`DataError::Gzip`], whatever the damaged text then looked like.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 pub mod arff;
@@ -26,10 +30,14 @@ pub mod synthetic;
 pub mod write;
 pub mod xml;
 
-pub use arff::{read_arff, read_arff_path, read_mulan, LabelSpec};
+pub use arff::{
+    meka_label_spec, read_arff, read_arff_noted, read_arff_path, read_arff_path_noted, read_mulan,
+    read_mulan_noted, ArffNotes, DropReason, DroppedAttribute, LabelSpec, MAX_NOMINAL_VALUES,
+};
 pub use error::{DataError, Location, ParseErrorKind, Result};
 pub use resolve::{
-    load_dir, load_file, load_vendored, resolve_dataset, vendored, Resolved, VENDORED,
+    load_dir, load_file, load_vendored, resolve_dataset, resolve_dataset_noted, vendored, LoadNote,
+    Resolved, VENDORED,
 };
 pub use split::{
     iterative_stratification, kfold, permutation, split_sizes, train_dev_split, SplitMix64,
@@ -55,7 +63,7 @@ pub fn open_path(path: &Path) -> Result<Box<dyn BufRead>> {
     if head.starts_with(&GZIP_MAGIC) {
         Ok(Box::new(BufReader::with_capacity(
             1 << 16,
-            flate2::bufread::MultiGzDecoder::new(r),
+            GzipStream(flate2::bufread::MultiGzDecoder::new(r)),
         )))
     } else {
         Ok(Box::new(r))
@@ -67,11 +75,52 @@ pub fn open_bytes(bytes: &[u8]) -> Box<dyn BufRead + '_> {
     if bytes.starts_with(&GZIP_MAGIC) {
         Box::new(BufReader::with_capacity(
             1 << 16,
-            flate2::bufread::MultiGzDecoder::new(bytes),
+            GzipStream(flate2::bufread::MultiGzDecoder::new(bytes)),
         ))
     } else {
         Box::new(bytes)
     }
+}
+
+/// A gzip decoder whose errors are marked as such, so the readers report [`DataError::Gzip`].
+struct GzipStream<R>(R);
+
+impl<R: Read> Read for GzipStream<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf).map_err(|e| match e.kind() {
+            // Retried by the callers, not a failure.
+            io::ErrorKind::Interrupted => e,
+            kind => io::Error::new(kind, error::GzipFailure(e)),
+        })
+    }
+}
+
+/// Reads the file at `path` with `read`; errors carry the path. When the file is gzip data that
+/// does not decompress, that is the error reported: a damaged stream can decompress to garbage
+/// that fails to parse before the decoder's checksum notices.
+pub(crate) fn read_file<T>(
+    path: &Path,
+    read: impl FnOnce(Box<dyn BufRead>) -> Result<T>,
+) -> Result<T> {
+    let r = open_path(path)?;
+    read(r).map_err(|e| gzip_damage(path).unwrap_or_else(|| e.with_path(path)))
+}
+
+/// The decompression error of a gzip file that does not decompress to its end; `None` for a
+/// sound gzip file or one that is not gzip (checked only after another error, so its cost is
+/// paid only then).
+fn gzip_damage(path: &Path) -> Option<DataError> {
+    let mut r = BufReader::new(File::open(path).ok()?);
+    if !r.fill_buf().ok()?.starts_with(&GZIP_MAGIC) {
+        return None;
+    }
+    let mut dec = flate2::bufread::MultiGzDecoder::new(r);
+    io::copy(&mut dec, &mut io::sink())
+        .err()
+        .map(|source| DataError::Gzip {
+            path: Some(path.to_path_buf()),
+            source,
+        })
 }
 
 /// File name without `.gz` and the last extension.

@@ -1,11 +1,42 @@
 //! Finding and loading datasets by name or path, and the vendored Bibtex.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::arff::read_mulan;
-use super::error::{DataError, Result};
-use super::svm::{looks_like_xmc, read_libsvm_path, read_xmc_path, IndexBase, SvmOptions};
+use super::arff::{read_arff_path_noted, read_mulan_noted};
+use super::error::{DataError, ParseErrorKind, Result};
+use super::svm::{
+    looks_like_xmc, read_libsvm_path, read_libsvm_path_evidence, read_xmc_path, IndexBase,
+    SvmOptions, MAX_NAMED_LABELS,
+};
 use super::{arff, open_bytes, Dataset, LabelSpec, TrainTest};
+
+/// Something the loader decided about a file that the user should hear about: an attribute
+/// dropped, labels taken from a MEKA header, LIBSVM features read as 0-based.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadNote {
+    /// The file it concerns.
+    pub path: PathBuf,
+    /// What was decided, as a sentence.
+    pub message: String,
+}
+
+impl fmt::Display for LoadNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+/// Adds a note unless one with the same message is there (train and test share a header, so
+/// they would repeat it).
+fn note(notes: &mut Vec<LoadNote>, path: &Path, message: String) {
+    if !notes.iter().any(|n| n.message == message) {
+        notes.push(LoadNote {
+            path: path.to_path_buf(),
+            message,
+        });
+    }
+}
 
 /// Names of the datasets embedded in the library.
 pub const VENDORED: &[&str] = &["bibtex"];
@@ -112,15 +143,36 @@ pub fn load_vendored(name: &str) -> Result<Option<TrainTest>> {
 /// - A **name**: the folder `<dir>/<name>` where `dir` is `data_dir`, else the environment
 ///   variable `CARDINAL_DATA`; then the vendored datasets ([`VENDORED`]).
 ///
-/// Index bases follow each format's convention, since this entry point cannot be told: XMC
-/// features 0-based, LIBSVM features 1-based, labels 0-based (use the readers to choose).
+/// An ARFF file without its XML file takes its labels from the MEKA option in its relation name
+/// (`@relation 'Scene: -C 6'`, [`LabelSpec::Meka`]); without either it is an error.
+///
+/// Index bases, which this entry point cannot be told: labels 0-based; XMC features 0-based;
+/// LIBSVM features 1-based, unless some file of the dataset (train or test: one rule for both,
+/// so their columns agree) uses feature index 0 or carries scikit-learn's comment
+/// `# Column indices are zero-based`: then 0-based (scikit-learn's `dump_svmlight_file` writes
+/// 0-based by default). A comment `# Column indices are one-based` makes a file 1-based. A
+/// 0-based dataset that never uses index 0 therefore reads as 1-based: every column moves down
+/// by one, the same in train and test, so a model trained and tested through this function is
+/// unaffected; use the readers with an explicit [`IndexBase`] when the numbering matters.
+///
+/// [`resolve_dataset_noted`] also returns what was decided on the way ([`LoadNote`]).
 pub fn resolve_dataset(spec: &str, data_dir: Option<&Path>) -> Result<Resolved> {
+    resolve_dataset_noted(spec, data_dir).map(|(r, _)| r)
+}
+
+/// [`resolve_dataset`], also returning notes on what the loader decided (attributes dropped,
+/// labels from a MEKA header, 0-based LIBSVM features) for the caller to report.
+pub fn resolve_dataset_noted(
+    spec: &str,
+    data_dir: Option<&Path>,
+) -> Result<(Resolved, Vec<LoadNote>)> {
+    let mut notes = Vec::new();
     let path = Path::new(spec);
     if path.is_dir() {
-        return load_dir(path);
+        return Ok((load_dir_noted(path, &mut notes)?, notes));
     }
     if path.is_file() {
-        return load_file(path);
+        return Ok((load_file_noted(path, &mut notes)?, notes));
     }
     let mut looked = Vec::new();
     let env_dir = std::env::var_os("CARDINAL_DATA").map(PathBuf::from);
@@ -130,12 +182,12 @@ pub fn resolve_dataset(spec: &str, data_dir: Option<&Path>) -> Result<Resolved> 
         if let Some(dir) = &dir {
             let cand = dir.join(spec);
             if cand.is_dir() {
-                return load_dir(&cand);
+                return Ok((load_dir_noted(&cand, &mut notes)?, notes));
             }
             looked.push(format!("no folder {}", cand.display()));
         }
         if let Some(tt) = load_vendored(spec)? {
-            return Ok(Resolved::Split(tt));
+            return Ok((Resolved::Split(tt), notes));
         }
         looked.push(format!("not a vendored dataset ({})", VENDORED.join(", ")));
     } else {
@@ -160,6 +212,10 @@ fn find(dir: &Path, base: &str) -> Option<PathBuf> {
 
 /// Loads a dataset folder (see [`resolve_dataset`]).
 pub fn load_dir(dir: &Path) -> Result<Resolved> {
+    load_dir_noted(dir, &mut Vec::new())
+}
+
+fn load_dir_noted(dir: &Path, notes: &mut Vec<LoadNote>) -> Result<Resolved> {
     let name = dir
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -185,28 +241,18 @@ pub fn load_dir(dir: &Path) -> Result<Resolved> {
             prefix = found.pop().unwrap_or_default();
         }
     }
-    let xml = find(dir, &format!("{prefix}.xml"));
+    let xml_name = format!("{prefix}.xml");
+    let xml = find(dir, &xml_name);
     if let (Some(tr), Some(te)) = (
         find(dir, &format!("{prefix}-train.arff")),
         find(dir, &format!("{prefix}-test.arff")),
     ) {
-        let xml = xml.ok_or_else(|| {
-            not_found(
-                dir,
-                &format!("{prefix}-train.arff found but no {prefix}.xml label file"),
-            )
-        })?;
-        let (train, test) = (read_mulan(&tr, &xml)?, read_mulan(&te, &xml)?);
+        let train = read_arff_file(&tr, xml.as_deref(), &xml_name, notes)?;
+        let test = read_arff_file(&te, xml.as_deref(), &xml_name, notes)?;
         return pair(train, test, &prefix);
     }
     if let Some(single) = find(dir, &format!("{prefix}.arff")) {
-        let xml = xml.ok_or_else(|| {
-            not_found(
-                dir,
-                &format!("{prefix}.arff found but no {prefix}.xml label file"),
-            )
-        })?;
-        let mut d = read_mulan(&single, &xml)?;
+        let mut d = read_arff_file(&single, xml.as_deref(), &xml_name, notes)?;
         d.name = prefix;
         return Ok(Resolved::Single(d));
     }
@@ -215,22 +261,64 @@ pub fn load_dir(dir: &Path) -> Result<Resolved> {
         (format!("{name}_train.txt"), format!("{name}_test.txt")),
     ] {
         if let (Some(tr), Some(te)) = (find(dir, &tr), find(dir, &te)) {
-            let (train, test) = (load_svm(&tr)?, load_svm(&te)?);
+            let mut both = load_svm(&[tr, te], notes)?;
+            let test = both.pop().unwrap_or_default();
+            let train = both.pop().unwrap_or_default();
             return pair(train, test, &name);
         }
     }
     if let Some(xml) = &xml {
-        if find(dir, &format!("{prefix}.arff")).is_none() {
-            return Err(not_found(
-                dir,
-                &format!(
-                    "only the label file {} is present, no ARFF data",
-                    xml.display()
-                ),
-            ));
-        }
+        return Err(not_found(
+            dir,
+            &format!(
+                "only the label file {} is present, no ARFF data",
+                xml.display()
+            ),
+        ));
     }
     Err(not_found(dir, "no MULAN (<name>-train.arff, <name>-test.arff, <name>.xml / <name>.arff) or LIBSVM/XMC (train.txt, test.txt) files"))
+}
+
+/// Reads one ARFF file, its labels named by `xml` when there is one, else by the MEKA option of
+/// its relation name; `xml_name` is the label file that was looked for (for the messages).
+fn read_arff_file(
+    arff: &Path,
+    xml: Option<&Path>,
+    xml_name: &str,
+    notes: &mut Vec<LoadNote>,
+) -> Result<Dataset> {
+    let (ds, found) = match xml {
+        Some(xml) => read_mulan_noted(arff, xml)?,
+        None => read_arff_path_noted(arff, &LabelSpec::Meka).map_err(|e| match e.parse_kind() {
+            Some(ParseErrorKind::NoMekaLabels { relation }) => not_found(
+                arff,
+                &format!(
+                    "no label file {xml_name} beside it, and its relation name \
+                         `{relation}` has no MEKA option `-C n` saying which attributes are \
+                         labels"
+                ),
+            ),
+            _ => e,
+        })?,
+    };
+    for d in &found.dropped {
+        note(notes, arff, d.to_string());
+    }
+    if let Some(spec) = &found.meka_labels {
+        let which = match spec {
+            LabelSpec::First(n) => format!("the first {n} attributes (`-C {n}`)"),
+            LabelSpec::Last(n) => format!("the last {n} attributes (`-C -{n}`)"),
+            other => format!("{other:?}"),
+        };
+        note(
+            notes,
+            arff,
+            format!(
+                "no label file {xml_name}: the labels are {which}, from the MEKA relation name"
+            ),
+        );
+    }
+    Ok(ds)
 }
 
 fn not_found(p: &Path, detail: &str) -> DataError {
@@ -242,6 +330,10 @@ fn not_found(p: &Path, detail: &str) -> DataError {
 
 /// Loads one file (see [`resolve_dataset`]).
 pub fn load_file(path: &Path) -> Result<Resolved> {
+    load_file_noted(path, &mut Vec::new())
+}
+
+fn load_file_noted(path: &Path, notes: &mut Vec<LoadNote>) -> Result<Resolved> {
     let fname = path
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -256,26 +348,85 @@ pub fn load_file(path: &Path) -> Result<Resolved> {
             }
         }
         let xml = cands.iter().find_map(|c| find(dir, &format!("{c}.xml")));
-        let xml = xml.ok_or_else(|| {
-            not_found(
-                path,
-                &format!(
-                    "no label file {}.xml beside it",
-                    cands.last().map_or(stem, |s| s)
-                ),
-            )
-        })?;
-        return Ok(Resolved::Single(read_mulan(path, &xml)?));
+        let xml_name = format!("{}.xml", cands.last().map_or(stem, |s| s));
+        return Ok(Resolved::Single(read_arff_file(
+            path,
+            xml.as_deref(),
+            &xml_name,
+            notes,
+        )?));
     }
-    Ok(Resolved::Single(load_svm(path)?))
+    let mut one = load_svm(&[path.to_path_buf()], notes)?;
+    Ok(Resolved::Single(one.pop().unwrap_or_default()))
 }
 
-fn load_svm(path: &Path) -> Result<Dataset> {
-    if looks_like_xmc(path)? {
-        read_xmc_path(path, IndexBase::Zero)
-    } else {
-        read_libsvm_path(path, &SvmOptions::new(IndexBase::One))
+/// Reads the LIBSVM/XMC files of one dataset (train and test, or one file). XMC files are
+/// 0-based; LIBSVM files share one feature index base, decided over all of them (see
+/// [`resolve_dataset`]), so their columns agree.
+fn load_svm(paths: &[PathBuf], notes: &mut Vec<LoadNote>) -> Result<Vec<Dataset>> {
+    let mut out = Vec::with_capacity(paths.len());
+    // (position, evidence) of the LIBSVM files, read 0-based so that no index is refused yet.
+    let mut svm = Vec::new();
+    for (k, p) in paths.iter().enumerate() {
+        if looks_like_xmc(p)? {
+            out.push(read_xmc_path(p, IndexBase::Zero)?);
+        } else {
+            let (ds, ev) = read_libsvm_path_evidence(p, &SvmOptions::new(IndexBase::Zero))?;
+            svm.push((k, ev));
+            out.push(ds);
+        }
     }
+    let declared = |b: IndexBase| {
+        svm.iter()
+            .find(|(_, ev)| ev.declared == Some(b))
+            .map(|e| e.0)
+    };
+    let (zero_declared, one_declared) = (declared(IndexBase::Zero), declared(IndexBase::One));
+    if let (Some(z), Some(o)) = (zero_declared, one_declared) {
+        return Err(DataError::Invalid(format!(
+            "{} declares zero-based column indices but {} declares one-based ones",
+            paths[z].display(),
+            paths[o].display()
+        )));
+    }
+    let zero_used = svm.iter().find(|(_, ev)| ev.zero).map(|e| e.0);
+    let why_zero = match (zero_declared, one_declared, zero_used) {
+        (Some(k), _, _) => Some((k, "its comment declares zero-based column indices")),
+        (None, None, Some(k)) => Some((k, "it uses feature index 0")),
+        _ => None,
+    };
+    if let Some((k, why)) = why_zero {
+        let also = if svm.len() > 1 {
+            " (and so are the other files of the dataset)"
+        } else {
+            ""
+        };
+        note(
+            notes,
+            &paths[k],
+            format!("LIBSVM features read as 0-based{also}: {why}"),
+        );
+        return Ok(out);
+    }
+    if let Some(k) = zero_used {
+        // Declared one-based, yet index 0 occurs: the 1-based reader's located error says where.
+        let e = read_libsvm_path(&paths[k], &SvmOptions::new(IndexBase::One))
+            .err()
+            .unwrap_or_else(|| {
+                DataError::Invalid(format!(
+                    "{}: feature index 0 in a 1-based file",
+                    paths[k].display()
+                ))
+            });
+        return Err(e);
+    }
+    for &(k, _) in &svm {
+        // Read 0-based without a 0 index: as 1-based every column moves down by one.
+        let f = &mut out[k].features;
+        f.indices.iter_mut().for_each(|i| *i -= 1);
+        f.n_cols = f.n_cols.saturating_sub(1);
+    }
+    Ok(out)
 }
 
 /// Pairs train and test: widens inferred dimensions to agree, checks names match.
@@ -284,11 +435,17 @@ fn pair(mut train: Dataset, mut test: Dataset, name: &str) -> Result<Resolved> {
         let d = train.n_features().max(test.n_features());
         train.features.n_cols = d;
         test.features.n_cols = d;
+        // Label ids are sized by the largest in either file; the names follow the readers'
+        // rule (ids as names, none above MAX_NAMED_LABELS).
         let l = train.n_labels().max(test.n_labels());
         for ds in [&mut train, &mut test] {
             if ds.labels.n_labels < l {
                 ds.labels.n_labels = l;
-                ds.label_names = (0..l).map(|i| i.to_string()).collect();
+                ds.label_names = if l <= MAX_NAMED_LABELS {
+                    (0..l).map(|i| i.to_string()).collect()
+                } else {
+                    Vec::new()
+                };
             }
         }
     }

@@ -5,8 +5,11 @@
 //! Labels may come in any order (they are sorted; a repeated label is an error). Blank lines
 //! and `#` comments (whole line or after a row) are skipped. Explicit zero values are not stored.
 //!
-//! Index bases are declared by the caller, never guessed ([`IndexBase`]): LIBSVM files are
-//! usually 1-based, XMC files 0-based.
+//! Index bases are declared by the caller of these readers ([`IndexBase`]): LIBSVM files are
+//! usually 1-based, XMC files 0-based. [`super::resolve_dataset`], which cannot be told, reads
+//! LIBSVM features as 0-based when a file of the dataset (train or test) uses feature index 0
+//! or carries scikit-learn's comment `# Column indices are zero-based`, else as 1-based (see
+//! there).
 //!
 //! Dimensions: XMC files start with a header `N D L` (rows, features, labels) that is enforced
 //! (row count, every index below D / L). LIBSVM files have none: the counts are those given in
@@ -85,6 +88,30 @@ struct Builder {
     li: Vec<u32>,
     max_f: u64,
     max_l: u64,
+    evidence: BaseEvidence,
+}
+
+/// What a LIBSVM file shows of its feature index base (for the rule of
+/// [`super::resolve_dataset`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct BaseEvidence {
+    /// Some feature index is 0.
+    pub zero: bool,
+    /// The base a scikit-learn comment `# Column indices are zero-based` (or `one-based`)
+    /// declares.
+    pub declared: Option<IndexBase>,
+}
+
+/// The base that scikit-learn's `dump_svmlight_file` header comment declares, if `line` is it.
+fn declared_base(line: &[u8]) -> Option<IndexBase> {
+    let has = |pat: &[u8]| line.windows(pat.len()).any(|w| w.eq_ignore_ascii_case(pat));
+    if has(b"column indices are zero-based") {
+        Some(IndexBase::Zero)
+    } else if has(b"column indices are one-based") {
+        Some(IndexBase::One)
+    } else {
+        None
+    }
 }
 
 impl Builder {
@@ -97,6 +124,7 @@ impl Builder {
             li: vec![],
             max_f: 0,
             max_l: 0,
+            evidence: BaseEvidence::default(),
         }
     }
 
@@ -224,6 +252,7 @@ fn parse_row(
         }
         let pos = c.pos;
         let raw = c.uint("a feature index")?;
+        b.evidence.zero |= raw == 0;
         let f = based(c, pos, raw, opts.feature_base, "feature index")?;
         if let Some((bound, what)) = f_bound {
             if f >= bound {
@@ -296,7 +325,8 @@ fn based(c: &Cur<'_>, pos: usize, raw: u64, base: IndexBase, what: &'static str)
                 expected: if what == "label id" {
                     "a 1-based label id (>= 1)"
                 } else {
-                    "a 1-based feature index (>= 1)"
+                    "a 1-based feature index (>= 1; a file using index 0 is 0-based, as \
+                     scikit-learn writes by default: read it with IndexBase::Zero)"
                 },
                 found: "`0`".into(),
             },
@@ -317,6 +347,14 @@ fn based(c: &Cur<'_>, pos: usize, raw: u64, base: IndexBase, what: &'static str)
 
 /// Reads a LIBSVM multi-label file. Errors carry no path; [`read_libsvm_path`] adds it.
 pub fn read_libsvm<R: BufRead>(reader: R, opts: &SvmOptions) -> Result<Dataset> {
+    read_libsvm_evidence(reader, opts).map(|(ds, _)| ds)
+}
+
+/// [`read_libsvm`], also returning what the file shows of its feature index base.
+pub(crate) fn read_libsvm_evidence<R: BufRead>(
+    reader: R,
+    opts: &SvmOptions,
+) -> Result<(Dataset, BaseEvidence)> {
     let mut lines = Lines::new(reader);
     let mut b = Builder::new();
     let f_bound = opts
@@ -330,7 +368,13 @@ pub fn read_libsvm<R: BufRead>(reader: R, opts: &SvmOptions) -> Result<Dataset> 
     }
     while lines.advance()? {
         let line = lines.line();
-        if is_blank(line) || line.first() == Some(&b'#') {
+        if line.first() == Some(&b'#') {
+            if b.evidence.declared.is_none() {
+                b.evidence.declared = declared_base(line);
+            }
+            continue;
+        }
+        if is_blank(line) {
             continue;
         }
         let mut c = lines.cursor();
@@ -339,7 +383,8 @@ pub fn read_libsvm<R: BufRead>(reader: R, opts: &SvmOptions) -> Result<Dataset> 
     }
     let d = opts.n_features.unwrap_or(b.max_f as usize);
     let l = opts.n_labels.unwrap_or(b.max_l as usize);
-    Ok(b.finish(String::new(), d, l, opts.label_base))
+    let evidence = b.evidence;
+    Ok((b.finish(String::new(), d, l, opts.label_base), evidence))
 }
 
 /// Reads an Extreme Classification Repository file (header `N D L`, 0-based labels).
@@ -435,24 +480,34 @@ pub fn read_xmc<R: BufRead>(reader: R, feature_base: IndexBase) -> Result<Datase
 
 /// [`read_libsvm`] for a path (plain or gzip); the dataset is named after the file stem.
 pub fn read_libsvm_path(path: &Path, opts: &SvmOptions) -> Result<Dataset> {
-    let r = super::open_path(path)?;
-    let mut ds = read_libsvm(r, opts).map_err(|e| e.with_path(path))?;
+    read_libsvm_path_evidence(path, opts).map(|(ds, _)| ds)
+}
+
+/// [`read_libsvm_path`], also returning what the file shows of its feature index base.
+pub(crate) fn read_libsvm_path_evidence(
+    path: &Path,
+    opts: &SvmOptions,
+) -> Result<(Dataset, BaseEvidence)> {
+    let (mut ds, evidence) = super::read_file(path, |r| read_libsvm_evidence(r, opts))?;
     ds.name = super::file_stem(path);
-    Ok(ds)
+    Ok((ds, evidence))
 }
 
 /// [`read_xmc`] for a path (plain or gzip); the dataset is named after the file stem.
 pub fn read_xmc_path(path: &Path, feature_base: IndexBase) -> Result<Dataset> {
-    let r = super::open_path(path)?;
-    let mut ds = read_xmc(r, feature_base).map_err(|e| e.with_path(path))?;
+    let mut ds = super::read_file(path, |r| read_xmc(r, feature_base))?;
     ds.name = super::file_stem(path);
     Ok(ds)
 }
 
 /// Whether the first non-blank line of a file looks like an XMC header (three integers).
 pub fn looks_like_xmc(path: &Path) -> Result<bool> {
-    let mut lines = Lines::new(super::open_path(path)?);
-    while lines.advance().map_err(|e| e.with_path(path))? {
+    super::read_file(path, first_line_is_xmc_header)
+}
+
+fn first_line_is_xmc_header<R: BufRead>(reader: R) -> Result<bool> {
+    let mut lines = Lines::new(reader);
+    while lines.advance()? {
         let line = lines.line();
         if is_blank(line) {
             continue;

@@ -38,8 +38,7 @@ pub fn read_label_xml<R: Read>(mut reader: R) -> Result<Vec<String>> {
 
 /// Like [`read_label_xml`] for a path (plain or gzip); errors carry the path.
 pub fn read_label_xml_path(path: &Path) -> Result<Vec<String>> {
-    let r = super::open_path(path)?;
-    read_label_xml(r).map_err(|e| e.with_path(path))
+    super::read_file(path, read_label_xml)
 }
 
 /// Parses the label names from the XML text.
