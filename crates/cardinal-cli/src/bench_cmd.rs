@@ -137,6 +137,6 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
         "peak_rss_mib": peak_rss_mib(),
         "cardinal": env!("CARGO_PKG_VERSION"),
     });
-    println!("{line}");
+    outln!("{line}");
     Ok(())
 }

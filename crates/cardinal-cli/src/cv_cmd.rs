@@ -34,7 +34,7 @@ pub fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
     );
     let k = args.folds;
     let report = engine.cross_validate(&data.train, &cfg, k, &mut |_, _| {}, &mut |f| {
-        println!(
+        outln!(
             "fold {}/{k}: {} dev rows  example-F1 {:.2} at {}, {:.2} at the fold's best threshold {}  count MAE {:.3}  P@1 {:.2}",
             f.index + 1,
             f.dev_rows,
@@ -46,7 +46,7 @@ pub fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
             f.precision_at_1
         );
     })?;
-    println!(
+    outln!(
         "CV_EXAMPLE_F1 {:.2} ± {:.2} over {k} folds (at the fold's best threshold: {:.2}, optimistic; P@1 {:.2})",
         report.mean_example_f1,
         report.sd_example_f1,

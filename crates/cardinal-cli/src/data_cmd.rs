@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+
+use crate::output;
 use cardinal_data::data::{resolve_dataset, DatasetStats, Resolved};
 
 /// Dataset commands.
@@ -56,10 +58,10 @@ fn stats(a: &StatsArgs) -> anyhow::Result<()> {
         for (part, s) in &rows {
             obj.insert((*part).into(), serde_json::to_value(s)?);
         }
-        println!("{}", serde_json::Value::Object(obj));
+        outln!("{}", serde_json::Value::Object(obj));
         return Ok(());
     }
-    print!("{}", table(&name, &rows));
+    output::bytes(table(&name, &rows).as_bytes());
     Ok(())
 }
 

@@ -13,6 +13,9 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+#[macro_use]
+mod output;
+
 mod bench_cmd;
 mod cv_cmd;
 mod data_cmd;
@@ -94,12 +97,26 @@ fn main() -> ExitCode {
         .install(|| run(&engine, &cli.command))
         .map_err(anyhow::Error::from)
         .and_then(|r| r);
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+    let output = output::finish();
+    let broken_pipe = |e: &std::io::Error| e.kind() == std::io::ErrorKind::BrokenPipe;
+    match (result, output) {
+        // A closed pipe (`| head`): the reader has what it wanted.
+        (Err(e), _)
+            if e.chain()
+                .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(broken_pipe)) =>
+        {
+            ExitCode::SUCCESS
+        }
+        (Ok(()), Some(e)) | (Err(_), Some(e)) if broken_pipe(&e) => ExitCode::SUCCESS,
+        (Err(e), _) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+        (Ok(()), Some(e)) => {
+            eprintln!("error: writing standard output: {e}");
+            ExitCode::FAILURE
+        }
+        (Ok(()), None) => ExitCode::SUCCESS,
     }
 }
 

@@ -192,14 +192,14 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     let mean_epoch = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
     let report = &outcome.report;
     if args.json {
-        println!("{}", serde_json::to_string(report)?);
+        outln!("{}", serde_json::to_string(report)?);
     } else {
         print_report(&name, "test", report);
-        println!(
+        outln!(
             "training time: {mean_epoch:.3} s/epoch (mean of {} epochs)",
             secs.len()
         );
-        println!("model written to {}", out.display());
+        outln!("model written to {}", out.display());
     }
     Ok(())
 }
@@ -207,13 +207,18 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
 pub fn print_report(name: &str, split: &str, r: &EvalReport) {
     let t = &r.at_threshold;
     let z = &r.at_top_round_z;
-    println!("{name} {split}: {} examples", t.n_examples);
-    println!(
+    outln!("{name} {split}: {} examples", t.n_examples);
+    outln!(
         "  {:<26} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "binarisation", "example-F1", "macro-F1", "micro-F1", "Hamming", "labels/ex"
+        "binarisation",
+        "example-F1",
+        "macro-F1",
+        "micro-F1",
+        "Hamming",
+        "labels/ex"
     );
     let row = |label: String, m: &cardinal::metrics::MetricReport| {
-        println!(
+        outln!(
             "  {:<26} {:>10.2} {:>10.2} {:>10.2} {:>10.5} {:>10.2}",
             label,
             100.0 * m.example_f1,
@@ -237,10 +242,10 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
             .iter()
             .map(|p| format!("P@{} {:.2}", p.k, 100.0 * p.value))
             .collect();
-        println!("  ranking scores: {}", ps.join("  "));
+        outln!("  ranking scores: {}", ps.join("  "));
     }
     let c = &r.cardinality;
-    println!(
+    outln!(
         "  count: mean z {:.3} vs gold {:.3}; MAE {:.3} (train-mean constant {:.3}); corr {}",
         c.mean_z,
         c.mean_gold,
@@ -251,7 +256,7 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
             .unwrap_or_else(|| "n/a (constant)".into())
     );
     let k = &r.constraint;
-    println!(
+    outln!(
         "  constraint: |sum y - z| <= 0.01 on {:.1}% of rows (mean gap {:.4}); y in [0,1] on {:.1}% (range {:.3}..{:.3})",
         100.0 * k.frac_sum_within_001,
         k.mean_abs_sum_gap,
@@ -259,7 +264,7 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
         k.min_y,
         k.max_y
     );
-    println!("EXAMPLE_F1 {:.2}", 100.0 * t.example_f1);
+    outln!("EXAMPLE_F1 {:.2}", 100.0 * t.example_f1);
 }
 
 #[derive(Debug, clap::Args)]
@@ -324,7 +329,7 @@ pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
         engine.add_dev_threshold(&model, &mut report, &dev, &out, &data.labels)?;
     }
     match &args.json {
-        Some(p) if p.as_os_str() == "-" => println!("{}", serde_json::to_string_pretty(&report)?),
+        Some(p) if p.as_os_str() == "-" => outln!("{}", serde_json::to_string_pretty(&report)?),
         Some(p) => {
             write_atomic(p, serde_json::to_string_pretty(&report)?.as_bytes())?;
             print_report(&data.name, &args.split, &report);

@@ -92,24 +92,27 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("loading dataset `{dataset}`"))?
                 .into_train_test(0.8, 0)?;
             let a = cardinality_analysis(&data, *seed)?;
-            println!(
+            outln!(
                 "{}: cardinality analysis (test MSE of the predicted count; counts 0..={})",
-                a.dataset, a.count_max
+                a.dataset,
+                a.count_max
             );
-            println!(
+            outln!(
                 "  uniform random count in [0, {}]   {:8.2}   (paper: 74.9)",
-                a.count_max, a.mse_random
+                a.count_max,
+                a.mse_random
             );
-            println!(
+            outln!(
                 "  constant train mean {:.2}          {:8.2}   (paper: 26.9)",
-                a.train_mean, a.mse_constant
+                a.train_mean,
+                a.mse_constant
             );
-            println!(
+            outln!(
                 "  h(x), expectation of its softmax  {:8.2}   (paper: 19.5)",
                 a.mse_h_expectation
             );
-            println!("  h(x), argmax of its softmax       {:8.2}", a.mse_h_argmax);
-            println!("{}", serde_json::to_string(&a)?);
+            outln!("  h(x), argmax of its softmax       {:8.2}", a.mse_h_argmax);
+            outln!("{}", serde_json::to_string(&a)?);
             Ok(())
         }
     }
@@ -248,6 +251,6 @@ fn table1(
         &out.join("table1.json"),
         serde_json::to_string_pretty(&json_rows)?.as_bytes(),
     )?;
-    print!("{md}");
+    crate::output::bytes(md.as_bytes());
     Ok(())
 }

@@ -403,3 +403,34 @@ fn resume_refuses_a_latest_pointing_outside_the_run() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Standard output that fails is an error, never a panic: a full disk is one line on stderr
+/// and exit code 1; a reader that closed the pipe (`| head`) ends the command quietly.
+#[test]
+fn a_full_or_closed_stdout_is_not_a_panic() {
+    if cfg!(target_os = "linux") {
+        let full = std::fs::File::create("/dev/full").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_cardinal"))
+            .args(["data", "stats", "bibtex"])
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.starts_with("error: writing standard output") && err.lines().count() == 1,
+            "{err}"
+        );
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cardinal"))
+        .args(["data", "stats", "bibtex"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
