@@ -1,0 +1,185 @@
+//! The model of Predict and Constrain: its networks and their parameters, and the whole model
+//! on a batch (networks, unrolled inference, the loss and its gradient).
+//!
+//! * unary net `u(x) = relu(x̃ W1 + b1) W2 + b2` (`x̃` the standardised input), score `yᵀu(x)`;
+//! * global energy `s_g(y) = w2ᵀ relu(Wpᵀ y)`, not conditioned on `x`, no biases;
+//! * cardinality net `p(x) = softmax(relu(x̃ C1 + c1) C2 + c2)` over the counts `k`,
+//!   `z = Σ_k k p_k` (or the argmax).
+//!
+//! The standardisation `x̃ = (x − mean)·scale` is folded into the first layers, so the sparse input
+//! stays sparse: `x̃ W = Σ_{d ∈ nz(x)} x_d scale_d W_d − (mean ⊙ scale)ᵀ W`.
+//!
+//! One concern per file: the parameters and their scalar type (`params`), the input
+//! standardisation (`standardize`), the sparse first layer and its gradient (`sparse_layer`),
+//! the two networks on a batch (`networks`), dropout (`dropout`), the reusable buffers of a
+//! batch (`workspace`), inference (`forward`), and the training loss and its gradient (`loss`).
+
+mod dropout;
+mod forward;
+mod loss;
+mod networks;
+mod params;
+mod sparse_layer;
+mod standardize;
+mod workspace;
+
+pub use dropout::{dropout_key, Dropout};
+pub use forward::INFER_LANES;
+pub use loss::{batch_loss, decay_coefficient, BatchLoss, TRAIN_LANES};
+pub use params::{c, Decay, Float, Params};
+pub(crate) use sparse_layer::first_layer_row_dispatch;
+pub use sparse_layer::{
+    first_layer_shift, sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad,
+};
+pub use standardize::Standardizer;
+pub use workspace::Workspace;
+
+use cardinal_proj::{AnyProjector, Method};
+use ndarray::Array2;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::inference::{Kernel, Unroll};
+
+/// A trained or initialised model: parameters plus everything needed to apply them.
+#[derive(Debug, Clone)]
+pub struct Model<F: Float> {
+    /// The configuration the model was built and trained with.
+    pub config: Config,
+    /// The trained (or initial) weights.
+    pub params: Params<F>,
+    /// The input standardisation, from the training data.
+    pub standardizer: Standardizer,
+    /// The counts the cardinality network chooses among (`K` values).
+    pub counts: Vec<F>,
+    /// Mean label count on the training data (the constant baseline of the count predictor).
+    pub train_mean_cardinality: f64,
+}
+
+/// Per-row outputs of a forward pass.
+#[derive(Debug, Clone, Default)]
+pub struct Outputs<F> {
+    /// Last iterates `y_T`, `n × L` row-major.
+    pub y: Vec<F>,
+    /// Predicted counts `z`, one per row.
+    pub z: Vec<F>,
+    /// Unary scores `u(x)`, `n × L`.
+    pub unary: Vec<F>,
+    /// Scores that rank the labels, `n × L`: the last ascent step's point before its
+    /// projection (the order of `y_T`, without its ties where entries meet 0 or 1; see
+    /// `RowTape::ranking`). Empty for systems that do not keep them; see
+    /// [`Outputs::ranking_scores`].
+    pub ranking: Vec<F>,
+}
+
+impl<F> Outputs<F> {
+    /// The scores to rank labels by (precision@k): [`Outputs::ranking`], else `y`.
+    pub fn ranking_scores(&self) -> &[F] {
+        if self.ranking.len() == self.y.len() {
+            &self.ranking
+        } else {
+            &self.y
+        }
+    }
+}
+
+impl<F: Copy> Outputs<F> {
+    /// Makes `ranking` cover every row already in `y` (rows without ranking scores rank by
+    /// `y`, as [`Outputs::ranking_scores`] would), so that appended rows can extend both.
+    fn align_ranking(&mut self) {
+        if self.ranking.len() != self.y.len() {
+            self.ranking.clone_from(&self.y);
+        }
+    }
+}
+
+impl<F: Float> Model<F> {
+    /// Input dimension `D`.
+    pub fn n_features(&self) -> usize {
+        self.params.w1.nrows()
+    }
+
+    /// Number of labels `L`.
+    pub fn n_labels(&self) -> usize {
+        self.params.w2.ncols()
+    }
+
+    /// The projection of the ascent steps, in training or at test time.
+    fn projector(&self, training: bool) -> AnyProjector {
+        let inf = &self.config.inference;
+        let method: Method = if training {
+            inf.train_projection
+        } else {
+            inf.test_projection
+        };
+        AnyProjector::new(method, inf.rounds, inf.fp_iters).with_eps(inf.smooth_eps)
+    }
+
+    /// The unary hidden layer's dropout while training, if any.
+    fn dropout(&self, train: bool, key: u64) -> Option<Dropout> {
+        let rate = self.config.model.dropout;
+        (train && rate > 0.0).then_some(Dropout { rate, key })
+    }
+
+    /// The optional final projection of `y_T`.
+    fn final_projector(&self) -> Option<AnyProjector> {
+        let inf = &self.config.inference;
+        inf.final_projection
+            .map(|m| AnyProjector::new(m, inf.rounds, inf.fp_iters).with_eps(inf.smooth_eps))
+    }
+
+    /// The unrolled solver with this model's energy, step size and steps (`wpt` is `Wpᵀ`).
+    fn unroll<'a>(
+        &'a self,
+        wpt: &'a Array2<F>,
+        projector: &'a AnyProjector,
+        final_projector: Option<&'a AnyProjector>,
+    ) -> Unroll<'a, F> {
+        let inf = &self.config.inference;
+        Unroll {
+            wpt: wpt.view(),
+            we: self.params.we.as_slice().unwrap(),
+            eta: self.params.eta[0],
+            momentum: c(inf.momentum),
+            steps: inf.steps,
+            projector,
+            final_projector,
+        }
+    }
+
+    /// The unroll kernel of a pass: the workspace's override, else [`Kernel::choose`].
+    fn kernel(&self, ws: &Workspace<F>, training: bool) -> Kernel {
+        let inf = &self.config.inference;
+        let method = if training {
+            inf.train_projection
+        } else {
+            inf.test_projection
+        };
+        match ws.kernel {
+            Some(Kernel::Row) => Kernel::Row,
+            _ => Kernel::choose(method, inf.steps, self.n_labels(), training),
+        }
+    }
+}
+
+/// Builds the count values `min..=max`.
+pub fn count_values<F: Float>(min: usize, max: usize) -> Vec<F> {
+    (min..=max).map(|k| c(k as f64)).collect()
+}
+
+/// Checks that a model fits a dataset's dimensions.
+pub fn check_dims<F: Float>(
+    model: &Model<F>,
+    n_features: usize,
+    n_labels: usize,
+    what: &str,
+) -> Result<()> {
+    if model.n_features() != n_features || model.n_labels() != n_labels {
+        return Err(Error::Mismatch(format!(
+            "{what} has {n_features} features and {n_labels} labels, but the model expects {} features and {} labels",
+            model.n_features(),
+            model.n_labels()
+        )));
+    }
+    Ok(())
+}

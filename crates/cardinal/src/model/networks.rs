@@ -1,0 +1,240 @@
+//! The unary and the cardinality networks on a batch: each a standardised sparse first layer, a
+//! ReLU hidden layer and a linear output; the count `z` from the cardinality net's softmax.
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
+use rayon::prelude::*;
+
+use super::dropout::Dropout;
+use super::workspace::{ensure_shape, Workspace};
+use super::{
+    first_layer_row_dispatch, first_layer_shift, sparse_first_layer_backward, FirstLayerGrad,
+    Float, Model, Params, Standardizer,
+};
+use crate::config::ZMode;
+use crate::data::CsrMatrix;
+use crate::inference::RowTape;
+
+impl<F: Float> Model<F> {
+    /// Networks forward for `rows` of `x`: fills `u`, `p` and `z` in the workspace.
+    pub(super) fn networks_forward(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        ws: &mut Workspace<F>,
+        train: bool,
+    ) {
+        let p = &self.params;
+        let b = rows.len();
+        let stdz = &self.standardizer;
+        let (shift_u, shift_c) = match &ws.shifts {
+            Some([u, c]) => (Some(u.as_slice()), Some(c.as_slice())),
+            None => (None, None),
+        };
+        let dropout = self.dropout(train, ws.dropout_key);
+        let (unary, card) = (TwoLayer::unary(p), TwoLayer::card(p));
+        // The two networks side by side (each also splits its rows over threads).
+        let (pre1, h1, u) = (&mut ws.pre1, &mut ws.h1, &mut ws.u);
+        let (prec, hc, pc) = (&mut ws.prec, &mut ws.hc, &mut ws.p);
+        rayon::join(
+            || unary.forward(x, rows, stdz, shift_u, dropout, pre1, h1, u),
+            || card.forward(x, rows, stdz, shift_c, None, prec, hc, pc),
+        );
+        ws.z.clear();
+        for row in ws.p.outer_iter_mut() {
+            ws.z.push(self.count_of(row));
+        }
+        if let (false, Some(counts)) = (train, &ws.count_override) {
+            for (z, &r) in ws.z.iter_mut().zip(rows) {
+                *z = counts[r];
+            }
+        }
+        if ws.tapes.len() < b {
+            ws.tapes.resize_with(b, RowTape::default);
+        }
+    }
+
+    /// Softmax of the cardinality logits `row` in place, and the count they give.
+    pub(super) fn count_of(&self, mut row: ndarray::ArrayViewMut1<F>) -> F {
+        let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
+        row.mapv_inplace(|v| (v - m).exp());
+        let s = row.sum();
+        row.mapv_inplace(|v| v / s);
+        match self.config.model.z_mode {
+            ZMode::Expectation => row.iter().zip(&self.counts).map(|(&p, &k)| p * k).sum(),
+            ZMode::Argmax => {
+                let mut best = 0;
+                for (i, &v) in row.iter().enumerate() {
+                    if v > row[best] {
+                        best = i;
+                    }
+                }
+                self.counts[best]
+            }
+        }
+    }
+}
+
+/// A standardised sparse input → ReLU hidden layer → linear output (the unary and the
+/// cardinality networks).
+pub(super) struct TwoLayer<'a, F> {
+    w1: &'a Array2<F>,
+    b1: &'a Array1<F>,
+    w2: &'a Array2<F>,
+    b2: &'a Array1<F>,
+}
+
+/// Where [`TwoLayer::backward`] writes (`W1`'s gradient in split form in `aux`, see
+/// `FirstLayerGrad`).
+pub(super) struct TwoLayerGrad<'a, F> {
+    pub(super) b1: &'a mut Array1<F>,
+    pub(super) w2: &'a mut Array2<F>,
+    pub(super) b2: &'a mut Array1<F>,
+    pub(super) aux: &'a mut FirstLayerGrad<F>,
+}
+
+impl<'a, F: Float> TwoLayer<'a, F> {
+    /// The unary network `x → H → L`.
+    pub(super) fn unary(p: &'a Params<F>) -> Self {
+        Self {
+            w1: &p.w1,
+            b1: &p.b1,
+            w2: &p.w2,
+            b2: &p.b2,
+        }
+    }
+
+    /// The cardinality network `x → Hc → K`.
+    pub(super) fn card(p: &'a Params<F>) -> Self {
+        Self {
+            w1: &p.c1,
+            b1: &p.cb1,
+            w2: &p.c2,
+            b2: &p.cb2,
+        }
+    }
+
+    /// `pre = x̃W1 + b1`, `hidden = relu(pre)`, `out = hidden·W2 + b2` for `rows` of `x`;
+    /// `shift` is [`first_layer_shift`] of `W1` if the caller has it.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn forward(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        stdz: &Standardizer,
+        shift: Option<&[F]>,
+        dropout: Option<Dropout>,
+        pre: &mut Array2<F>,
+        hidden: &mut Array2<F>,
+        out: &mut Array2<F>,
+    ) {
+        let b = rows.len();
+        ensure_shape(pre, b, self.w1.ncols());
+        ensure_shape(hidden, b, self.w1.ncols());
+        ensure_shape(out, b, self.w2.ncols());
+        let computed;
+        let shift = match shift {
+            Some(s) => s,
+            None => {
+                computed = first_layer_shift(stdz, self.w1.view());
+                &computed
+            }
+        };
+        // Row chunks in parallel, one per thread, each through the first layer, the ReLU,
+        // dropout and its own output GEMM: every output is computed as in a whole-batch pass
+        // (a GEMM's entry does not depend on how the rows are split), so the numbers do not
+        // depend on the thread count.
+        let (hdim, odim) = (self.w1.ncols(), self.w2.ncols());
+        let chunk = row_chunk(b);
+        pre.as_slice_mut()
+            .unwrap()
+            .par_chunks_mut(chunk * hdim)
+            .zip(hidden.as_slice_mut().unwrap().par_chunks_mut(chunk * hdim))
+            .zip(out.as_slice_mut().unwrap().par_chunks_mut(chunk * odim))
+            .zip(rows.par_chunks(chunk))
+            .for_each(|(((pre, hid), out), rows)| {
+                self.forward_rows(x, rows, stdz, shift, dropout, pre, hid, out)
+            });
+    }
+
+    /// [`Self::forward`] on `rows` in this thread, into row-major slices `pre`, `hidden`
+    /// (`rows × H`) and `out` (`rows × O`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn forward_rows(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        stdz: &Standardizer,
+        shift: &[F],
+        dropout: Option<Dropout>,
+        pre: &mut [F],
+        hidden: &mut [F],
+        out: &mut [F],
+    ) {
+        let (hdim, odim) = (self.w1.ncols(), self.w2.ncols());
+        let (w1, b1) = (self.w1.view(), self.b1.as_slice().unwrap());
+        for ((p, hr), &r) in pre
+            .chunks_exact_mut(hdim)
+            .zip(hidden.chunks_exact_mut(hdim))
+            .zip(rows)
+        {
+            let (idx, val) = x.row(r);
+            first_layer_row_dispatch(p, b1, shift, idx, val, &stdz.scale, &w1);
+            for (hv, &pv) in hr.iter_mut().zip(p.iter()) {
+                *hv = pv.max(F::zero());
+            }
+            if let Some(d) = dropout {
+                d.apply_row(r, hr);
+            }
+        }
+        let n = rows.len();
+        let hid = ArrayView2::from_shape((n, hdim), &*hidden).unwrap();
+        let mut out = ArrayViewMut2::from_shape((n, odim), out).unwrap();
+        out.assign(&self.b2.broadcast((n, odim)).unwrap());
+        general_mat_mul(F::one(), &hid, self.w2, F::one(), &mut out);
+    }
+
+    /// Backward from `dout = ∂ℓ/∂out`; `dh` is scratch for `∂ℓ/∂pre`.
+    pub(super) fn backward(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        stdz: &Standardizer,
+        dropout: Option<Dropout>,
+        dout: &Array2<F>,
+        pre: &Array2<F>,
+        hidden: &Array2<F>,
+        dh: &mut Array2<F>,
+        grad: TwoLayerGrad<'_, F>,
+    ) {
+        // ∂W2 and ∂pre are two GEMMs of the same size: one per thread.
+        let (w2, dw2, db2) = (self.w2, grad.w2, grad.b2);
+        ensure_shape(dh, rows.len(), self.w1.ncols());
+        rayon::join(
+            || {
+                db2.assign(&dout.sum_axis(Axis(0)));
+                general_mat_mul(F::one(), &hidden.t(), dout, F::zero(), dw2);
+            },
+            || {
+                general_mat_mul(F::one(), dout, &w2.t(), F::zero(), dh);
+                dh.zip_mut_with(pre, |d, &a| {
+                    if a <= F::zero() {
+                        *d = F::zero()
+                    }
+                });
+                if let Some(d) = dropout {
+                    d.apply(rows, dh);
+                }
+            },
+        );
+        sparse_first_layer_backward(x, rows, stdz, dh.view(), grad.b1, grad.aux);
+    }
+}
+
+/// Rows per parallel chunk of a batch of `b` rows in the networks: one chunk per thread, but
+/// not so few rows that repacking the second layer per chunk dominates.
+fn row_chunk(b: usize) -> usize {
+    b.div_ceil(rayon::current_num_threads())
+        .max(16)
+        .min(b.max(1))
+}

@@ -1,0 +1,80 @@
+//! Reusable buffers of the passes over a batch.
+
+use cardinal_proj::lanes::SoftDykstraLanes;
+use ndarray::Array2;
+
+use super::forward::INFER_LANES;
+use super::loss::{RowResult, TRAIN_LANES};
+use super::{FirstLayerGrad, Float};
+use crate::inference::{BlockScratch, BlockTape, Kernel, RowTape};
+
+/// Reusable buffers of one batch (no allocation once grown).
+#[derive(Default)]
+pub struct Workspace<F: Float> {
+    pub(super) pre1: Array2<F>,
+    pub(super) h1: Array2<F>,
+    pub(super) u: Array2<F>,
+    pub(super) prec: Array2<F>,
+    pub(super) hc: Array2<F>,
+    pub(super) p: Array2<F>,
+    pub(super) z: Vec<F>,
+    pub(super) tapes: Vec<RowTape<F>>,
+    /// Lockstep inference scratch, one per block of `INFER_LANES` rows.
+    pub(super) blocks: Vec<BlockScratch<F, INFER_LANES>>,
+    /// Per-thread scratch of [`Model::forward_blocks`](super::Model::forward_blocks).
+    pub(super) block_work: Vec<std::sync::Mutex<BlockWork<F>>>,
+    /// The training unroll's lockstep operator and its `(rounds, labels)`.
+    pub(super) lanes: Option<((usize, usize), SoftDykstraLanes)>,
+    /// Lockstep training tapes, one per block of `TRAIN_LANES` rows.
+    pub(super) block_tapes: Vec<BlockTape<F, TRAIN_LANES>>,
+    /// The unary and cardinality first layers' standardisation shifts, while
+    /// [`Model::forward_batched`](super::Model::forward_batched) runs (the weights cannot
+    /// change meanwhile).
+    pub(super) shifts: Option<[Vec<F>; 2]>,
+    /// Runs every pass with this unroll kernel instead of the one [`Kernel::choose`] picks
+    /// (e.g. [`Kernel::Row`], the reference, to compare the kernels); the lockstep kernel is
+    /// honoured only where it applies (soft Dykstra steps).
+    pub kernel: Option<Kernel>,
+    /// Key of the dropout masks of the next training batch (see [`Dropout`](super::Dropout));
+    /// set by the trainer, one per batch, so that masks are reproducible and independent of
+    /// threads.
+    pub dropout_key: u64,
+    /// Inference only: the count `z` of each row of the data (indexed by its row number)
+    /// instead of `h(x)`'s, e.g. the gold counts, to measure what a perfect count predictor
+    /// would give.
+    pub count_override: Option<Vec<F>>,
+    pub(super) gu: Array2<F>,
+    pub(super) ggs: Array2<F>,
+    pub(super) masks: Array2<F>,
+    pub(super) row_out: Vec<RowResult<F>>,
+    pub(super) energy_s: Array2<F>,
+    pub(super) energy_proj: Array2<F>,
+    pub(super) dh: Array2<F>,
+    pub(super) dhc: Array2<F>,
+    pub(super) dlogits: Array2<F>,
+    /// Structure of the unary net's first-layer gradient of the last
+    /// [`Model::loss_and_sparse_grad`](super::Model::loss_and_sparse_grad).
+    pub grad_w1: FirstLayerGrad<F>,
+    /// Structure of the cardinality net's first-layer gradient of the last
+    /// [`Model::loss_and_sparse_grad`](super::Model::loss_and_sparse_grad).
+    pub grad_c1: FirstLayerGrad<F>,
+}
+
+/// One thread's buffers for a unit of inference rows (see
+/// [`Model::forward_blocks`](super::Model::forward_blocks)).
+#[derive(Default)]
+pub(super) struct BlockWork<F: Float> {
+    pub(super) pre: Vec<F>,
+    pub(super) hidden: Vec<F>,
+    pub(super) prec: Vec<F>,
+    pub(super) hc: Vec<F>,
+    pub(super) p: Vec<F>,
+    pub(super) scratch: BlockScratch<F, INFER_LANES>,
+}
+
+/// Makes `a` a `rows × cols` array (zeros when it is reallocated).
+pub(super) fn ensure_shape<F: Float>(a: &mut Array2<F>, rows: usize, cols: usize) {
+    if a.dim() != (rows, cols) {
+        *a = Array2::zeros((rows, cols));
+    }
+}
