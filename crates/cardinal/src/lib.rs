@@ -19,9 +19,11 @@ pub mod engine;
 pub mod error;
 pub mod eval;
 pub mod inference;
+pub mod loss;
 pub mod model;
 pub mod pipeline;
 pub mod runtime;
+mod simd;
 pub mod system;
 pub mod train;
 
