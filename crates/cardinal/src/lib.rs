@@ -21,10 +21,12 @@ pub mod engine;
 pub mod error;
 pub mod eval;
 pub mod inference;
+pub mod loss;
 pub mod model;
 pub mod pipeline;
 pub mod run_dir;
 pub mod runtime;
+mod simd;
 pub mod system;
 pub mod train;
 

@@ -1,0 +1,80 @@
+//! One ascent step on a block of rows in lockstep, shared by lockstep inference and training.
+
+use cardinal_proj::lanes::Lanes;
+
+use super::lane_ops::axpy;
+use super::Unroll;
+use crate::model::Float;
+
+impl<F: Float> Unroll<'_, F> {
+    /// One ascent step's update on a block, before its projection: `a = Wpᵀ y`,
+    /// `act = w2 ⊙ 1[a > 0]`, `g = u + Wp act`, `v = μ v + η g`, `x = y + v`; keeps `g` and the
+    /// mask `1[a > 0]` in `g_out` and `mask_out` if given (`(buffer, offset, stride)`: unit
+    /// `k`'s mask goes to `buffer[offset + k·stride]`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(super) fn block_step<const N: usize>(
+        &self,
+        wpt: &[F],
+        u: &[Lanes<F, N>],
+        y: &[Lanes<F, N>],
+        act: &mut [Lanes<F, N>],
+        velocity: &mut [Lanes<F, N>],
+        x: &mut [Lanes<F, N>],
+        mut g_out: Option<&mut [Lanes<F, N>]>,
+        mut mask_out: Option<(&mut [Lanes<F, N>], usize, usize)>,
+    ) {
+        let (l, e) = (self.l(), self.e());
+        let (zero, one) = (F::zero(), F::one());
+        let (eta, momentum) = (self.eta, self.momentum);
+        // a = Wpᵀ y, s = w2 ⊙ 1[a > 0]: four energy units per pass over y (independent sums).
+        let mut k0 = 0;
+        while k0 < e {
+            let kn = (e - k0).min(4);
+            let mut acc = [[zero; N]; 4];
+            let rows: [&[F]; 4] = std::array::from_fn(|q| &wpt[(k0 + q.min(kn - 1)) * l..][..l]);
+            for (i, yi) in y.iter().enumerate() {
+                for q in 0..4 {
+                    axpy(&mut acc[q], rows[q][i], yi);
+                }
+            }
+            for q in 0..kn {
+                let we = self.we[k0 + q];
+                for w in 0..N {
+                    act[k0 + q][w] = if acc[q][w] > zero { we } else { zero };
+                }
+                if let Some((m, offset, stride)) = mask_out.as_mut() {
+                    let m = &mut m[*offset + (k0 + q) * *stride];
+                    for w in 0..N {
+                        m[w] = if acc[q][w] > zero { one } else { zero };
+                    }
+                }
+            }
+            k0 += kn;
+        }
+        // g = u + Wp s (k ascending, as forward_row), v = μ v + η g, x = y + v; four labels
+        // at a time (independent sums hide the add latency).
+        let mut i0 = 0;
+        while i0 < l {
+            let n = (l - i0).min(4);
+            let mut acc: [Lanes<F, N>; 4] = std::array::from_fn(|q| u[i0 + q.min(n - 1)]);
+            for (k, sk) in act.iter().enumerate() {
+                let row = &wpt[k * l..(k + 1) * l];
+                for q in 0..4 {
+                    axpy(&mut acc[q], row[i0 + q.min(n - 1)], sk);
+                }
+            }
+            for (q, g) in acc.iter().take(n).enumerate() {
+                let (v, x, y) = (&mut velocity[i0 + q], &mut x[i0 + q], &y[i0 + q]);
+                for w in 0..N {
+                    v[w] = momentum * v[w] + eta * g[w];
+                    x[w] = y[w] + v[w];
+                }
+                if let Some(go) = g_out.as_deref_mut() {
+                    go[i0 + q] = *g;
+                }
+            }
+            i0 += n;
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! Inputs shared by the kernels' tests.
+
+use cardinal_proj::AnyProjector;
+use ndarray::Array2;
+
+use super::Unroll;
+
+/// A deterministic stream of numbers uniform in [−1, 1) (an LCG).
+pub(super) fn uniform_pm1(mut s: u64) -> impl FnMut() -> f64 {
+    move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+}
+
+/// The Euclidean unroll (η 0.2, momentum 0.9) that the block-against-row tests compare.
+pub(super) fn block_test_unroll<'a>(
+    wpt: &'a Array2<f64>,
+    we: &'a [f64],
+    steps: usize,
+    projector: &'a AnyProjector,
+    final_projector: Option<&'a AnyProjector>,
+) -> Unroll<'a, f64> {
+    Unroll {
+        wpt: wpt.view(),
+        we,
+        eta: 0.2,
+        momentum: 0.9,
+        steps,
+        projector,
+        final_projector,
+    }
+}
