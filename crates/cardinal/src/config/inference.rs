@@ -1,0 +1,124 @@
+//! The unrolled projected gradient ascent: steps, step size and the projections it uses.
+
+use serde::{Deserialize, Serialize};
+
+use super::check::{count, positive, rate};
+use crate::error::Result;
+use cardinal_proj::Method;
+
+/// The unrolled projected gradient ascent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InferenceConfig {
+    /// Number of unrolled steps `T`.
+    pub steps: usize,
+    /// Step size `η` of the inner ascent.
+    pub eta: f64,
+    /// Momentum of the inner ascent.
+    pub momentum: f64,
+    /// Projection used while training (exact, simplex, soft, dykstra-soft, dykstra-exact, fp,
+    /// smooth).
+    #[serde(with = "method_name")]
+    pub train_projection: Method,
+    /// Projection used at evaluation and prediction.
+    #[serde(with = "method_name")]
+    pub test_projection: Method,
+    /// A projection applied once more to the last iterate, in training and at test (`null`:
+    /// none, the paper). `exact` after soft Dykstra steps makes `y_T` feasible.
+    #[serde(with = "opt_method_name")]
+    pub final_projection: Option<Method>,
+    /// Dykstra rounds `R` (for the Dykstra methods).
+    pub rounds: usize,
+    /// Bisection iterations `J` of the FP method.
+    pub fp_iters: usize,
+    /// Temperature `ε` of the smoothed projection (`smooth`), in units of `y`.
+    pub smooth_eps: f64,
+}
+
+impl Default for InferenceConfig {
+    fn default() -> Self {
+        Self {
+            steps: 15,
+            eta: 0.005,
+            momentum: 0.9,
+            train_projection: Method::DykstraSoft,
+            test_projection: Method::DykstraSoft,
+            final_projection: None,
+            rounds: 2,
+            fp_iters: 20,
+            smooth_eps: 0.1,
+        }
+    }
+}
+
+impl InferenceConfig {
+    /// Checks every field against its allowed range; the error names the field
+    /// (`inference.eta`), its value and the range.
+    pub fn validate(&self) -> Result<()> {
+        count("inference.steps", self.steps, 0, 1000)?;
+        positive("inference.eta", self.eta)?;
+        rate("inference.momentum", self.momentum)?;
+        count("inference.rounds", self.rounds, 1, 1000)?;
+        count("inference.fp_iters", self.fp_iters, 1, 200)?;
+        // Checked whatever the projections: a saved configuration may switch to `smooth` later.
+        positive("inference.smooth_eps", self.smooth_eps)
+    }
+}
+
+/// (De)serialises a projection [`Method`] by its command-line name.
+mod method_name {
+    use cardinal_proj::Method;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &Method, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(m)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Method, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse()
+            .map_err(|e| serde::de::Error::custom(format!("{e}")))
+    }
+}
+
+/// (De)serialises an optional projection [`Method`] by its name (`null` for none).
+mod opt_method_name {
+    use cardinal_proj::Method;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(m: &Option<Method>, s: S) -> Result<S::Ok, S::Error> {
+        match m {
+            Some(m) => s.collect_str(m),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Method>, D::Error> {
+        let name: Option<String> = Option::deserialize(d)?;
+        name.map(|n| {
+            n.parse()
+                .map_err(|e| serde::de::Error::custom(format!("{e}")))
+        })
+        .transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn projections_are_written_by_name() {
+        let cfg = InferenceConfig {
+            final_projection: Some(Method::Smooth),
+            ..InferenceConfig::default()
+        };
+        let json = serde_json::to_value(&cfg).unwrap();
+        assert_eq!(json["train_projection"], "dykstra-soft");
+        assert_eq!(json["final_projection"], "smooth");
+        let back: InferenceConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(back, cfg);
+        let none = serde_json::to_value(InferenceConfig::default()).unwrap();
+        assert!(none["final_projection"].is_null());
+    }
+}

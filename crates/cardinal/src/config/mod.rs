@@ -1,0 +1,203 @@
+//! Typed, validated configuration of a model and its training, saved next to every checkpoint.
+//!
+//! Every field has a default; [`Config::paper`] is the faithful configuration of the authors'
+//! released code (see `docs/DESIGN.md`), and it is what `cardinal train` uses unless told
+//! otherwise. One section per concern: [`ModelConfig`], [`InferenceConfig`], [`LossConfig`],
+//! [`TrainConfig`], [`BaselineConfig`]; each checks its own fields, and [`Config::validate`]
+//! adds the checks that span sections. A refusal reads `FIELD = VALUE is out of range:
+//! expected RANGE`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use check::{check, out_of_range};
+
+mod baseline;
+mod check;
+mod inference;
+mod loss;
+mod model;
+mod presets;
+mod train;
+
+pub use baseline::{Activation, BaselineConfig, Optimizer, TaskLoss};
+pub use inference::InferenceConfig;
+pub use loss::{IterateWeights, LossConfig};
+pub use model::{resolve_counts, CountRange, ModelConfig, ZMode};
+pub use train::{DevFold, TrainConfig};
+
+/// Everything that defines a model and how it is trained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Name of the preset this configuration started from (informational).
+    pub preset: String,
+    /// Seed of the weight initialisation and the batch order.
+    pub seed: u64,
+    /// Sizes of the networks and how `z` is formed.
+    pub model: ModelConfig,
+    /// The unrolled projected gradient ascent.
+    pub inference: InferenceConfig,
+    /// The training objective.
+    pub loss: LossConfig,
+    /// Optimisation and schedule.
+    pub train: TrainConfig,
+    /// Threshold on the last iterate for the headline prediction.
+    pub threshold: f64,
+    /// Which system trains and runs this configuration, by name (`pnc`: Predict and
+    /// Constrain; the Table 1 systems of the `cardinal-paper` crate register theirs). Looked
+    /// up in a [`crate::system::Systems`] registry, the one place that tells systems apart.
+    pub system: String,
+    /// Settings of the Table 1 systems (read by them only; see `cardinal-paper`).
+    pub baseline: BaselineConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::paper()
+    }
+}
+
+impl Config {
+    /// The configuration a front end asks for: the JSON `overrides` read over a preset, `seed`
+    /// set, validated. The preset is `preset` when given; otherwise the one the JSON names (a
+    /// saved `config.json` names its own, so that it trains again as it did even after new
+    /// fields were added to the presets; the `table1-*` rows and the cardinality analysis
+    /// derive from `paper`); otherwise `predict`.
+    pub fn resolve(
+        preset: Option<&str>,
+        overrides: Option<&str>,
+        seed: Option<u64>,
+    ) -> Result<Self> {
+        let named = overrides
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .and_then(|v| v.get("preset").and_then(|p| p.as_str()).map(str::to_owned));
+        let base = match (preset, named.as_deref()) {
+            (Some(p), _) => Self::preset(p)?,
+            (None, Some(n)) if Self::PRESETS.contains(&n) => Self::preset(n)?,
+            (None, Some(n)) if n.starts_with("table1-") || n == "cardinality-only" => Self::paper(),
+            _ => Self::predict(),
+        };
+        let mut cfg = match overrides {
+            Some(text) => Self::from_json_over(&base, text)?,
+            None => base,
+        };
+        if let Some(seed) = seed {
+            cfg.seed = seed;
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Reads a JSON configuration over `base`: fields left out keep `base`'s values (objects
+    /// are merged field by field).
+    pub fn from_json_over(base: &Config, text: &str) -> Result<Self> {
+        fn merge(into: &mut serde_json::Value, from: serde_json::Value) {
+            match (into, from) {
+                (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
+                    for (k, v) in b {
+                        merge(a.entry(k).or_insert(serde_json::Value::Null), v);
+                    }
+                }
+                (slot, v) => *slot = v,
+            }
+        }
+        let user: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::Config(format!("invalid configuration: {e}")))?;
+        let mut merged = serde_json::to_value(base).expect("serialisable");
+        // A counts range given by the user replaces the base's whole (tagged) object.
+        if let Some(counts) = user.get("model").and_then(|m| m.get("counts")) {
+            merged["model"]["counts"] = counts.clone();
+        }
+        merge(&mut merged, user);
+        Self::from_json(&merged.to_string())
+    }
+
+    /// Reads a JSON configuration; fields left out keep the defaults of the `paper` preset.
+    pub fn from_json(text: &str) -> Result<Self> {
+        let text = drop_retired_fields(text)?;
+        // The path of the offending field (`inference.train_projection`) goes into the message.
+        let de = &mut serde_json::Deserializer::from_str(&text);
+        let cfg: Self = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            Error::Config(format!(
+                "invalid configuration at `{path}`: {}",
+                e.into_inner()
+            ))
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks every field against its allowed range, section by section, and the settings
+    /// that depend on another section's; the error names the field by its full path
+    /// (`inference.smooth_eps`), its value and the range.
+    pub fn validate(&self) -> Result<()> {
+        self.model.validate()?;
+        self.inference.validate()?;
+        self.loss.validate()?;
+        // An argmax `z` passes no gradient, so the count network learns from this term alone.
+        if self.model.z_mode == ZMode::Argmax && self.loss.cardinality_weight == 0.0 {
+            return Err(out_of_range(
+                "loss.cardinality_weight",
+                self.loss.cardinality_weight,
+                "> 0 when model.z_mode = argmax (an argmax z passes no gradient)",
+            ));
+        }
+        self.train.validate()?;
+        check(
+            self.threshold.is_finite(),
+            "threshold",
+            self.threshold,
+            "a finite number",
+        )?;
+        check(
+            !self.system.is_empty(),
+            "system",
+            "\"\"",
+            "a system's name, e.g. pnc",
+        )?;
+        self.baseline.validate()?;
+        check(
+            !self.baseline.keep_best || self.train.has_dev(),
+            "baseline.keep_best",
+            self.baseline.keep_best,
+            "false when no dev data is held out (selecting an epoch needs train.dev_fraction > \
+             0 or train.dev_fold)",
+        )
+    }
+}
+
+/// Fields that older versions wrote into every `config.json` and that no longer exist
+/// (`inference.mirror`, `inference.learn_eta`): dropped when they hold the value that meant
+/// "off", so that saved models still load, and refused otherwise.
+fn drop_retired_fields(text: &str) -> Result<String> {
+    let mut value: serde_json::Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        // Not JSON: the typed reader reports where.
+        Err(_) => return Ok(text.to_owned()),
+    };
+    if let Some(inf) = value
+        .get_mut("inference")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        for field in ["mirror", "learn_eta"] {
+            match inf.get(field) {
+                None => {}
+                Some(serde_json::Value::Bool(false)) => {
+                    inf.remove(field);
+                }
+                Some(other) => {
+                    return Err(Error::Config(format!(
+                        "inference.{field} = {other} is no longer supported (only false, the \
+                         only value that any preset or Table 1 row used)"
+                    )))
+                }
+            }
+        }
+    }
+    Ok(value.to_string())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,402 @@
+//! Reading configurations from JSON, and the range check of every numeric field.
+
+use std::collections::BTreeSet;
+
+use super::check::MAX_EPOCHS;
+use super::*;
+
+#[test]
+fn json_over_a_preset_keeps_the_preset() {
+    let cfg = Config::from_json_over(&Config::predict(), r#"{"inference": {"steps": 7}}"#).unwrap();
+    assert_eq!(cfg.inference.steps, 7);
+    assert_eq!(cfg.loss.cardinality_weight, 1.0);
+    assert_eq!(cfg.preset, "predict");
+    let cfg = Config::from_json_over(
+        &Config::predict(),
+        r#"{"model": {"counts": {"kind": "fixed", "min": 1, "max": 4}}}"#,
+    )
+    .unwrap();
+    assert_eq!(cfg.model.counts, CountRange::Fixed { min: 1, max: 4 });
+    let err = Config::from_json_over(&Config::paper(), r#"{"train": {"lr": -1}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("train.lr"), "{err}");
+}
+
+#[test]
+fn partial_json_keeps_defaults() {
+    let cfg = Config::from_json(r#"{"inference": {"steps": 7}}"#).unwrap();
+    assert_eq!(cfg.inference.steps, 7);
+    assert_eq!(cfg.inference.eta, 0.005);
+    assert_eq!(cfg.train.batch_size, 50);
+}
+
+/// Older `config.json` files carry `inference.mirror` and `inference.learn_eta` as
+/// `false`: they still load; any other value is refused by name.
+#[test]
+fn retired_fields_load_when_off_and_are_refused_when_on() {
+    let cfg =
+        Config::from_json(r#"{"inference": {"mirror": false, "learn_eta": false, "steps": 3}}"#)
+            .unwrap();
+    assert_eq!(cfg.inference.steps, 3);
+    for json in [
+        r#"{"inference": {"mirror": true}}"#,
+        r#"{"inference": {"learn_eta": true}}"#,
+    ] {
+        let err = Config::from_json(json).unwrap_err().to_string();
+        assert!(err.contains("no longer supported"), "{err}");
+    }
+}
+
+#[test]
+fn out_of_range_fields_are_named() {
+    let err = Config::from_json(r#"{"inference": {"eta": -1}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("inference.eta") && err.contains("-1") && err.contains("> 0"),
+        "{err}"
+    );
+    let err = Config::from_json(r#"{"train": {"dev_fraction": 1.5}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("train.dev_fraction") && err.contains("1.5"),
+        "{err}"
+    );
+    let err = Config::from_json(r#"{"model": {"counts": {"kind": "fixed", "min": 5, "max": 2}}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("model.counts.max"), "{err}");
+    let err = Config::from_json(r#"{"inference": {"train_projection": "bogus"}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("inference.train_projection")
+            && err.contains("bogus")
+            && err.contains("exact|"),
+        "{err}"
+    );
+    let err = Config::from_json(r#"{"loss": {"iterate_weights": "all"}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("loss.iterate_weights") && err.contains("authors"),
+        "{err}"
+    );
+    let err = Config::from_json(r#"{"train": {"batch_size": -3}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("train.batch_size"), "{err}");
+    let err = Config::from_json(r#"{"train": {"bogus": 1}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bogus"), "{err}");
+}
+
+/// A change to a valid configuration that `validate` must refuse, naming `field`.
+struct BadValue {
+    field: &'static str,
+    edit: Box<dyn Fn(&mut Config)>,
+}
+
+/// One row per value: each of `bad`, and NaN and ±infinity, which no float field accepts.
+fn floats(field: &'static str, set: fn(&mut Config, f64), bad: &[f64]) -> Vec<BadValue> {
+    let non_finite = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY];
+    bad.iter()
+        .chain(&non_finite)
+        .map(|&v| BadValue {
+            field,
+            edit: Box::new(move |c| set(c, v)),
+        })
+        .collect()
+}
+
+/// One row per value of `bad`.
+fn counts(field: &'static str, set: fn(&mut Config, usize), bad: &[usize]) -> Vec<BadValue> {
+    bad.iter()
+        .map(|&v| BadValue {
+            field,
+            edit: Box::new(move |c| set(c, v)),
+        })
+        .collect()
+}
+
+/// One row.
+fn other(field: &'static str, edit: fn(&mut Config)) -> Vec<BadValue> {
+    vec![BadValue {
+        field,
+        edit: Box::new(edit),
+    }]
+}
+
+/// Out-of-range values of every checked field, section by section, and of the settings that
+/// depend on another field.
+fn bad_values() -> Vec<BadValue> {
+    const E: usize = MAX_EPOCHS + 1;
+    [
+        counts("model.hidden", |c, v| c.model.hidden = v, &[0, 65537]),
+        counts(
+            "model.energy_hidden",
+            |c, v| c.model.energy_hidden = v,
+            &[65537],
+        ),
+        counts(
+            "model.card_hidden",
+            |c, v| c.model.card_hidden = v,
+            &[0, 65537],
+        ),
+        floats("model.dropout", |c, v| c.model.dropout = v, &[-0.1, 1.0]),
+        counts(
+            "model.counts.max",
+            |c, v| c.model.counts = CountRange::Fixed { min: 5, max: v },
+            &[0, 4],
+        ),
+        floats(
+            "model.counts.coverage",
+            |c, v| c.model.counts = CountRange::Auto { coverage: v },
+            &[0.0, -0.5, 1.5],
+        ),
+        counts("inference.steps", |c, v| c.inference.steps = v, &[1001]),
+        floats("inference.eta", |c, v| c.inference.eta = v, &[0.0, -1.0]),
+        floats(
+            "inference.momentum",
+            |c, v| c.inference.momentum = v,
+            &[-0.1, 1.0],
+        ),
+        counts(
+            "inference.rounds",
+            |c, v| c.inference.rounds = v,
+            &[0, 1001],
+        ),
+        counts(
+            "inference.fp_iters",
+            |c, v| c.inference.fp_iters = v,
+            &[0, 201],
+        ),
+        floats(
+            "inference.smooth_eps",
+            |c, v| c.inference.smooth_eps = v,
+            &[0.0, -0.1],
+        ),
+        floats(
+            "loss.cardinality_weight",
+            |c, v| c.loss.cardinality_weight = v,
+            &[-1.0],
+        ),
+        floats("loss.f1_weight", |c, v| c.loss.f1_weight = v, &[-1.0]),
+        floats(
+            "loss.unary_bce_weight",
+            |c, v| c.loss.unary_bce_weight = v,
+            &[-1.0],
+        ),
+        floats(
+            "loss.cardinality_weight",
+            |c, v| {
+                c.model.z_mode = ZMode::Argmax;
+                c.loss.cardinality_weight = v;
+            },
+            &[0.0],
+        ),
+        floats("train.lr", |c, v| c.train.lr = v, &[0.0, -1.0]),
+        floats(
+            "train.adagrad_init",
+            |c, v| c.train.adagrad_init = v,
+            &[0.0, -1.0],
+        ),
+        counts(
+            "train.batch_size",
+            |c, v| c.train.batch_size = v,
+            &[0, (1 << 20) + 1],
+        ),
+        counts("train.epochs", |c, v| c.train.epochs = v, &[E, usize::MAX]),
+        counts(
+            "train.epochs",
+            |c, v| {
+                c.train.epochs = v;
+                c.train.full_epochs = 0;
+            },
+            &[0],
+        ),
+        counts("train.full_epochs", |c, v| c.train.full_epochs = v, &[E]),
+        floats(
+            "train.dev_fraction",
+            |c, v| c.train.dev_fraction = v,
+            &[-0.1, 1.0, 1.5],
+        ),
+        floats(
+            "train.weight_decay",
+            |c, v| c.train.weight_decay = v,
+            &[-1.0],
+        ),
+        floats(
+            "train.unary_weight_decay_mult",
+            |c, v| c.train.unary_weight_decay_mult = v,
+            &[-1.0],
+        ),
+        counts(
+            "train.dev_fold.k",
+            |c, v| c.train.dev_fold = Some(DevFold { k: v, index: 0 }),
+            &[0, 1],
+        ),
+        counts(
+            "train.dev_fold.index",
+            |c, v| c.train.dev_fold = Some(DevFold { k: 3, index: v }),
+            &[3, 10],
+        ),
+        counts("train.patience", |c, v| c.train.patience = v, &[E]),
+        counts(
+            "train.patience",
+            |c, v| {
+                c.train.patience = v;
+                c.train.dev_fraction = 0.0;
+            },
+            &[1],
+        ),
+        floats(
+            "train.decay_reference_cardinality",
+            |c, v| c.train.decay_reference_cardinality = Some(v),
+            &[0.0, -1.0],
+        ),
+        floats(
+            "train.average_epochs",
+            |c, v| c.train.average_epochs = Some(v),
+            &[0.0, -1.0],
+        ),
+        floats("threshold", |c, v| c.threshold = v, &[]),
+        other("system", |c| c.system.clear()),
+        counts(
+            "baseline.pretrain_epochs",
+            |c, v| c.baseline.pretrain_epochs = v,
+            &[E],
+        ),
+        floats(
+            "baseline.pretrain_lr",
+            |c, v| c.baseline.pretrain_lr = v,
+            &[0.0, -1.0],
+        ),
+        floats(
+            "baseline.pretrain_dropout",
+            |c, v| c.baseline.pretrain_dropout = v,
+            &[-0.1, 1.0],
+        ),
+        floats(
+            "baseline.pretrain_weight_decay",
+            |c, v| c.baseline.pretrain_weight_decay = v,
+            &[-1.0],
+        ),
+        floats(
+            "baseline.margin_scale",
+            |c, v| c.baseline.margin_scale = v,
+            &[-1.0],
+        ),
+        counts(
+            "baseline.freeze_unary_epochs",
+            |c, v| c.baseline.freeze_unary_epochs = v,
+            &[E],
+        ),
+        floats(
+            "baseline.dvn_adversarial_fraction",
+            |c, v| c.baseline.dvn_adversarial_fraction = v,
+            &[-0.1, 1.1],
+        ),
+        counts(
+            "baseline.lr_drops[0]",
+            |c, v| c.baseline.lr_drops = vec![v],
+            &[E],
+        ),
+        floats(
+            "baseline.lr_decay",
+            |c, v| c.baseline.lr_decay = v,
+            &[0.0, -1.0],
+        ),
+        counts(
+            "baseline.dev_every",
+            |c, v| c.baseline.dev_every = v,
+            &[0, E],
+        ),
+        floats(
+            "baseline.entropy_weight",
+            |c, v| c.baseline.entropy_weight = v,
+            &[-1.0],
+        ),
+        other("baseline.keep_best", |c| {
+            c.baseline.keep_best = true;
+            c.train.dev_fraction = 0.0;
+            c.train.patience = 0;
+        }),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+#[test]
+fn every_out_of_range_value_is_refused_by_name() {
+    for base in [Config::paper(), Config::predict()] {
+        base.validate().unwrap();
+        for row in bad_values() {
+            let mut cfg = base.clone();
+            (row.edit)(&mut cfg);
+            let err = match cfg.validate() {
+                Ok(()) => panic!("{} accepted in {:?}", row.field, cfg),
+                Err(e) => e.to_string(),
+            };
+            let prefix = format!("{} = ", row.field);
+            assert!(
+                err.starts_with(&prefix) && err.contains(" is out of range: expected "),
+                "{}: {err}",
+                row.field
+            );
+        }
+    }
+}
+
+/// The paths of the numeric leaves of `value`, arrays by index (`baseline.lr_drops[0]`).
+fn numeric_fields(value: &serde_json::Value, path: &str, out: &mut BTreeSet<String>) {
+    match value {
+        serde_json::Value::Number(_) => {
+            out.insert(path.to_owned());
+        }
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                numeric_fields(v, &p, out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                numeric_fields(v, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every numeric field of every section, optional and variant ones included, has a row in
+/// [`bad_values`], save the seeds, which accept any value, and `model.counts.min`, which is
+/// bounded through `model.counts.max`.
+#[test]
+fn every_numeric_field_has_a_range_check() {
+    let any_value = ["seed", "train.split_seed", "model.counts.min"];
+    let mut full = Config::predict();
+    full.train.dev_fold = Some(DevFold { k: 5, index: 0 });
+    full.baseline.lr_drops = vec![10];
+    let mut fixed = Config::paper();
+    fixed.model.counts = CountRange::Fixed { min: 1, max: 4 };
+    let mut fields = BTreeSet::new();
+    for cfg in [full, fixed] {
+        cfg.validate().unwrap();
+        numeric_fields(&serde_json::to_value(&cfg).unwrap(), "", &mut fields);
+    }
+    let checked: BTreeSet<&str> = bad_values().iter().map(|r| r.field).collect();
+    let unchecked: Vec<&String> = fields
+        .iter()
+        .filter(|f| !checked.contains(f.as_str()) && !any_value.contains(&f.as_str()))
+        .collect();
+    assert!(unchecked.is_empty(), "no range check for {unchecked:?}");
+}
