@@ -105,38 +105,21 @@ fn add_products<F: Float>(o: &mut [F], terms: &[(&[F], F)]) {
     }
 }
 
-/// [`first_layer_row`] compiled for AVX-512 when the CPU has it (each output is a mul then an
-/// add per non-zero, in the same order in every width, never fused: the same numbers).
-#[allow(unsafe_code)]
-pub(crate) fn first_layer_row_dispatch<F: Float>(
-    o: &mut [F],
-    b: &[F],
-    shift: &[F],
-    idx: &[u32],
-    val: &[f32],
-    scale: &[f32],
-    w: &ArrayView2<F>,
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        fn avx512<F: Float>(
-            o: &mut [F],
-            b: &[F],
-            shift: &[F],
-            idx: &[u32],
-            val: &[f32],
-            scale: &[f32],
-            w: &ArrayView2<F>,
-        ) {
-            first_layer_row(o, b, shift, idx, val, scale, w)
-        }
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports the feature the function is compiled for.
-            return unsafe { avx512(o, b, shift, idx, val, scale, w) };
-        }
+crate::simd::dispatch! {
+    features ["avx512f"];
+    /// [`first_layer_row`] compiled for AVX-512 when the CPU has it (each output is a mul then
+    /// an add per non-zero, in the same order in every width, never fused: the same numbers).
+    pub(crate) fn first_layer_row_dispatch<F: Float>(
+        o: &mut [F],
+        b: &[F],
+        shift: &[F],
+        idx: &[u32],
+        val: &[f32],
+        scale: &[f32],
+        w: &ArrayView2<F>,
+    ) {
+        first_layer_row(o, b, shift, idx, val, scale, w)
     }
-    first_layer_row(o, b, shift, idx, val, scale, w)
 }
 
 /// `(mean ⊙ scale)ᵀ W`, the constant part of a standardised first layer.
@@ -179,27 +162,13 @@ fn shift_columns<F: Float>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &Arra
     add_products(s, &pend[..np]);
 }
 
-/// [`shift_columns`] compiled for AVX-512 when the CPU has it (a mul then an add per row, in
-/// row order, never fused: the same numbers in every width).
-#[allow(unsafe_code)]
-fn shift_columns_dispatch<F: Float>(
-    s: &mut [F],
-    c0: usize,
-    stdz: &Standardizer,
-    w: &ArrayView2<F>,
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        fn avx512<F: Float>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
-            shift_columns(s, c0, stdz, w)
-        }
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports the feature the function is compiled for.
-            return unsafe { avx512(s, c0, stdz, w) };
-        }
+crate::simd::dispatch! {
+    features ["avx512f"];
+    /// [`shift_columns`] compiled for AVX-512 when the CPU has it (a mul then an add per row,
+    /// in row order, never fused: the same numbers in every width).
+    fn shift_columns_dispatch<F: Float>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
+        shift_columns(s, c0, stdz, w)
     }
-    shift_columns(s, c0, stdz, w)
 }
 
 /// The gradient of a standardised sparse first layer, split for speed: the batch touches few
@@ -328,22 +297,13 @@ fn sparse_row<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
     }
 }
 
-/// [`sparse_row`] compiled for AVX-512 when the CPU has it (a mul then an add per product,
-/// never fused: the same numbers in every width).
-#[allow(unsafe_code)]
-fn sparse_row_dispatch<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        fn avx512<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
-            sparse_row(out, entries, dpre)
-        }
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports the feature the function is compiled for.
-            return unsafe { avx512(out, entries, dpre) };
-        }
+crate::simd::dispatch! {
+    features ["avx512f"];
+    /// [`sparse_row`] compiled for AVX-512 when the CPU has it (a mul then an add per product,
+    /// never fused: the same numbers in every width).
+    fn sparse_row_dispatch<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
+        sparse_row(out, entries, dpre)
     }
-    sparse_row(out, entries, dpre)
 }
 
 #[cfg(test)]

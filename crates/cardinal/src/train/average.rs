@@ -36,28 +36,15 @@ pub(super) fn fold_into_average(avg: &mut Params<f32>, params: &Params<f32>, ste
     });
 }
 
-/// `a ← d·a + e·w` elementwise, compiled for the widest vectors the CPU has (no FMA
-/// contraction, so every variant computes the same numbers).
-#[allow(unsafe_code)]
-fn average_dispatch(a: &mut [f32], w: &[f32], d: f32, e: f32) {
-    #[inline(always)]
-    fn body(a: &mut [f32], w: &[f32], d: f32, e: f32) {
+crate::simd::dispatch! {
+    features ["avx512f"];
+    /// `a ← d·a + e·w` elementwise, compiled for the widest vectors the CPU has (no FMA
+    /// contraction, so every variant computes the same numbers).
+    fn average_dispatch(a: &mut [f32], w: &[f32], d: f32, e: f32) {
         for (a, &w) in a.iter_mut().zip(w) {
             *a = d * *a + e * w;
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        fn avx512(a: &mut [f32], w: &[f32], d: f32, e: f32) {
-            body(a, w, d, e)
-        }
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports the feature the function is compiled for.
-            return unsafe { avx512(a, w, d, e) };
-        }
-    }
-    body(a, w, d, e)
 }
 
 #[cfg(test)]

@@ -213,39 +213,23 @@ impl<F: Float> FusedStep<'_, F> {
     }
 }
 
-/// [`adagrad_lanes`] compiled for the widest vectors the CPU has (sqrt and division are exact
-/// in every width and nothing is fused into FMA, so every variant computes the same numbers).
-#[inline]
-#[allow(unsafe_code)]
-fn adagrad_dispatch<F: Float>(
-    w: &mut [F],
-    acc: &mut [F],
-    g: &[F],
-    ms: F,
-    colsum: &[F],
-    lambda: F,
-    lr: F,
-) -> (F, bool) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        fn avx512<F: Float>(
-            w: &mut [F],
-            acc: &mut [F],
-            g: &[F],
-            ms: F,
-            colsum: &[F],
-            lambda: F,
-            lr: F,
-        ) -> (F, bool) {
-            adagrad_lanes(w, acc, g, ms, colsum, lambda, lr)
-        }
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports the feature the function is compiled for.
-            return unsafe { avx512(w, acc, g, ms, colsum, lambda, lr) };
-        }
+crate::simd::dispatch! {
+    features ["avx512f"];
+    /// [`adagrad_lanes`] compiled for the widest vectors the CPU has (sqrt and division are
+    /// exact in every width and nothing is fused into FMA, so every variant computes the same
+    /// numbers).
+    #[inline]
+    fn adagrad_dispatch<F: Float>(
+        w: &mut [F],
+        acc: &mut [F],
+        g: &[F],
+        ms: F,
+        colsum: &[F],
+        lambda: F,
+        lr: F,
+    ) -> (F, bool) {
+        adagrad_lanes(w, acc, g, ms, colsum, lambda, lr)
     }
-    adagrad_lanes(w, acc, g, ms, colsum, lambda, lr)
 }
 
 /// AdaGrad with weight decay on one contiguous slice: `g' = g − ms·colsum + λw`,
