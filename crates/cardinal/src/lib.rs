@@ -6,14 +6,20 @@
 //!
 //! Modules, one per concern: [`data`] (readers, splits) and [`metrics`] (from `cardinal-data`),
 //! [`model`] (networks and the score), [`inference`] (the unrolled, differentiable solver),
-//! [`train`] (loss, AdaGrad, loop), [`cv`] (k-fold cross-validation), [`config`], [`checkpoint`]. The projection math lives in the
+//! [`loss`] (the relaxed F1), [`batch`] (the whole model on a batch: networks → unroll → loss,
+//! named through [`pipeline`]), [`train`] (AdaGrad, schedule, loop), [`eval`], [`cv`] (k-fold
+//! cross-validation), [`engine`], [`config`], [`checkpoint`]. The projection math lives in the
 //! `cardinal-proj` crate, re-exported as [`proj`].
+//!
+//! Within the crate the arrows run one way: `engine → {train, eval, cv} → batch →
+//! {inference, loss} → model → cardinal-proj`.
 
 #![warn(missing_docs)]
 
 pub use cardinal_data::{data, metrics};
 pub use cardinal_proj as proj;
 
+pub mod batch;
 pub mod checkpoint;
 pub mod config;
 pub mod cv;

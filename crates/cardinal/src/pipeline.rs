@@ -1,11 +1,13 @@
-//! The whole model on a batch under the `pipeline` path: re-exports of [`crate::model`] (and of
-//! [`LOCKSTEP_MAX_LABELS`] from [`crate::inference`]) for the trainer, evaluation, the systems and
-//! the command line, which name them here.
+//! The whole model on a batch under the `pipeline` path: re-exports of [`crate::batch`] and of
+//! the model ([`crate::model`]) it runs (and of [`LOCKSTEP_MAX_LABELS`] from
+//! [`crate::inference`]) for the trainer, evaluation, the systems and the command line, which
+//! name them here.
 //!
-//! Only re-exports belong in this module; the code lives in [`crate::model`].
+//! Only re-exports belong in this module; the code lives in [`crate::batch`] and
+//! [`crate::model`].
 
+pub use crate::batch::{batch_loss, BatchLoss, Workspace, INFER_LANES, TRAIN_LANES};
 pub use crate::inference::LOCKSTEP_MAX_LABELS;
 pub use crate::model::{
-    batch_loss, check_dims, count_values, decay_coefficient, dropout_key, BatchLoss, Dropout,
-    Model, Outputs, Workspace, INFER_LANES, TRAIN_LANES,
+    check_dims, count_values, decay_coefficient, dropout_key, Dropout, Model, Outputs,
 };

@@ -1,5 +1,4 @@
-//! The model of Predict and Constrain: its networks and their parameters, and the whole model
-//! on a batch (networks, unrolled inference, the loss and its gradient).
+//! The model of Predict and Constrain: its networks and their parameters.
 //!
 //! * unary net `u(x) = relu(x̃ W1 + b1) W2 + b2` (`x̃` the standardised input), score `yᵀu(x)`;
 //! * global energy `s_g(y) = w2ᵀ relu(Wpᵀ y)`, not conditioned on `x`, no biases;
@@ -11,35 +10,28 @@
 //!
 //! One concern per file: the parameters and their scalar type (`params`), the input
 //! standardisation (`standardize`), the sparse first layer and its gradient (`sparse_layer`),
-//! the two networks on a batch (`networks`), dropout (`dropout`), the reusable buffers of a
-//! batch (`workspace`), inference (`forward`), and the training loss and its gradient (`loss`).
+//! the two networks on rows of a batch (`networks`) and dropout (`dropout`). This module is the
+//! bottom of the crate's model code and uses neither the unroll nor the loss: the whole model on
+//! a batch (networks, unrolled inference, the loss and its gradient) is [`crate::batch`], which
+//! adds its methods to [`Model`].
 
 mod dropout;
-mod forward;
-mod loss;
 mod networks;
 mod params;
 mod sparse_layer;
 mod standardize;
-mod workspace;
 
 pub use dropout::{dropout_key, Dropout};
-pub use forward::INFER_LANES;
-pub use loss::{batch_loss, decay_coefficient, BatchLoss, TRAIN_LANES};
+pub(crate) use networks::{ensure_shape, TwoLayer, TwoLayerGrad};
 pub use params::{c, Decay, Float, Params};
 pub(crate) use sparse_layer::first_layer_row_dispatch;
 pub use sparse_layer::{
     first_layer_shift, sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad,
 };
 pub use standardize::Standardizer;
-pub use workspace::Workspace;
-
-use cardinal_proj::{AnyProjector, Method};
-use ndarray::Array2;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::inference::{Kernel, Unroll};
 
 /// A trained or initialised model: parameters plus everything needed to apply them.
 #[derive(Debug, Clone)]
@@ -86,7 +78,7 @@ impl<F> Outputs<F> {
 impl<F: Copy> Outputs<F> {
     /// Makes `ranking` cover every row already in `y` (rows without ranking scores rank by
     /// `y`, as [`Outputs::ranking_scores`] would), so that appended rows can extend both.
-    fn align_ranking(&mut self) {
+    pub(crate) fn align_ranking(&mut self) {
         if self.ranking.len() != self.y.len() {
             self.ranking.clone_from(&self.y);
         }
@@ -104,61 +96,30 @@ impl<F: Float> Model<F> {
         self.params.w2.ncols()
     }
 
-    /// The projection of the ascent steps, in training or at test time.
-    fn projector(&self, training: bool) -> AnyProjector {
-        let inf = &self.config.inference;
-        let method: Method = if training {
-            inf.train_projection
-        } else {
-            inf.test_projection
-        };
-        AnyProjector::new(method, inf.rounds, inf.fp_iters).with_eps(inf.smooth_eps)
-    }
-
     /// The unary hidden layer's dropout while training, if any.
-    fn dropout(&self, train: bool, key: u64) -> Option<Dropout> {
+    pub(crate) fn dropout(&self, train: bool, key: u64) -> Option<Dropout> {
         let rate = self.config.model.dropout;
         (train && rate > 0.0).then_some(Dropout { rate, key })
     }
 
-    /// The optional final projection of `y_T`.
-    fn final_projector(&self) -> Option<AnyProjector> {
-        let inf = &self.config.inference;
-        inf.final_projection
-            .map(|m| AnyProjector::new(m, inf.rounds, inf.fp_iters).with_eps(inf.smooth_eps))
+    /// The weight-decay coefficient in effect: `train.weight_decay`, scaled down for label-rich
+    /// data when `train.decay_reference_cardinality` is set.
+    pub fn weight_decay(&self) -> f64 {
+        let t = &self.config.train;
+        let scale = t
+            .decay_reference_cardinality
+            .filter(|_| self.train_mean_cardinality > 0.0)
+            .map_or(1.0, |r| (r / self.train_mean_cardinality).min(1.0));
+        t.weight_decay * scale
     }
+}
 
-    /// The unrolled solver with this model's energy, step size and steps (`wpt` is `Wpᵀ`).
-    fn unroll<'a>(
-        &'a self,
-        wpt: &'a Array2<F>,
-        projector: &'a AnyProjector,
-        final_projector: Option<&'a AnyProjector>,
-    ) -> Unroll<'a, F> {
-        let inf = &self.config.inference;
-        Unroll {
-            wpt: wpt.view(),
-            we: self.params.we.as_slice().unwrap(),
-            eta: self.params.eta[0],
-            momentum: c(inf.momentum),
-            steps: inf.steps,
-            projector,
-            final_projector,
-        }
-    }
-
-    /// The unroll kernel of a pass: the workspace's override, else [`Kernel::choose`].
-    fn kernel(&self, ws: &Workspace<F>, training: bool) -> Kernel {
-        let inf = &self.config.inference;
-        let method = if training {
-            inf.train_projection
-        } else {
-            inf.test_projection
-        };
-        match ws.kernel {
-            Some(Kernel::Row) => Kernel::Row,
-            _ => Kernel::choose(method, inf.steps, self.n_labels(), training),
-        }
+/// The weight-decay coefficient of a tensor of decay class `class`.
+pub fn decay_coefficient(class: Decay, wd: f64, unary_mult: f64) -> f64 {
+    match class {
+        Decay::None => 0.0,
+        Decay::Unary => wd * unary_mult,
+        Decay::Other => wd,
     }
 }
 

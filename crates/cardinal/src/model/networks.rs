@@ -1,83 +1,21 @@
-//! The unary and the cardinality networks on a batch: each a standardised sparse first layer, a
-//! ReLU hidden layer and a linear output; the count `z` from the cardinality net's softmax.
+//! The unary and the cardinality networks on rows of a batch: each a standardised sparse first
+//! layer, a ReLU hidden layer and a linear output (the count `z` from the cardinality net's
+//! softmax, and the pass over a whole batch, are in `crate::batch`).
 
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use super::dropout::Dropout;
-use super::workspace::{ensure_shape, Workspace};
 use super::{
     first_layer_row_dispatch, first_layer_shift, sparse_first_layer_backward, FirstLayerGrad,
-    Float, Model, Params, Standardizer,
+    Float, Params, Standardizer,
 };
-use crate::config::ZMode;
 use crate::data::CsrMatrix;
-use crate::inference::RowTape;
-
-impl<F: Float> Model<F> {
-    /// Networks forward for `rows` of `x`: fills `u`, `p` and `z` in the workspace.
-    pub(super) fn networks_forward(
-        &self,
-        x: &CsrMatrix,
-        rows: &[usize],
-        ws: &mut Workspace<F>,
-        train: bool,
-    ) {
-        let p = &self.params;
-        let b = rows.len();
-        let stdz = &self.standardizer;
-        let (shift_u, shift_c) = match &ws.shifts {
-            Some([u, c]) => (Some(u.as_slice()), Some(c.as_slice())),
-            None => (None, None),
-        };
-        let dropout = self.dropout(train, ws.dropout_key);
-        let (unary, card) = (TwoLayer::unary(p), TwoLayer::card(p));
-        // The two networks side by side (each also splits its rows over threads).
-        let (pre1, h1, u) = (&mut ws.pre1, &mut ws.h1, &mut ws.u);
-        let (prec, hc, pc) = (&mut ws.prec, &mut ws.hc, &mut ws.p);
-        rayon::join(
-            || unary.forward(x, rows, stdz, shift_u, dropout, pre1, h1, u),
-            || card.forward(x, rows, stdz, shift_c, None, prec, hc, pc),
-        );
-        ws.z.clear();
-        for row in ws.p.outer_iter_mut() {
-            ws.z.push(self.count_of(row));
-        }
-        if let (false, Some(counts)) = (train, &ws.count_override) {
-            for (z, &r) in ws.z.iter_mut().zip(rows) {
-                *z = counts[r];
-            }
-        }
-        if ws.tapes.len() < b {
-            ws.tapes.resize_with(b, RowTape::default);
-        }
-    }
-
-    /// Softmax of the cardinality logits `row` in place, and the count they give.
-    pub(super) fn count_of(&self, mut row: ndarray::ArrayViewMut1<F>) -> F {
-        let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
-        row.mapv_inplace(|v| (v - m).exp());
-        let s = row.sum();
-        row.mapv_inplace(|v| v / s);
-        match self.config.model.z_mode {
-            ZMode::Expectation => row.iter().zip(&self.counts).map(|(&p, &k)| p * k).sum(),
-            ZMode::Argmax => {
-                let mut best = 0;
-                for (i, &v) in row.iter().enumerate() {
-                    if v > row[best] {
-                        best = i;
-                    }
-                }
-                self.counts[best]
-            }
-        }
-    }
-}
 
 /// A standardised sparse input → ReLU hidden layer → linear output (the unary and the
 /// cardinality networks).
-pub(super) struct TwoLayer<'a, F> {
+pub(crate) struct TwoLayer<'a, F> {
     w1: &'a Array2<F>,
     b1: &'a Array1<F>,
     w2: &'a Array2<F>,
@@ -86,16 +24,16 @@ pub(super) struct TwoLayer<'a, F> {
 
 /// Where [`TwoLayer::backward`] writes (`W1`'s gradient in split form in `aux`, see
 /// `FirstLayerGrad`).
-pub(super) struct TwoLayerGrad<'a, F> {
-    pub(super) b1: &'a mut Array1<F>,
-    pub(super) w2: &'a mut Array2<F>,
-    pub(super) b2: &'a mut Array1<F>,
-    pub(super) aux: &'a mut FirstLayerGrad<F>,
+pub(crate) struct TwoLayerGrad<'a, F> {
+    pub(crate) b1: &'a mut Array1<F>,
+    pub(crate) w2: &'a mut Array2<F>,
+    pub(crate) b2: &'a mut Array1<F>,
+    pub(crate) aux: &'a mut FirstLayerGrad<F>,
 }
 
 impl<'a, F: Float> TwoLayer<'a, F> {
     /// The unary network `x → H → L`.
-    pub(super) fn unary(p: &'a Params<F>) -> Self {
+    pub(crate) fn unary(p: &'a Params<F>) -> Self {
         Self {
             w1: &p.w1,
             b1: &p.b1,
@@ -105,7 +43,7 @@ impl<'a, F: Float> TwoLayer<'a, F> {
     }
 
     /// The cardinality network `x → Hc → K`.
-    pub(super) fn card(p: &'a Params<F>) -> Self {
+    pub(crate) fn card(p: &'a Params<F>) -> Self {
         Self {
             w1: &p.c1,
             b1: &p.cb1,
@@ -117,7 +55,7 @@ impl<'a, F: Float> TwoLayer<'a, F> {
     /// `pre = x̃W1 + b1`, `hidden = relu(pre)`, `out = hidden·W2 + b2` for `rows` of `x`;
     /// `shift` is [`first_layer_shift`] of `W1` if the caller has it.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn forward(
+    pub(crate) fn forward(
         &self,
         x: &CsrMatrix,
         rows: &[usize],
@@ -160,7 +98,7 @@ impl<'a, F: Float> TwoLayer<'a, F> {
     /// [`Self::forward`] on `rows` in this thread, into row-major slices `pre`, `hidden`
     /// (`rows × H`) and `out` (`rows × O`).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn forward_rows(
+    pub(crate) fn forward_rows(
         &self,
         x: &CsrMatrix,
         rows: &[usize],
@@ -195,7 +133,7 @@ impl<'a, F: Float> TwoLayer<'a, F> {
     }
 
     /// Backward from `dout = ∂ℓ/∂out`; `dh` is scratch for `∂ℓ/∂pre`.
-    pub(super) fn backward(
+    pub(crate) fn backward(
         &self,
         x: &CsrMatrix,
         rows: &[usize],
@@ -237,4 +175,11 @@ fn row_chunk(b: usize) -> usize {
     b.div_ceil(rayon::current_num_threads())
         .max(16)
         .min(b.max(1))
+}
+
+/// Makes `a` a `rows × cols` array (zeros when it is reallocated).
+pub(crate) fn ensure_shape<F: Float>(a: &mut Array2<F>, rows: usize, cols: usize) {
+    if a.dim() != (rows, cols) {
+        *a = Array2::zeros((rows, cols));
+    }
 }

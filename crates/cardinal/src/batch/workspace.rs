@@ -4,9 +4,9 @@ use cardinal_proj::lanes::SoftDykstraLanes;
 use ndarray::Array2;
 
 use super::forward::INFER_LANES;
-use super::loss::{RowResult, TRAIN_LANES};
-use super::{FirstLayerGrad, Float};
+use super::gradient::{RowResult, TRAIN_LANES};
 use crate::inference::{BlockScratch, BlockTape, Kernel, RowTape};
+use crate::model::{FirstLayerGrad, Float};
 
 /// Reusable buffers of one batch (no allocation once grown).
 #[derive(Default)]
@@ -21,21 +21,21 @@ pub struct Workspace<F: Float> {
     pub(super) tapes: Vec<RowTape<F>>,
     /// Lockstep inference scratch, one per block of `INFER_LANES` rows.
     pub(super) blocks: Vec<BlockScratch<F, INFER_LANES>>,
-    /// Per-thread scratch of [`Model::forward_blocks`](super::Model::forward_blocks).
+    /// Per-thread scratch of [`Model::forward_blocks`](crate::model::Model::forward_blocks).
     pub(super) block_work: Vec<std::sync::Mutex<BlockWork<F>>>,
     /// The training unroll's lockstep operator and its `(rounds, labels)`.
     pub(super) lanes: Option<((usize, usize), SoftDykstraLanes)>,
     /// Lockstep training tapes, one per block of `TRAIN_LANES` rows.
     pub(super) block_tapes: Vec<BlockTape<F, TRAIN_LANES>>,
     /// The unary and cardinality first layers' standardisation shifts, while
-    /// [`Model::forward_batched`](super::Model::forward_batched) runs (the weights cannot
+    /// [`Model::forward_batched`](crate::model::Model::forward_batched) runs (the weights cannot
     /// change meanwhile).
     pub(super) shifts: Option<[Vec<F>; 2]>,
     /// Runs every pass with this unroll kernel instead of the one [`Kernel::choose`] picks
     /// (e.g. [`Kernel::Row`], the reference, to compare the kernels); the lockstep kernel is
     /// honoured only where it applies (soft Dykstra steps).
     pub kernel: Option<Kernel>,
-    /// Key of the dropout masks of the next training batch (see [`Dropout`](super::Dropout));
+    /// Key of the dropout masks of the next training batch (see [`Dropout`](crate::model::Dropout));
     /// set by the trainer, one per batch, so that masks are reproducible and independent of
     /// threads.
     pub dropout_key: u64,
@@ -53,15 +53,15 @@ pub struct Workspace<F: Float> {
     pub(super) dhc: Array2<F>,
     pub(super) dlogits: Array2<F>,
     /// Structure of the unary net's first-layer gradient of the last
-    /// [`Model::loss_and_sparse_grad`](super::Model::loss_and_sparse_grad).
+    /// [`Model::loss_and_sparse_grad`](crate::model::Model::loss_and_sparse_grad).
     pub grad_w1: FirstLayerGrad<F>,
     /// Structure of the cardinality net's first-layer gradient of the last
-    /// [`Model::loss_and_sparse_grad`](super::Model::loss_and_sparse_grad).
+    /// [`Model::loss_and_sparse_grad`](crate::model::Model::loss_and_sparse_grad).
     pub grad_c1: FirstLayerGrad<F>,
 }
 
 /// One thread's buffers for a unit of inference rows (see
-/// [`Model::forward_blocks`](super::Model::forward_blocks)).
+/// [`Model::forward_blocks`](crate::model::Model::forward_blocks)).
 #[derive(Default)]
 pub(super) struct BlockWork<F: Float> {
     pub(super) pre: Vec<F>,
@@ -70,11 +70,4 @@ pub(super) struct BlockWork<F: Float> {
     pub(super) hc: Vec<F>,
     pub(super) p: Vec<F>,
     pub(super) scratch: BlockScratch<F, INFER_LANES>,
-}
-
-/// Makes `a` a `rows × cols` array (zeros when it is reallocated).
-pub(super) fn ensure_shape<F: Float>(a: &mut Array2<F>, rows: usize, cols: usize) {
-    if a.dim() != (rows, cols) {
-        *a = Array2::zeros((rows, cols));
-    }
 }

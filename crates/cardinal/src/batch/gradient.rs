@@ -5,13 +5,15 @@ use cardinal_proj::lanes::SoftDykstraLanes;
 use ndarray::linalg::general_mat_mul;
 use rayon::prelude::*;
 
-use super::networks::{TwoLayer, TwoLayerGrad};
-use super::workspace::{ensure_shape, Workspace};
-use super::{c, Decay, Float, Model, Params};
+use super::Workspace;
 use crate::config::{IterateWeights, ZMode};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
-use crate::inference::{soft_f1, BlockTape, Kernel, RowTape};
+use crate::inference::{BlockTape, Kernel, RowTape};
+use crate::loss::soft_f1;
+use crate::model::{
+    c, decay_coefficient, ensure_shape, Float, Model, Params, TwoLayer, TwoLayerGrad,
+};
 
 /// Rows per lockstep block in training (each lane's arithmetic is the same for any width; 32
 /// lanes train as fast as 64 at one thread on Bibtex, 16 are 15 % slower).
@@ -53,17 +55,6 @@ impl<F: Float> Model<F> {
             IterateWeights::Last => f64::from(u8::from(t == steps)),
         };
         c(w)
-    }
-
-    /// The weight-decay coefficient in effect: `train.weight_decay`, scaled down for label-rich
-    /// data when `train.decay_reference_cardinality` is set.
-    pub fn weight_decay(&self) -> f64 {
-        let t = &self.config.train;
-        let scale = t
-            .decay_reference_cardinality
-            .filter(|_| self.train_mean_cardinality > 0.0)
-            .map_or(1.0, |r| (r / self.train_mean_cardinality).min(1.0));
-        t.weight_decay * scale
     }
 
     /// Loss of the batch `rows` and its gradient, written into `grad` (overwritten), with the
@@ -354,15 +345,6 @@ impl<F: Float> Model<F> {
         );
 
         Ok(loss)
-    }
-}
-
-/// The weight-decay coefficient of a tensor of decay class `class`.
-pub fn decay_coefficient(class: Decay, wd: f64, unary_mult: f64) -> f64 {
-    match class {
-        Decay::None => 0.0,
-        Decay::Unary => wd * unary_mult,
-        Decay::Other => wd,
     }
 }
 

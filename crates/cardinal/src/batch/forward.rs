@@ -3,11 +3,11 @@
 use cardinal_proj::lanes::{SoftDykstraLanes, LANES};
 use rayon::prelude::*;
 
-use super::networks::TwoLayer;
-use super::{first_layer_shift, Float, Model, Outputs, Workspace};
+use super::Workspace;
 use crate::data::CsrMatrix;
 use crate::error::{Error, Result};
 use crate::inference::{BlockScratch, Kernel, RowTape};
+use crate::model::{first_layer_shift, Float, Model, Outputs, TwoLayer};
 
 /// Rows per lockstep block in inference (64 measured 6 % faster than 32 on Bibtex).
 pub const INFER_LANES: usize = LANES;

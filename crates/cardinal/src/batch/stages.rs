@@ -1,0 +1,123 @@
+//! The stages of the model on a batch, and their parts: the two networks and the count `z`
+//! (`networks_forward`, `count_of`), and the unrolled solver built from the model's energy and
+//! configuration (`projector`, `final_projector`, `unroll`, `kernel`).
+
+use cardinal_proj::{AnyProjector, Method};
+use ndarray::Array2;
+
+use super::Workspace;
+use crate::config::ZMode;
+use crate::data::CsrMatrix;
+use crate::inference::{Kernel, RowTape, Unroll};
+use crate::model::{c, Float, Model, TwoLayer};
+
+impl<F: Float> Model<F> {
+    /// Networks forward for `rows` of `x`: fills `u`, `p` and `z` in the workspace.
+    pub(super) fn networks_forward(
+        &self,
+        x: &CsrMatrix,
+        rows: &[usize],
+        ws: &mut Workspace<F>,
+        train: bool,
+    ) {
+        let p = &self.params;
+        let b = rows.len();
+        let stdz = &self.standardizer;
+        let (shift_u, shift_c) = match &ws.shifts {
+            Some([u, c]) => (Some(u.as_slice()), Some(c.as_slice())),
+            None => (None, None),
+        };
+        let dropout = self.dropout(train, ws.dropout_key);
+        let (unary, card) = (TwoLayer::unary(p), TwoLayer::card(p));
+        // The two networks side by side (each also splits its rows over threads).
+        let (pre1, h1, u) = (&mut ws.pre1, &mut ws.h1, &mut ws.u);
+        let (prec, hc, pc) = (&mut ws.prec, &mut ws.hc, &mut ws.p);
+        rayon::join(
+            || unary.forward(x, rows, stdz, shift_u, dropout, pre1, h1, u),
+            || card.forward(x, rows, stdz, shift_c, None, prec, hc, pc),
+        );
+        ws.z.clear();
+        for row in ws.p.outer_iter_mut() {
+            ws.z.push(self.count_of(row));
+        }
+        if let (false, Some(counts)) = (train, &ws.count_override) {
+            for (z, &r) in ws.z.iter_mut().zip(rows) {
+                *z = counts[r];
+            }
+        }
+        if ws.tapes.len() < b {
+            ws.tapes.resize_with(b, RowTape::default);
+        }
+    }
+
+    /// Softmax of the cardinality logits `row` in place, and the count they give.
+    pub(super) fn count_of(&self, mut row: ndarray::ArrayViewMut1<F>) -> F {
+        let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
+        row.mapv_inplace(|v| (v - m).exp());
+        let s = row.sum();
+        row.mapv_inplace(|v| v / s);
+        match self.config.model.z_mode {
+            ZMode::Expectation => row.iter().zip(&self.counts).map(|(&p, &k)| p * k).sum(),
+            ZMode::Argmax => {
+                let mut best = 0;
+                for (i, &v) in row.iter().enumerate() {
+                    if v > row[best] {
+                        best = i;
+                    }
+                }
+                self.counts[best]
+            }
+        }
+    }
+
+    /// The projection of the ascent steps, in training or at test time.
+    pub(super) fn projector(&self, training: bool) -> AnyProjector {
+        let inf = &self.config.inference;
+        let method: Method = if training {
+            inf.train_projection
+        } else {
+            inf.test_projection
+        };
+        AnyProjector::new(method, inf.rounds, inf.fp_iters).with_eps(inf.smooth_eps)
+    }
+
+    /// The optional final projection of `y_T`.
+    pub(super) fn final_projector(&self) -> Option<AnyProjector> {
+        let inf = &self.config.inference;
+        inf.final_projection
+            .map(|m| AnyProjector::new(m, inf.rounds, inf.fp_iters).with_eps(inf.smooth_eps))
+    }
+
+    /// The unrolled solver with this model's energy, step size and steps (`wpt` is `Wpᵀ`).
+    pub(super) fn unroll<'a>(
+        &'a self,
+        wpt: &'a Array2<F>,
+        projector: &'a AnyProjector,
+        final_projector: Option<&'a AnyProjector>,
+    ) -> Unroll<'a, F> {
+        let inf = &self.config.inference;
+        Unroll {
+            wpt: wpt.view(),
+            we: self.params.we.as_slice().unwrap(),
+            eta: self.params.eta[0],
+            momentum: c(inf.momentum),
+            steps: inf.steps,
+            projector,
+            final_projector,
+        }
+    }
+
+    /// The unroll kernel of a pass: the workspace's override, else [`Kernel::choose`].
+    pub(super) fn kernel(&self, ws: &Workspace<F>, training: bool) -> Kernel {
+        let inf = &self.config.inference;
+        let method = if training {
+            inf.train_projection
+        } else {
+            inf.test_projection
+        };
+        match ws.kernel {
+            Some(Kernel::Row) => Kernel::Row,
+            _ => Kernel::choose(method, inf.steps, self.n_labels(), training),
+        }
+    }
+}
