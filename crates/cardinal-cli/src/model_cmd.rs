@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use cardinal::checkpoint::write_atomic;
-use cardinal::data::{resolve_dataset, Dataset};
+use cardinal::checkpoint::Meta;
+use cardinal::data::{resolve_dataset, Dataset, Resolved, TrainTest};
 use cardinal::engine::{check_labels, data_dir_or_env, Engine};
 use cardinal::eval::EvalReport;
 use cardinal::train::Event;
@@ -292,17 +293,43 @@ pub struct EvalArgs {
     pub dev_threshold: bool,
 }
 
-fn load_split(spec: &str, data_dir: &Option<PathBuf>, split: &str) -> anyhow::Result<Dataset> {
+/// A dataset named or found at `spec`, with single files split as `train` splits them by
+/// default.
+fn load_named(spec: &str, data_dir: &Option<PathBuf>) -> anyhow::Result<TrainTest> {
     let dir = data_dir_or_env(data_dir.as_deref());
-    let tt = resolve_dataset(spec, dir.as_deref())?.into_train_test(0.8, 0)?;
-    Ok(if split == "train" { tt.train } else { tt.test })
+    Ok(resolve_dataset(spec, dir.as_deref())?.into_train_test(0.8, 0)?)
+}
+
+/// The data `eval` scores: `--data` when given; else what the model's run directory recorded
+/// (`run.json`), split exactly as its training split it; else the dataset `meta.json` names,
+/// when that is a plain name (a model directory is untrusted: a path it names is not
+/// followed).
+fn eval_data(engine: &Engine, args: &EvalArgs, meta: &Meta) -> anyhow::Result<TrainTest> {
+    if let Some(spec) = &args.data {
+        return load_named(spec, &args.data_dir);
+    }
+    if let Some(tt) = engine.run_data(&args.model)? {
+        return Ok(tt);
+    }
+    let name = &meta.dataset;
+    let plain = !name.is_empty()
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\'])
+        && !std::path::Path::new(name).is_absolute();
+    if !plain {
+        bail!(
+            "the model in {} records no data source it may follow; pass --data",
+            args.model.display()
+        );
+    }
+    load_named(name, &args.data_dir)
 }
 
 pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     let (model, meta) = engine.load(&args.model)?;
-    let spec = args.data.clone().unwrap_or_else(|| meta.dataset.clone());
+    let tt = eval_data(engine, args, &meta)?;
     let dev_of_train = || -> anyhow::Result<Dataset> {
-        let train = load_split(&spec, &args.data_dir, "train")?;
+        let train = &tt.train;
         let tc = &model.config.train;
         let (_, dev_rows) = tc.dev_split(train.n_rows());
         if dev_rows.is_empty() {
@@ -317,10 +344,10 @@ pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
         }
         Ok(train.select_rows(&dev_rows))
     };
-    let data = if args.split == "dev" {
-        dev_of_train()?
-    } else {
-        load_split(&spec, &args.data_dir, &args.split)?
+    let data = match args.split.as_str() {
+        "dev" => dev_of_train()?,
+        "train" => tt.train.clone(),
+        _ => tt.test.clone(),
     };
     check_labels(&meta, &data, &args.model)?;
     let (mut report, out) = engine.evaluate(&model, &data)?;
@@ -344,7 +371,8 @@ pub struct PredictArgs {
     /// Model directory written by `cardinal train`.
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
-    /// Data to predict (dataset name or path); its test split for a dataset with a split.
+    /// Data to predict (dataset name or path): every row of a single file, in file order and
+    /// numbered as in the file; the test file of a dataset that ships with a split.
     #[arg(long, value_name = "NAME_OR_PATH")]
     pub data: String,
     #[arg(long, value_name = "DIR")]
@@ -362,7 +390,11 @@ pub struct PredictArgs {
 
 pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
     let (model, meta) = engine.load(&args.model)?;
-    let data = load_split(&args.data, &args.data_dir, "test")?;
+    let dir = data_dir_or_env(args.data_dir.as_deref());
+    let data = match resolve_dataset(&args.data, dir.as_deref())? {
+        Resolved::Single(d) => d,
+        Resolved::Split(tt) => tt.test,
+    };
     cardinal::pipeline::check_dims(&model, data.n_features(), data.n_labels(), "the data")?;
     check_labels(&meta, &data, &args.model)?;
     let out = engine.predict(&model, &data.features)?;

@@ -434,3 +434,72 @@ fn a_full_or_closed_stdout_is_not_a_panic() {
     assert!(out.status.success(), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A LIBSVM file of `n` rows whose labels follow the features.
+fn write_svm(dir: &Path, name: &str, n: usize) -> PathBuf {
+    let mut text = String::new();
+    for r in 0..n {
+        let k = r % 4;
+        let labels: Vec<String> = (0..=k.min(2)).map(|l| l.to_string()).collect();
+        let feats: Vec<String> = (1..=k + 1).map(|f| format!("{f}:1")).collect();
+        text.push_str(&format!(
+            "{} {} {}:0.5\n",
+            labels.join(","),
+            feats.join(" "),
+            6 + r % 3
+        ));
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// `predict` on a single file scores every row of it, in file order, numbered as in the file
+/// (no hidden split); `eval` scores exactly the split the model trained with, whatever
+/// `--train-fraction` was.
+#[test]
+fn predict_scores_every_row_and_eval_uses_the_training_split() {
+    let dir = tmpdir("own-data");
+    let cfg = write_quick_config(&dir);
+    let data = write_svm(&dir, "mine.svm", 60);
+    let model = dir.join("model");
+    let out = cardinal(&[
+        "train",
+        "--dataset",
+        data.to_str().unwrap(),
+        "--train-fraction",
+        "0.95",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        model.to_str().unwrap(),
+        "--quiet",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let trained: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let test_rows = trained["at_threshold"]["n_examples"].as_u64().unwrap();
+    assert_eq!(test_rows, 3, "5 % of 60 rows");
+    let out = cardinal(&["eval", "--model", model.to_str().unwrap(), "--json", "-"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(again["at_threshold"], trained["at_threshold"]);
+    let out = cardinal(&[
+        "predict",
+        "--model",
+        model.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let rows: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["row"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(rows, (0..60).collect::<Vec<u64>>());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

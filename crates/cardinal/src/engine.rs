@@ -275,6 +275,32 @@ impl Engine {
         Ok((model, meta))
     }
 
+    /// The data the run in `dir` trained on, split exactly as it was: read from the data
+    /// source its `run.json` records. `None` when the directory has no `run.json`. The
+    /// recorded paths come from an untrusted directory: an error reading them names the
+    /// recorded source, never the content of what it points at.
+    pub fn run_data(&self, dir: &Path) -> Result<Option<TrainTest>> {
+        let run_path = dir.join(RUN_FILE);
+        let text = match std::fs::read(&run_path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&run_path, e)),
+        };
+        let spec: DataSpec = serde_json::from_slice(&text).map_err(|e| Error::Checkpoint {
+            path: run_path.clone(),
+            message: format!("invalid data source record: {e}"),
+        })?;
+        spec.load().map(Some).map_err(|_| Error::Checkpoint {
+            path: run_path,
+            message: format!(
+                "the data it records (`{}`) cannot be read; pass the data explicitly",
+                spec.train
+                    .as_ref()
+                    .map_or(spec.dataset.clone(), |p| p.display().to_string())
+            ),
+        })
+    }
+
     /// Creates the run directory `dir` for `cfg` on the data of `spec`, and records the data
     /// source in it. A directory that already holds a run is refused unless `replace`; then
     /// its run state is cleared and its model stays until the new one is saved over it.
