@@ -10,8 +10,9 @@ use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, grid_threshold};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::runtime::WaitPolicy;
-use crate::system::{Hooks, Start, System};
+use crate::system::System;
 use crate::train::Event;
+use crate::train::{Hooks, Start};
 
 /// One fold's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

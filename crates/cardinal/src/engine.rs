@@ -39,7 +39,7 @@ use crate::config::Config;
 use crate::cv::{cross_validate, CvReport, FoldResult};
 use crate::data::{read_mulan, resolve_dataset, CsrMatrix, Dataset, TrainTest};
 use crate::error::{Error, Result};
-use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, EvalReport};
+use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_counts, EvalReport};
 use crate::pipeline::{check_dims, Model, Outputs};
 use crate::run_dir::{self, Existing, RunLock};
 use crate::runtime::Runtime;
@@ -230,14 +230,12 @@ impl Engine {
         let system = self.systems.get(&model.config.system)?;
         let out = system.predict(model, &data.features, PREDICT_BATCH)?;
         let mut report = evaluate_outputs(model, &out, &data.labels);
-        add_gold_count(
-            system,
-            model,
-            &mut report,
-            &data.features,
-            &data.labels,
-            PREDICT_BATCH,
-        )?;
+        let counts = gold_counts(&data.labels);
+        if let Some(at_gold) =
+            system.predict_with_counts(model, &data.features, counts, PREDICT_BATCH)?
+        {
+            add_gold_count(model, &mut report, &at_gold, &data.labels)?;
+        }
         Ok((report, out))
     }
 

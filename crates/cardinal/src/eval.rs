@@ -10,10 +10,9 @@ use crate::metrics::{
     Binarize, CardinalityReport, MetricOptions, MetricReport, PrecisionAtK,
 };
 use crate::pipeline::{Model, Outputs, Workspace};
-use crate::system::System;
 
 /// Predict and Constrain's inference on every row of `x`, `batch` rows at a time (rows in
-/// parallel). Other systems predict through [`crate::system::System::predict`].
+/// parallel). Other systems predict their own way (`System::predict`).
 pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
     pnc_predict(model, x, batch, None)
 }
@@ -139,21 +138,15 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
     }
 }
 
-/// Sets `report.at_gold_count`: inference on `x` with each row's count replaced by its gold
-/// count, binarised at the model's threshold (nothing for systems whose inference has no
-/// count).
+/// Sets `report.at_gold_count` from `out`, the outputs of inference on the evaluated rows with
+/// each row's count replaced by its gold count (`System::predict_with_counts`), binarised at
+/// the model's threshold.
 pub fn add_gold_count(
-    system: &dyn System,
     model: &Model<f32>,
     report: &mut EvalReport,
-    x: &CsrMatrix,
+    out: &Outputs<f32>,
     gold: &LabelSets,
-    batch: usize,
 ) -> Result<()> {
-    let counts = (0..gold.n_rows).map(|r| gold.count(r) as f32).collect();
-    let Some(out) = system.predict_with_counts(model, x, counts, batch)? else {
-        return Ok(());
-    };
     let pred = binarize(
         &out.y,
         model.n_labels(),
@@ -162,6 +155,11 @@ pub fn add_gold_count(
     )?;
     report.at_gold_count = Some(evaluate(&pred, gold, &MetricOptions::default()));
     Ok(())
+}
+
+/// Each row's gold count, as the counts to run inference with for [`add_gold_count`].
+pub fn gold_counts(gold: &LabelSets) -> Vec<f32> {
+    (0..gold.n_rows).map(|r| gold.count(r) as f32).collect()
 }
 
 /// A threshold of the (f32) grid as the f64 it stands for: 0.15, not 0.15000000596.

@@ -12,44 +12,10 @@ use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
 use crate::eval;
 use crate::pipeline::{Model, Outputs};
-use crate::runtime::WaitPolicy;
-use crate::train::{Event, TrainState, Trained};
+pub use crate::train::{Hooks, Start};
+use crate::train::{TrainState, Trained};
 
-/// The name of Predict and Constrain in `config.system`.
-pub const PNC: &str = "pnc";
-
-/// Where a training run starts.
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)] // one per run: the size does not matter
-pub enum Start {
-    /// A fresh run of this configuration.
-    Fresh(Config),
-    /// An interrupted run, from its last checkpoint ([`System::resumable`] systems only).
-    Resume(Box<TrainState>),
-}
-
-/// What a training run reports back while it runs.
-pub struct Hooks<'a> {
-    /// Progress: phases, batches, epochs.
-    pub on_event: &'a mut dyn FnMut(Event),
-    /// Called with the state after every epoch of a resumable system (e.g. to write a
-    /// checkpoint); an error from it stops training.
-    pub after_epoch: &'a mut dyn FnMut(&TrainState) -> Result<()>,
-    /// How idle workers wait between parallel sections.
-    pub wait: WaitPolicy,
-}
-
-impl<'a> Hooks<'a> {
-    /// Hooks that ignore every event and write nothing, with active waiting.
-    pub fn silent() -> Self {
-        // Leaked zero-sized closures: `'static` no-ops without allocation.
-        Hooks {
-            on_event: Box::leak(Box::new(|_: Event| {})),
-            after_epoch: Box::leak(Box::new(|_: &TrainState| Ok(()))),
-            wait: WaitPolicy::Active,
-        }
-    }
-}
+pub use crate::config::PNC;
 
 /// A system of the paper: how it trains, how it predicts, and what it accepts.
 ///

@@ -26,6 +26,9 @@ pub use loss::{IterateWeights, LossConfig};
 pub use model::{resolve_counts, CountRange, ModelConfig, ZMode};
 pub use train::{DevFold, TrainConfig};
 
+/// The name of Predict and Constrain in `config.system`.
+pub const PNC: &str = "pnc";
+
 /// Everything that defines a model and how it is trained.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

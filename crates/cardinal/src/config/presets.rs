@@ -16,7 +16,7 @@ impl Config {
             loss: LossConfig::default(),
             train: TrainConfig::default(),
             threshold: 0.5,
-            system: crate::system::PNC.into(),
+            system: super::PNC.into(),
             baseline: BaselineConfig::default(),
         }
     }

@@ -17,4 +17,4 @@ mod fixtures;
 pub use init::init_model;
 pub use optim::Adagrad;
 pub use schedule::{epoch_over_all, run, train};
-pub use state::{EpochRecord, Event, Progress, TrainState, Trained};
+pub use state::{EpochRecord, Event, Hooks, Progress, Start, TrainState, Trained};

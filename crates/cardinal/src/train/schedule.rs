@@ -14,7 +14,7 @@ use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::model::Params;
 use crate::pipeline::{dropout_key, Model, Workspace};
 use crate::runtime::run_with_active_workers;
-use crate::system::Hooks;
+use crate::train::Hooks;
 
 /// Trains a model on `train` (a dev part is held out as configured).
 pub fn train(train: &Dataset, cfg: &Config, on_event: &mut dyn FnMut(Event)) -> Result<Trained> {

@@ -11,6 +11,7 @@ use crate::data::Dataset;
 use crate::error::Result;
 use crate::model::Params;
 use crate::pipeline::Model;
+use crate::runtime::WaitPolicy;
 
 /// What happened during training, for progress display and `metrics.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,5 +137,38 @@ impl TrainState {
     /// Total epochs run so far, over both phases.
     pub fn epochs_run(&self) -> usize {
         self.progress.history.len()
+    }
+}
+
+/// Where a training run starts.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per run: the size does not matter
+pub enum Start {
+    /// A fresh run of this configuration.
+    Fresh(Config),
+    /// An interrupted run, from its last checkpoint (resumable systems only).
+    Resume(Box<TrainState>),
+}
+
+/// What a training run reports back while it runs.
+pub struct Hooks<'a> {
+    /// Progress: phases, batches, epochs.
+    pub on_event: &'a mut dyn FnMut(Event),
+    /// Called with the state after every epoch of a resumable system (e.g. to write a
+    /// checkpoint); an error from it stops training.
+    pub after_epoch: &'a mut dyn FnMut(&TrainState) -> Result<()>,
+    /// How idle workers wait between parallel sections.
+    pub wait: WaitPolicy,
+}
+
+impl<'a> Hooks<'a> {
+    /// Hooks that ignore every event and write nothing, with active waiting.
+    pub fn silent() -> Self {
+        // Leaked zero-sized closures: `'static` no-ops without allocation.
+        Hooks {
+            on_event: Box::leak(Box::new(|_: Event| {})),
+            after_epoch: Box::leak(Box::new(|_: &TrainState| Ok(()))),
+            wait: WaitPolicy::Active,
+        }
     }
 }

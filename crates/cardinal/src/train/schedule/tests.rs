@@ -59,15 +59,14 @@ fn count_override_reaches_every_inference_path() {
         &crate::eval::predict(&model, &data.features, 7).unwrap(),
         &data.labels,
     );
-    crate::eval::add_gold_count(
-        &crate::system::Pnc,
+    let at_gold = crate::eval::predict_with_counts(
         &model,
-        &mut report,
         &data.features,
-        &data.labels,
+        crate::eval::gold_counts(&data.labels),
         7,
     )
     .unwrap();
+    crate::eval::add_gold_count(&model, &mut report, &at_gold, &data.labels).unwrap();
     assert!(report.at_gold_count.is_some());
     // An override of the wrong length is an error, not a panic.
     let mut ws = Workspace::default();
