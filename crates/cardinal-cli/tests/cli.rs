@@ -503,3 +503,46 @@ fn predict_scores_every_row_and_eval_uses_the_training_split() {
     assert_eq!(rows, (0..60).collect::<Vec<u64>>());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A configuration file is read strictly: an array where an object belongs, or an unknown
+/// field, is refused by its path and its line and column in the file itself.
+#[test]
+fn a_configuration_file_is_refused_at_its_own_line_and_column() {
+    let dir = tmpdir("strict-config");
+    for (name, json, want) in [
+        (
+            "array",
+            "[]\n",
+            "the top level must be an object, found an array at line 1, column 1",
+        ),
+        (
+            "section",
+            "{\n  \"preset\": \"paper\",\n  \"train\": [1, 2]\n}\n",
+            "`train` must be an object, found an array at line 3, column 12",
+        ),
+        (
+            "unknown",
+            "{\n  \"model\": {\n    \"hidden\": 8,\n    \"eta\": 1\n  }\n}\n",
+            "at `model.eta`: unknown field `eta`",
+        ),
+    ] {
+        let cfg = dir.join(format!("{name}.json"));
+        std::fs::write(&cfg, json).unwrap();
+        let model = dir.join(name);
+        let out = cardinal(&[
+            "train",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            model.to_str().unwrap(),
+            "--quiet",
+        ]);
+        let t = text(&out);
+        assert!(!out.status.success() && t.contains(want), "{name}: {t}");
+        if name == "unknown" {
+            assert!(t.contains("at line 4, column 9"), "{t}");
+        }
+        assert!(!model.join("model.safetensors").exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -5,7 +5,8 @@
 //! otherwise. One section per concern: [`ModelConfig`], [`InferenceConfig`], [`LossConfig`],
 //! [`TrainConfig`], [`BaselineConfig`]; each checks its own fields, and [`Config::validate`]
 //! adds the checks that span sections. A refusal reads `FIELD = VALUE is out of range:
-//! expected RANGE`.
+//! expected RANGE`. The JSON reader is strict: objects only, no unknown field, each refusal
+//! with the field's path and its line and column in the text read.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +19,7 @@ mod inference;
 mod loss;
 mod model;
 mod presets;
+mod strict;
 mod train;
 
 pub use baseline::{Activation, BaselineConfig, Optimizer, TaskLoss};
@@ -38,12 +40,16 @@ pub struct Config {
     /// Seed of the weight initialisation and the batch order.
     pub seed: u64,
     /// Sizes of the networks and how `z` is formed.
+    #[serde(deserialize_with = "strict::object")]
     pub model: ModelConfig,
     /// The unrolled projected gradient ascent.
+    #[serde(deserialize_with = "strict::inference")]
     pub inference: InferenceConfig,
     /// The training objective.
+    #[serde(deserialize_with = "strict::object")]
     pub loss: LossConfig,
     /// Optimisation and schedule.
+    #[serde(deserialize_with = "strict::object")]
     pub train: TrainConfig,
     /// Threshold on the last iterate for the headline prediction.
     pub threshold: f64,
@@ -52,6 +58,7 @@ pub struct Config {
     /// up in a [`crate::system::Systems`] registry, the one place that tells systems apart.
     pub system: String,
     /// Settings of the Table 1 systems (read by them only; see `cardinal-paper`).
+    #[serde(deserialize_with = "strict::object")]
     pub baseline: BaselineConfig,
 }
 
@@ -93,7 +100,10 @@ impl Config {
     }
 
     /// Reads a JSON configuration over `base`: fields left out keep `base`'s values (objects
-    /// are merged field by field).
+    /// are merged field by field; a `model.counts` given replaces `base`'s whole, and a
+    /// `train.dev_fold` given names both its fields). `text` is first read on its own,
+    /// strictly (see [`Config::from_json`]), so that a refusal names a line and column of
+    /// `text`, not of the merged configuration.
     pub fn from_json_over(base: &Config, text: &str) -> Result<Self> {
         fn merge(into: &mut serde_json::Value, from: serde_json::Value) {
             match (into, from) {
@@ -105,6 +115,7 @@ impl Config {
                 (slot, v) => *slot = v,
             }
         }
+        strict::read(text)?;
         let user: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| Error::Config(format!("invalid configuration: {e}")))?;
         let mut merged = serde_json::to_value(base).expect("serialisable");
@@ -117,17 +128,13 @@ impl Config {
     }
 
     /// Reads a JSON configuration; fields left out keep the defaults of the `paper` preset.
+    /// The top level and every section and nested object must be JSON objects; an unknown
+    /// field, a value of the wrong type or one out of range is refused, by its dotted path
+    /// (`inference.train_projection`) and, but for the range checks, its line and column in
+    /// `text`. The retired fields `inference.mirror` and `inference.learn_eta`, which older
+    /// versions wrote into every `config.json`, load when `false` and are refused otherwise.
     pub fn from_json(text: &str) -> Result<Self> {
-        let text = drop_retired_fields(text)?;
-        // The path of the offending field (`inference.train_projection`) goes into the message.
-        let de = &mut serde_json::Deserializer::from_str(&text);
-        let cfg: Self = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            Error::Config(format!(
-                "invalid configuration at `{path}`: {}",
-                e.into_inner()
-            ))
-        })?;
+        let cfg = strict::read(text)?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -169,37 +176,6 @@ impl Config {
              0 or train.dev_fold)",
         )
     }
-}
-
-/// Fields that older versions wrote into every `config.json` and that no longer exist
-/// (`inference.mirror`, `inference.learn_eta`): dropped when they hold the value that meant
-/// "off", so that saved models still load, and refused otherwise.
-fn drop_retired_fields(text: &str) -> Result<String> {
-    let mut value: serde_json::Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        // Not JSON: the typed reader reports where.
-        Err(_) => return Ok(text.to_owned()),
-    };
-    if let Some(inf) = value
-        .get_mut("inference")
-        .and_then(serde_json::Value::as_object_mut)
-    {
-        for field in ["mirror", "learn_eta"] {
-            match inf.get(field) {
-                None => {}
-                Some(serde_json::Value::Bool(false)) => {
-                    inf.remove(field);
-                }
-                Some(other) => {
-                    return Err(Error::Config(format!(
-                        "inference.{field} = {other} is no longer supported (only false, the \
-                         only value that any preset or Table 1 row used)"
-                    )))
-                }
-            }
-        }
-    }
-    Ok(value.to_string())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::error::Result;
 
 /// Which counts the cardinality network chooses among; `z` is a function of its softmax.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
+#[serde(rename_all = "snake_case", tag = "kind", deny_unknown_fields)]
 pub enum CountRange {
     /// The counts `min..=max`.
     Fixed {
@@ -48,6 +48,7 @@ pub struct ModelConfig {
     /// Hidden units of the cardinality network `x → Hc → K`.
     pub card_hidden: usize,
     /// The counts the cardinality network chooses among.
+    #[serde(deserialize_with = "super::strict::object")]
     pub counts: CountRange,
     /// How `z` is read off the cardinality network's softmax.
     pub z_mode: ZMode,

@@ -94,6 +94,162 @@ fn out_of_range_fields_are_named() {
     assert!(err.contains("bogus"), "{err}");
 }
 
+/// The refusal of `text` read over the `paper` preset.
+fn refusal_over_paper(text: &str) -> String {
+    Config::from_json_over(&Config::paper(), text)
+        .unwrap_err()
+        .to_string()
+}
+
+/// A JSON array is not a configuration nor a section, though serde reads one by position.
+#[test]
+fn arrays_are_refused_at_the_top_level_and_in_every_section() {
+    for text in ["[]", "[\"predict\", 3]"] {
+        let err = refusal_over_paper(text);
+        assert_eq!(
+            err,
+            "invalid configuration: the top level must be an object, found an array at line 1, \
+             column 1"
+        );
+        assert_eq!(Config::from_json(text).unwrap_err().to_string(), err);
+        assert!(Config::resolve(None, Some(text), None).is_err());
+    }
+    for section in ["model", "inference", "loss", "train", "baseline"] {
+        let err = refusal_over_paper(&format!("{{\"{section}\": []}}"));
+        let column = section.len() + 6;
+        assert_eq!(
+            err,
+            format!(
+                "invalid configuration: `{section}` must be an object, found an array at line \
+                 1, column {column}"
+            )
+        );
+    }
+    let text = "{\n  \"model\": {\n    \"counts\": [\n      \"fixed\", 1, 4\n    ]\n  }\n}";
+    assert_eq!(
+        refusal_over_paper(text),
+        "invalid configuration: `model.counts` must be an object, found an array at line 3, \
+         column 15"
+    );
+    let err = refusal_over_paper(r#"{"train": {"dev_fold": [5, 0]}}"#);
+    assert_eq!(
+        err,
+        "invalid configuration: `train.dev_fold` must be an object or null, found an array at \
+         line 1, column 24"
+    );
+    let err = refusal_over_paper(r#"{"model": null}"#);
+    assert!(
+        err.contains("`model` must be an object, found null at line 1"),
+        "{err}"
+    );
+    let err = refusal_over_paper(r#"{"loss": 3}"#);
+    assert!(
+        err.contains("`loss` must be an object, found integer `3`"),
+        "{err}"
+    );
+    let cfg = Config::from_json_over(&Config::paper(), r#"{"train": {"dev_fold": null}}"#).unwrap();
+    assert_eq!(cfg.train.dev_fold, None);
+}
+
+/// Unknown and misplaced fields are named by their path and their position in the user's
+/// text, not in the configuration merged over the preset.
+#[test]
+fn unknown_fields_are_named_with_their_line_and_column_in_the_users_text() {
+    let text = "{\n  \"inference\": {\"steps\": 3},\n  \"model\": {\n    \"hidden\": 16,\n    \
+                \"eta\": 1\n  }\n}\n";
+    for err in [
+        refusal_over_paper(text),
+        Config::from_json_over(&Config::predict(), text)
+            .unwrap_err()
+            .to_string(),
+        Config::resolve(None, Some(text), None)
+            .unwrap_err()
+            .to_string(),
+    ] {
+        assert!(
+            err.starts_with("invalid configuration at `model.eta`: unknown field `eta`, expected ")
+                && err.ends_with(" at line 5, column 9"),
+            "{err}"
+        );
+    }
+    let err = refusal_over_paper("{\n  \"steps\": 3\n}");
+    assert!(
+        err.starts_with("invalid configuration at `steps`: unknown field `steps`")
+            && err.ends_with(" at line 2, column 9"),
+        "{err}"
+    );
+    let err = refusal_over_paper(
+        "{\"model\": {\"counts\": {\"kind\": \"auto\", \"coverage\": 0.9, \"max\": 3}}}",
+    );
+    assert!(
+        err.contains("`model.counts`") && err.contains("unknown field `max`"),
+        "{err}"
+    );
+    let err = refusal_over_paper("{\"train\": {\"dev_fold\": {\"k\": 5, \"index\": 0, \"n\": 1}}}");
+    assert!(
+        err.contains("`train.dev_fold.n`") && err.contains("line 1"),
+        "{err}"
+    );
+    let err = refusal_over_paper("{\"train\": {\"lr\": 0.1, \"lr\": 0.2}}");
+    assert!(err.contains("duplicate field `lr`"), "{err}");
+    let err = refusal_over_paper("{\"train\": {}} {}");
+    assert!(err.contains("trailing characters at line 1"), "{err}");
+}
+
+/// A value of the wrong type is named by its path and its position in the user's text.
+#[test]
+fn type_errors_are_named_with_their_line_in_the_users_text() {
+    let text =
+        "{\n  \"model\": {\"hidden\": 16},\n  \"inference\": {\n    \"steps\": \"x\"\n  }\n}";
+    assert_eq!(
+        refusal_over_paper(text),
+        "invalid configuration at `inference.steps`: invalid type: string \"x\", expected usize \
+         at line 4, column 16"
+    );
+    let err = refusal_over_paper("{\n\"seed\": -1}");
+    assert!(
+        err.starts_with("invalid configuration at `seed`:") && err.contains("at line 2"),
+        "{err}"
+    );
+    let err =
+        refusal_over_paper("{\"preset\": \"paper\",\n \"baseline\": {\"lr_drops\": [1, \"x\"]}}");
+    assert!(
+        err.contains("`baseline.lr_drops[1]`") && err.contains("at line 2"),
+        "{err}"
+    );
+}
+
+/// What a valid configuration meant before still holds: fields left out keep the preset's, a
+/// counts range replaces the preset's, the retired fields load when `false`, and a saved
+/// (complete, pretty-printed) configuration loads unchanged.
+#[test]
+fn valid_configurations_read_as_before() {
+    let text = "{\n  \"inference\": {\n    \"mirror\": false,\n    \"steps\": 4,\n    \
+                \"learn_eta\": false\n  },\n  \"model\": {\"counts\": {\"kind\": \"fixed\", \
+                \"min\": 1, \"max\": 3}}\n}";
+    let cfg = Config::from_json_over(&Config::predict(), text).unwrap();
+    let mut want = Config::predict();
+    want.inference.steps = 4;
+    want.model.counts = CountRange::Fixed { min: 1, max: 3 };
+    assert_eq!(cfg, want);
+    let err = refusal_over_paper("{\n  \"inference\": {\n    \"learn_eta\": true\n  }\n}");
+    assert!(
+        err.starts_with("invalid configuration at `inference.learn_eta`: true is no longer")
+            && err.ends_with("at line 3, column 21"),
+        "{err}"
+    );
+    let mut saved = Config::predict();
+    saved.train.dev_fold = Some(DevFold { k: 5, index: 2 });
+    saved.baseline.lr_drops = vec![10, 20];
+    saved.model.counts = CountRange::Fixed { min: 0, max: 7 };
+    let text = serde_json::to_string_pretty(&saved).unwrap();
+    assert_eq!(Config::from_json(&text).unwrap(), saved);
+    for base in [Config::paper(), Config::predict()] {
+        assert_eq!(Config::from_json_over(&base, &text).unwrap(), saved);
+    }
+    assert_eq!(Config::resolve(None, Some(&text), None).unwrap(), saved);
+}
+
 /// A change to a valid configuration that `validate` must refuse, naming `field`.
 struct BadValue {
     field: &'static str,

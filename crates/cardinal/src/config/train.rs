@@ -36,6 +36,7 @@ pub struct TrainConfig {
     pub split_seed: u64,
     /// Hold out one fold of a `k`-fold partition of train (seeded by `split_seed`) as dev,
     /// instead of `dev_fraction` (`cardinal cv` sets it for each fold in turn).
+    #[serde(deserialize_with = "super::strict::object_or_null")]
     pub dev_fold: Option<DevFold>,
     /// Coefficient of `½‖W‖²` on every weight matrix (biases are not decayed).
     pub weight_decay: f64,
