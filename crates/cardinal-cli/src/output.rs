@@ -1,5 +1,5 @@
 //! Standard output that never panics: `println!` panics when stdout is a closed pipe
-//! (`cardinal predict … | head`) or a full disk. Lines go through [`outln!`] instead; the
+//! (`cardinal predict … | head`) or a full disk. Lines go through `outln!` instead; the
 //! first write error is kept, later lines are dropped, and `main` reports it once the command
 //! returns: a closed pipe ends quietly, as standard Unix tools do, anything else is a one-line
 //! error.
@@ -43,7 +43,7 @@ pub fn finish() -> Option<std::io::Error> {
     first.take()
 }
 
-/// `println!` through [`line`].
+/// `println!` through [`line()`].
 macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::output::line(format_args!($($arg)*))
