@@ -7,6 +7,7 @@
 use anyhow::{bail, Context, Result};
 use cardinal_proj::{AnyProjector, AnyTape, Method, Projector};
 use std::io::{BufRead, BufWriter, Write};
+use std::ops::RangeInclusive;
 
 /// Arguments of `cardinal project`.
 #[derive(clap::Args, Debug, Clone)]
@@ -21,11 +22,11 @@ pub struct ProjectArgs {
     /// Projection: exact | simplex | soft | dykstra-soft | dykstra-exact | fp.
     #[arg(long, default_value = "exact", value_parser = parse_method)]
     pub method: Method,
-    /// Dykstra rounds R (dykstra-soft, dykstra-exact).
-    #[arg(long, default_value_t = 2)]
+    /// Dykstra rounds R (dykstra-soft, dykstra-exact), 1..=1000.
+    #[arg(long, default_value_t = 2, value_parser = parse_rounds)]
     pub rounds: usize,
-    /// Bisection iterations J (fp).
-    #[arg(long, default_value_t = 10)]
+    /// Bisection iterations J (fp), 1..=200.
+    #[arg(long, default_value_t = 10, value_parser = parse_iters)]
     pub iters: usize,
     /// Read z from the first column of each line instead of --z.
     #[arg(long)]
@@ -34,6 +35,44 @@ pub struct ProjectArgs {
 
 fn parse_method(s: &str) -> Result<Method, String> {
     s.parse::<Method>().map_err(|e| e.to_string())
+}
+
+/// Allowed `--rounds` (as `inference.rounds` in a configuration): 0 rounds would return the
+/// input unprojected.
+const ROUNDS: RangeInclusive<usize> = 1..=1000;
+/// Allowed `--iters` (as `inference.fp_iters`): 0 iterations would skip the bisection.
+const ITERS: RangeInclusive<usize> = 1..=200;
+
+/// `value` if it lies in `range`, else an error naming the flag and the range.
+fn count_in(flag: &str, value: usize, range: &RangeInclusive<usize>) -> Result<usize, String> {
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{flag} {value} is out of range: expected {}..={}",
+            range.start(),
+            range.end()
+        ))
+    }
+}
+
+fn parse_count(flag: &str, s: &str, range: &RangeInclusive<usize>) -> Result<usize, String> {
+    let value = s.parse::<usize>().map_err(|_| {
+        format!(
+            "{flag} expects a whole number in {}..={}, got {s:?}",
+            range.start(),
+            range.end()
+        )
+    })?;
+    count_in(flag, value, range)
+}
+
+fn parse_rounds(s: &str) -> Result<usize, String> {
+    parse_count("--rounds", s, &ROUNDS)
+}
+
+fn parse_iters(s: &str) -> Result<usize, String> {
+    parse_count("--iters", s, &ITERS)
 }
 
 /// Runs the command on stdin/stdout.
@@ -49,6 +88,9 @@ pub fn project_stream<R: BufRead, W: Write>(
     input: R,
     mut output: W,
 ) -> Result<()> {
+    // Checked here too for callers that build the arguments without the parser.
+    count_in("--rounds", args.rounds, &ROUNDS).map_err(anyhow::Error::msg)?;
+    count_in("--iters", args.iters, &ITERS).map_err(anyhow::Error::msg)?;
     let proj = AnyProjector::new(args.method, args.rounds, args.iters);
     let mut tape = AnyTape::<f32>::default();
     let mut nums: Vec<f32> = Vec::new();
@@ -139,6 +181,58 @@ mod tests {
             .forward(&[0.1, 0.2, 0.3], 1.0, &mut want, &mut tape)
             .unwrap();
         assert_eq!(xs, want);
+    }
+
+    #[test]
+    fn huge_entries_project_exactly() {
+        // τ = 1e7 − 0.5 is not an f32: the projection used to print `0 0 0`.
+        let out = run_str(&args(Some(1.0), Method::Exact, false), "1e7 1e7 0\n").unwrap();
+        assert_eq!(out, "0.5 0.5 0\n");
+    }
+
+    #[test]
+    fn degenerate_rounds_and_iterations_are_refused() {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            project: ProjectArgs,
+        }
+        let parse = |xs: &[&str]| {
+            Cli::try_parse_from(std::iter::once("project").chain(xs.iter().copied()))
+                .map(|c| c.project)
+                .map_err(|e| e.to_string())
+        };
+        for (flag, value, range) in [
+            ("--rounds", "0", "1..=1000"),
+            ("--rounds", "1001", "1..=1000"),
+            ("--iters", "0", "1..=200"),
+            ("--iters", "201", "1..=200"),
+        ] {
+            let e = parse(&["--z", "1", flag, value]).unwrap_err();
+            assert!(
+                e.contains(&format!("{flag} {value} is out of range: expected {range}")),
+                "{e}"
+            );
+        }
+        let e = parse(&["--z", "1", "--rounds", "two"]).unwrap_err();
+        assert!(
+            e.contains("--rounds expects a whole number in 1..=1000"),
+            "{e}"
+        );
+        let ok = parse(&["--z", "1", "--rounds", "1", "--iters", "200"]).unwrap();
+        assert_eq!((ok.rounds, ok.iters), (1, 200));
+        let dflt = parse(&["--z", "1"]).unwrap();
+        assert_eq!((dflt.rounds, dflt.iters), (2, 10));
+        // Arguments built without the parser are checked as well.
+        let mut a = args(Some(1.0), Method::DykstraSoft, false);
+        a.rounds = 0;
+        let e = run_str(&a, "1 2 3\n").unwrap_err().to_string();
+        assert_eq!(e, "--rounds 0 is out of range: expected 1..=1000");
+        let mut a = args(Some(1.0), Method::Fp, false);
+        a.iters = 0;
+        let e = run_str(&a, "1 2 3\n").unwrap_err().to_string();
+        assert_eq!(e, "--iters 0 is out of range: expected 1..=200");
     }
 
     #[test]

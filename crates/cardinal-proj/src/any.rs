@@ -94,7 +94,10 @@ pub const DEFAULT_SMOOTH_EPS: f64 = 0.1;
 
 impl AnyProjector {
     /// A projector of `method` with `rounds` Dykstra rounds and `iters` FP iterations (each
-    /// ignored by the other methods) and the temperature [`DEFAULT_SMOOTH_EPS`].
+    /// ignored by the other methods) and the temperature [`DEFAULT_SMOOTH_EPS`]. Zero rounds or
+    /// iterations are not refused here (a method that ignores them may get any value); for the
+    /// methods that use them they are degenerate, see [`Dykstra::rounds`](crate::Dykstra) and
+    /// [`FastProjection::iters`](crate::FastProjection).
     pub fn new(method: Method, rounds: usize, iters: usize) -> Self {
         Self {
             method,

@@ -26,14 +26,15 @@ use std::sync::Mutex;
 /// ([`crate::SoftSimplex`] in the paper, [`crate::Simplex`] for the exact variant).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dykstra<P> {
-    /// Number of rounds R (0: the output is the input).
+    /// Number of rounds R. 0 is accepted and degenerate: the output is the input (not
+    /// projected) and the VJP the identity; the CLI and configurations require `1..=1000`.
     pub rounds: usize,
     /// The projection onto `B(z)` of each round.
     pub inner: P,
 }
 
 impl<P> Dykstra<P> {
-    /// Dykstra's algorithm with `rounds` rounds over `inner`.
+    /// Dykstra's algorithm with `rounds` rounds over `inner` (see [`Dykstra::rounds`] for 0).
     pub fn new(rounds: usize, inner: P) -> Self {
         Self { rounds, inner }
     }

@@ -30,7 +30,9 @@ use crate::{ProjError, Projector, Real};
 /// Differentiable bisection projection onto `C(z)` with `iters` (J) iterations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FastProjection {
-    /// Bisection iterations J.
+    /// Bisection iterations J. 0 is accepted and degenerate: λ_J is the midpoint of the initial
+    /// interval, and only Eq. (lambda) at that point is left to find λ*; the CLI and
+    /// configurations require `1..=200`.
     pub iters: usize,
 }
 

@@ -17,6 +17,15 @@
 //! `θ` is found by Newton's method on the monotone `f(θ) = Σ σ((v_i − θ)/ε) − z`, safeguarded by
 //! a bracket: with `t = ln(z/(L−z))`, every `σ` is `≥ z/L` at `θ = min v − εt` and `≤ z/L` at
 //! `θ = max v − εt`, so the root lies between.
+//!
+//! Two solvers share this iteration. Rows of at most [`PLAIN_MAX_LEN`] entries with
+//! `|v_i| <= PLAIN_MAX_ABS` run it in the row's own float type (the original solver; the trained
+//! models depend on its results bit for bit). Longer or larger rows would miss `Σu = z` there:
+//! a plain `f32` sum of millions of terms is off by ~`n·ε_F·z` (2·10⁶ entries, z = 10⁶: by 9),
+//! and a single-float θ near 1e7 is only resolved to 1, so σ jumps. They run it in `f64` with
+//! blocked sums, and with θ split as an anchor `c` (a float of the row's type near θ) plus an
+//! `f64` offset, so that `v_i − c` is exact for every entry near θ; `Σu` then meets `z` to the
+//! rounding of the outputs.
 
 use crate::util::{validate, ZRange};
 use crate::{ProjError, Projector, Real};
@@ -44,6 +53,96 @@ fn sigmoid<F: Real>(x: F) -> F {
         let e = x.exp();
         e / (F::one() + e)
     }
+}
+
+/// Longest row of the single-float solver (longer rows: [`theta_wide`]).
+const PLAIN_MAX_LEN: usize = 8192;
+/// Largest `|v_i|` of the single-float solver (`f32` resolves θ there to `2^-14`).
+const PLAIN_MAX_ABS: f64 = 1024.0;
+
+#[inline]
+fn sigmoid_f64(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// Terms per partial sum of [`theta_wide`]'s blocked sums (the error grows with the block
+/// length plus the number of blocks, not with the row length).
+const SUM_BLOCK: usize = 1024;
+
+/// `(Σ σ_i, Σ σ_i(1 − σ_i))` at θ = `c + t`, in `f64` with blocked sums.
+fn sums_wide<F: Real>(v: &[F], c: f64, t: f64, inv: f64) -> (f64, f64) {
+    let (mut sum, mut slope) = (0.0f64, 0.0f64);
+    for block in v.chunks(SUM_BLOCK) {
+        let (mut bs, mut bd) = (0.0f64, 0.0f64);
+        for &x in block {
+            let y = sigmoid_f64(((x.to_f64().unwrap_or(f64::NAN) - c) - t) * inv);
+            bs += y;
+            bd += y * (1.0 - y);
+        }
+        sum += bs;
+        slope += bd;
+    }
+    (sum, slope)
+}
+
+/// θ of rows outside the single-float solver's range, as an anchor `c` (a value of the row's
+/// float type) plus an `f64` offset `t`: the same safeguarded Newton iteration, in `f64` with
+/// blocked sums, until `|Σσ − z| <= 1e-11·max(1, z)` or the bracket is exhausted. The first
+/// solve anchors at 0 (enough while `f64` resolves θ to well below ε); otherwise it is repeated
+/// anchored at the float nearest to the θ found, where `v_i − c` is exact for the entries near θ.
+fn theta_wide<F: Real>(v: &[F], z: F, eps: f64, vmin: F, vmax: F) -> (F, f64) {
+    let (zf, lf) = (z.to_f64().expect("finite"), v.len() as f64);
+    let (vmin, vmax) = (
+        vmin.to_f64().expect("finite"),
+        vmax.to_f64().expect("finite"),
+    );
+    let inv = 1.0 / eps;
+    let shift = eps * (zf / (lf - zf)).ln();
+    let tol = 1e-11 * zf.max(1.0);
+    let solve = |c: f64, t0: Option<f64>| -> f64 {
+        let (mut lo, mut hi) = ((vmin - c) - shift, (vmax - c) - shift);
+        let mut t = t0.map_or(0.5 * lo + 0.5 * hi, |t| t.max(lo).min(hi));
+        for _ in 0..200 {
+            let (sum, slope) = sums_wide(v, c, t, inv);
+            let f = sum - zf;
+            if f.abs() <= tol {
+                break;
+            }
+            if f > 0.0 {
+                lo = t;
+            } else {
+                hi = t;
+            }
+            let newton = t + f * eps / slope.max(f64::MIN_POSITIVE);
+            t = if newton > lo && newton < hi {
+                newton
+            } else {
+                0.5 * lo + 0.5 * hi
+            };
+            if hi - lo <= 4.0 * f64::EPSILON * (t.abs() + eps) {
+                break;
+            }
+        }
+        t
+    };
+    let theta = solve(0.0, None);
+    if theta.abs() * f64::EPSILON <= 1e-9 * eps {
+        return (F::zero(), theta);
+    }
+    // Nearest float to θ, kept inside the row's range (and finite).
+    let c = F::from_f64(theta)
+        .filter(|c| c.is_finite())
+        .unwrap_or_else(|| F::from_f64(vmax).expect("finite"));
+    let c = c
+        .max(F::from_f64(vmin).expect("finite"))
+        .min(F::from_f64(vmax).expect("finite"));
+    let c64 = c.to_f64().expect("finite");
+    (c, solve(c64, Some(theta - c64)))
 }
 
 impl SmoothCappedSimplex {
@@ -82,13 +181,25 @@ impl<F: Real> Projector<F> for SmoothCappedSimplex {
             tape.inv_eps = F::zero();
             return Ok(());
         }
-        let eps = F::from_f64(self.eps).expect("eps representable");
-        let inv = F::one() / eps;
         let (mut vmin, mut vmax) = (v[0], v[0]);
         for &x in v {
             vmin = vmin.min(x);
             vmax = vmax.max(x);
         }
+        let plain_abs = F::from_f64(PLAIN_MAX_ABS).expect("constant");
+        if l > PLAIN_MAX_LEN || vmin < -plain_abs || vmax > plain_abs {
+            let (c, t) = theta_wide(v, z, self.eps, vmin, vmax);
+            let (c, inv) = (c.to_f64().expect("finite"), 1.0 / self.eps);
+            for (o, &x) in out.iter_mut().zip(v) {
+                *o = F::from_f64(sigmoid_f64(((x.to_f64().expect("finite") - c) - t) * inv))
+                    .expect("in [0, 1]");
+            }
+            tape.out.extend_from_slice(out);
+            tape.inv_eps = F::from_f64(inv).expect("eps representable");
+            return Ok(());
+        }
+        let eps = F::from_f64(self.eps).expect("eps representable");
+        let inv = F::one() / eps;
         let t = (z / (lf - z)).ln();
         let (mut lo, mut hi) = (vmin - eps * t, vmax - eps * t);
         let mut theta = (lo + hi) / (F::one() + F::one());
