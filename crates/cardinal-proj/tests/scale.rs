@@ -403,3 +403,33 @@ fn smooth_long_rows_match_the_reference() {
         }
     }
 }
+
+/// Near-empty counts (a row with no labels drives `z` towards 0): the smooth projection's
+/// output and VJP stay finite, and the output meets `Σy = z` relatively, in `f32`.
+#[test]
+fn smooth_stays_finite_and_exact_as_z_approaches_zero() {
+    use cardinal_proj::{Projector, SmoothCappedSimplex};
+    let p = SmoothCappedSimplex { eps: 0.05 };
+    let v: Vec<f32> = (0..19)
+        .map(|i| ((i * 37 % 11) as f32 - 5.0) * 0.7)
+        .collect();
+    let g: Vec<f32> = (0..19).map(|i| ((i * 7 % 5) as f32 - 2.0) * 0.1).collect();
+    for e in 1..=44 {
+        let z = 10f32.powi(-e);
+        let mut out = vec![0f32; 19];
+        let mut tape = Default::default();
+        p.forward(&v, z, &mut out, &mut tape).unwrap();
+        let sum: f32 = out.iter().sum();
+        assert!(
+            out.iter().all(|y| y.is_finite() && *y >= 0.0),
+            "z {z}: {out:?}"
+        );
+        assert!((sum - z).abs() <= 1e-3 * z, "z {z}: sum {sum}");
+        let mut gv = vec![0f32; 19];
+        let gz = p.vjp(&tape, &g, &mut gv);
+        assert!(
+            gz.is_finite() && gv.iter().all(|x| x.is_finite()),
+            "z {z}: {gz} {gv:?}"
+        );
+    }
+}

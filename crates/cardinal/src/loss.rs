@@ -14,7 +14,7 @@ pub fn soft_f1<F: Float>(y: &[F], gold: &[u32], grad: Option<(&mut [F], F)>) -> 
     let two: F = c(2.0);
     if let Some((grad, scale)) = grad {
         // ∂F1/∂y_i = 2 y*_i / D − 2 ⟨y, y*⟩ / D²
-        let common = -two * inter / (denom * denom) * scale;
+        let common = f1_common(inter, denom, scale);
         for gi in grad.iter_mut() {
             *gi += common;
         }
@@ -24,6 +24,20 @@ pub fn soft_f1<F: Float>(y: &[F], gold: &[u32], grad: Option<(&mut [F], F)>) -> 
         }
     }
     two * inter / denom
+}
+
+/// `−2⟨y, y*⟩/D² · scale`, the part of the relaxed F1's gradient shared by every label. A row
+/// with no gold labels whose iterate is nearly 0 (its count near 0) has `D = Σy` so small that
+/// `D²` underflows: then it is computed as `−2(⟨y, y*⟩/D)/D`, which is 0 rather than `0/0`.
+#[inline(always)]
+pub fn f1_common<F: Float>(inter: F, denom: F, scale: F) -> F {
+    let two: F = c(2.0);
+    let d2 = denom * denom;
+    if d2 > F::zero() {
+        -two * inter / d2 * scale
+    } else {
+        -two * (inter / denom) / denom * scale
+    }
 }
 
 #[cfg(test)]
@@ -48,5 +62,11 @@ mod tests {
             assert!((fd - grad[i]).abs() < 1e-8);
         }
         assert_eq!(soft_f1::<f64>(&[0.0; 3], &[], None), 0.0);
+        // A row without gold labels whose iterate is nearly 0: D² underflows, the gradient
+        // stays finite (and 0: the F1 of an empty set is 0 whatever y is).
+        let tiny = [1e-30f32, 2e-30, 0.0];
+        let mut grad = [0f32; 3];
+        assert_eq!(soft_f1(&tiny, &[], Some((&mut grad, 1.0))), 0.0);
+        assert!(grad.iter().all(|g| *g == 0.0), "{grad:?}");
     }
 }

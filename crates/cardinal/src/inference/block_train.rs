@@ -270,7 +270,7 @@ impl<F: Float> Unroll<'_, F> {
                 } else {
                     (
                         two * inter / denom,
-                        -two * inter / (denom * denom) * scale,
+                        crate::loss::f1_common(inter, denom, scale),
                         two / denom * scale,
                     )
                 };
