@@ -74,6 +74,12 @@ fn golden_hash<F: Real>() -> u64 {
                     .unwrap()
                     .to_bits(),
             );
+            // The smooth projection's rows with z < 1 changed on purpose (its tolerance became
+            // relative to z, so that a count near 0 is met); the trained models' rows have
+            // z >= 1 wherever they must stay bit for bit (Bibtex: every row has a label).
+            if zf < F::one() {
+                continue;
+            }
             for eps in [0.05, 0.1, 0.3] {
                 for x in project(&SmoothCappedSimplex { eps }, &vf, zf) {
                     h.push(x.to_f64().unwrap().to_bits());
@@ -85,13 +91,14 @@ fn golden_hash<F: Real>() -> u64 {
 }
 
 /// The trained models depend on these outputs bit for bit: the fixes for huge scales and long
-/// rows must not touch rows of moderate scale and length (hashes recorded before the fixes).
+/// rows must not touch rows of moderate scale and length (hashes recorded before the fixes, the
+/// smooth rows with z < 1 left out since).
 #[test]
 fn moderate_rows_are_bit_identical_to_the_recorded_outputs() {
     let (h32, h64) = (golden_hash::<f32>(), golden_hash::<f64>());
     assert_eq!(
         (h32, h64),
-        (0x5ef7_90e2_ae5f_20df, 0xf793_b6b5_e22d_9791),
+        (0x56ae_e22a_4d51_fafb, 0x745e_fe9b_cc4a_66b3),
         "f32 {h32:#x}, f64 {h64:#x}"
     );
 }
