@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use crate::output;
-use cardinal_data::data::{resolve_dataset, DatasetStats, Resolved};
+use cardinal_data::data::{resolve_dataset_noted, DatasetStats, Resolved};
 
 /// Dataset commands.
 #[derive(Debug, clap::Args)]
@@ -41,8 +41,11 @@ pub fn run(args: &DataArgs) -> anyhow::Result<()> {
 }
 
 fn stats(a: &StatsArgs) -> anyhow::Result<()> {
-    let resolved = resolve_dataset(&a.dataset, a.data_dir.as_deref())
+    let (resolved, notes) = resolve_dataset_noted(&a.dataset, a.data_dir.as_deref())
         .with_context(|| format!("loading dataset `{}`", a.dataset))?;
+    for note in &notes {
+        eprintln!("note: {note}");
+    }
     let name = resolved.name().to_string();
     let rows: Vec<(&str, DatasetStats)> = match &resolved {
         Resolved::Split(tt) => vec![

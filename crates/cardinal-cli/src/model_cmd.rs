@@ -139,6 +139,9 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("loading dataset `{}`", args.data.dataset))?
         }
     };
+    for note in &run.notes {
+        eprintln!("note: {note}");
+    }
     let cfg = run.config().clone();
     let (train, test) = (&run.data.train, &run.data.test);
     let name = train.name.clone();

@@ -546,3 +546,18 @@ fn a_configuration_file_is_refused_at_its_own_line_and_column() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What the readers decide on the user's behalf is said: an identifier attribute dropped from
+/// an ARFF file is named on stderr (here by `data stats`; `train` prints the same notes).
+#[test]
+fn dropped_attributes_are_reported() {
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../cardinal-data/tests/fixtures/data/nominal");
+    let out = cardinal(&["data", "stats", fixtures.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("note:") && err.contains("`id` dropped"),
+        "{err}"
+    );
+}

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::checkpoint::{self, write_atomic, Meta};
 use crate::config::Config;
 use crate::cv::{cross_validate, CvReport, FoldResult};
-use crate::data::{read_mulan, resolve_dataset, CsrMatrix, Dataset, TrainTest};
+use crate::data::{read_mulan, resolve_dataset_noted, CsrMatrix, Dataset, LoadNote, TrainTest};
 use crate::error::{Error, Result};
 use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_counts, EvalReport};
 use crate::pipeline::{check_dims, Model, Outputs};
@@ -95,14 +95,20 @@ impl DataSpec {
 
     /// Reads the train and test data.
     pub fn load(&self) -> Result<TrainTest> {
+        Ok(self.load_noted()?.0)
+    }
+
+    /// [`Self::load`], with what the readers decided on the way (attributes dropped as
+    /// identifiers, labels taken from a MEKA header, LIBSVM read as 0-based), for the user.
+    pub fn load_noted(&self) -> Result<(TrainTest, Vec<LoadNote>)> {
         if let (Some(tr), Some(te), Some(xml)) = (&self.train, &self.test, &self.labels) {
             let train = read_mulan(tr, xml)?;
             let test = read_mulan(te, xml)?;
-            return Ok(TrainTest { train, test });
+            return Ok((TrainTest { train, test }, Vec::new()));
         }
         let dir = self.data_dir();
-        Ok(resolve_dataset(&self.dataset, dir.as_deref())?
-            .into_train_test(self.train_fraction, 0)?)
+        let (resolved, notes) = resolve_dataset_noted(&self.dataset, dir.as_deref())?;
+        Ok((resolved.into_train_test(self.train_fraction, 0)?, notes))
     }
 }
 
@@ -124,6 +130,8 @@ pub struct PreparedRun {
     pub start: Start,
     /// Held until the run is finished: no other process writes into `dir` meanwhile.
     pub lock: RunLock,
+    /// What the data readers decided (see [`DataSpec::load_noted`]), for the user.
+    pub notes: Vec<LoadNote>,
 }
 
 impl PreparedRun {
@@ -310,7 +318,7 @@ impl Engine {
         replace: bool,
     ) -> Result<PreparedRun> {
         self.systems.for_config(&cfg)?;
-        let data = spec.load()?;
+        let (data, notes) = spec.load_noted()?;
         if data.train.n_rows() == 0 {
             return Err(Error::Mismatch(format!(
                 "the training data `{}` has no rows",
@@ -330,6 +338,7 @@ impl Engine {
             data,
             start: Start::Fresh(cfg),
             lock,
+            notes,
         })
     }
 
@@ -342,7 +351,7 @@ impl Engine {
             path: run_path.clone(),
             message: e.to_string(),
         })?;
-        let data = spec.load()?;
+        let (data, notes) = spec.load_noted()?;
         let (state, meta) = checkpoint::load_state(dir)?;
         let system = self.systems.for_config(&state.model.config)?;
         if !system.resumable() {
@@ -363,6 +372,7 @@ impl Engine {
             data,
             start: Start::Resume(Box::new(state)),
             lock,
+            notes,
         })
     }
 
@@ -380,6 +390,7 @@ impl Engine {
             data,
             start,
             lock: _lock,
+            notes: _,
         } = run;
         let system = self.systems.for_config(match &start {
             Start::Fresh(cfg) => cfg,
