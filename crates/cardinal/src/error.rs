@@ -19,6 +19,15 @@ pub enum Error {
     /// A projection was given input it cannot project (e.g. an infeasible count).
     #[error(transparent)]
     Projection(#[from] cardinal_proj::ProjError),
+    /// Inference failed on one row of the data (e.g. extreme inputs gave a non-finite count).
+    #[error("row {row} of the data (from 0): {source}")]
+    Row {
+        /// The row's number in the data, from 0.
+        row: usize,
+        /// What failed.
+        #[source]
+        source: cardinal_proj::ProjError,
+    },
     /// A model directory or checkpoint is missing, corrupt or inconsistent.
     #[error("{path}: {message}")]
     Checkpoint {

@@ -151,11 +151,12 @@ impl<F: Float> Model<F> {
                         *zr = counts[r];
                     }
                 }
-                for (((y, u), z), rank) in y
+                for (j, (((y, u), z), rank)) in y
                     .chunks_mut(INFER_LANES * l)
                     .zip(u.chunks(INFER_LANES * l))
                     .zip(z.chunks(INFER_LANES))
                     .zip(rank.chunks_mut(INFER_LANES * l))
+                    .enumerate()
                 {
                     // A block that fails is rerun row by row for the row's own error.
                     if un
@@ -168,7 +169,11 @@ impl<F: Float> Model<F> {
                             .zip(rank.chunks_exact_mut(l))
                             .enumerate()
                         {
-                            un.forward_row(&u[r * l..(r + 1) * l], z[r], &mut tape)?;
+                            un.forward_row(&u[r * l..(r + 1) * l], z[r], &mut tape)
+                                .map_err(|source| Error::Row {
+                                    row: rows[j * INFER_LANES + r],
+                                    source,
+                                })?;
                             yr.copy_from_slice(tape.y(steps, l));
                             rr.copy_from_slice(tape.ranking(l));
                         }
@@ -226,7 +231,11 @@ impl<F: Float> Model<F> {
                             .zip(rank.chunks_exact_mut(l))
                             .enumerate()
                         {
-                            un.forward_row(&ub[r * l..(r + 1) * l], zb[r], &mut tape)?;
+                            un.forward_row(&ub[r * l..(r + 1) * l], zb[r], &mut tape)
+                                .map_err(|source| Error::Row {
+                                    row: rows[r0 + r],
+                                    source,
+                                })?;
                             yr.copy_from_slice(tape.y(steps, l));
                             rr.copy_from_slice(tape.ranking(l));
                         }
@@ -240,7 +249,11 @@ impl<F: Float> Model<F> {
                 .zip(ws.tapes[..rows.len()].par_iter_mut())
                 .enumerate()
                 .try_for_each(|(r, ((y, rank), tape))| -> Result<()> {
-                    un.forward_row(&u[r * l..(r + 1) * l], z[r], tape)?;
+                    un.forward_row(&u[r * l..(r + 1) * l], z[r], tape)
+                        .map_err(|source| Error::Row {
+                            row: rows[r],
+                            source,
+                        })?;
                     y.copy_from_slice(tape.y(steps, l));
                     rank.copy_from_slice(tape.ranking(l));
                     Ok(())

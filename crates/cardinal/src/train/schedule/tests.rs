@@ -259,3 +259,27 @@ mod threshold {
         }
     }
 }
+
+/// An extreme input that makes a row's count non-finite is an error that names the row, on
+/// both inference kernels (and not a bare "z = NaN").
+#[test]
+fn a_non_finite_row_is_named() {
+    let data = tiny();
+    let model = small_default_trained(&data, 2);
+    let mut x = data.features.clone();
+    let bad = 5;
+    let at = x.indptr[bad];
+    assert!(x.indptr[bad + 1] > at, "row {bad} has an entry");
+    x.values[at] = f32::MAX;
+    let rows: Vec<usize> = (0..x.n_rows).collect();
+    for kernel in [None, Some(crate::inference::Kernel::Row)] {
+        let mut ws = Workspace::default();
+        ws.kernel = kernel;
+        let mut out = crate::pipeline::Outputs::default();
+        let err = model
+            .forward_batched(&x, &rows, 7, &mut ws, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("row {bad} ")), "{kernel:?}: {err}");
+    }
+}
