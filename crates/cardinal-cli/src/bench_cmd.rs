@@ -21,31 +21,40 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<std::path::PathBuf>,
     /// Timed training epochs (after one warm-up epoch); the median is reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = sized(1, 1000))]
     pub train_reps: usize,
     /// Timed inference passes over the test set (after one warm-up); the median is reported.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = sized(1, 1000))]
     pub infer_reps: usize,
     /// Inference batch size.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = sized(1, 1 << 20))]
     pub infer_batch: usize,
     /// JSON configuration instead of the `paper` preset.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
     /// Time on synthetic data with this many labels instead of `--dataset` (Bibtex's feature
     /// density, 2.5 labels per row; see `--synthetic-rows`, `--synthetic-features`).
-    #[arg(long, value_name = "L")]
+    #[arg(long, value_name = "L", value_parser = sized(1, 1 << 20))]
     pub synthetic_labels: Option<usize>,
     /// Training rows of the synthetic data (test rows: half as many).
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = sized(1, 10_000_000))]
     pub synthetic_rows: usize,
     /// Features of the synthetic data.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = sized(1, 10_000_000))]
     pub synthetic_features: usize,
     /// Unrolled steps `T` (overrides the configuration's).
     #[arg(long)]
     pub steps: Option<usize>,
 }
+
+/// A size flag's parser: `min..=max`, refused by clap (with the range) before anything is
+/// allocated.
+fn sized(min: u64, max: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(min..=max)
+}
+
+/// Stored entries of the synthetic data above which `bench` refuses (about 16 GiB of features).
+const MAX_SYNTHETIC_ENTRIES: f64 = 2e9;
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
@@ -70,6 +79,18 @@ fn peak_rss_mib() -> f64 {
 }
 
 pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
+    if args.synthetic_labels.is_some() {
+        let entries =
+            1.5 * args.synthetic_rows as f64 * args.synthetic_features as f64 * BIBTEX_DENSITY;
+        if entries > MAX_SYNTHETIC_ENTRIES {
+            anyhow::bail!(
+                "--synthetic-rows {} × --synthetic-features {} would store about {entries:.0} \
+                 feature values; at most {MAX_SYNTHETIC_ENTRIES:.0} are allowed",
+                args.synthetic_rows,
+                args.synthetic_features
+            );
+        }
+    }
     let data = match args.synthetic_labels {
         Some(labels) => cardinal::data::synthetic::synthetic(&SyntheticShape {
             train_rows: args.synthetic_rows,

@@ -561,3 +561,41 @@ fn dropped_attributes_are_reported() {
         "{err}"
     );
 }
+
+/// Sizes are checked before anything is allocated: an absurd synthetic size is a clear error,
+/// not an abort in the allocator.
+#[test]
+fn bench_refuses_absurd_sizes_before_allocating() {
+    for args in [
+        vec![
+            "bench",
+            "--synthetic-labels",
+            "5",
+            "--synthetic-features",
+            "18446744073709551615",
+        ],
+        vec!["bench", "--synthetic-labels", "5", "--train-reps", "0"],
+        vec![
+            "bench",
+            "--synthetic-labels",
+            "5",
+            "--synthetic-rows",
+            "10000000",
+            "--synthetic-features",
+            "10000000",
+        ],
+    ] {
+        let out = cardinal(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let t = text(&out);
+        assert!(
+            (t.contains("error") || t.contains("invalid value"))
+                && !t.contains("memory allocation"),
+            "{args:?}: {t}"
+        );
+        assert!(
+            matches!(out.status.code(), Some(1) | Some(2)),
+            "{args:?}: {t}"
+        );
+    }
+}
