@@ -11,14 +11,7 @@ static FIRST_ERROR: Mutex<Option<std::io::Error>> = Mutex::new(None);
 
 /// Writes one formatted line to standard output (see the module docs).
 pub fn line(args: std::fmt::Arguments) {
-    let mut first = FIRST_ERROR.lock().unwrap_or_else(|e| e.into_inner());
-    if first.is_some() {
-        return;
-    }
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
-        *first = Some(e);
-    }
+    bytes(format!("{args}\n").as_bytes());
 }
 
 /// Writes raw bytes to standard output (see the module docs).

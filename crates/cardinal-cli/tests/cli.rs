@@ -25,6 +25,20 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// `cardinal train` with the quick configuration `cfg` into `out`, quietly, plus `extra`.
+fn train_quick(cfg: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "train",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    cardinal(&args)
+}
+
 fn write_quick_config(dir: &Path) -> PathBuf {
     let p = dir.join("quick.json");
     std::fs::write(&p, r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 1, "full_epochs": 1}}"#).unwrap();
@@ -334,17 +348,9 @@ fn an_existing_model_is_refused_unless_forced() {
     let cfg = write_quick_config(&dir);
     let model = dir.join("model");
     let train = |extra: &[&str]| {
-        let mut args = vec![
-            "train",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--out",
-            model.to_str().unwrap(),
-            "--quiet",
-            "--no-checkpoints",
-        ];
+        let mut args = vec!["--no-checkpoints"];
         args.extend_from_slice(extra);
-        cardinal(&args)
+        train_quick(&cfg, &model, &args)
     };
     let first = train(&["--seed", "1"]);
     assert!(first.status.success(), "{}", text(&first));
@@ -384,14 +390,7 @@ fn resume_refuses_a_latest_pointing_outside_the_run() {
     let dir = tmpdir("latest");
     let cfg = write_quick_config(&dir);
     let model = dir.join("model");
-    let out = cardinal(&[
-        "train",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        model.to_str().unwrap(),
-        "--quiet",
-    ]);
+    let out = train_quick(&cfg, &model, &[]);
     assert!(out.status.success(), "{}", text(&out));
     std::fs::write(model.join("checkpoints/LATEST"), "../../elsewhere").unwrap();
     let out = cardinal(&["train", "--resume", model.to_str().unwrap(), "--quiet"]);
@@ -463,19 +462,17 @@ fn predict_scores_every_row_and_eval_uses_the_training_split() {
     let cfg = write_quick_config(&dir);
     let data = write_svm(&dir, "mine.svm", 60);
     let model = dir.join("model");
-    let out = cardinal(&[
-        "train",
-        "--dataset",
-        data.to_str().unwrap(),
-        "--train-fraction",
-        "0.95",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        model.to_str().unwrap(),
-        "--quiet",
-        "--json",
-    ]);
+    let out = train_quick(
+        &cfg,
+        &model,
+        &[
+            "--dataset",
+            data.to_str().unwrap(),
+            "--train-fraction",
+            "0.95",
+            "--json",
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let trained: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let test_rows = trained["at_threshold"]["n_examples"].as_u64().unwrap();

@@ -195,12 +195,7 @@ impl Engine {
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Trained> {
         let system = self.systems.for_config(&cfg)?;
-        if train.n_rows() == 0 {
-            return Err(Error::Mismatch(format!(
-                "the training data `{}` has no rows",
-                train.name
-            )));
-        }
+        require_rows(train)?;
         let mut hooks = Hooks {
             on_event,
             after_epoch: &mut |_| Ok(()),
@@ -286,18 +281,11 @@ impl Engine {
     /// recorded paths come from an untrusted directory: an error reading them names the
     /// recorded source, never the content of what it points at.
     pub fn run_data(&self, dir: &Path) -> Result<Option<TrainTest>> {
-        let run_path = dir.join(RUN_FILE);
-        let text = match std::fs::read(&run_path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(&run_path, e)),
+        let Some(spec) = read_run_spec(dir)? else {
+            return Ok(None);
         };
-        let spec: DataSpec = serde_json::from_slice(&text).map_err(|e| Error::Checkpoint {
-            path: run_path.clone(),
-            message: format!("invalid data source record: {e}"),
-        })?;
         spec.load().map(Some).map_err(|_| Error::Checkpoint {
-            path: run_path,
+            path: dir.join(RUN_FILE),
             message: format!(
                 "the data it records (`{}`) cannot be read; pass the data explicitly",
                 spec.train
@@ -319,12 +307,7 @@ impl Engine {
     ) -> Result<PreparedRun> {
         self.systems.for_config(&cfg)?;
         let (data, notes) = spec.load_noted()?;
-        if data.train.n_rows() == 0 {
-            return Err(Error::Mismatch(format!(
-                "the training data `{}` has no rows",
-                data.train.name
-            )));
-        }
+        require_rows(&data.train)?;
         let existing = if replace {
             Existing::Replace
         } else {
@@ -345,11 +328,11 @@ impl Engine {
     /// Reopens the interrupted run in `dir` at its latest checkpoint, with the same data.
     pub fn resume_run(&self, dir: &Path) -> Result<PreparedRun> {
         let lock = run_dir::prepare(dir, Existing::Continue, &[])?;
-        let run_path = dir.join(RUN_FILE);
-        let text = std::fs::read(&run_path).map_err(|e| Error::io(&run_path, e))?;
-        let spec: DataSpec = serde_json::from_slice(&text).map_err(|e| Error::Checkpoint {
-            path: run_path.clone(),
-            message: e.to_string(),
+        let spec = read_run_spec(dir)?.ok_or_else(|| {
+            Error::io(
+                dir.join(RUN_FILE),
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            )
         })?;
         let (data, notes) = spec.load_noted()?;
         let (state, meta) = checkpoint::load_state(dir)?;
@@ -385,6 +368,7 @@ impl Engine {
         checkpoints: bool,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<RunOutcome> {
+        let system = self.systems.for_config(run.config())?;
         let PreparedRun {
             dir,
             data,
@@ -392,10 +376,6 @@ impl Engine {
             lock: _lock,
             notes: _,
         } = run;
-        let system = self.systems.for_config(match &start {
-            Start::Fresh(cfg) => cfg,
-            Start::Resume(state) => &state.model.config,
-        })?;
         let metrics_path = dir.join(METRICS_FILE);
         let mut metrics_lines: String = match &start {
             Start::Resume(state) => state
@@ -448,6 +428,33 @@ impl Engine {
             report,
         })
     }
+}
+
+/// Refuses training data without rows (it would train nothing and save a random model).
+fn require_rows(train: &Dataset) -> Result<()> {
+    if train.n_rows() == 0 {
+        return Err(Error::Mismatch(format!(
+            "the training data `{}` has no rows",
+            train.name
+        )));
+    }
+    Ok(())
+}
+
+/// The data source a run directory records in `run.json`, if it has one.
+fn read_run_spec(dir: &Path) -> Result<Option<DataSpec>> {
+    let run_path = dir.join(RUN_FILE);
+    let text = match std::fs::read(&run_path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(&run_path, e)),
+    };
+    serde_json::from_slice(&text)
+        .map(Some)
+        .map_err(|e| Error::Checkpoint {
+            path: run_path,
+            message: format!("invalid data source record: {e}"),
+        })
 }
 
 /// Refuses data whose label names differ from those the model in `model_dir` was trained on.

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::checkpoint::{CONFIG_FILE, META_FILE, WEIGHTS_FILE};
+use crate::checkpoint::WEIGHTS_FILE;
 use crate::error::{Error, Result};
 
 /// The lock file of a run directory (it holds the owner's process id).
@@ -128,9 +128,6 @@ pub fn prepare(dir: &Path, existing: Existing, files: &[&str]) -> Result<RunLock
     }
     Ok(lock)
 }
-
-/// The model files of a run directory, kept when a run is replaced until the new save.
-pub const MODEL_FILES: [&str; 3] = [WEIGHTS_FILE, CONFIG_FILE, META_FILE];
 
 #[cfg(test)]
 mod tests {
