@@ -20,6 +20,7 @@ mod bench_cmd;
 mod cv_cmd;
 mod data_cmd;
 mod model_cmd;
+mod predict_cmd;
 mod project_cmd;
 mod reproduce_cmd;
 
@@ -59,7 +60,7 @@ enum Command {
     /// Cross-validate a configuration on the training file (k folds, no test data used).
     Cv(cv_cmd::CvArgs),
     /// Predict label sets (JSON lines).
-    Predict(model_cmd::PredictArgs),
+    Predict(predict_cmd::PredictArgs),
     /// Reproduce the paper's Table 1 or its cardinality analysis.
     Reproduce(reproduce_cmd::ReproduceArgs),
     /// Time a training epoch and test-set inference; prints one JSON line.
@@ -127,7 +128,7 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
         Command::Train(a) => model_cmd::train(engine, a),
         Command::Eval(a) => model_cmd::eval(engine, a),
         Command::Cv(a) => cv_cmd::run(engine, a),
-        Command::Predict(a) => model_cmd::predict(engine, a),
+        Command::Predict(a) => predict_cmd::predict(engine, a),
         Command::Project(a) => project_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(engine, a),
         Command::Reproduce(a) => reproduce_cmd::run(a),

@@ -1,13 +1,12 @@
-//! `cardinal train | eval | predict`.
+//! `cardinal train | eval`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use cardinal::checkpoint::write_atomic;
 use cardinal::checkpoint::Meta;
-use cardinal::data::{resolve_dataset, Dataset, Resolved, TrainTest};
-use cardinal::engine::{check_labels, data_dir_or_env, Engine};
+use cardinal::data::{resolve_dataset, Dataset, TrainTest};
+use cardinal::engine::{check_labels, data_dir_or_env, Checkpoints, Engine};
 use cardinal::eval::EvalReport;
 use cardinal::train::Event;
 use cardinal::{Config, DataSpec};
@@ -97,22 +96,40 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DIR", required_unless_present = "resume")]
     pub out: Option<PathBuf>,
     /// Continue the interrupted run in DIR from its latest checkpoint (same data, same
-    /// configuration); the result is bit-identical to an uninterrupted run.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "config", "seed"])]
+    /// configuration); the result is bit-identical to an uninterrupted run. Flags that would
+    /// change the run (data, configuration, preset, seed) are refused with it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = [
+        "out", "config", "seed", "preset", "dataset", "train", "test", "labels", "data_dir",
+        "train_fraction",
+    ])]
     pub resume: Option<PathBuf>,
     /// Replace the run in an existing --out directory (its model stays until the new one is
     /// saved over it); without it an existing run is refused.
     #[arg(long, conflicts_with = "resume")]
     pub force: bool,
-    /// Do not write a resumable checkpoint after every epoch.
-    #[arg(long)]
+    /// Do not write resumable checkpoints (an interrupted run then starts over).
+    #[arg(long, conflicts_with = "checkpoint_every")]
     pub no_checkpoints: bool,
+    /// Write a resumable checkpoint after an epoch only when at least SECS seconds have passed
+    /// since the last one (0: after every epoch). A checkpoint holds the latest state and the
+    /// best weights so far.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0,
+          value_parser = parse_seconds)]
+    pub checkpoint_every: f64,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
     /// Print the final evaluation as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A non-negative, finite number of seconds (at most a day).
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}`: expected seconds between 0 and 86400")),
+    }
 }
 
 pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
@@ -190,7 +207,14 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
             ));
         }
     };
-    let outcome = engine.finish_run(run, !args.no_checkpoints, &mut on_event)?;
+    let checkpoints = if args.no_checkpoints {
+        Checkpoints::Never
+    } else if args.checkpoint_every == 0.0 {
+        Checkpoints::EveryEpoch
+    } else {
+        Checkpoints::AtMostEvery(std::time::Duration::from_secs_f64(args.checkpoint_every))
+    };
+    let outcome = engine.finish_run(run, checkpoints, &mut on_event)?;
     bar.finish_and_clear();
     let secs: Vec<f64> = outcome.history.iter().map(|r| r.seconds).collect();
     let mean_epoch = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
@@ -366,71 +390,5 @@ pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
         }
         None => print_report(&data.name, &args.split, &report),
     }
-    Ok(())
-}
-
-#[derive(Debug, clap::Args)]
-pub struct PredictArgs {
-    /// Model directory written by `cardinal train`.
-    #[arg(long, value_name = "DIR")]
-    pub model: PathBuf,
-    /// Data to predict (dataset name or path): every row of a single file, in file order and
-    /// numbered as in the file; the test file of a dataset that ships with a split.
-    #[arg(long, value_name = "NAME_OR_PATH")]
-    pub data: String,
-    #[arg(long, value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Include every label's score y_T (else only the predicted labels').
-    #[arg(long)]
-    pub all_scores: bool,
-    /// Also print every label's ranking score under "ranking": the last ascent step's point
-    /// before its projection, which orders the labels as y_T does without the ties where y_T
-    /// meets 0 or 1 (for precision@k and other ranking metrics); y_T itself for the baseline
-    /// systems, which keep no such point.
-    #[arg(long)]
-    pub ranking_scores: bool,
-}
-
-pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
-    let (model, meta) = engine.load(&args.model)?;
-    let dir = data_dir_or_env(args.data_dir.as_deref());
-    let data = match resolve_dataset(&args.data, dir.as_deref())? {
-        Resolved::Single(d) => d,
-        Resolved::Split(tt) => tt.test,
-    };
-    cardinal::pipeline::check_dims(&model, data.n_features(), data.n_labels(), "the data")?;
-    check_labels(&meta, &data, &args.model)?;
-    let out = engine.predict(&model, &data.features)?;
-    let l = model.n_labels();
-    let thr = model.config.threshold as f32;
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    let ranking = out.ranking_scores();
-    for (r, row) in out.y.chunks_exact(l).enumerate() {
-        // Label names where the data has them, else the label index.
-        let name = |i: usize| {
-            meta.label_names
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| i.to_string())
-        };
-        let labels: Vec<String> = (0..l).filter(|&i| row[i] >= thr).map(name).collect();
-        let scores: serde_json::Map<String, serde_json::Value> = (0..l)
-            .filter(|&i| args.all_scores || row[i] >= thr)
-            .map(|i| (name(i), serde_json::json!(row[i])))
-            .collect();
-        let mut line =
-            serde_json::json!({"row": r, "z": out.z[r], "labels": labels, "scores": scores});
-        if args.ranking_scores {
-            let rank: serde_json::Map<String, serde_json::Value> = ranking[r * l..(r + 1) * l]
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| (name(i), serde_json::json!(v)))
-                .collect();
-            line["ranking"] = serde_json::Value::Object(rank);
-        }
-        writeln!(w, "{line}")?;
-    }
-    w.flush()?;
     Ok(())
 }

@@ -390,7 +390,7 @@ fn resume_refuses_a_latest_pointing_outside_the_run() {
     let dir = tmpdir("latest");
     let cfg = write_quick_config(&dir);
     let model = dir.join("model");
-    let out = train_quick(&cfg, &model, &[]);
+    let out = train_quick(&cfg, &model, &["--checkpoint-every", "0"]);
     assert!(out.status.success(), "{}", text(&out));
     std::fs::write(model.join("checkpoints/LATEST"), "../../elsewhere").unwrap();
     let out = cardinal(&["train", "--resume", model.to_str().unwrap(), "--quiet"]);
