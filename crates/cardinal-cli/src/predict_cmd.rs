@@ -201,7 +201,7 @@ fn csv_text(p: &Predicted, args: &PredictArgs) -> anyhow::Result<Vec<u8>> {
         }
         w.write_record(&rec)?;
     }
-    Ok(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)
+    w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// One `.npy` file's bytes.

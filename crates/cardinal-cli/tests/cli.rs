@@ -596,3 +596,22 @@ fn bench_refuses_absurd_sizes_before_allocating() {
         );
     }
 }
+
+/// `--resume` continues a run exactly as it was configured: flags that would change the data,
+/// configuration or seed are refused, not silently ignored.
+#[test]
+fn resume_refuses_flags_that_would_change_the_run() {
+    for extra in [
+        &["--seed", "3"][..],
+        &["--preset", "paper"],
+        &["--dataset", "bibtex"],
+        &["--train-fraction", "0.5"],
+        &["--data-dir", "."],
+    ] {
+        let mut args = vec!["train", "--resume", "somewhere"];
+        args.extend_from_slice(extra);
+        let out = cardinal(&args);
+        assert!(!out.status.success(), "{extra:?} accepted");
+        assert!(text(&out).contains("cannot be used with"), "{}", text(&out));
+    }
+}

@@ -120,3 +120,56 @@ impl TrainedOn {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Meta {
+        Meta {
+            format_version: super::super::FORMAT_VERSION,
+            cardinal_version: "0".into(),
+            dataset: "d".into(),
+            n_features: 2,
+            n_labels: 3,
+            label_names: vec!["a".into(), "b".into(), "c".into()],
+            feature_names: vec!["x".into(), "y".into()],
+            libsvm_feature_base: None,
+            train_mean_cardinality: 1.0,
+            count_min: 0,
+            count_max: 3,
+        }
+    }
+
+    #[test]
+    fn tampered_names_and_index_bases_are_refused() {
+        assert_eq!(meta().inconsistency(), None);
+        let mut m = meta();
+        m.feature_names.pop();
+        assert!(m.inconsistency().unwrap().contains("1 feature names"));
+        let mut m = meta();
+        m.libsvm_feature_base = Some(7);
+        assert!(m.inconsistency().unwrap().contains("expected 0 or 1"));
+        let mut m = meta();
+        m.count_max = 4;
+        assert!(m.inconsistency().is_some());
+        // Models written before feature names were recorded still load.
+        let mut old = serde_json::to_value(meta()).unwrap();
+        old.as_object_mut().unwrap().remove("feature_names");
+        let m: Meta = serde_json::from_value(old).unwrap();
+        assert!(m.feature_names.is_empty() && m.inconsistency().is_none());
+    }
+
+    #[test]
+    fn the_libsvm_base_comes_from_the_loaders_notes() {
+        let ds = Dataset::default();
+        assert_eq!(TrainedOn::of(&ds).libsvm_base, Some(IndexBase::One));
+        let note = LoadNote {
+            path: "f".into(),
+            message: "m".into(),
+            kind: NoteKind::ZeroBasedLibsvm,
+        };
+        let t = TrainedOn::of(&ds).with_notes(&[note]);
+        assert_eq!(t.libsvm_base, Some(IndexBase::Zero));
+    }
+}
