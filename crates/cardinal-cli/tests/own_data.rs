@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Instant;
 
 fn cardinal(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cardinal"))
@@ -188,6 +189,11 @@ fn every_shared_dataset_predicts_on_its_test_file_with_the_labels_stripped() {
         eprintln!("skipped: no ../shared/data");
         return;
     };
+    // CARDINAL_OWN_DATA_FULL=1 trains the default configuration (seed 0) instead of a quick
+    // one and prints the results table of docs/RESULTS.md.
+    let full = std::env::var_os("CARDINAL_OWN_DATA_FULL").is_some();
+    println!("| dataset | rows predicted | test example-F1 | train time | predict time (stripped file) | stripped = labeled |");
+    println!("| --- | ---: | ---: | ---: | ---: | --- |");
     let tmp = tmpdir("suite");
     let cfg = tmp.join("quick.json");
     std::fs::write(&cfg, QUICK).unwrap();
@@ -209,17 +215,29 @@ fn every_shared_dataset_predicts_on_its_test_file_with_the_labels_stripped() {
         let model = tmp.join(&name);
         let d = dir.to_str().unwrap();
         let m = model.to_str().unwrap();
-        ok(&[
+        let mut train = vec![
             "train",
             "--dataset",
             d,
-            "--config",
-            cfg.to_str().unwrap(),
             "--out",
             m,
             "--quiet",
-        ]);
-        assert!(ok(&["eval", "--model", m]).contains("EXAMPLE_F1"), "{name}");
+            "--seed",
+            "0",
+        ];
+        if !full {
+            train.extend(["--config", cfg.to_str().unwrap()]);
+        }
+        let t0 = Instant::now();
+        ok(&train);
+        let train_secs = t0.elapsed().as_secs_f64();
+        let eval = ok(&["eval", "--model", m]);
+        let f1 = eval
+            .lines()
+            .find_map(|l| l.strip_prefix("EXAMPLE_F1 "))
+            .unwrap_or_else(|| panic!("{name}: no EXAMPLE_F1 in {eval}"))
+            .trim()
+            .to_string();
         // The dataset's own test rows (or the whole single file), read with their labels.
         let whole = if dir.join(format!("{name}-test.arff")).exists() {
             d.to_string()
@@ -248,6 +266,15 @@ fn every_shared_dataset_predicts_on_its_test_file_with_the_labels_stripped() {
             ]);
             assert!(got == want, "{name} ({what}): predictions differ");
         }
+        let f = tmp.join(format!("{name}-stripped.arff"));
+        let t0 = Instant::now();
+        let rows = ok(&["predict", "--model", m, "--data", f.to_str().unwrap()])
+            .lines()
+            .count();
+        let predict_secs = t0.elapsed().as_secs_f64();
+        println!(
+            "| {name} | {rows} | {f1} | {train_secs:.1} s | {predict_secs:.2} s | identical |"
+        );
         done += 1;
     }
     assert!(done >= 8, "only {done} datasets ran");
