@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use cardinal::checkpoint::write_atomic;
 use cardinal::checkpoint::Meta;
-use cardinal::data::{resolve_dataset, Dataset, TrainTest};
+use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
 use cardinal::engine::{check_labels, data_dir_or_env, Checkpoints, Engine};
 use cardinal::eval::EvalReport;
 use cardinal::train::Event;
@@ -306,9 +306,12 @@ pub struct EvalArgs {
     /// afterwards, so its dev score is optimistic.
     #[arg(long, default_value = "test", value_parser = ["train", "dev", "test"])]
     pub split: String,
-    /// Evaluate on this data instead (a dataset name or path, as for `train --dataset`).
-    #[arg(long, value_name = "NAME_OR_PATH")]
+    /// Evaluate on this data instead: every row of a single file (no split), the test file
+    /// of a dataset that ships with a split; labels are read by the model's label names and
+    /// features matched to the model's by name.
+    #[arg(long, value_name = "NAME_OR_PATH", conflicts_with = "split")]
     pub data: Option<String>,
+    /// Folder holding datasets by name (default: env CARDINAL_DATA).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Write the full report as JSON to this file ('-' for stdout).
@@ -327,14 +330,11 @@ fn load_named(spec: &str, data_dir: &Option<PathBuf>) -> anyhow::Result<TrainTes
     Ok(resolve_dataset(spec, dir.as_deref())?.into_train_test(0.8, 0)?)
 }
 
-/// The data `eval` scores: `--data` when given; else what the model's run directory recorded
-/// (`run.json`), split exactly as its training split it; else the dataset `meta.json` names,
-/// when that is a plain name (a model directory is untrusted: a path it names is not
+/// The model's own data: what its run directory recorded (`run.json`), split exactly as its
+/// training split it; else (model directories without `run.json`) the dataset `meta.json`
+/// names, when that is a plain name (a model directory is untrusted: a path it names is not
 /// followed).
-fn eval_data(engine: &Engine, args: &EvalArgs, meta: &Meta) -> anyhow::Result<TrainTest> {
-    if let Some(spec) = &args.data {
-        return load_named(spec, &args.data_dir);
-    }
+fn own_data(engine: &Engine, args: &EvalArgs, meta: &Meta) -> anyhow::Result<TrainTest> {
     if let Some(tt) = engine.run_data(&args.model)? {
         return Ok(tt);
     }
@@ -352,43 +352,63 @@ fn eval_data(engine: &Engine, args: &EvalArgs, meta: &Meta) -> anyhow::Result<Tr
     load_named(name, &args.data_dir)
 }
 
+/// The dev rows of the model's training data (its configuration's split).
+fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
+    let tc = &cfg.train;
+    let (_, dev_rows) = tc.dev_split(train.n_rows());
+    if dev_rows.is_empty() {
+        bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
+    }
+    if tc.full_epochs > 0 {
+        eprintln!(
+            "note: the model's last {} epochs trained on all of train, dev rows included: \
+             dev metrics are optimistic",
+            tc.full_epochs
+        );
+    }
+    Ok(train.select_rows(&dev_rows))
+}
+
 pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     let (model, meta) = engine.load(&args.model)?;
-    let tt = eval_data(engine, args, &meta)?;
-    let dev_of_train = || -> anyhow::Result<Dataset> {
-        let train = &tt.train;
-        let tc = &model.config.train;
-        let (_, dev_rows) = tc.dev_split(train.n_rows());
-        if dev_rows.is_empty() {
-            bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
+    let (data, split) = match &args.data {
+        // Every row of the given data, labels read by the model's names, features aligned.
+        Some(spec) => {
+            let inputs = engine.read_inputs(&meta, spec, args.data_dir.as_deref(), Labels::Read)?;
+            for note in &inputs.notes {
+                eprintln!("note: {note}");
+            }
+            let data = Dataset {
+                name: inputs.name,
+                features: inputs.features,
+                labels: inputs.labels.context("no labels to evaluate against")?,
+                feature_names: meta.feature_names.clone(),
+                label_names: inputs.label_names,
+            };
+            (data, "all rows")
         }
-        if tc.full_epochs > 0 {
-            eprintln!(
-                "note: the model's last {} epochs trained on all of train, dev rows included: \
-                 dev metrics are optimistic",
-                tc.full_epochs
-            );
+        None => {
+            let tt = own_data(engine, args, &meta)?;
+            match args.split.as_str() {
+                "dev" => (dev_of(&tt.train, &model.config)?, "dev"),
+                "train" => (tt.train, "train"),
+                _ => (tt.test, "test"),
+            }
         }
-        Ok(train.select_rows(&dev_rows))
-    };
-    let data = match args.split.as_str() {
-        "dev" => dev_of_train()?,
-        "train" => tt.train.clone(),
-        _ => tt.test.clone(),
     };
     check_labels(&meta, &data, &args.model)?;
     let (mut report, out) = engine.evaluate(&model, &data)?;
     if args.dev_threshold {
-        let dev = dev_of_train()?;
+        let dev = dev_of(&own_data(engine, args, &meta)?.train, &model.config)?;
         engine.add_dev_threshold(&model, &mut report, &dev, &out, &data.labels)?;
     }
     match &args.json {
         Some(p) if p.as_os_str() == "-" => outln!("{}", serde_json::to_string_pretty(&report)?),
         Some(p) => {
             write_atomic(p, serde_json::to_string_pretty(&report)?.as_bytes())?;
-            print_report(&data.name, &args.split, &report);
+            print_report(&data.name, split, &report);
         }
-        None => print_report(&data.name, &args.split, &report),
+        None => print_report(&data.name, split, &report),
     }
     Ok(())
 }

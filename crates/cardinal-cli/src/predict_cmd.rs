@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use cardinal::checkpoint::write_atomic;
+use cardinal::data::Labels;
 use cardinal::engine::{check_labels, Engine};
 use cardinal::metrics::{binarize, Binarize};
 use npyz::WriterBuilder;
@@ -69,7 +70,7 @@ struct Predicted<'a> {
 
 pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
     let (model, meta) = engine.load(&args.model)?;
-    let inputs = engine.read_inputs(&meta, &args.data, args.data_dir.as_deref())?;
+    let inputs = engine.read_inputs(&meta, &args.data, args.data_dir.as_deref(), Labels::Ignore)?;
     for note in &inputs.notes {
         eprintln!("note: {note}");
     }

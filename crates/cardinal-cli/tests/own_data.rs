@@ -272,6 +272,12 @@ fn every_shared_dataset_predicts_on_its_test_file_with_the_labels_stripped() {
             .lines()
             .count();
         let predict_secs = t0.elapsed().as_secs_f64();
+        // `eval --data FILE` scores every row of the file too, not a hidden split of it.
+        let all = ok(&["eval", "--model", m, "--data", test.to_str().unwrap()]);
+        assert!(
+            all.contains(&format!("all rows: {rows} examples")),
+            "{name}: {all}"
+        );
         println!(
             "| {name} | {rows} | {f1} | {train_secs:.1} s | {predict_secs:.2} s | identical |"
         );

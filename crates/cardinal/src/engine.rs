@@ -38,7 +38,8 @@ use crate::checkpoint::{self, write_atomic, Meta, TrainedOn};
 use crate::config::Config;
 use crate::cv::{cross_validate, CvReport, FoldResult};
 use crate::data::{
-    read_inputs, read_mulan, resolve_dataset_noted, CsrMatrix, Dataset, Inputs, LoadNote, TrainTest,
+    read_inputs, read_mulan, resolve_dataset_noted, CsrMatrix, Dataset, Inputs, Labels, LoadNote,
+    TrainTest,
 };
 use crate::error::{Error, Result};
 use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_counts, EvalReport};
@@ -299,11 +300,22 @@ impl Engine {
     }
 
     /// The rows of `spec` (a file, folder or dataset name) to run the model described by
-    /// `meta` on: every row of a single file in file order, labels optional, features laid
-    /// out in the model's columns (see [`crate::data::inputs`]).
-    pub fn read_inputs(&self, meta: &Meta, spec: &str, data_dir: Option<&Path>) -> Result<Inputs> {
+    /// `meta` on: every row of a single file in file order, features laid out in the model's
+    /// columns, labels read or skipped as `labels` says (see [`crate::data::inputs`]).
+    pub fn read_inputs(
+        &self,
+        meta: &Meta,
+        spec: &str,
+        data_dir: Option<&Path>,
+        labels: Labels,
+    ) -> Result<Inputs> {
         let dir = data_dir_or_env(data_dir);
-        Ok(read_inputs(spec, dir.as_deref(), &meta.input_schema())?)
+        Ok(read_inputs(
+            spec,
+            dir.as_deref(),
+            &meta.input_schema(),
+            labels,
+        )?)
     }
 
     /// Loads the model directory `dir` (checking that its system is known).

@@ -32,6 +32,8 @@ use super::{CsrMatrix, LabelSets, LabelSpec};
 pub struct InputSchema {
     /// Feature columns of the model.
     pub n_features: usize,
+    /// Labels the model predicts.
+    pub n_labels: usize,
     /// Their names; empty when the training data's format had none.
     pub feature_names: Vec<String>,
     /// The model's label names (empty when unknown): ARFF attributes with these names are
@@ -51,17 +53,35 @@ pub struct Inputs {
     /// The label sets, when the data has them (a dataset with a split, or a file read with its
     /// labels); `None` for unlabeled rows.
     pub labels: Option<LabelSets>,
+    /// The data's label names where its format names labels (ARFF), to check against the
+    /// model's; empty otherwise.
+    pub label_names: Vec<String>,
     /// What the loader decided on the way, for the user.
     pub notes: Vec<LoadNote>,
 }
 
+/// Whether [`read_inputs`] reads the labels of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Labels {
+    /// Labels are not needed (prediction): label attributes are skipped unread.
+    Ignore,
+    /// Labels are needed (evaluation): read by the model's label names, checked against its
+    /// label count.
+    Read,
+}
+
 /// Reads the rows of `spec` (a file, folder or dataset name, as [`resolve_dataset_noted`]
 /// finds it) for a model with inputs `schema`: see the module docs.
-pub fn read_inputs(spec: &str, data_dir: Option<&Path>, schema: &InputSchema) -> Result<Inputs> {
+pub fn read_inputs(
+    spec: &str,
+    data_dir: Option<&Path>,
+    schema: &InputSchema,
+    labels: Labels,
+) -> Result<Inputs> {
     let path = Path::new(spec);
     if path.is_file() {
-        if let Some(inputs) = read_unlabeled_file(path, schema)? {
-            return Ok(inputs);
+        if let Some(inputs) = read_file_for_model(path, schema, labels)? {
+            return check_label_count(inputs, schema, labels, spec);
         }
     }
     let (resolved, notes) = resolve_dataset_noted(spec, data_dir)?;
@@ -70,18 +90,50 @@ pub fn read_inputs(spec: &str, data_dir: Option<&Path>, schema: &InputSchema) ->
         Resolved::Single(d) => d,
     };
     let features = align_features(&ds.features, &ds.feature_names, schema, spec)?;
-    Ok(Inputs {
+    let inputs = Inputs {
         name: ds.name,
         features,
         labels: Some(ds.labels),
+        label_names: ds.label_names,
         notes,
-    })
+    };
+    check_label_count(inputs, schema, labels, spec)
 }
 
-/// A single file read with the model's rules, labels optional; `None` when the model's schema
-/// cannot say how (an ARFF file for a model without label names, a LIBSVM file for a model
-/// that was not trained on LIBSVM): then the general rules of [`resolve_dataset_noted`] apply.
-fn read_unlabeled_file(path: &Path, schema: &InputSchema) -> Result<Option<Inputs>> {
+/// Refuses labels that do not fit the model (for evaluation), and requires labels when they are
+/// read. A name-less file whose largest labels never occur is widened to the model's count.
+fn check_label_count(
+    mut inputs: Inputs,
+    schema: &InputSchema,
+    labels: Labels,
+    spec: &str,
+) -> Result<Inputs> {
+    if labels == Labels::Ignore {
+        return Ok(inputs);
+    }
+    let Some(sets) = &mut inputs.labels else {
+        return Err(DataError::Invalid(format!(
+            "{spec}: the data has no labels to evaluate against"
+        )));
+    };
+    if sets.n_labels > schema.n_labels {
+        return Err(DataError::Invalid(format!(
+            "{spec}: the data has {} labels where the model has {}",
+            sets.n_labels, schema.n_labels
+        )));
+    }
+    sets.n_labels = schema.n_labels;
+    Ok(inputs)
+}
+
+/// A single file read with the model's rules; `None` when the model's schema cannot say how
+/// (an ARFF file for a model without label names, a LIBSVM file for a model that was not
+/// trained on LIBSVM): then the general rules of [`resolve_dataset_noted`] apply.
+fn read_file_for_model(
+    path: &Path,
+    schema: &InputSchema,
+    labels: Labels,
+) -> Result<Option<Inputs>> {
     let fname = path.file_name().map(|s| s.to_string_lossy().into_owned());
     let fname = fname.unwrap_or_default();
     let is_arff = fname
@@ -89,11 +141,19 @@ fn read_unlabeled_file(path: &Path, schema: &InputSchema) -> Result<Option<Input
         .unwrap_or(&fname)
         .ends_with(".arff");
     let spec = path.display().to_string();
+    let mut label_names = Vec::new();
     let ds = if is_arff {
         if schema.label_names.is_empty() {
             return Ok(None);
         }
-        read_arff_path(path, &LabelSpec::Skip(schema.label_names.clone()))?
+        let names = schema.label_names.clone();
+        let spec = match labels {
+            Labels::Ignore => LabelSpec::Skip(names),
+            Labels::Read => LabelSpec::Names(names),
+        };
+        let ds = read_arff_path(path, &spec)?;
+        label_names.clone_from(&ds.label_names);
+        ds
     } else if looks_like_xmc(path)? {
         read_xmc_path(path, IndexBase::Zero)?
     } else {
@@ -104,16 +164,18 @@ fn read_unlabeled_file(path: &Path, schema: &InputSchema) -> Result<Option<Input
             feature_base: base,
             label_base: IndexBase::Zero,
             n_features: Some(schema.n_features),
-            n_labels: None,
+            // Label ids beyond the model's are refused, with their line, when evaluating.
+            n_labels: (labels == Labels::Read).then_some(schema.n_labels),
         };
         read_libsvm_path(path, &opts)?
     };
     let features = align_features(&ds.features, &ds.feature_names, schema, &spec)?;
-    let labels = (ds.labels.n_labels > 0).then_some(ds.labels);
+    let has_labels = labels == Labels::Read || ds.labels.n_labels > 0;
     Ok(Some(Inputs {
         name: ds.name,
         features,
-        labels,
+        labels: has_labels.then_some(ds.labels),
+        label_names,
         notes: Vec::new(),
     }))
 }
@@ -270,6 +332,7 @@ mod tests {
     fn schema(n: usize, f: &[&str]) -> InputSchema {
         InputSchema {
             n_features: n,
+            n_labels: 3,
             feature_names: names(f),
             ..InputSchema::default()
         }

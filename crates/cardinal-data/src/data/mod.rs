@@ -36,7 +36,7 @@ pub use arff::{
     read_mulan_noted, ArffNotes, DropReason, DroppedAttribute, LabelSpec, MAX_NOMINAL_VALUES,
 };
 pub use error::{DataError, Location, ParseErrorKind, Result};
-pub use inputs::{align_features, read_inputs, InputSchema, Inputs};
+pub use inputs::{align_features, read_inputs, InputSchema, Inputs, Labels};
 pub use resolve::{
     load_dir, load_file, load_vendored, resolve_dataset, resolve_dataset_noted, vendored, LoadNote,
     NoteKind, Resolved, VENDORED,

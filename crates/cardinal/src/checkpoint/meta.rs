@@ -41,6 +41,7 @@ impl Meta {
     pub fn input_schema(&self) -> InputSchema {
         InputSchema {
             n_features: self.n_features,
+            n_labels: self.n_labels,
             feature_names: self.feature_names.clone(),
             label_names: self.label_names.clone(),
             libsvm_base: self.libsvm_feature_base.map(|b| {
