@@ -59,10 +59,15 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         Features seen by ``fit``.
     n_labels_ : int
         Labels seen by ``fit``.
+    classes_ : ndarray
+        The label columns ``0 .. n_labels_ - 1`` (as scikit-learn's multi-label classifiers).
     label_names_ : list of str
         Label names recorded in a loaded model directory (empty after ``fit`` on arrays).
     config_ : dict
         The full configuration the model was trained with.
+    history_ : list of dict
+        One record per epoch of ``fit`` (``phase``, ``epoch``, ``loss``, ``dev_example_f1``,
+        ``seconds``), as ``metrics.jsonl`` of the command-line program; empty after ``load``.
 
     Errors in the input (labels other than 0/1, NaN or infinite features, row counts that
     differ, a feature count at predict other than at fit, an invalid configuration) raise
@@ -139,8 +144,11 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     def _set_fitted_attributes(self) -> None:
         self.n_features_in_ = self.model_.n_features
         self.n_labels_ = self.model_.n_labels
+        # The label columns, as scikit-learn's multi-label classifiers name them.
+        self.classes_ = np.arange(self.n_labels_)
         self.label_names_ = list(self.model_.label_names)
         self.config_ = json.loads(self.model_.config_json)
+        self.history_ = json.loads(self.model_.history_json)
 
     def _infer(self, X: Any):
         check_is_fitted(self, "model_")

@@ -7,7 +7,7 @@ use cardinal::engine::Engine;
 use cardinal::metrics::{binarize, Binarize};
 use cardinal::pipeline::Model;
 use cardinal::runtime::{Runtime, WaitPolicy};
-use cardinal::train::Event;
+use cardinal::train::{EpochRecord, Event};
 use cardinal::Config;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -94,6 +94,8 @@ fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
 pub struct NativeModel {
     model: Model<f32>,
     label_names: Vec<String>,
+    /// The epochs of the fit that made it (empty for a loaded model).
+    history: Vec<EpochRecord>,
 }
 
 #[pymethods]
@@ -134,6 +136,7 @@ impl NativeModel {
         Ok(Self {
             model: trained.model,
             label_names: Vec::new(),
+            history: trained.history,
         })
     }
 
@@ -184,6 +187,7 @@ impl NativeModel {
         Ok(Self {
             model,
             label_names: meta.label_names,
+            history: Vec::new(),
         })
     }
 
@@ -191,6 +195,13 @@ impl NativeModel {
     #[getter]
     pub fn config_json(&self) -> String {
         serde_json::to_string(&self.model.config).expect("a configuration serialises")
+    }
+
+    /// The fit's epochs as JSON (a list of the records `metrics.jsonl` holds: phase, epoch,
+    /// loss, dev example-F1, seconds); empty for a loaded model.
+    #[getter]
+    pub fn history_json(&self) -> String {
+        serde_json::to_string(&self.history).expect("epoch records serialise")
     }
 
     /// The number of input features.

@@ -264,8 +264,8 @@ pub fn labels_from_csr(
     Ok(out)
 }
 
-/// A dataset of `features` and `labels`, which must have the same number of rows; without
-/// feature or label names.
+/// A dataset of `features` and `labels`, which must have the same number of rows and at least
+/// one column each; without feature or label names.
 pub fn dataset_from_arrays(name: &str, features: CsrMatrix, labels: LabelSets) -> Result<Dataset> {
     if features.n_rows != labels.n_rows {
         return Err(DataError::Invalid(format!(
@@ -273,6 +273,13 @@ pub fn dataset_from_arrays(name: &str, features: CsrMatrix, labels: LabelSets) -
              example",
             features.n_rows, labels.n_rows
         )));
+    }
+    for (n, what) in [(features.n_cols, "feature"), (labels.n_labels, "label")] {
+        if n == 0 {
+            return Err(DataError::Invalid(format!(
+                "the data has no {what} columns: expected at least one"
+            )));
+        }
     }
     Ok(Dataset {
         name: name.to_owned(),
@@ -384,7 +391,10 @@ mod tests {
             .to_string()
             .contains("the features have 2 rows where the labels have 3"));
         let y = labels_from_dense("Y", 2, 1, &[1.0, 0.0]).unwrap();
-        let d = dataset_from_arrays("d", x, y).unwrap();
+        let d = dataset_from_arrays("d", x.clone(), y).unwrap();
+        let no_labels = labels_from_dense("Y", 2, 0, &[]).unwrap();
+        let e = dataset_from_arrays("d", x, no_labels).unwrap_err();
+        assert!(e.to_string().contains("no label columns"), "{e}");
         assert_eq!((d.n_rows(), d.n_features(), d.n_labels()), (2, 1, 1));
     }
 }
