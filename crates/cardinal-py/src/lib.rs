@@ -5,7 +5,7 @@
 //! them into the library's types with the library's checked constructors
 //! ([`cardinal::data::arrays`]), calls the engine with the GIL released, and turns the results
 //! back into numpy arrays. Every library error becomes a Python exception carrying the
-//! library's message ([`errors`]); nothing here trains, predicts, reads data or projects by
+//! library's message (module `errors`); nothing here trains, predicts, reads data or projects by
 //! itself. The scikit-learn estimator (`cardinal.CardinalClassifier`) is plain Python over
 //! this module (`python/cardinal/`).
 
