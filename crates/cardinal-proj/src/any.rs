@@ -111,6 +111,38 @@ impl AnyProjector {
     pub fn with_eps(self, eps: f64) -> Self {
         Self { eps, ..self }
     }
+
+    /// [`AnyProjector::new`] with temperature `eps`, for callers that take the parameters from
+    /// a user (the Python package): refuses zero `rounds` for the Dykstra methods, zero `iters`
+    /// for FP and a temperature that is not finite and positive, as
+    /// [`ProjError::InvalidParameter`], instead of running a degenerate projection.
+    pub fn checked(
+        method: Method,
+        rounds: usize,
+        iters: usize,
+        eps: f64,
+    ) -> Result<Self, ProjError> {
+        let uses_rounds = matches!(method, Method::DykstraSoft | Method::DykstraExact);
+        if uses_rounds && rounds == 0 {
+            return Err(ProjError::InvalidParameter {
+                name: "rounds",
+                value: 0.0,
+            });
+        }
+        if method == Method::Fp && iters == 0 {
+            return Err(ProjError::InvalidParameter {
+                name: "iters",
+                value: 0.0,
+            });
+        }
+        if !(eps.is_finite() && eps > 0.0) {
+            return Err(ProjError::InvalidParameter {
+                name: "eps",
+                value: eps,
+            });
+        }
+        Ok(Self::new(method, rounds, iters).with_eps(eps))
+    }
 }
 
 /// Tape of [`AnyProjector`]: one variant per method (replaced if the method changes).
@@ -202,5 +234,27 @@ impl<F: Real> Projector<F> for AnyProjector {
             (Method::Clip, AnyTape::Clip(t)) => BoxClip.vjp(t, g, gv),
             (m, _) => panic!("AnyProjector::vjp: tape was not recorded by a {m} forward"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checked_refuses_degenerate_parameters_of_the_method_in_use() {
+        let bad = |m, r, i, e| AnyProjector::checked(m, r, i, e).unwrap_err().to_string();
+        assert!(bad(Method::DykstraSoft, 0, 10, 0.1).contains("rounds = 0"));
+        assert!(bad(Method::Fp, 2, 0, 0.1).contains("iters = 0"));
+        assert!(bad(Method::Smooth, 2, 10, 0.0).contains("eps = 0"));
+        assert!(bad(Method::Exact, 2, 10, f64::NAN).contains("eps = NaN"));
+        // Parameters a method ignores may take any value.
+        let p = AnyProjector::checked(Method::Exact, 0, 0, 0.5).unwrap();
+        assert_eq!(p, AnyProjector::new(Method::Exact, 0, 0).with_eps(0.5));
+        let mut out = [0.0f64; 3];
+        let mut tape = AnyTape::default();
+        p.forward(&[2.0, 0.0, -1.0], 1.0, &mut out, &mut tape)
+            .unwrap();
+        assert_eq!(out, [1.0, 0.0, 0.0]);
     }
 }

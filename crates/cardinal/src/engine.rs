@@ -31,6 +31,7 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -232,6 +233,60 @@ impl Engine {
             wait: self.runtime.wait,
         };
         system.fit(train, Start::Fresh(cfg), &mut hooks)
+    }
+
+    /// [`Engine::fit`] that stops with [`Error::Interrupted`] when `cancel` is set, checked
+    /// after every epoch (for front ends whose user may interrupt: the Python package sets it
+    /// on Ctrl-C). Systems that train in one go are not interrupted.
+    pub fn fit_cancellable(
+        &self,
+        train: &Dataset,
+        cfg: Config,
+        on_event: &mut dyn FnMut(Event),
+        cancel: &AtomicBool,
+    ) -> Result<Trained> {
+        let system = self.systems.for_config(&cfg)?;
+        require_rows(train)?;
+        let mut epochs = 0;
+        let mut hooks = Hooks {
+            on_event,
+            after_epoch: &mut |_| {
+                epochs += 1;
+                match cancel.load(Ordering::Relaxed) {
+                    true => Err(Error::Interrupted { epochs }),
+                    false => Ok(()),
+                }
+            },
+            wait: self.runtime.wait,
+        };
+        system.fit(train, Start::Fresh(cfg), &mut hooks)
+    }
+
+    /// Saves `model` as the model directory `dir`, in the format [`Engine::load`] and the CLI
+    /// read (`dataset` and `label_names` are recorded in `meta.json`; either may be empty). A
+    /// directory that already holds a run is refused unless `replace`.
+    pub fn save_model(
+        &self,
+        model: &Model<f32>,
+        dir: &Path,
+        dataset: &str,
+        label_names: &[String],
+        replace: bool,
+    ) -> Result<()> {
+        let existing = if replace {
+            Existing::Replace
+        } else {
+            Existing::Refuse
+        };
+        let _lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
+        // Arrays have no feature names and no file index base: new files are read by position,
+        // and a LIBSVM file by the loader's own rule.
+        let trained_on = TrainedOn {
+            dataset: dataset.to_string(),
+            label_names: label_names.to_vec(),
+            ..TrainedOn::default()
+        };
+        checkpoint::save(model, dir, &trained_on)
     }
 
     /// The model's system's inference on every row of `x`.

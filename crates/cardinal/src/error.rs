@@ -95,6 +95,13 @@ pub enum Error {
         /// What was not finite.
         quantity: String,
     },
+    /// Training was stopped by its caller (e.g. Ctrl-C in the Python package) through
+    /// [`Engine::fit_cancellable`](crate::engine::Engine::fit_cancellable).
+    #[error("training interrupted after {epochs} epochs")]
+    Interrupted {
+        /// Epochs finished, over both phases.
+        epochs: usize,
+    },
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {

@@ -83,15 +83,39 @@ pub fn run_with_active_workers<R>(wait: WaitPolicy, f: impl FnOnce() -> R) -> R 
         for _ in 0..others {
             s.spawn(|_| poll());
         }
-        let r = f();
-        done.store(true, Ordering::Release);
-        r
+        // Set on the way out, unwinding included: a panic in `f` must not leave the pollers
+        // spinning (the scope would never end and the panic never reach the caller).
+        let _release = ReleaseOnDrop(&done);
+        f()
     })
+}
+
+/// Sets its flag when dropped.
+struct ReleaseOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for ReleaseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_under_active_workers_reaches_the_caller_instead_of_hanging() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.install(|| {
+                run_with_active_workers(WaitPolicy::Active, || -> u32 { panic!("boom") })
+            })
+        }));
+        assert!(caught.is_err());
+    }
     use rayon::prelude::*;
 
     /// Nested parallel work inside the closure completes with the same result as without

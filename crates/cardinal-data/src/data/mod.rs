@@ -8,7 +8,8 @@
 //! - [`resolve_dataset`]: a name or path to a dataset, as the CLI uses it (with
 //!   [`resolve_dataset_noted`], also what it decided: [`LoadNote`]); [`vendored`] Bibtex;
 //! - [`split`]: seeded train/dev, k-fold and iterative-stratification splits;
-//! - [`DatasetStats`]: MULAN-style statistics.
+//! - [`DatasetStats`]: MULAN-style statistics;
+//! - [`arrays`]: datasets from in-memory arrays (dense or CSR), checked entry by entry.
 //!
 //! Every reader takes an `impl BufRead` and has a `_path` variant that reads plain or
 //! gzip-compressed files (recognised by their magic bytes, not their name). Errors are
@@ -20,6 +21,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 pub mod arff;
+pub mod arrays;
 pub mod error;
 pub mod inputs;
 mod lex;

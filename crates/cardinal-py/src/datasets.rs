@@ -1,0 +1,65 @@
+//! `load_dataset`: any dataset the CLI reads, as arrays.
+
+use std::path::PathBuf;
+
+use cardinal::data::{CsrMatrix, Dataset};
+use cardinal::DataSpec;
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::arrays::indicator_matrix;
+use crate::errors::to_py;
+
+/// A feature matrix as the tuple `(n_rows, n_cols, indptr, indices, data)` of CSR parts.
+fn csr_parts<'py>(py: Python<'py>, m: &CsrMatrix) -> PyResult<Bound<'py, PyTuple>> {
+    let indptr: Vec<i64> = m.indptr.iter().map(|&i| i as i64).collect();
+    let indices: Vec<i64> = m.indices.iter().map(|&i| i64::from(i)).collect();
+    let items = [
+        m.n_rows.into_pyobject(py)?.into_any(),
+        m.n_cols.into_pyobject(py)?.into_any(),
+        PyArray1::from_vec(py, indptr).into_any(),
+        PyArray1::from_vec(py, indices).into_any(),
+        PyArray1::from_vec(py, m.values.clone()).into_any(),
+    ];
+    PyTuple::new(py, items)
+}
+
+/// Puts `X_<split>` (CSR parts) and `Y_<split>` (a `uint8` indicator matrix) into `out`.
+fn put_split(out: &Bound<'_, PyDict>, split: &str, d: &Dataset) -> PyResult<()> {
+    let py = out.py();
+    out.set_item(format!("X_{split}"), csr_parts(py, &d.features)?)?;
+    out.set_item(format!("Y_{split}"), indicator_matrix(py, &d.labels)?)?;
+    Ok(())
+}
+
+/// Reads the dataset `name_or_path` exactly as `cardinal train --dataset` does (a name in
+/// `data_dir` or `$CARDINAL_DATA`, a vendored name such as `bibtex`, or a path to a MULAN
+/// folder, an ARFF file with its XML beside it, a LIBSVM or an XMC file; a single file is split
+/// with `train_fraction` as the CLI splits it). Returns a dict with `X_train`, `Y_train`,
+/// `X_test`, `Y_test`, `feature_names`, `label_names`, `name` and `notes` (what the readers
+/// decided on the way).
+#[pyfunction]
+#[pyo3(signature = (name_or_path, data_dir=None, train_fraction=0.8))]
+pub fn load_dataset<'py>(
+    py: Python<'py>,
+    name_or_path: String,
+    data_dir: Option<PathBuf>,
+    train_fraction: f64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let spec = DataSpec {
+        data_dir,
+        train_fraction,
+        ..DataSpec::named(name_or_path)
+    };
+    let (tt, notes) = py.detach(|| spec.load_noted()).map_err(to_py)?;
+    let out = PyDict::new(py);
+    put_split(&out, "train", &tt.train)?;
+    put_split(&out, "test", &tt.test)?;
+    out.set_item("feature_names", tt.train.feature_names.clone())?;
+    out.set_item("label_names", tt.train.label_names.clone())?;
+    out.set_item("name", tt.train.name.clone())?;
+    let notes: Vec<String> = notes.iter().map(|n| n.to_string()).collect();
+    out.set_item("notes", notes)?;
+    Ok(out)
+}

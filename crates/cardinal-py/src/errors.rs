@@ -1,0 +1,32 @@
+//! Library errors as Python exceptions, with the library's message: bad input (data,
+//! configuration, shapes) is a `ValueError`, a missing or unreadable file an `OSError`, an
+//! existing model directory a `FileExistsError`, an interrupted fit a `KeyboardInterrupt`.
+
+use pyo3::exceptions::{
+    PyFileExistsError, PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError,
+};
+use pyo3::PyErr;
+
+/// The Python exception for a library error.
+pub fn to_py(e: cardinal::Error) -> PyErr {
+    use cardinal::Error as E;
+    let msg = e.to_string();
+    match e {
+        E::Io { .. } => PyOSError::new_err(msg),
+        E::Data(ref d) if matches!(d, cardinal::data::DataError::Io { .. }) => {
+            PyOSError::new_err(msg)
+        }
+        E::RunExists { path, what } => PyFileExistsError::new_err(format!(
+            "{} {what}; pass overwrite=True to replace it",
+            path.display()
+        )),
+        E::Interrupted { .. } => PyKeyboardInterrupt::new_err(msg),
+        E::Diverged { .. } | E::Runtime(_) => PyRuntimeError::new_err(msg),
+        _ => PyValueError::new_err(msg),
+    }
+}
+
+/// [`to_py`] for errors of the data readers and array constructors.
+pub fn data_to_py(e: cardinal::data::DataError) -> PyErr {
+    to_py(cardinal::Error::Data(e))
+}

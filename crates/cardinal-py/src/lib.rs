@@ -1,0 +1,33 @@
+//! `cardinal._native`: the Python package's extension module, a thin layer over
+//! [`cardinal::engine::Engine`].
+//!
+//! Python passes numpy arrays (dense, or the three arrays of a CSR matrix); this crate turns
+//! them into the library's types with the library's checked constructors
+//! ([`cardinal::data::arrays`]), calls the engine with the GIL released, and turns the results
+//! back into numpy arrays. Every library error becomes a Python exception carrying the
+//! library's message (module `errors`); nothing here trains, predicts, reads data or projects by
+//! itself. The scikit-learn estimator (`cardinal.CardinalClassifier`) is plain Python over
+//! this module (`python/cardinal/`).
+
+#![warn(missing_docs)]
+
+use pyo3::prelude::*;
+
+mod arrays;
+mod datasets;
+mod errors;
+mod interruptible;
+mod model;
+mod project;
+
+/// The extension module `cardinal._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<model::NativeModel>()?;
+    m.add_function(wrap_pyfunction!(datasets::load_dataset, m)?)?;
+    m.add_function(wrap_pyfunction!(project::project, m)?)?;
+    m.add_function(wrap_pyfunction!(project::project_vjp, m)?)?;
+    m.add_function(wrap_pyfunction!(model::check_config, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,28 @@
+"""cardinal: multi-label classification with a predicted label count (Predict and Constrain).
+
+A model predicts how many labels an input has, ``z = h(x)``, then which, by unrolled projected
+gradient ascent on a learned score over relaxed labels ``y`` in ``[0, 1]^L`` constrained to
+``sum(y) = z`` (Brukhim & Globerson, ICML 2018). This package is a thin layer over the Rust
+library that the ``cardinal`` command-line program uses: the same engine, the same numbers, the
+same model directories.
+
+* :class:`CardinalClassifier`: a scikit-learn estimator (fit, predict, predict_proba,
+  predict_count, decision_function; pickling, ``clone``, ``GridSearchCV``).
+* :func:`load_dataset`: any dataset the command-line program reads, as arrays.
+* :func:`project` and :func:`project_vjp`: the projection operators and their
+  vector-Jacobian products on numpy arrays.
+"""
+
+from ._classifier import CardinalClassifier
+from ._data import Dataset, load_dataset
+from ._native import __version__
+from ._project import project, project_vjp
+
+__all__ = [
+    "CardinalClassifier",
+    "Dataset",
+    "load_dataset",
+    "project",
+    "project_vjp",
+    "__version__",
+]
