@@ -9,9 +9,7 @@ use cardinal::checkpoint::Meta;
 use cardinal::data::{resolve_dataset, Dataset, Resolved, TrainTest};
 use cardinal::engine::{check_labels, data_dir_or_env, Engine};
 use cardinal::eval::EvalReport;
-use cardinal::train::Event;
 use cardinal::{Config, DataSpec};
-use indicatif::{ProgressBar, ProgressStyle};
 
 /// Where the data comes from (saved as `run.json` in the model directory for `--resume`).
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
@@ -33,7 +31,7 @@ pub struct DataSource {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// For a single-file dataset: fraction used for training in a seeded split.
-    #[arg(long, default_value_t = 0.8)]
+    #[arg(long, default_value_t = 0.8, value_name = "FRACTION")]
     pub train_fraction: f64,
 }
 
@@ -64,7 +62,7 @@ pub struct ConfigArgs {
     #[arg(long)]
     pub preset: Option<String>,
     /// Seed of the initialisation and batch order (overrides the configuration's).
-    #[arg(long)]
+    #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,
 }
 
@@ -107,7 +105,7 @@ pub struct TrainArgs {
     /// Do not write a resumable checkpoint after every epoch.
     #[arg(long)]
     pub no_checkpoints: bool,
-    /// No progress bar.
+    /// No progress output (neither the bar nor the per-epoch lines); warnings still show.
     #[arg(long)]
     pub quiet: bool,
     /// Print the final evaluation as JSON.
@@ -121,11 +119,11 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
             let run = engine
                 .resume_run(dir)
                 .with_context(|| format!("resuming {}", dir.display()))?;
-            eprintln!(
+            crate::log::note(&format!(
                 "resuming {} after {} epochs",
                 dir.display(),
                 run.epochs_run()
-            );
+            ));
             run
         }
         None => {
@@ -140,12 +138,12 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
         }
     };
     for note in &run.notes {
-        eprintln!("note: {note}");
+        crate::log::note(&format!("note: {note}"));
     }
     let cfg = run.config().clone();
     let (train, test) = (&run.data.train, &run.data.test);
     let name = train.name.clone();
-    eprintln!(
+    crate::log::note(&format!(
         "{name}: {} train / {} test examples, {} features, {} labels; preset {}, seed {}, {} threads",
         train.n_rows(),
         test.n_rows(),
@@ -154,44 +152,11 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
         cfg.preset,
         cfg.seed,
         rayon::current_num_threads()
-    );
+    ));
     let out = run.dir.clone();
-    let bar = if args.quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(0)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("phase {prefix} {bar:30} {pos}/{len} batches  {msg}")
-            .expect("valid template"),
-    );
-    let mut on_event = |ev: Event| match ev {
-        Event::Start {
-            phase,
-            epochs,
-            batches_per_epoch,
-        } => {
-            bar.set_prefix(phase.to_string());
-            bar.set_length((epochs * batches_per_epoch) as u64);
-            bar.set_position(0);
-        }
-        Event::Batch { epoch, loss, .. } => {
-            bar.inc(1);
-            bar.set_message(format!("epoch {epoch} loss {loss:.4}"));
-        }
-        Event::Epoch(rec) => {
-            let dev = rec
-                .dev_example_f1
-                .map(|f| format!(" dev F1 {f:.2}"))
-                .unwrap_or_default();
-            bar.println(format!(
-                "phase {} epoch {:>3}: loss {:.4}{dev}  ({:.2} s/epoch)",
-                rec.phase, rec.epoch, rec.loss, rec.seconds
-            ));
-        }
-    };
-    let outcome = engine.finish_run(run, !args.no_checkpoints, &mut on_event)?;
-    bar.finish_and_clear();
+    let mut progress = crate::progress::TrainProgress::new(&cfg, args.quiet);
+    let outcome = engine.finish_run(run, !args.no_checkpoints, &mut |ev| progress.on_event(ev))?;
+    progress.finish();
     let secs: Vec<f64> = outcome.history.iter().map(|r| r.seconds).collect();
     let mean_epoch = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
     let report = &outcome.report;
@@ -285,6 +250,7 @@ pub struct EvalArgs {
     /// Evaluate on this data instead (a dataset name or path, as for `train --dataset`).
     #[arg(long, value_name = "NAME_OR_PATH")]
     pub data: Option<String>,
+    /// Folder holding datasets by name (default: env CARDINAL_DATA).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Write the full report as JSON to this file ('-' for stdout).
@@ -378,6 +344,7 @@ pub struct PredictArgs {
     /// numbered as in the file; the test file of a dataset that ships with a split.
     #[arg(long, value_name = "NAME_OR_PATH")]
     pub data: String,
+    /// Folder holding datasets by name (default: env CARDINAL_DATA).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Include every label's score y_T (else only the predicted labels').
