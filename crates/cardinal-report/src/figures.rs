@@ -61,6 +61,15 @@ fn padded(xs: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo - pad, hi + pad)
 }
 
+/// An epoch tick's label: whole epochs only.
+fn whole(v: &f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        String::new()
+    }
+}
+
 /// One run's curve: its legend name and its epoch records.
 pub type Run<'a> = (&'a str, &'a [EpochRecord]);
 
@@ -82,6 +91,8 @@ pub fn training_curves(runs: &[Run]) -> Result<String> {
             .map_err(draw_err)?;
         chart
             .configure_mesh()
+            .x_labels(n_max.min(15))
+            .x_label_formatter(&whole)
             .x_desc("epoch")
             .y_desc("mean loss per batch")
             .draw()
@@ -116,6 +127,8 @@ pub fn training_curves(runs: &[Run]) -> Result<String> {
             .map_err(draw_err)?;
         chart
             .configure_mesh()
+            .x_labels(n_max.min(15))
+            .x_label_formatter(&whole)
             .x_desc("epoch")
             .y_desc("example-F1 (%)")
             .draw()

@@ -118,7 +118,7 @@ fn a_headless_browser_draws_every_figure() {
     // Layout: a copy of the page with a script that writes each <svg>'s rendered box into
     // the DOM, read back with --dump-dom.
     let probe = tmp.path().join("probe.html");
-    let script = "<script>window.addEventListener('load',()=>{const b=[...document.querySelectorAll('svg')].map(s=>{const r=s.getBoundingClientRect();return Math.round(r.width)+'x'+Math.round(r.height)});const p=document.createElement('pre');p.id='boxes';p.textContent='BOXES '+b.join(' ')+' END';document.body.appendChild(p)});</script>";
+    let script = "<script>window.addEventListener('load',()=>{const b=[...document.querySelectorAll('svg')].map(s=>{const r=s.getBoundingClientRect();return Math.round(r.width)+'x'+Math.round(r.height)});const p=document.createElement('pre');p.id='boxes';p.textContent='BOX'+'ES: '+b.join(' ')+' EN'+'D';document.body.appendChild(p)});</script>";
     std::fs::write(&probe, html.replace("</body>", &format!("{script}</body>"))).unwrap();
     let url = |p: &Path| format!("file://{}", p.display());
     let dom = run_chromium(
@@ -128,7 +128,8 @@ fn a_headless_browser_draws_every_figure() {
         &url(&probe),
     );
     let boxes = dom
-        .split("BOXES ")
+        // The marker is assembled by the script, so the script's own text does not hold it.
+        .split("BOXES: ")
         .nth(1)
         .and_then(|s| s.split(" END").next())
         .unwrap_or_else(|| {
