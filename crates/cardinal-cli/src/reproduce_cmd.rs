@@ -103,7 +103,9 @@ pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::R
             report,
         } => {
             let cells = table1(datasets, rows, *seeds, out, data_dir)?;
-            if *report {
+            if *report && cells.is_empty() {
+                crate::log::note("no finished cells: no report written");
+            } else if *report {
                 crate::report_cmd::write_report(engine, &cells, &out.join("report.html"))?;
             }
             Ok(())

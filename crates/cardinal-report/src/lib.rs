@@ -18,7 +18,7 @@
 //! ```
 #![warn(missing_docs)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cardinal::engine::Engine;
 
@@ -51,25 +51,35 @@ pub enum Error {
 /// This crate's results.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// A legend name for each directory: its last component, with its position added where two
-/// would read the same.
+/// A legend name for each directory: its last components, as few as keep the names apart
+/// (`seed0` alone, `dvn/seed0` beside `spen/seed0`), with the position added where even the
+/// whole paths read the same.
 pub fn run_names(dirs: &[PathBuf]) -> Vec<String> {
-    let base = |d: &Path| {
-        d.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| d.display().to_string())
-    };
-    let bases: Vec<String> = dirs.iter().map(|d| base(d)).collect();
-    bases
+    let parts: Vec<Vec<String>> = dirs
+        .iter()
+        .map(|d| {
+            d.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .filter(|c| c != "." && c != "/")
+                .collect()
+        })
+        .collect();
+    let suffix = |p: &[String], k: usize| p[p.len().saturating_sub(k)..].join("/");
+    let longest = parts.iter().map(Vec::len).max().unwrap_or(0);
+    for k in 1..=longest {
+        let names: Vec<String> = parts.iter().map(|p| suffix(p, k)).collect();
+        let unique = names
+            .iter()
+            .enumerate()
+            .all(|(i, n)| names.iter().skip(i + 1).all(|o| o != n));
+        if unique {
+            return names;
+        }
+    }
+    parts
         .iter()
         .enumerate()
-        .map(|(i, b)| {
-            if bases.iter().filter(|o| *o == b).count() > 1 {
-                format!("{b} ({})", i + 1)
-            } else {
-                b.clone()
-            }
-        })
+        .map(|(i, p)| format!("{} ({})", suffix(p, longest), i + 1))
         .collect()
 }
 
@@ -98,6 +108,10 @@ mod tests {
             PathBuf::from("b/seed0"),
             PathBuf::from("c/x"),
         ];
-        assert_eq!(run_names(&dirs), ["seed0 (1)", "seed0 (2)", "x"]);
+        assert_eq!(run_names(&dirs), ["a/seed0", "b/seed0", "c/x"]);
+        let dirs = [PathBuf::from("runs/b0"), PathBuf::from("runs/b1")];
+        assert_eq!(run_names(&dirs), ["b0", "b1"]);
+        let dirs = [PathBuf::from("runs/b0"), PathBuf::from("./runs/b0")];
+        assert_eq!(run_names(&dirs), ["runs/b0 (1)", "runs/b0 (2)"]);
     }
 }
