@@ -155,6 +155,9 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     ));
     let out = run.dir.clone();
     let mut progress = crate::progress::TrainProgress::new(&cfg, args.quiet);
+    if let cardinal::system::Start::Resume(state) = &run.start {
+        progress.resume(&state.progress);
+    }
     let outcome = engine.finish_run(run, !args.no_checkpoints, &mut |ev| progress.on_event(ev))?;
     progress.finish();
     let secs: Vec<f64> = outcome.history.iter().map(|r| r.seconds).collect();

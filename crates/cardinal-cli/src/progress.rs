@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use cardinal::train::Event;
+use cardinal::train::{Event, Progress};
 use cardinal::Config;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -50,10 +50,28 @@ impl Schedule {
         }
     }
 
-    /// A phase begins (`epochs` from the event: what the phase actually runs at most).
-    pub fn start(&mut self, phase: u8, epochs: usize) {
+    /// Where a resumed run stands: its phase, the epochs done in it, the early-stopping state
+    /// (as [`Progress`] holds them).
+    pub fn resume(
+        &mut self,
+        phase: u8,
+        epochs_done: usize,
+        best_dev: Option<f64>,
+        since_best: usize,
+    ) {
         self.phase = phase;
-        self.done_in_phase = 0;
+        self.done_in_phase = epochs_done;
+        self.best_dev = best_dev;
+        self.since_best = since_best;
+    }
+
+    /// A phase begins (`epochs` from the event: what the phase actually runs at most). A
+    /// resumed run announces the phase it resumes in: its epochs done are kept.
+    pub fn start(&mut self, phase: u8, epochs: usize) {
+        if phase != self.phase {
+            self.done_in_phase = 0;
+        }
+        self.phase = phase;
         match phase {
             1 => self.phase1_epochs = epochs,
             _ => self.phase2_epochs = epochs,
@@ -151,6 +169,12 @@ impl TrainProgress {
         }
     }
 
+    /// Continues from a resumed run's state (see [`Schedule::resume`]).
+    pub fn resume(&mut self, p: &Progress) {
+        self.schedule
+            .resume(p.phase, p.epochs_done, p.best_dev_f1, p.since_best);
+    }
+
     /// The mean wall-clock time of an epoch so far.
     fn per_epoch(&self) -> Option<Duration> {
         let n = self.epoch_seconds.len();
@@ -199,8 +223,11 @@ impl TrainProgress {
                 if let Some(bar) = &self.bar {
                     bar.inc(1);
                     let done = (batch + 1) as f64 / self.batches_per_epoch as f64;
+                    // Before the first epoch ends, its own pace so far is the estimate.
+                    let so_far = || self.epoch_start.elapsed().div_f64(done);
                     let eta = self
                         .per_epoch()
+                        .or_else(|| (batch >= 2).then(so_far))
                         .map(|d| format!("  {}", eta(self.schedule.left(), done, d)))
                         .unwrap_or_default();
                     bar.set_message(format!("epoch {epoch} loss {loss:.4}{eta}"));
@@ -280,6 +307,20 @@ mod tests {
         s.start(2, 2);
         s.epoch(None);
         assert_eq!(s.left(), EpochsLeft { min: 1, max: 1 });
+    }
+
+    #[test]
+    fn a_resumed_run_counts_from_where_it_stopped() {
+        let mut s = schedule(60, 2, 5);
+        s.resume(1, 10, Some(40.0), 3);
+        s.start(1, 60);
+        assert_eq!(
+            s.left(),
+            EpochsLeft {
+                min: 2 + 2,
+                max: 50 + 2
+            }
+        );
     }
 
     #[test]
