@@ -18,6 +18,7 @@ pub struct BenchArgs {
     /// Dataset name or path (as for `train --dataset`).
     #[arg(long, default_value = "bibtex")]
     pub dataset: String,
+    /// Folder holding datasets by name (default: env CARDINAL_DATA).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<std::path::PathBuf>,
     /// Timed training epochs (after one warm-up epoch); the median is reported.

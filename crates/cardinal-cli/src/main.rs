@@ -19,10 +19,17 @@ mod output;
 mod bench_cmd;
 mod cv_cmd;
 mod data_cmd;
+mod docs_cmd;
+mod log;
 mod model_cmd;
 mod predict_cmd;
+mod progress;
 mod project_cmd;
+mod report_cmd;
 mod reproduce_cmd;
+mod runtime_args;
+
+use runtime_args::{Threads, TrainingRuntime, Wait};
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
 #[derive(Debug, Parser)]
@@ -30,23 +37,22 @@ mod reproduce_cmd;
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Worker threads (default: all cores). Results are identical for any thread count.
-    #[arg(long, global = true, value_name = "N")]
+    /// Worker threads (default: all cores), for the commands that compute; also accepted after
+    /// them (`cardinal train --threads 2`). Results are identical for any thread count.
+    #[arg(long, value_name = "N")]
     threads: Option<usize>,
-    /// While training, idle worker threads poll for work (`active`, like OpenMP's
-    /// OMP_WAIT_POLICY=ACTIVE: faster on two or more threads) or sleep (`passive`: leaves the
-    /// cores to other programs). Results are identical either way.
-    #[arg(long, global = true, value_name = "POLICY", default_value = "active")]
-    wait: Wait,
-    /// More log output (-v info, -vv debug).
+    /// For the commands that train (train, cv, reproduce, bench): whether idle worker threads
+    /// poll for work (`active`, the default) or sleep (`passive`); also accepted after them.
+    #[arg(long, value_name = "POLICY")]
+    wait: Option<Wait>,
+    /// More log output on standard error: -v the library's steps (data loaded, phases, early
+    /// stopping, checkpoints, evaluation), -vv also every new best epoch and per-stage timings.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum Wait {
-    Active,
-    Passive,
+    /// Form of the log on standard error: `text`, or `json` (one JSON object per event,
+    /// training progress included).
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "text")]
+    log_format: log::LogFormat,
 }
 
 #[derive(Debug, Subcommand)]
@@ -54,40 +60,92 @@ enum Command {
     /// Inspect datasets.
     Data(data_cmd::DataArgs),
     /// Train a model and evaluate it on the test split.
-    Train(model_cmd::TrainArgs),
+    Train {
+        #[command(flatten)]
+        args: model_cmd::TrainArgs,
+        #[command(flatten)]
+        runtime: TrainingRuntime,
+    },
     /// Evaluate a trained model.
-    Eval(model_cmd::EvalArgs),
+    Eval {
+        #[command(flatten)]
+        args: model_cmd::EvalArgs,
+        #[command(flatten)]
+        threads: Threads,
+    },
     /// Cross-validate a configuration on the training file (k folds, no test data used).
-    Cv(cv_cmd::CvArgs),
+    Cv {
+        #[command(flatten)]
+        args: cv_cmd::CvArgs,
+        #[command(flatten)]
+        runtime: TrainingRuntime,
+    },
     /// Predict label sets (JSON lines).
-    Predict(predict_cmd::PredictArgs),
+    Predict {
+        #[command(flatten)]
+        args: predict_cmd::PredictArgs,
+        #[command(flatten)]
+        threads: Threads,
+    },
+    /// Write an HTML report of trained models: training curves, counts, per-label F1,
+    /// calibration, F1 against the threshold, metrics (one self-contained file).
+    Report {
+        #[command(flatten)]
+        args: report_cmd::ReportArgs,
+        #[command(flatten)]
+        threads: Threads,
+    },
     /// Reproduce the paper's Table 1 or its cardinality analysis.
-    Reproduce(reproduce_cmd::ReproduceArgs),
+    Reproduce {
+        #[command(flatten)]
+        args: reproduce_cmd::ReproduceArgs,
+        #[command(flatten)]
+        runtime: TrainingRuntime,
+    },
     /// Time a training epoch and test-set inference; prints one JSON line.
-    Bench(bench_cmd::BenchArgs),
+    Bench {
+        #[command(flatten)]
+        args: bench_cmd::BenchArgs,
+        #[command(flatten)]
+        runtime: TrainingRuntime,
+    },
     /// Project vectors read from stdin onto {0 <= y <= 1, sum y = z} (or another operator's set).
     Project(project_cmd::ProjectArgs),
+    /// Print a shell completion script (e.g. `cardinal completions bash > /etc/bash_completion.d/cardinal`).
+    Completions(docs_cmd::CompletionsArgs),
+    /// Print the manual page (roff), e.g. `cardinal man | man -l -` or `cardinal man train`.
+    Man(docs_cmd::ManArgs),
+}
+
+impl Command {
+    /// The thread count and wait policy the command asked for, if it uses them.
+    fn runtime(&self) -> (Option<usize>, Option<Wait>) {
+        match self {
+            Command::Train { runtime, .. }
+            | Command::Cv { runtime, .. }
+            | Command::Reproduce { runtime, .. }
+            | Command::Bench { runtime, .. } => (runtime.threads.threads, runtime.wait),
+            Command::Eval { threads, .. }
+            | Command::Predict { threads, .. }
+            | Command::Report { threads, .. } => (threads.threads, None),
+            Command::Data(_) | Command::Project(_) | Command::Completions(_) | Command::Man(_) => {
+                (None, None)
+            }
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let level = match cli.verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| level.into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    log::init(cli.log_format, cli.verbose);
+    let (threads, wait) = cli.command.runtime();
     let engine = Engine {
         // The product's systems and the paper's Table 1 systems.
         systems: cardinal_paper::systems(),
         runtime: Runtime {
-            threads: cli.threads,
-            wait: match cli.wait {
+            // After the subcommand wins over before it.
+            threads: threads.or(cli.threads),
+            wait: match wait.or(cli.wait).unwrap_or(Wait::Active) {
                 Wait::Active => WaitPolicy::Active,
                 Wait::Passive => WaitPolicy::Passive,
             },
@@ -125,12 +183,68 @@ fn main() -> ExitCode {
 fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
     match command {
         Command::Data(a) => data_cmd::run(a),
-        Command::Train(a) => model_cmd::train(engine, a),
-        Command::Eval(a) => model_cmd::eval(engine, a),
-        Command::Cv(a) => cv_cmd::run(engine, a),
-        Command::Predict(a) => predict_cmd::predict(engine, a),
+        Command::Train { args, .. } => model_cmd::train(engine, args),
+        Command::Eval { args, .. } => model_cmd::eval(engine, args),
+        Command::Cv { args, .. } => cv_cmd::run(engine, args),
+        Command::Predict { args, .. } => predict_cmd::predict(engine, args),
+        Command::Report { args, .. } => report_cmd::run(engine, args),
         Command::Project(a) => project_cmd::run(a),
-        Command::Bench(a) => bench_cmd::run(engine, a),
-        Command::Reproduce(a) => reproduce_cmd::run(a),
+        Command::Bench { args, .. } => bench_cmd::run(engine, args),
+        Command::Reproduce { args, .. } => reproduce_cmd::run(engine, args),
+        Command::Completions(a) => docs_cmd::completions::<Cli>(a),
+        Command::Man(a) => docs_cmd::man::<Cli>(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every flag and positional argument of every subcommand says what it is for.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if ["help", "version"].contains(&id) {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} --{id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() && sub.get_name() != "help" {
+                    missing.push(format!("{path} {} (no about)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "cardinal", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+    }
+
+    /// The training-only flag is offered where something trains, and only there.
+    #[test]
+    fn wait_is_offered_only_where_training_runs() {
+        let cli = Cli::command();
+        let has = |name: &str, flag: &str| {
+            cli.find_subcommand(name)
+                .unwrap()
+                .get_arguments()
+                .any(|a| a.get_id() == flag)
+        };
+        for sub in ["train", "cv", "reproduce", "bench"] {
+            assert!(has(sub, "wait") && has(sub, "threads"), "{sub}");
+        }
+        for sub in ["eval", "predict", "report"] {
+            assert!(!has(sub, "wait") && has(sub, "threads"), "{sub}");
+        }
+        for sub in ["data", "project", "completions", "man"] {
+            assert!(!has(sub, "wait") && !has(sub, "threads"), "{sub}");
+        }
+        Cli::command().debug_assert();
     }
 }

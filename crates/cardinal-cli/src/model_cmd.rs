@@ -8,9 +8,7 @@ use cardinal::checkpoint::Meta;
 use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
 use cardinal::engine::{check_labels, data_dir_or_env, Checkpoints, Engine};
 use cardinal::eval::EvalReport;
-use cardinal::train::Event;
 use cardinal::{Config, DataSpec};
-use indicatif::{ProgressBar, ProgressStyle};
 
 /// Where the data comes from (saved as `run.json` in the model directory for `--resume`).
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
@@ -32,7 +30,7 @@ pub struct DataSource {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// For a single-file dataset: fraction used for training in a seeded split.
-    #[arg(long, default_value_t = 0.8)]
+    #[arg(long, default_value_t = 0.8, value_name = "FRACTION")]
     pub train_fraction: f64,
 }
 
@@ -63,7 +61,7 @@ pub struct ConfigArgs {
     #[arg(long)]
     pub preset: Option<String>,
     /// Seed of the initialisation and batch order (overrides the configuration's).
-    #[arg(long)]
+    #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,
 }
 
@@ -116,7 +114,7 @@ pub struct TrainArgs {
     #[arg(long, value_name = "SECS", default_value_t = 30.0,
           value_parser = parse_seconds)]
     pub checkpoint_every: f64,
-    /// No progress bar.
+    /// No progress output (neither the bar nor the per-epoch lines); warnings still show.
     #[arg(long)]
     pub quiet: bool,
     /// Print the final evaluation as JSON.
@@ -138,11 +136,11 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
             let run = engine
                 .resume_run(dir)
                 .with_context(|| format!("resuming {}", dir.display()))?;
-            eprintln!(
+            crate::log::note(&format!(
                 "resuming {} after {} epochs",
                 dir.display(),
                 run.epochs_run()
-            );
+            ));
             run
         }
         None => {
@@ -157,12 +155,12 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
         }
     };
     for note in &run.notes {
-        eprintln!("note: {note}");
+        crate::log::note(&format!("note: {note}"));
     }
     let cfg = run.config().clone();
     let (train, test) = (&run.data.train, &run.data.test);
     let name = train.name.clone();
-    eprintln!(
+    crate::log::note(&format!(
         "{name}: {} train / {} test examples, {} features, {} labels; preset {}, seed {}, {} threads",
         train.n_rows(),
         test.n_rows(),
@@ -171,42 +169,12 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
         cfg.preset,
         cfg.seed,
         rayon::current_num_threads()
-    );
+    ));
     let out = run.dir.clone();
-    let bar = if args.quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(0)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("phase {prefix} {bar:30} {pos}/{len} batches  {msg}")
-            .expect("valid template"),
-    );
-    let mut on_event = |ev: Event| match ev {
-        Event::Start {
-            phase,
-            epochs,
-            batches_per_epoch,
-        } => {
-            bar.set_prefix(phase.to_string());
-            bar.set_length((epochs * batches_per_epoch) as u64);
-            bar.set_position(0);
-        }
-        Event::Batch { epoch, loss, .. } => {
-            bar.inc(1);
-            bar.set_message(format!("epoch {epoch} loss {loss:.4}"));
-        }
-        Event::Epoch(rec) => {
-            let dev = rec
-                .dev_example_f1
-                .map(|f| format!(" dev F1 {f:.2}"))
-                .unwrap_or_default();
-            bar.println(format!(
-                "phase {} epoch {:>3}: loss {:.4}{dev}  ({:.2} s/epoch)",
-                rec.phase, rec.epoch, rec.loss, rec.seconds
-            ));
-        }
-    };
+    let mut progress = crate::progress::TrainProgress::new(&cfg, args.quiet);
+    if let cardinal::system::Start::Resume(state) = &run.start {
+        progress.resume(&state.progress);
+    }
     let checkpoints = if args.no_checkpoints {
         Checkpoints::Never
     } else if args.checkpoint_every == 0.0 {
@@ -214,8 +182,8 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     } else {
         Checkpoints::AtMostEvery(std::time::Duration::from_secs_f64(args.checkpoint_every))
     };
-    let outcome = engine.finish_run(run, checkpoints, &mut on_event)?;
-    bar.finish_and_clear();
+    let outcome = engine.finish_run(run, checkpoints, &mut |ev| progress.on_event(ev))?;
+    progress.finish();
     let secs: Vec<f64> = outcome.history.iter().map(|r| r.seconds).collect();
     let mean_epoch = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
     let report = &outcome.report;

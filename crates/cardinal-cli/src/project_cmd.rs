@@ -19,8 +19,7 @@ pub struct ProjectArgs {
         conflicts_with = "z_column"
     )]
     pub z: Option<f32>,
-    /// Projection: exact | simplex | soft | dykstra-soft | dykstra-exact | fp.
-    #[arg(long, default_value = "exact", value_parser = parse_method)]
+    #[arg(long, default_value = "exact", value_parser = parse_method, help = method_help())]
     pub method: Method,
     /// Dykstra rounds R (dykstra-soft, dykstra-exact), 1..=1000.
     #[arg(long, default_value_t = 2, value_parser = parse_rounds)]
@@ -31,6 +30,12 @@ pub struct ProjectArgs {
     /// Read z from the first column of each line instead of --z.
     #[arg(long)]
     pub z_column: bool,
+}
+
+/// `--method`'s help, listing every operator (from `Method::ALL`, so it cannot fall behind).
+fn method_help() -> String {
+    let names: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+    format!("Projection: {}.", names.join(" | "))
 }
 
 fn parse_method(s: &str) -> Result<Method, String> {

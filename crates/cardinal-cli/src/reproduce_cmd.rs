@@ -32,15 +32,24 @@ pub enum What {
         /// Where runs and `table1.json` / `table1.md` go.
         #[arg(long, default_value = "runs/table1")]
         out: PathBuf,
+        /// Folder holding datasets by name (default: env CARDINAL_DATA).
         #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
+        /// Also write `report.html` in --out: every cell's metrics side by side (see
+        /// `cardinal report`).
+        #[arg(long)]
+        report: bool,
     },
     /// The §5.1 cardinality analysis: MSE of a random count, the constant train mean and h(x).
     Cardinality {
+        /// Dataset name or path (as for `train --dataset`); the paper's figures are printed
+        /// beside the results on Delicious only, the dataset they are for.
         #[arg(long, default_value = "delicious")]
         dataset: String,
+        /// Seed of the count network's training.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Folder holding datasets by name (default: env CARDINAL_DATA).
         #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -74,7 +83,17 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
     (m, v.sqrt())
 }
 
-pub fn run(args: &ReproduceArgs) -> anyhow::Result<()> {
+/// `mean ± sd`, or the value alone for a single seed (whose sd is not zero but unknown).
+fn mean_sd_text(xs: &[f64]) -> String {
+    let (m, s) = mean_sd(xs);
+    if xs.len() > 1 {
+        format!("{m:.2} ± {s:.2}")
+    } else {
+        format!("{m:.2}")
+    }
+}
+
+pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::Result<()> {
     match &args.what {
         What::Table1 {
             datasets,
@@ -82,7 +101,16 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<()> {
             seeds,
             out,
             data_dir,
-        } => table1(datasets, rows, *seeds, out, data_dir),
+            report,
+        } => {
+            let cells = table1(datasets, rows, *seeds, out, data_dir)?;
+            if *report && cells.is_empty() {
+                crate::log::note("no finished cells: no report written");
+            } else if *report {
+                crate::report_cmd::write_report(engine, &cells, &out.join("report.html"))?;
+            }
+            Ok(())
+        }
         What::Cardinality {
             dataset,
             seed,
@@ -93,24 +121,38 @@ pub fn run(args: &ReproduceArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("loading dataset `{dataset}`"))?
                 .into_train_test(0.8, 0)?;
             let a = cardinality_analysis(&data, *seed)?;
+            // The paper's figures (§5.1) are Delicious's; beside another dataset they would
+            // read as its reference.
+            let delicious =
+                dataset_column(dataset) == DATASETS.iter().position(|d| *d == "delicious");
+            let paper = |v: f64| {
+                if delicious {
+                    format!("   (paper: {v})")
+                } else {
+                    String::new()
+                }
+            };
             outln!(
                 "{}: cardinality analysis (test MSE of the predicted count; counts 0..={})",
                 a.dataset,
                 a.count_max
             );
             outln!(
-                "  uniform random count in [0, {}]   {:8.2}   (paper: 74.9)",
+                "  uniform random count in [0, {}]   {:8.2}{}",
                 a.count_max,
-                a.mse_random
+                a.mse_random,
+                paper(74.9)
             );
             outln!(
-                "  constant train mean {:.2}          {:8.2}   (paper: 26.9)",
+                "  constant train mean {:.2}          {:8.2}{}",
                 a.train_mean,
-                a.mse_constant
+                a.mse_constant,
+                paper(26.9)
             );
             outln!(
-                "  h(x), expectation of its softmax  {:8.2}   (paper: 19.5)",
-                a.mse_h_expectation
+                "  h(x), expectation of its softmax  {:8.2}{}",
+                a.mse_h_expectation,
+                paper(19.5)
             );
             outln!("  h(x), argmax of its softmax       {:8.2}", a.mse_h_argmax);
             outln!("{}", serde_json::to_string(&a)?);
@@ -125,8 +167,9 @@ fn table1(
     seeds: u64,
     out: &Path,
     data_dir: &Option<PathBuf>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<PathBuf>> {
     let rows = table1_rows();
+    let mut cell_dirs = Vec::new();
     let dir = cardinal::engine::data_dir_or_env(data_dir.as_deref());
     // results[row][column] = per-seed reports
     let mut results: Vec<Vec<Vec<EvalReport>>> = vec![vec![Vec::new(); DATASETS.len()]; rows.len()];
@@ -184,6 +227,7 @@ fn table1(
                     report
                 };
                 results[ri][col].push(report);
+                cell_dirs.push(cell);
             }
         }
     }
@@ -210,8 +254,7 @@ fn table1(
                     .iter()
                     .map(|r| 100.0 * r.at_threshold.example_f1)
                     .collect();
-                let (m, s) = mean_sd(&at05);
-                let mut text = format!("{m:.2} ± {s:.2}");
+                let mut text = mean_sd_text(&at05);
                 if row.protocol == Protocol::ThresholdGrid {
                     let dev: Vec<f64> = reps
                         .iter()
@@ -219,8 +262,7 @@ fn table1(
                         .map(|m| 100.0 * m.example_f1)
                         .collect();
                     if !dev.is_empty() {
-                        let (dm, ds) = mean_sd(&dev);
-                        text.push_str(&format!(" (dev thr: {dm:.2} ± {ds:.2})"));
+                        text.push_str(&format!(" (dev thr: {})", mean_sd_text(&dev)));
                     }
                 }
                 json_cells.insert(
@@ -258,5 +300,5 @@ fn table1(
         serde_json::to_string_pretty(&json_rows)?.as_bytes(),
     )?;
     crate::output::bytes(md.as_bytes());
-    Ok(())
+    Ok(cell_dirs)
 }

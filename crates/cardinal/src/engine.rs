@@ -316,7 +316,13 @@ impl Engine {
             "the evaluation data",
         )?;
         let system = self.systems.get(&model.config.system)?;
+        let start = std::time::Instant::now();
         let out = system.predict(model, &data.features, PREDICT_BATCH)?;
+        tracing::debug!(
+            rows = data.n_rows(),
+            seconds = start.elapsed().as_secs_f64(),
+            "inference for evaluation"
+        );
         let mut report = evaluate_outputs(model, &out, &data.labels);
         let counts = gold_counts(&data.labels);
         if let Some(at_gold) =
@@ -377,6 +383,14 @@ impl Engine {
     pub fn load(&self, dir: &Path) -> Result<(Model<f32>, Meta)> {
         let (model, meta) = checkpoint::load(dir)?;
         self.systems.get(&model.config.system)?;
+        tracing::info!(
+            dir = %dir.display(),
+            system = %model.config.system,
+            dataset = %meta.dataset,
+            features = model.n_features(),
+            labels = model.n_labels(),
+            "model loaded"
+        );
         Ok((model, meta))
     }
 
@@ -412,6 +426,7 @@ impl Engine {
         self.systems.for_config(&cfg)?;
         let (data, notes) = spec.load_noted()?;
         require_rows(&data.train)?;
+        log_data(&data);
         let existing = if replace {
             Existing::Replace
         } else {
@@ -439,7 +454,13 @@ impl Engine {
             )
         })?;
         let (data, notes) = spec.load_noted()?;
+        log_data(&data);
         let (state, meta) = checkpoint::load_state(dir)?;
+        tracing::info!(
+            dir = %dir.display(),
+            epochs_run = state.epochs_run(),
+            "resuming from the latest checkpoint"
+        );
         let system = self.systems.for_config(&state.model.config)?;
         if !system.resumable() {
             return Err(Error::Unsupported {
@@ -512,6 +533,7 @@ impl Engine {
             };
             if due {
                 checkpoint::save_state(&dir, st, &trained_on)?;
+                tracing::debug!(dir = %dir.display(), epochs_run = st.epochs_run(), "checkpoint written");
                 last_checkpoint = std::time::Instant::now();
             }
             Ok(())
@@ -526,7 +548,13 @@ impl Engine {
             return Err(e);
         }
         checkpoint::save(&trained.model, &dir, &trained_on)?;
+        tracing::info!(dir = %dir.display(), epochs = trained.history.len(), "model saved");
         let (report, _) = self.evaluate(&trained.model, &data.test)?;
+        tracing::info!(
+            rows = data.test.n_rows(),
+            example_f1_percent = 100.0 * report.at_threshold.example_f1,
+            "evaluated on the test split"
+        );
         write_atomic(
             &dir.join(EVAL_FILE),
             serde_json::to_string_pretty(&report)
@@ -539,6 +567,18 @@ impl Engine {
             report,
         })
     }
+}
+
+/// The data a run reads, for `-v`.
+fn log_data(data: &TrainTest) {
+    tracing::info!(
+        dataset = %data.train.name,
+        train_rows = data.train.n_rows(),
+        test_rows = data.test.n_rows(),
+        features = data.train.n_features(),
+        labels = data.train.n_labels(),
+        "data loaded"
+    );
 }
 
 /// Refuses training data without rows (it would train nothing and save a random model).

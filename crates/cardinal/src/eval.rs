@@ -57,8 +57,15 @@ pub struct ConstraintReport {
     pub max_y: f64,
 }
 
-/// Everything `cardinal eval` reports.
+/// Everything `cardinal eval` reports. Its scores are fractions here and percent in files
+/// (`eval.json`, `--json`): it is serialised through
+/// [`EvalReportFile`](crate::eval_units::EvalReportFile), which also reads files written in
+/// fractions (see [`crate::eval_units`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    into = "crate::eval_units::EvalReportFile",
+    from = "crate::eval_units::EvalReportFile"
+)]
 pub struct EvalReport {
     /// The configured threshold (0.5 in the paper's protocol) on `y_T`.
     pub threshold: f64,

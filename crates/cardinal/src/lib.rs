@@ -26,6 +26,7 @@ pub mod cv;
 pub mod engine;
 pub mod error;
 pub mod eval;
+pub mod eval_units;
 pub mod inference;
 pub mod loss;
 pub mod model;

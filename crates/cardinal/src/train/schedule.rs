@@ -69,6 +69,15 @@ pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<
         let ran_epoch = state.progress.epochs_done < epochs && !state.progress.stopped_early;
         if ran_epoch {
             if announced != phase {
+                tracing::info!(
+                    phase,
+                    max_epochs = epochs,
+                    rows = rows.len(),
+                    batches_per_epoch = n_batches,
+                    dev_rows = dev_idx.len(),
+                    patience = tc.patience,
+                    "training phase starts"
+                );
                 on_event(Event::Start {
                     phase,
                     epochs,
@@ -98,6 +107,7 @@ pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<
             if phase == 1 && tc.patience > 0 {
                 let f1 = record.dev_example_f1.unwrap_or(0.0);
                 if p.best_dev_f1.is_none_or(|b| f1 > b) {
+                    tracing::debug!(epoch, dev_example_f1 = f1, "new best dev epoch");
                     p.best_dev_f1 = Some(f1);
                     p.since_best = 0;
                     state.best_params = Some(
@@ -110,6 +120,15 @@ pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<
                 } else {
                     p.since_best += 1;
                     p.stopped_early = p.since_best >= tc.patience;
+                    if p.stopped_early {
+                        tracing::info!(
+                            epoch,
+                            best_epoch = epoch - p.since_best,
+                            best_dev_example_f1 = p.best_dev_f1,
+                            patience = tc.patience,
+                            "stopping early: no dev improvement for `patience` epochs"
+                        );
+                    }
                 }
             }
             state.progress.history.push(record);
@@ -117,6 +136,11 @@ pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<
         if state.progress.epochs_done >= epochs || state.progress.stopped_early {
             // End of the phase: keep the best dev epoch's weights, move on.
             if let Some(best) = state.best_params.take() {
+                tracing::info!(
+                    phase,
+                    best_dev_example_f1 = state.progress.best_dev_f1,
+                    "end of phase: keeping the best dev epoch's weights"
+                );
                 if let Some(avg) = state.average.as_mut() {
                     avg.clone_from(&best);
                 }
@@ -274,12 +298,21 @@ fn run_epoch(
     let seconds = start.elapsed().as_secs_f64();
     let (mut dev_f1, mut dev_z) = (None, None);
     if let (1, Some(dev)) = (phase, dev) {
+        let dev_start = std::time::Instant::now();
         let report = with_average(state, |model| -> Result<_> {
             let out = predict(model, &dev.features, 256)?;
             Ok(evaluate_outputs(model, &out, &dev.labels))
         })?;
         dev_f1 = Some(report.at_threshold.example_f1 * 100.0);
         dev_z = Some(report.cardinality.mean_z);
+        tracing::debug!(
+            phase,
+            epoch,
+            train_seconds = seconds,
+            dev_seconds = dev_start.elapsed().as_secs_f64(),
+            dev_rows = dev.n_rows(),
+            "epoch timings"
+        );
     }
     Ok(EpochRecord {
         phase,

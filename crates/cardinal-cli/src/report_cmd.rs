@@ -1,0 +1,36 @@
+//! `cardinal report`: one self-contained HTML page of trained models (built by the library's
+//! `cardinal_report`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use cardinal::checkpoint::write_atomic;
+use cardinal::engine::Engine;
+
+/// Arguments of `cardinal report`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Model directory written by `cardinal train` (repeat for a side-by-side comparison).
+    #[arg(long = "model", value_name = "DIR", required = true)]
+    pub models: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(long, value_name = "FILE", default_value = "report.html")]
+    pub out: PathBuf,
+}
+
+/// Writes the report of `dirs` to `out` and says where it went.
+pub fn write_report(engine: &Engine, dirs: &[PathBuf], out: &Path) -> anyhow::Result<()> {
+    let html = cardinal_report::report(engine, dirs)?;
+    write_atomic(out, html.as_bytes()).with_context(|| format!("writing {}", out.display()))?;
+    crate::log::note(&format!(
+        "report of {} run(s) written to {} ({:.0} kB)",
+        dirs.len(),
+        out.display(),
+        html.len() as f64 / 1024.0
+    ));
+    Ok(())
+}
+
+pub fn run(engine: &Engine, args: &ReportArgs) -> anyhow::Result<()> {
+    write_report(engine, &args.models, &args.out)
+}

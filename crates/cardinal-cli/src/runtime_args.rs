@@ -1,0 +1,31 @@
+//! The runtime flags, offered by the subcommands they apply to: `--threads` wherever models
+//! run, `--wait` only where they train.
+
+/// `--threads`, for the commands that run a model.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Threads {
+    /// Worker threads (default: all cores). Results are identical for any thread count.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+/// `--threads` and `--wait`, for the commands that train.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TrainingRuntime {
+    #[command(flatten)]
+    pub threads: Threads,
+    /// While training, idle worker threads poll for work (`active`, the default, like
+    /// OpenMP's OMP_WAIT_POLICY=ACTIVE: faster on two or more threads) or sleep (`passive`:
+    /// leaves the cores to other programs). Results are identical either way.
+    #[arg(long, value_name = "POLICY")]
+    pub wait: Option<Wait>,
+}
+
+/// The wait policy of idle worker threads while training.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Wait {
+    /// Poll for work.
+    Active,
+    /// Sleep until work comes.
+    Passive,
+}

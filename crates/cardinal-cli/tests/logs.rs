@@ -1,0 +1,209 @@
+//! What the binary says off a terminal: epoch lines on a piped standard error, JSON logs,
+//! verbosity, the one F1 unit, completions, the man page and the report command.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cardinal(args: &[&str]) -> Output {
+    // `output()` pipes standard error: it is not a terminal, as under nohup or in CI.
+    Command::new(env!("CARGO_BIN_EXE_cardinal"))
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn quick_config(dir: &Path) -> PathBuf {
+    let p = dir.join("quick.json");
+    std::fs::write(
+        &p,
+        r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 3, "full_epochs": 1}}"#,
+    )
+    .unwrap();
+    p
+}
+
+fn train(dir: &Path, name: &str, extra: &[&str]) -> (PathBuf, Output) {
+    let cfg = quick_config(dir);
+    let out = dir.join(name);
+    let mut args = vec![
+        "train",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-checkpoints",
+    ];
+    args.extend_from_slice(extra);
+    let o = cardinal(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    (out, o)
+}
+
+#[test]
+fn a_piped_train_prints_one_line_per_epoch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (model, o) = train(tmp.path(), "m", &[]);
+    let err = stderr(&o);
+    let epochs = std::fs::read_to_string(model.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains(" epoch ")).collect();
+    assert_eq!(lines.len(), epochs, "{err}");
+    assert!(lines[0].starts_with("phase 1 epoch   1: loss"), "{err}");
+    assert!(lines.iter().all(|l| l.contains("ETA")), "{err}");
+    // Phase 1 has a dev split: its lines carry the dev F1.
+    assert!(lines[0].contains("dev F1"), "{err}");
+
+    // --quiet: no progress at all.
+    let (_, o) = train(tmp.path(), "q", &["--quiet"]);
+    assert!(!stderr(&o).contains(" epoch "), "{}", stderr(&o));
+}
+
+#[test]
+fn json_logs_are_one_object_per_line_and_verbosity_adds_steps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (model, o) = train(tmp.path(), "m", &["--log-format", "json", "-v"]);
+    let err = stderr(&o);
+    let events: Vec<serde_json::Value> = err
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let epochs = std::fs::read_to_string(model.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    let of_kind = |k: &str| events.iter().filter(|e| e["fields"]["event"] == k).count();
+    assert_eq!(of_kind("epoch"), epochs, "{err}");
+    assert_eq!(of_kind("phase"), 2, "{err}");
+    let first = events
+        .iter()
+        .find(|e| e["fields"]["event"] == "epoch")
+        .unwrap();
+    assert_eq!(first["fields"]["phase"], 1);
+    assert!(
+        first["fields"]["dev_example_f1"].as_f64().unwrap() > 1.0,
+        "percent: {first}"
+    );
+    // -v: the library's own steps.
+    let message = |m: &str| events.iter().any(|e| e["fields"]["message"] == m);
+    assert!(message("data loaded"), "{err}");
+    assert!(message("training phase starts"), "{err}");
+    assert!(message("model saved"), "{err}");
+
+    // Without -v the library's info events stay out; progress stays in.
+    let (_, o) = train(tmp.path(), "n", &["--log-format", "json"]);
+    let err = stderr(&o);
+    assert!(!err.contains("data loaded"), "{err}");
+    assert!(err.contains("\"event\":\"epoch\""), "{err}");
+}
+
+#[test]
+fn eval_json_is_in_percent_like_every_other_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (model, _) = train(tmp.path(), "m", &["--quiet"]);
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(model.join("eval.json")).unwrap()).unwrap();
+    assert_eq!(saved["unit"], "percent");
+    let f1 = saved["at_threshold"]["example_f1"].as_f64().unwrap();
+    let o = cardinal(&["eval", "--model", model.to_str().unwrap()]);
+    let printed: f64 = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("EXAMPLE_F1 ").map(|v| v.parse().unwrap()))
+        .unwrap();
+    assert!((printed - f1).abs() <= 0.005, "{printed} vs {f1}");
+    assert!(f1 > 1.0, "a fraction would be below 1: {f1}");
+
+    // An eval.json in the old unit (fractions, no tag) is still read as it was meant: the
+    // report built from it shows the same percent.
+    let mut old = saved.clone();
+    old.as_object_mut().unwrap().remove("unit");
+    old["at_threshold"]["example_f1"] = (f1 / 100.0).into();
+    let cell = tmp.path().join("old-cell");
+    std::fs::create_dir_all(&cell).unwrap();
+    std::fs::write(cell.join("eval.json"), old.to_string()).unwrap();
+    let page = tmp.path().join("old.html");
+    let o = cardinal(&[
+        "report",
+        "--model",
+        cell.to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(&format!(">{f1:.2}<")),
+        "{f1:.2} not in the page"
+    );
+}
+
+#[test]
+fn report_writes_one_page_for_several_models() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _) = train(tmp.path(), "a", &["--quiet"]);
+    let (b, _) = train(tmp.path(), "b", &["--quiet", "--seed", "1"]);
+    let page = tmp.path().join("r.html");
+    let o = cardinal(&[
+        "report",
+        "--model",
+        a.to_str().unwrap(),
+        "--model",
+        b.to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The comparison (curves and thresholds of both) plus five figures per model.
+    assert_eq!(html.matches("<svg").count(), 2 + 2 * 5);
+    assert!(html.contains("<h2>comparison</h2>"));
+    let o = cardinal(&[
+        "report",
+        "--model",
+        tmp.path().join("none").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("none"), "{}", stderr(&o));
+}
+
+#[test]
+fn completions_and_man_pages_come_from_the_flags() {
+    let o = cardinal(&["completions", "bash"]);
+    assert!(o.status.success());
+    let script = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        script.contains("--log-format") && script.contains("report"),
+        "{script}"
+    );
+    let o = cardinal(&["man"]);
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && page.starts_with(".ie"), "{page}");
+    assert!(page.contains("report"));
+    let o = cardinal(&["man", "train"]);
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        page.contains("cardinal\\-train") && page.contains("\\-\\-wait"),
+        "{page}"
+    );
+    let o = cardinal(&["man", "nope"]);
+    assert!(!o.status.success());
+}
+
+#[test]
+fn threads_are_accepted_before_and_after_the_subcommand_and_wait_only_where_it_trains() {
+    let o = cardinal(&["--threads", "1", "data", "stats", "bibtex", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = cardinal(&["data", "stats", "bibtex", "--wait", "passive"]);
+    assert!(!o.status.success());
+    let o = cardinal(&["eval", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        help.contains("--threads") && !help.contains("--wait"),
+        "{help}"
+    );
+}

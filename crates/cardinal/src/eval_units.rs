@@ -1,0 +1,252 @@
+//! The one unit of F1 in every file and table: **percent**.
+//!
+//! `metrics.jsonl` (`dev_example_f1`), `cv.json` and every printed table always gave F1 in
+//! percent; `eval.json` (an [`EvalReport`]) gave fractions until it was tagged with
+//! `"unit": "percent"`. In memory an [`EvalReport`] keeps the metrics' own fractions (what
+//! [`crate::metrics`] computes); its serialised form, through [`EvalReportFile`], holds the
+//! scores in percent: every F1, precision, recall, Jaccard index, subset accuracy and
+//! precision@k. Hamming loss (a loss, conventionally a fraction), counts, thresholds and the
+//! constraint's row fractions are not scores and keep their units. A file without the tag was
+//! written before the change and is read as fractions, so old run directories keep working.
+
+use serde::{Deserialize, Serialize};
+
+use crate::eval::{ConstraintReport, EvalReport};
+use crate::metrics::{CardinalityReport, MetricReport, PrecisionAtK};
+
+/// The unit of the scores in a serialised [`EvalReport`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScoreUnit {
+    /// Scores in `[0, 1]`: `eval.json` files written before the unit was tagged.
+    #[default]
+    Fraction,
+    /// Scores in `[0, 100]`: what every file is written in now.
+    Percent,
+}
+
+impl ScoreUnit {
+    /// The factor that turns a fraction into this unit.
+    fn scale(self) -> f64 {
+        match self {
+            ScoreUnit::Fraction => 1.0,
+            ScoreUnit::Percent => 100.0,
+        }
+    }
+}
+
+/// [`EvalReport`] as it is written to and read from files: the same fields, with the scores in
+/// [`EvalReportFile::unit`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalReportFile {
+    /// The unit of every score below (absent in files written before it was tagged: then
+    /// fractions).
+    #[serde(default)]
+    pub unit: ScoreUnit,
+    /// See [`EvalReport::threshold`].
+    pub threshold: f64,
+    /// See [`EvalReport::at_threshold`].
+    pub at_threshold: MetricReport,
+    /// See [`EvalReport::at_top_round_z`].
+    pub at_top_round_z: MetricReport,
+    /// See [`EvalReport::dev_threshold`].
+    pub dev_threshold: Option<f64>,
+    /// See [`EvalReport::at_dev_threshold`].
+    pub at_dev_threshold: Option<MetricReport>,
+    /// See [`EvalReport::cardinality`].
+    pub cardinality: CardinalityReport,
+    /// See [`EvalReport::at_gold_count`].
+    #[serde(default)]
+    pub at_gold_count: Option<MetricReport>,
+    /// See [`EvalReport::precision_at_k`].
+    #[serde(default)]
+    pub precision_at_k: Vec<PrecisionAtK>,
+    /// See [`EvalReport::constraint`].
+    pub constraint: ConstraintReport,
+}
+
+/// Multiplies every score of `m` by `factor` (the fields the module docs name).
+fn scale_metrics(m: &mut MetricReport, factor: f64) {
+    for x in [
+        &mut m.example_f1,
+        &mut m.example_precision,
+        &mut m.example_recall,
+        &mut m.example_jaccard,
+        &mut m.macro_f1,
+        &mut m.micro_f1,
+        &mut m.micro_precision,
+        &mut m.micro_recall,
+        &mut m.subset_accuracy,
+    ] {
+        *x *= factor;
+    }
+    scale_precision_at_k(&mut m.precision_at_k, factor);
+}
+
+fn scale_precision_at_k(ps: &mut [PrecisionAtK], factor: f64) {
+    for p in ps {
+        p.value *= factor;
+    }
+}
+
+/// Every score of `r` multiplied by `factor`.
+fn scaled(mut r: EvalReport, factor: f64) -> EvalReport {
+    if factor != 1.0 {
+        scale_metrics(&mut r.at_threshold, factor);
+        scale_metrics(&mut r.at_top_round_z, factor);
+        for m in [&mut r.at_dev_threshold, &mut r.at_gold_count]
+            .into_iter()
+            .flatten()
+        {
+            scale_metrics(m, factor);
+        }
+        scale_precision_at_k(&mut r.precision_at_k, factor);
+    }
+    r
+}
+
+impl From<EvalReport> for EvalReportFile {
+    fn from(r: EvalReport) -> Self {
+        let unit = ScoreUnit::Percent;
+        let r = scaled(r, unit.scale());
+        Self {
+            unit,
+            threshold: r.threshold,
+            at_threshold: r.at_threshold,
+            at_top_round_z: r.at_top_round_z,
+            dev_threshold: r.dev_threshold,
+            at_dev_threshold: r.at_dev_threshold,
+            cardinality: r.cardinality,
+            at_gold_count: r.at_gold_count,
+            precision_at_k: r.precision_at_k,
+            constraint: r.constraint,
+        }
+    }
+}
+
+impl From<EvalReportFile> for EvalReport {
+    fn from(f: EvalReportFile) -> Self {
+        let r = EvalReport {
+            threshold: f.threshold,
+            at_threshold: f.at_threshold,
+            at_top_round_z: f.at_top_round_z,
+            dev_threshold: f.dev_threshold,
+            at_dev_threshold: f.at_dev_threshold,
+            cardinality: f.cardinality,
+            at_gold_count: f.at_gold_count,
+            precision_at_k: f.precision_at_k,
+            constraint: f.constraint,
+        };
+        scaled(r, 1.0 / f.unit.scale())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::LabelSets;
+    use crate::metrics::{cardinality_report, evaluate, MetricOptions};
+
+    fn sets(rows: &[&[u32]]) -> LabelSets {
+        let mut s = LabelSets::new(4);
+        for r in rows {
+            s.push_row(r);
+        }
+        s
+    }
+
+    /// A report with every score away from 0 and 1, so a missed or doubled scaling shows.
+    fn report() -> EvalReport {
+        let gold = sets(&[&[0, 1], &[2], &[1, 3]]);
+        let pred = sets(&[&[0], &[2, 3], &[1, 3]]);
+        let m = evaluate(&pred, &gold, &MetricOptions::default());
+        EvalReport {
+            threshold: 0.5,
+            at_threshold: m.clone(),
+            at_top_round_z: m.clone(),
+            dev_threshold: Some(0.35),
+            at_dev_threshold: Some(m.clone()),
+            cardinality: cardinality_report(&[1.5, 1.0, 2.2], &gold, 1.6).unwrap(),
+            at_gold_count: Some(m),
+            precision_at_k: vec![PrecisionAtK {
+                k: 1,
+                value: 2.0 / 3.0,
+            }],
+            constraint: ConstraintReport {
+                frac_sum_within_001: 1.0,
+                frac_in_box: 1.0,
+                mean_abs_sum_gap: 0.001,
+                min_y: 0.0,
+                max_y: 1.0,
+            },
+        }
+    }
+
+    #[test]
+    fn files_hold_percent_and_read_back() {
+        let r = report();
+        let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["unit"], "percent");
+        let f1 = json["at_threshold"]["example_f1"].as_f64().unwrap();
+        assert!(
+            (f1 - 100.0 * r.at_threshold.example_f1).abs() < 1e-12,
+            "{f1}"
+        );
+        let p1 = json["precision_at_k"][0]["value"].as_f64().unwrap();
+        assert!((p1 - 200.0 / 3.0).abs() < 1e-12);
+        // Not scores: unchanged.
+        assert_eq!(
+            json["at_threshold"]["hamming_loss"],
+            r.at_threshold.hamming_loss
+        );
+        assert_eq!(json["threshold"], 0.5);
+        let back: EvalReport = serde_json::from_value(json).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-15;
+        assert!(close(
+            back.at_threshold.example_f1,
+            r.at_threshold.example_f1
+        ));
+        assert!(close(
+            back.at_threshold.micro_recall,
+            r.at_threshold.micro_recall
+        ));
+        assert!(close(
+            back.precision_at_k[0].value,
+            r.precision_at_k[0].value
+        ));
+        assert_eq!(back.cardinality, r.cardinality);
+    }
+
+    #[test]
+    fn untagged_files_are_fractions() {
+        // What an eval.json written before the unit was tagged holds: the in-memory fractions.
+        let r = report();
+        let mut json = serde_json::to_value(&r).unwrap();
+        let old = json.as_object_mut().unwrap();
+        old.remove("unit");
+        for key in [
+            "at_threshold",
+            "at_top_round_z",
+            "at_dev_threshold",
+            "at_gold_count",
+        ] {
+            old[key]["example_f1"] = r.at_threshold.example_f1.into();
+        }
+        old["precision_at_k"][0]["value"] = (2.0 / 3.0).into();
+        let back: EvalReport = serde_json::from_value(json).unwrap();
+        assert_eq!(back.at_threshold.example_f1, r.at_threshold.example_f1);
+        assert_eq!(
+            back.at_dev_threshold.unwrap().example_f1,
+            r.at_threshold.example_f1
+        );
+        assert_eq!(back.precision_at_k[0].value, 2.0 / 3.0);
+    }
+
+    #[test]
+    fn an_unknown_unit_is_refused() {
+        let mut json = serde_json::to_value(report()).unwrap();
+        json["unit"] = "per-mille".into();
+        let err = serde_json::from_value::<EvalReport>(json).unwrap_err();
+        assert!(err.to_string().contains("unknown variant"), "{err}");
+    }
+}
