@@ -10,8 +10,10 @@
 //! A = X + P;  Y = P_C(A);  P = A − Y;  B = Y + Q;  X = P_D(B);  Q = B − X,
 //! ```
 //!
-//! and the output is the last `X` (so its column sums are `z̃` and its rows are on the simplex
-//! only approximately, as in the paper's binary operator, which ends on `B(z)`). Reverse mode of
+//! and the output is the last `X`, as the paper's binary operator ends on `B(z)`. With the exact
+//! inner projection its column sums are `z̃` and its rows are on the simplex approximately; with
+//! Algorithm 1, whose `θ` is itself a soft estimate, both hold only approximately (the output is
+//! non-negative). That is the paper's operator: a differentiable approximation, not a projection. Reverse mode of
 //! a round, given the adjoints `(X̄, P̄, Q̄)` of its outputs:
 //! `B̄ = Q̄ + P_Dᵀ(X̄ − Q̄)` (and `z̄ +=` the columns' `z`-gradients), `Ȳ = Q̄ ← B̄`,
 //! `Ā = P̄ + P_Cᵀ(Ȳ − P̄)`, `X̄ = P̄ ← Ā`; finally `V̄ = X̄`.
