@@ -426,3 +426,21 @@ fn f32_agrees_with_f64() {
         );
     }
 }
+
+#[test]
+fn classes_of_size_zero_get_empty_columns() {
+    // Integer sizes with empty classes, as gold counts of a segmentation have.
+    let mut rng = Rng(8);
+    for case in 0..20 {
+        let (l, m) = (20 + case % 7, 4);
+        let v: Vec<f64> = (0..l * m).map(|_| 2.0 * rng.normal()).collect();
+        let mut z = vec![0.0; m];
+        z[0] = (l - 3 - case % 3) as f64;
+        z[2] = (l as f64) - z[0];
+        let y = project(&ExactMatrix::default(), &v, m, &z);
+        assert_kkt(&v, &y, m, &z, 1e-7);
+        assert!((0..l).all(|i| y[i * m + 1] == 0.0 && y[i * m + 3] == 0.0));
+        let reference = project(&DykstraMatrix::new(20_000, Simplex), &v, m, &z);
+        assert!(max_diff(&y, &reference) < 1e-5, "case {case}");
+    }
+}

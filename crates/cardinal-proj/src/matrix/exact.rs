@@ -16,7 +16,10 @@
 //! step since `Λ ⪯ L·I`, replaces a step the line search cannot use). It stops when every column
 //! sum is within [`ExactMatrix::tol`] of `z`: row sums are 1 and `Y ≥ 0` by construction, and
 //! stationarity and complementary slackness hold by the form of `Y`, so all KKT conditions hold.
-//! The solver runs in `f64` whatever the caller's float type.
+//! The solver runs in `f64` whatever the caller's float type. A class of size `z_j = 0` has an
+//! all-zero column: it is left out of the row projections (its `β_j` is `+∞` in effect), so
+//! the Newton system never has to push a multiplier to infinity; its `∂ℓ/∂z_j` is the
+//! one-sided value that the bipartite system gives it (0 before the rescaling).
 //!
 //! **VJP.** On the support `Y_S = V_S − (x_i + y_j)` is the projection onto the affine set of
 //! the row and column equations; for `G = ∂ℓ/∂Y`, with `a`, `b` the row and column sums of
@@ -42,7 +45,7 @@ impl Default for ExactMatrix {
     fn default() -> Self {
         Self {
             tol: 1e-10,
-            max_iters: 200,
+            max_iters: 500,
         }
     }
 }
@@ -97,19 +100,35 @@ fn dual(
     let mut g = 0.0;
     for (vi, yi) in v.chunks_exact(m).zip(y.chunks_exact_mut(m)) {
         row.clear();
-        row.extend(vi.iter().zip(beta).map(|(a, b)| a - b));
+        // Classes of size 0 take no part (their entries are 0, their β is not used).
+        row.extend(
+            vi.iter()
+                .zip(beta)
+                .zip(z)
+                .filter(|(_, &zj)| zj > 0.0)
+                .map(|((a, b), _)| a - b),
+        );
         let theta = simplex_theta(row, 1.0, sorted);
-        for ((o, &t), r) in yi.iter_mut().zip(row.iter()).zip(res.iter_mut()) {
-            let u = (t - theta).max(0.0);
-            *o = u;
-            *r += u;
-            g += 0.5 * (u - t) * (u - t);
-        }
-        for (&a, &b) in vi.iter().zip(beta) {
-            g += a * b;
+        let mut k = 0;
+        for (j, (o, r)) in yi.iter_mut().zip(res.iter_mut()).enumerate() {
+            if z[j] > 0.0 {
+                let t = row[k];
+                k += 1;
+                let u = (t - theta).max(0.0);
+                *o = u;
+                *r += u;
+                g += 0.5 * (u - t) * (u - t) + vi[j] * beta[j];
+            } else {
+                *o = 0.0;
+            }
         }
     }
-    let bb: f64 = beta.iter().map(|b| b * b).sum();
+    let bb: f64 = beta
+        .iter()
+        .zip(z)
+        .filter(|(_, &zj)| zj > 0.0)
+        .map(|(b, _)| b * b)
+        .sum();
     let bz: f64 = beta.iter().zip(z).map(|(b, z)| b * z).sum();
     g - 0.5 * rows as f64 * bb - bz
 }
