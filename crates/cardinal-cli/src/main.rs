@@ -22,6 +22,7 @@ mod data_cmd;
 mod model_cmd;
 mod project_cmd;
 mod reproduce_cmd;
+mod seg_cmd;
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
 #[derive(Debug, Parser)]
@@ -66,6 +67,9 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// Project vectors read from stdin onto {0 <= y <= 1, sum y = z} (or another operator's set).
     Project(project_cmd::ProjectArgs),
+    /// Train and test the paper's Section 6 model (non-binary labels, class sizes predicted) on
+    /// a multi-target benchmark; prints one JSON line.
+    Seg(seg_cmd::SegArgs),
 }
 
 fn main() -> ExitCode {
@@ -131,5 +135,6 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
         Command::Project(a) => project_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(engine, a),
         Command::Reproduce(a) => reproduce_cmd::run(a),
+        Command::Seg(a) => seg_cmd::run(a),
     }
 }
