@@ -107,3 +107,75 @@ pub fn fit(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegModel> {
     }
     Ok(model)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::synth_seg::{synth_seg, SynthSegSpec};
+    use crate::segment::evaluate;
+    use cardinal_proj::matrix::MatrixMethod;
+
+    #[test]
+    fn training_beats_the_initial_model_and_is_deterministic() {
+        let spec = SynthSegSpec {
+            size: 8,
+            classes: 3,
+            noise: 0.7,
+            train: 60,
+            test: 30,
+            seed: 4,
+        };
+        let (train, test) = synth_seg(&spec).unwrap();
+        for mode in [Mode::Unary, Mode::Predicted, Mode::Gold] {
+            let mut cfg = SegConfig {
+                mode,
+                proj: AnyMatrixProjector::new(MatrixMethod::Exact, 2),
+                steps: 3,
+                eta: 1.0,
+                count_weight: 1.0,
+                epochs: 0,
+                batch: 8,
+                lr: 0.05,
+                seed: 1,
+            };
+            let before = evaluate(&fit(&train, &cfg).unwrap(), &test).unwrap();
+            cfg.epochs = 5;
+            let model = fit(&train, &cfg).unwrap();
+            let after = evaluate(&model, &test).unwrap();
+            assert!(
+                after.mean_iou > before.mean_iou + 0.05,
+                "{mode:?}: {} -> {}",
+                before.mean_iou,
+                after.mean_iou
+            );
+            let again = fit(&train, &cfg).unwrap();
+            assert_eq!(again.w, model.w);
+            assert_eq!(again.v, model.v);
+        }
+    }
+
+    #[test]
+    fn features_that_do_not_split_over_positions_are_refused() {
+        let spec = SynthSegSpec {
+            size: 3,
+            train: 2,
+            test: 1,
+            ..Default::default()
+        };
+        let (mut train, _) = synth_seg(&spec).unwrap();
+        train.feature_names.pop();
+        let cfg = SegConfig {
+            mode: Mode::Unary,
+            proj: AnyMatrixProjector::new(MatrixMethod::Exact, 2),
+            steps: 1,
+            eta: 1.0,
+            count_weight: 1.0,
+            epochs: 1,
+            batch: 1,
+            lr: 0.1,
+            seed: 0,
+        };
+        let e = fit(&train, &cfg).unwrap_err().to_string();
+        assert!(e.contains("35 features do not split into 9 positions"), "{e}");
+    }
+}
