@@ -176,6 +176,9 @@ mod tests {
             seed: 0,
         };
         let e = fit(&train, &cfg).unwrap_err().to_string();
-        assert!(e.contains("35 features do not split into 9 positions"), "{e}");
+        assert!(
+            e.contains("35 features do not split into 9 positions"),
+            "{e}"
+        );
     }
 }
