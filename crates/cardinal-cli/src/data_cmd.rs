@@ -7,6 +7,8 @@ use anyhow::Context;
 use crate::output;
 use cardinal_data::data::{resolve_dataset_noted, DatasetStats, Resolved};
 
+mod synth_seg;
+
 /// Dataset commands.
 #[derive(Debug, clap::Args)]
 pub struct DataArgs {
@@ -19,6 +21,9 @@ pub enum DataCommand {
     /// Print instances, features, labels, label cardinality, density and distinct label sets
     /// for train, test and all.
     Stats(StatsArgs),
+    /// Write the synthetic segmentation benchmark (the paper's Section 6) as MEKA multi-target
+    /// ARFF: DIR/train.arff and DIR/test.arff.
+    SynthSeg(synth_seg::SynthSegArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -37,6 +42,7 @@ pub struct StatsArgs {
 pub fn run(args: &DataArgs) -> anyhow::Result<()> {
     match &args.command {
         DataCommand::Stats(a) => stats(a),
+        DataCommand::SynthSeg(a) => synth_seg::run(a),
     }
 }
 

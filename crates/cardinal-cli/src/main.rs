@@ -30,6 +30,7 @@ mod reproduce_cmd;
 mod runtime_args;
 
 use runtime_args::{Threads, TrainingRuntime, Wait};
+mod seg_cmd;
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
 #[derive(Debug, Parser)]
@@ -115,6 +116,9 @@ enum Command {
     Completions(docs_cmd::CompletionsArgs),
     /// Print the manual page (roff), e.g. `cardinal man | man -l -` or `cardinal man train`.
     Man(docs_cmd::ManArgs),
+    /// Train and test the paper's Section 6 model (non-binary labels, class sizes predicted) on
+    /// a multi-target benchmark; prints one JSON line.
+    Seg(seg_cmd::SegArgs),
 }
 
 impl Command {
@@ -128,9 +132,11 @@ impl Command {
             Command::Eval { threads, .. }
             | Command::Predict { threads, .. }
             | Command::Report { threads, .. } => (threads.threads, None),
-            Command::Data(_) | Command::Project(_) | Command::Completions(_) | Command::Man(_) => {
-                (None, None)
-            }
+            Command::Data(_)
+            | Command::Project(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+            | Command::Seg(_) => (None, None),
         }
     }
 }
@@ -193,6 +199,7 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
         Command::Reproduce { args, .. } => reproduce_cmd::run(engine, args),
         Command::Completions(a) => docs_cmd::completions::<Cli>(a),
         Command::Man(a) => docs_cmd::man::<Cli>(a),
+        Command::Seg(a) => seg_cmd::run(a),
     }
 }
 

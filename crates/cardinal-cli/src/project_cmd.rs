@@ -2,26 +2,32 @@
 //!
 //! Each input line holds whitespace-separated numbers (with `--z-column`, the first is z); each
 //! output line holds the projection, numbers printed in the shortest form that reads back as the
-//! same f32.
+//! same f32. With `--classes M` each line is an `L × M` matrix (row-major), projected onto the
+//! paper's Section 6 polytope `{Y >= 0, rows sum to 1, column j sums to z_j}` (`project_cmd/matrix.rs`).
 
 use anyhow::{bail, Context, Result};
+use cardinal_proj::matrix::DEFAULT_SINKHORN_EPS;
 use cardinal_proj::{AnyProjector, AnyTape, Method, Projector};
 use std::io::{BufRead, BufWriter, Write};
 use std::ops::RangeInclusive;
 
+mod matrix;
+
 /// Arguments of `cardinal project`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ProjectArgs {
-    /// Cardinality z for every line (required unless --z-column).
+    /// Cardinality z for every line (required unless --z-column); with --classes M, the M class
+    /// sizes as one argument, e.g. --z "3 2.5 1.5" (they must sum to the number of rows L).
     #[arg(
         long,
         required_unless_present = "z_column",
-        conflicts_with = "z_column"
+        conflicts_with = "z_column",
+        allow_hyphen_values = true
     )]
-    pub z: Option<f32>,
-    #[arg(long, default_value = "exact", value_parser = parse_method, help = method_help())]
-    pub method: Method,
-    /// Dykstra rounds R (dykstra-soft, dykstra-exact), 1..=1000.
+    pub z: Option<String>,
+    #[arg(long, default_value = "exact", help = method_help())]
+    pub method: String,
+    /// Dykstra rounds R (dykstra-soft, dykstra-exact; dykstra with --classes), 1..=1000.
     #[arg(long, default_value_t = 2, value_parser = parse_rounds)]
     pub rounds: usize,
     /// Bisection iterations J (fp), 1..=200.
@@ -30,12 +36,30 @@ pub struct ProjectArgs {
     /// Read z from the first column of each line instead of --z.
     #[arg(long)]
     pub z_column: bool,
+    /// Number of classes M: each line is an L × M matrix (row-major) projected onto
+    /// {Y >= 0, every row sums to 1, column j sums to z_j} (the paper's Section 6).
+    #[arg(long, conflicts_with = "z_column", value_parser = parse_classes)]
+    pub classes: Option<usize>,
+    /// Temperature of --method sinkhorn (finite, > 0).
+    #[arg(long, default_value_t = DEFAULT_SINKHORN_EPS)]
+    pub eps: f64,
 }
 
-/// `--method`'s help, listing every operator (from `Method::ALL`, so it cannot fall behind).
+/// Allowed `--classes`.
+const CLASSES: RangeInclusive<usize> = 1..=10_000;
+
+fn parse_classes(s: &str) -> Result<usize, String> {
+    parse_count("--classes", s, &CLASSES)
+}
+
+/// `--method`'s help, listing every operator (from `Method::ALL`, so it cannot fall behind)
+/// and the matrix projections of `--classes`.
 fn method_help() -> String {
     let names: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
-    format!("Projection: {}.", names.join(" | "))
+    format!(
+        "Projection: {}; with --classes: exact | dykstra (the paper's) | sinkhorn.",
+        names.join(" | ")
+    )
 }
 
 fn parse_method(s: &str) -> Result<Method, String> {
@@ -80,6 +104,35 @@ fn parse_iters(s: &str) -> Result<usize, String> {
     parse_count("--iters", s, &ITERS)
 }
 
+/// Whitespace-separated numbers of `line` into `nums`; errors name the line and field.
+fn parse_numbers(line: &str, lineno: usize, nums: &mut Vec<f32>) -> Result<()> {
+    nums.clear();
+    for (k, tok) in line.split_whitespace().enumerate() {
+        let x: f32 = tok.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "line {lineno}, field {}: expected a number, got {tok:?}",
+                k + 1
+            )
+        })?;
+        nums.push(x);
+    }
+    Ok(())
+}
+
+/// Writes `out` as one line of shortest round-trip f32s.
+fn write_numbers<W: Write>(out: &[f32], text: &mut String, output: &mut W) -> Result<()> {
+    text.clear();
+    for (k, x) in out.iter().enumerate() {
+        if k > 0 {
+            text.push(' ');
+        }
+        // `Display` for f32 is the shortest representation that round-trips.
+        use std::fmt::Write as _;
+        write!(text, "{x}").expect("writing to a String");
+    }
+    writeln!(output, "{text}").context("cannot write output")
+}
+
 /// Runs the command on stdin/stdout.
 pub fn run(args: &ProjectArgs) -> Result<()> {
     let stdin = std::io::stdin();
@@ -96,7 +149,18 @@ pub fn project_stream<R: BufRead, W: Write>(
     // Checked here too for callers that build the arguments without the parser.
     count_in("--rounds", args.rounds, &ROUNDS).map_err(anyhow::Error::msg)?;
     count_in("--iters", args.iters, &ITERS).map_err(anyhow::Error::msg)?;
-    let proj = AnyProjector::new(args.method, args.rounds, args.iters);
+    if let Some(classes) = args.classes {
+        return matrix::project_matrix_stream(args, classes, input, output);
+    }
+    let method = parse_method(&args.method).map_err(anyhow::Error::msg)?;
+    let z_flag = match (&args.z, args.z_column) {
+        (Some(z), false) => Some(z.trim().parse::<f32>().map_err(|_| {
+            anyhow::anyhow!("--z expects one number (or M numbers with --classes M), got {z:?}")
+        })?),
+        (None, true) => None,
+        _ => bail!("give exactly one of --z and --z-column"),
+    };
+    let proj = AnyProjector::new(method, args.rounds, args.iters);
     let mut tape = AnyTape::<f32>::default();
     let mut nums: Vec<f32> = Vec::new();
     let mut out: Vec<f32> = Vec::new();
@@ -104,46 +168,25 @@ pub fn project_stream<R: BufRead, W: Write>(
     for (i, line) in input.lines().enumerate() {
         let lineno = i + 1;
         let line = line.with_context(|| format!("line {lineno}: cannot read input"))?;
-        nums.clear();
-        for (k, tok) in line.split_whitespace().enumerate() {
-            let x: f32 = tok.parse().map_err(|_| {
-                anyhow::anyhow!(
-                    "line {lineno}, field {}: expected a number, got {tok:?}",
-                    k + 1
-                )
-            })?;
-            nums.push(x);
-        }
-        let (z, v) = if args.z_column {
-            match nums.split_first() {
+        parse_numbers(&line, lineno, &mut nums)?;
+        let (z, v) = match z_flag {
+            None => match nums.split_first() {
                 Some((z, v)) if !v.is_empty() => (*z, v),
                 _ => bail!("line {lineno}: expected z followed by at least one number (--z-column), got {line:?}"),
+            },
+            Some(z) => {
+                if nums.is_empty() {
+                    bail!("line {lineno}: expected whitespace-separated numbers, got an empty line");
+                }
+                (z, &nums[..])
             }
-        } else {
-            if nums.is_empty() {
-                bail!("line {lineno}: expected whitespace-separated numbers, got an empty line");
-            }
-            (
-                args.z
-                    .context("--z is required unless --z-column is given")?,
-                &nums[..],
-            )
         };
         out.clear();
         out.resize(v.len(), 0.0);
         proj.forward(v, z, &mut out, &mut tape).map_err(|e| {
             anyhow::anyhow!("line {lineno}: {e} (row of {} numbers, z = {z})", v.len())
         })?;
-        text.clear();
-        for (k, x) in out.iter().enumerate() {
-            if k > 0 {
-                text.push(' ');
-            }
-            // `Display` for f32 is the shortest representation that round-trips.
-            use std::fmt::Write as _;
-            write!(text, "{x}").expect("writing to a String");
-        }
-        writeln!(output, "{text}").context("cannot write output")?;
+        write_numbers(&out, &mut text, &mut output)?;
     }
     output.flush().context("cannot write output")?;
     Ok(())
@@ -155,11 +198,13 @@ mod tests {
 
     fn args(z: Option<f32>, method: Method, z_column: bool) -> ProjectArgs {
         ProjectArgs {
-            z,
-            method,
+            z: z.map(|z| z.to_string()),
+            method: method.name().to_string(),
             rounds: 2,
             iters: 10,
             z_column,
+            classes: None,
+            eps: DEFAULT_SINKHORN_EPS,
         }
     }
 

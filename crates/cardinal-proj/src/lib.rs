@@ -53,6 +53,7 @@ mod clip;
 mod dykstra;
 mod fp;
 pub mod lanes;
+pub mod matrix;
 pub mod sigmoid_cardinality;
 mod simplex;
 mod smooth;
@@ -205,6 +206,43 @@ pub enum ProjError {
     /// A name that is not one of [`Method::ALL`]'s (the name given).
     #[error("unknown projection method {0:?} (expected exact|simplex|soft|dykstra-soft|dykstra-exact|fp|smooth|clip)")]
     UnknownMethod(String),
+    /// A matrix operator's shapes disagree: `M` is 0, the matrix's length is not a multiple of
+    /// `M` (or is 0), or a buffer has the wrong length.
+    #[error("matrix shape mismatch: {what}")]
+    MatrixShape {
+        /// Which buffer, its length and the expected shape.
+        what: String,
+    },
+    /// A class size `z_j` of a matrix operator is negative or not finite.
+    #[error("class size z_{class} = {value} is not finite or negative (must be >= 0)")]
+    NegativeCount {
+        /// The class (0-based).
+        class: usize,
+        /// The rejected size.
+        value: f64,
+    },
+    /// The class sizes do not sum to the number of rows `L` (within
+    /// [`matrix::COUNT_SUM_TOL`]): no matrix has unit rows and these column sums.
+    #[error("class sizes sum to {sum}, but a matrix of {rows} rows with unit rows needs them to sum to {rows}")]
+    InfeasibleCounts {
+        /// `Σ z_j`.
+        sum: f64,
+        /// The number of rows `L`.
+        rows: usize,
+    },
+    /// An iterative solver did not reach its tolerance.
+    #[error("{solver} did not converge in {iters} iterations (residual {residual:e})")]
+    NotConverged {
+        /// Which solver.
+        solver: &'static str,
+        /// Iterations run.
+        iters: usize,
+        /// The residual it stopped at.
+        residual: f64,
+    },
+    /// A name that is not one of [`matrix::MatrixMethod::ALL`]'s (the name given).
+    #[error("unknown matrix projection method {0:?} (expected exact|dykstra|sinkhorn)")]
+    UnknownMatrixMethod(String),
     /// A parameter (such as the smoothing temperature) is not finite and positive.
     #[error("parameter {name} = {value} is out of range (must be finite and > 0)")]
     InvalidParameter {

@@ -41,6 +41,7 @@
 //! of the attributes (nominal one-hot, dropped identifiers) and the data rows.
 
 mod header;
+mod multi_target;
 mod nominal;
 mod rows;
 
@@ -48,6 +49,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 pub use header::{meka_label_spec, LabelSpec};
+pub use multi_target::{read_multi_target_arff, write_multi_target_arff};
 pub use nominal::{DropReason, DroppedAttribute, MAX_NOMINAL_VALUES};
 
 use super::error::{DataError, ParseErrorKind, Result};

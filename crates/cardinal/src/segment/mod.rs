@@ -1,0 +1,29 @@
+//! The paper's Section 6 as a model: Predict and Constrain for non-binary labels.
+//!
+//! An example is an image of `L` positions with `C` features each (`x_p ∈ R^C`); its labels are
+//! one of `M` classes per position. The model ([`SegModel`]):
+//!
+//! * **unary scores** `S = X W + 1bᵀ` (`L × M`, one linear map shared by every position);
+//! * **a count head** `z = L · softmax(V x̄ + c)`, `x̄` the image's mean feature vector, so that
+//!   `Σz = L` always and the polytope is never empty;
+//! * **`T` unrolled projected ascent steps** on the linear score `⟨S, Y⟩`:
+//!   `Y_0 = 1/M`, `Y_{t+1} = P(Y_t + η S; z)` with `P` a projection onto
+//!   `{Y ≥ 0, Y1 = 1, Yᵀ1 = z}` from [`cardinal_proj::matrix`] (exact, the paper's Dykstra, or
+//!   Sinkhorn); no global energy term yet;
+//! * **loss**: one minus the soft intersection-over-union averaged over classes (the relaxed
+//!   mean IoU, the metric itself, as the binary model trains on a relaxed F1), plus
+//!   `λ Σ_j (z_j/L − n_j/L)²` on the counts. Cross-entropy was not chosen because the Euclidean
+//!   projection puts exact zeros in `Y_T`: `−log Y` is unbounded there.
+//!
+//! Trained end to end by Adam ([`train`]) on hand-written gradients (checked against finite
+//! differences in the tests). [`Mode`] picks the unary softmax baseline, P&C with predicted
+//! counts, or P&C with the gold counts (an oracle). This model is reached through its own entry
+//! point ([`train::fit`], [`eval::evaluate`]), not yet through [`crate::engine::Engine`].
+
+pub mod eval;
+pub mod model;
+pub mod train;
+
+pub use eval::{evaluate, SegMetrics};
+pub use model::{Mode, SegModel};
+pub use train::{fit, SegConfig};

@@ -1,0 +1,399 @@
+//! The Section 6 model on one image: forward pass, loss and gradient.
+
+use cardinal_proj::matrix::{AnyMatrixProjector, AnyMatrixTape, MatrixProjector};
+use cardinal_proj::ProjError;
+
+/// Which model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Per-position softmax of the unary scores, trained by cross-entropy (the baseline).
+    Unary,
+    /// Predict and Constrain with the counts of the count head.
+    Predicted,
+    /// Predict and Constrain with the gold counts (an oracle, for the gap it leaves).
+    Gold,
+}
+
+impl Mode {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Unary => "unary",
+            Mode::Predicted => "pnc",
+            Mode::Gold => "oracle",
+        }
+    }
+}
+
+/// Parameters (all `f64`: the model is small) and the fixed parts of the unroll.
+#[derive(Debug, Clone)]
+pub struct SegModel {
+    /// Features per position `C`.
+    pub channels: usize,
+    /// Classes `M`.
+    pub classes: usize,
+    /// Unary weights `W` (`C × M`, row-major) and bias `b` (`M`).
+    pub w: Vec<f64>,
+    /// Unary bias.
+    pub b: Vec<f64>,
+    /// Count head weights `V` (`M × C`, row-major) and bias `c` (`M`).
+    pub v: Vec<f64>,
+    /// Count head bias.
+    pub c: Vec<f64>,
+    /// Unrolled steps `T`.
+    pub steps: usize,
+    /// Step size `η`.
+    pub eta: f64,
+    /// Weight `λ` of the count loss.
+    pub count_weight: f64,
+    /// The projection.
+    pub proj: AnyMatrixProjector,
+    /// Which model.
+    pub mode: Mode,
+}
+
+/// Gradients of every parameter, laid out as in [`SegModel`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Grads {
+    /// `∂ℓ/∂W`.
+    pub w: Vec<f64>,
+    /// `∂ℓ/∂b`.
+    pub b: Vec<f64>,
+    /// `∂ℓ/∂V`.
+    pub v: Vec<f64>,
+    /// `∂ℓ/∂c`.
+    pub c: Vec<f64>,
+}
+
+/// What the forward pass of one image yields.
+#[derive(Debug, Clone, Default)]
+pub struct Prediction {
+    /// The relaxed labelling `Y` (`L × M`): `Y_T`, or the softmax for [`Mode::Unary`].
+    pub y: Vec<f64>,
+    /// The counts used (empty for [`Mode::Unary`]).
+    pub z: Vec<f64>,
+}
+
+/// Row-wise softmax of `s` (`L × M`) into `out`.
+fn softmax_rows(s: &[f64], m: usize, out: &mut Vec<f64>) {
+    out.clear();
+    for row in s.chunks_exact(m) {
+        let mx = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let start = out.len();
+        out.extend(row.iter().map(|x| (x - mx).exp()));
+        let sum: f64 = out[start..].iter().sum();
+        out[start..].iter_mut().for_each(|e| *e /= sum);
+    }
+}
+
+/// `1 − mean_j IoU_j` and its gradient in `y`, with the soft IoU
+/// `I_j/U_j`, `I_j = Σ_p Y_pj G_pj`, `U_j = Σ_p (Y_pj + G_pj − Y_pj G_pj)`, over the classes
+/// with `U_j > 0`.
+pub fn soft_iou_loss(y: &[f64], gold: &[u32], m: usize, grad: &mut [f64]) -> f64 {
+    let (mut inter, mut union) = (vec![0.0; m], vec![0.0; m]);
+    for (row, &g) in y.chunks_exact(m).zip(gold) {
+        for (j, &yj) in row.iter().enumerate() {
+            let gj = f64::from(u8::from(j == g as usize));
+            inter[j] += yj * gj;
+            union[j] += yj + gj - yj * gj;
+        }
+    }
+    let present: Vec<bool> = union.iter().map(|&u| u > 1e-12).collect();
+    let k = present.iter().filter(|&&p| p).count().max(1) as f64;
+    let mut loss = 1.0;
+    for j in 0..m {
+        if present[j] {
+            loss -= inter[j] / union[j] / k;
+        }
+    }
+    for (grow, &g) in grad.chunks_exact_mut(m).zip(gold) {
+        for (j, gr) in grow.iter_mut().enumerate() {
+            *gr = if present[j] {
+                let gj = f64::from(u8::from(j == g as usize));
+                // ∂(I/U)/∂Y = (G U − I (1 − G)) / U².
+                -(gj * union[j] - inter[j] * (1.0 - gj)) / (union[j] * union[j]) / k
+            } else {
+                0.0
+            };
+        }
+    }
+    loss
+}
+
+impl SegModel {
+    /// A model with zero parameters (training initialises them).
+    pub fn new(channels: usize, classes: usize, mode: Mode, proj: AnyMatrixProjector) -> Self {
+        Self {
+            channels,
+            classes,
+            w: vec![0.0; channels * classes],
+            b: vec![0.0; classes],
+            v: vec![0.0; classes * channels],
+            c: vec![0.0; classes],
+            steps: 5,
+            eta: 1.0,
+            count_weight: 1.0,
+            proj,
+            mode,
+        }
+    }
+
+    /// Unary scores `S = XW + 1bᵀ` of an image `x` (`L × C`).
+    pub fn scores(&self, x: &[f64]) -> Vec<f64> {
+        let (c, m) = (self.channels, self.classes);
+        let mut s = Vec::with_capacity(x.len() / c * m);
+        for xp in x.chunks_exact(c) {
+            for j in 0..m {
+                s.push(
+                    self.b[j]
+                        + xp.iter()
+                            .enumerate()
+                            .map(|(k, &v)| v * self.w[k * m + j])
+                            .sum::<f64>(),
+                );
+            }
+        }
+        s
+    }
+
+    /// The count head's `softmax(V x̄ + c)` and `x̄`.
+    fn count_probs(&self, x: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let c = self.channels;
+        let l = (x.len() / c) as f64;
+        let mut mean = vec![0.0; c];
+        for xp in x.chunks_exact(c) {
+            mean.iter_mut().zip(xp).for_each(|(a, b)| *a += b / l);
+        }
+        let a: Vec<f64> = (0..self.classes)
+            .map(|j| self.c[j] + (0..c).map(|k| self.v[j * c + k] * mean[k]).sum::<f64>())
+            .collect();
+        let mut p = Vec::new();
+        softmax_rows(&a, self.classes, &mut p);
+        (p, mean)
+    }
+
+    /// The counts the model uses for an image (`gold` class per position for [`Mode::Gold`]).
+    pub fn counts(&self, x: &[f64], gold: &[u32]) -> Vec<f64> {
+        let l = (x.len() / self.channels) as f64;
+        match self.mode {
+            Mode::Gold => {
+                let mut z = vec![0.0; self.classes];
+                gold.iter().for_each(|&g| z[g as usize] += 1.0);
+                z
+            }
+            _ => self.count_probs(x).0.iter().map(|p| p * l).collect(),
+        }
+    }
+
+    /// Forward pass on one image (`gold` is read only by [`Mode::Gold`]).
+    pub fn predict(&self, x: &[f64], gold: &[u32]) -> Result<Prediction, ProjError> {
+        let s = self.scores(x);
+        let mut y = Vec::new();
+        if self.mode == Mode::Unary {
+            softmax_rows(&s, self.classes, &mut y);
+            return Ok(Prediction { y, z: Vec::new() });
+        }
+        let z = self.counts(x, gold);
+        let mut tapes: Vec<AnyMatrixTape<f64>> = Vec::new();
+        self.unroll(&s, &z, &mut y, &mut tapes)?;
+        Ok(Prediction { y, z })
+    }
+
+    /// `Y_T` into `y`, one tape per step.
+    fn unroll(
+        &self,
+        s: &[f64],
+        z: &[f64],
+        y: &mut Vec<f64>,
+        tapes: &mut Vec<AnyMatrixTape<f64>>,
+    ) -> Result<(), ProjError> {
+        let m = self.classes;
+        y.clear();
+        y.resize(s.len(), 1.0 / m as f64);
+        tapes.resize_with(self.steps, Default::default);
+        let mut a = vec![0.0; s.len()];
+        for tape in tapes.iter_mut() {
+            a.iter_mut()
+                .zip(y.iter().zip(s))
+                .for_each(|(a, (y, s))| *a = y + self.eta * s);
+            self.proj.forward(&a, m, z, y, tape)?;
+        }
+        Ok(())
+    }
+
+    /// Loss on one image and its gradient (added into `grads`).
+    pub fn loss_and_grad(
+        &self,
+        x: &[f64],
+        gold: &[u32],
+        grads: &mut Grads,
+    ) -> Result<f64, ProjError> {
+        let (c, m) = (self.channels, self.classes);
+        let l = x.len() / c;
+        let s = self.scores(x);
+        let mut gs = vec![0.0; s.len()];
+        let mut loss;
+        match self.mode {
+            Mode::Unary => {
+                let mut p = Vec::new();
+                softmax_rows(&s, m, &mut p);
+                loss = 0.0;
+                for ((pr, gr), &g) in p.chunks_exact(m).zip(gs.chunks_exact_mut(m)).zip(gold) {
+                    loss -= pr[g as usize].max(1e-300).ln() / l as f64;
+                    for j in 0..m {
+                        let t = f64::from(u8::from(j == g as usize));
+                        gr[j] = (pr[j] - t) / l as f64;
+                    }
+                }
+            }
+            Mode::Predicted | Mode::Gold => {
+                let z = self.counts(x, gold);
+                let mut y = Vec::new();
+                let mut tapes = Vec::new();
+                self.unroll(&s, &z, &mut y, &mut tapes)?;
+                let mut gy = vec![0.0; y.len()];
+                loss = soft_iou_loss(&y, gold, m, &mut gy);
+                let (mut ga, mut gz_step) = (vec![0.0; y.len()], vec![0.0; m]);
+                let mut gz = vec![0.0; m];
+                for tape in tapes.iter().rev() {
+                    self.proj.vjp(tape, &gy, &mut ga, &mut gz_step);
+                    gs.iter_mut().zip(&ga).for_each(|(g, a)| *g += self.eta * a);
+                    gz.iter_mut().zip(&gz_step).for_each(|(g, d)| *g += d);
+                    std::mem::swap(&mut gy, &mut ga);
+                }
+                if self.mode == Mode::Predicted {
+                    let (p, mean) = self.count_probs(x);
+                    let lf = l as f64;
+                    // Count loss λ Σ (p_j − n_j/L)², p = z/L.
+                    let mut n = vec![0.0; m];
+                    gold.iter().for_each(|&g| n[g as usize] += 1.0 / lf);
+                    for j in 0..m {
+                        let d = p[j] - n[j];
+                        loss += self.count_weight * d * d;
+                        gz[j] += self.count_weight * 2.0 * d / lf;
+                    }
+                    // z = L softmax(a): ā = L p ⊙ (z̄ − ⟨z̄, p⟩).
+                    let dot: f64 = gz.iter().zip(&p).map(|(g, p)| g * p).sum();
+                    for j in 0..m {
+                        let da = lf * p[j] * (gz[j] - dot);
+                        grads.c[j] += da;
+                        for k in 0..c {
+                            grads.v[j * c + k] += da * mean[k];
+                        }
+                    }
+                }
+            }
+        }
+        for (xp, gr) in x.chunks_exact(c).zip(gs.chunks_exact(m)) {
+            for k in 0..c {
+                for j in 0..m {
+                    grads.w[k * m + j] += xp[k] * gr[j];
+                }
+            }
+        }
+        for gr in gs.chunks_exact(m) {
+            grads.b.iter_mut().zip(gr).for_each(|(b, g)| *b += g);
+        }
+        Ok(loss)
+    }
+
+    /// Zero gradients shaped like the parameters.
+    pub fn zero_grads(&self) -> Grads {
+        Grads {
+            w: vec![0.0; self.w.len()],
+            b: vec![0.0; self.b.len()],
+            v: vec![0.0; self.v.len()],
+            c: vec![0.0; self.c.len()],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cardinal_proj::matrix::MatrixMethod;
+
+    /// A parameter tensor of the model, by accessor.
+    type Field = fn(&mut SegModel) -> &mut Vec<f64>;
+
+    /// SplitMix64 normals for test data.
+    fn normals(seed: u64, n: usize) -> Vec<f64> {
+        let mut s = seed;
+        let mut next = || {
+            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut x = s;
+            x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((x ^ (x >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        (0..n)
+            .map(|_| {
+                let (a, b) = (next().max(1e-300), next());
+                (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_gradient_matches_finite_differences() {
+        let (l, c, m) = (9, 3, 3);
+        let x = normals(1, l * c);
+        let gold: Vec<u32> = (0..l as u32).map(|p| (p * 7 + 1) % m as u32).collect();
+        for mode in [Mode::Unary, Mode::Predicted, Mode::Gold] {
+            for method in [
+                MatrixMethod::Exact,
+                MatrixMethod::Dykstra,
+                MatrixMethod::Sinkhorn,
+            ] {
+                let proj = AnyMatrixProjector::new(method, 2).with_eps(0.5);
+                let mut model = SegModel::new(c, m, mode, proj);
+                model.steps = 3;
+                model.eta = 0.7;
+                let p = normals(2, 2 * c * m + 2 * m);
+                model.w.copy_from_slice(&p[..c * m]);
+                model.v.copy_from_slice(&p[c * m..2 * c * m]);
+                model.b.copy_from_slice(&p[2 * c * m..2 * c * m + m]);
+                model.c.copy_from_slice(&p[2 * c * m + m..]);
+                let mut g = model.zero_grads();
+                model.loss_and_grad(&x, &gold, &mut g).unwrap();
+                let loss = |mm: &SegModel| {
+                    let mut sink = mm.zero_grads();
+                    mm.loss_and_grad(&x, &gold, &mut sink).unwrap()
+                };
+                let h = 1e-6;
+                let fields: [(Field, &Vec<f64>); 4] = [
+                    (|m| &mut m.w, &g.w),
+                    (|m| &mut m.b, &g.b),
+                    (|m| &mut m.v, &g.v),
+                    (|m| &mut m.c, &g.c),
+                ];
+                for (f, grad) in fields {
+                    for k in 0..grad.len() {
+                        let (mut up, mut dn) = (model.clone(), model.clone());
+                        f(&mut up)[k] += h;
+                        f(&mut dn)[k] -= h;
+                        let fd = (loss(&up) - loss(&dn)) / (2.0 * h);
+                        assert!(
+                            (fd - grad[k]).abs() < 1e-6 * (1.0 + fd.abs()),
+                            "{mode:?} {method}: entry {k}: fd {fd} vs {}",
+                            grad[k]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn soft_iou_is_one_on_the_gold_labelling() {
+        let gold = [0u32, 1, 1, 2];
+        let mut y = vec![0.0; 12];
+        for (p, &g) in gold.iter().enumerate() {
+            y[p * 3 + g as usize] = 1.0;
+        }
+        let mut grad = vec![0.0; 12];
+        assert!(soft_iou_loss(&y, &gold, 3, &mut grad).abs() < 1e-15);
+        let flat = vec![1.0 / 3.0; 12];
+        assert!(soft_iou_loss(&flat, &gold, 3, &mut grad) > 0.5);
+    }
+}
