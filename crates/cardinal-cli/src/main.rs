@@ -22,6 +22,7 @@ mod data_cmd;
 mod docs_cmd;
 mod log;
 mod model_cmd;
+mod predict_cmd;
 mod progress;
 mod project_cmd;
 mod report_cmd;
@@ -82,7 +83,7 @@ enum Command {
     /// Predict label sets (JSON lines).
     Predict {
         #[command(flatten)]
-        args: model_cmd::PredictArgs,
+        args: predict_cmd::PredictArgs,
         #[command(flatten)]
         threads: Threads,
     },
@@ -185,7 +186,7 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
         Command::Train { args, .. } => model_cmd::train(engine, args),
         Command::Eval { args, .. } => model_cmd::eval(engine, args),
         Command::Cv { args, .. } => cv_cmd::run(engine, args),
-        Command::Predict { args, .. } => model_cmd::predict(engine, args),
+        Command::Predict { args, .. } => predict_cmd::predict(engine, args),
         Command::Report { args, .. } => report_cmd::run(engine, args),
         Command::Project(a) => project_cmd::run(a),
         Command::Bench { args, .. } => bench_cmd::run(engine, args),

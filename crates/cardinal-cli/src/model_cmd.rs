@@ -1,13 +1,12 @@
-//! `cardinal train | eval | predict`.
+//! `cardinal train | eval`.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use cardinal::checkpoint::write_atomic;
 use cardinal::checkpoint::Meta;
-use cardinal::data::{resolve_dataset, Dataset, Resolved, TrainTest};
-use cardinal::engine::{check_labels, data_dir_or_env, Engine};
+use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
+use cardinal::engine::{check_labels, data_dir_or_env, Checkpoints, Engine};
 use cardinal::eval::EvalReport;
 use cardinal::{Config, DataSpec};
 
@@ -95,22 +94,40 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DIR", required_unless_present = "resume")]
     pub out: Option<PathBuf>,
     /// Continue the interrupted run in DIR from its latest checkpoint (same data, same
-    /// configuration); the result is bit-identical to an uninterrupted run.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "config", "seed"])]
+    /// configuration); the result is bit-identical to an uninterrupted run. Flags that would
+    /// change the run (data, configuration, preset, seed) are refused with it.
+    #[arg(long, value_name = "DIR", conflicts_with_all = [
+        "out", "config", "seed", "preset", "dataset", "train", "test", "labels", "data_dir",
+        "train_fraction",
+    ])]
     pub resume: Option<PathBuf>,
     /// Replace the run in an existing --out directory (its model stays until the new one is
     /// saved over it); without it an existing run is refused.
     #[arg(long, conflicts_with = "resume")]
     pub force: bool,
-    /// Do not write a resumable checkpoint after every epoch.
-    #[arg(long)]
+    /// Do not write resumable checkpoints (an interrupted run then starts over).
+    #[arg(long, conflicts_with = "checkpoint_every")]
     pub no_checkpoints: bool,
+    /// Write a resumable checkpoint after an epoch only when at least SECS seconds have passed
+    /// since the last one (0: after every epoch). A checkpoint holds the latest state and the
+    /// best weights so far.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0,
+          value_parser = parse_seconds)]
+    pub checkpoint_every: f64,
     /// No progress output (neither the bar nor the per-epoch lines); warnings still show.
     #[arg(long)]
     pub quiet: bool,
     /// Print the final evaluation as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A non-negative, finite number of seconds (at most a day).
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("`{s}`: expected seconds between 0 and 86400")),
+    }
 }
 
 pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
@@ -154,11 +171,18 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
         rayon::current_num_threads()
     ));
     let out = run.dir.clone();
+    let checkpoints = if args.no_checkpoints {
+        Checkpoints::Never
+    } else if args.checkpoint_every == 0.0 {
+        Checkpoints::EveryEpoch
+    } else {
+        Checkpoints::AtMostEvery(std::time::Duration::from_secs_f64(args.checkpoint_every))
+    };
     let mut progress = crate::progress::TrainProgress::new(&cfg, args.quiet);
     if let cardinal::system::Start::Resume(state) = &run.start {
         progress.resume(&state.progress);
     }
-    let outcome = engine.finish_run(run, !args.no_checkpoints, &mut |ev| progress.on_event(ev))?;
+    let outcome = engine.finish_run(run, checkpoints, &mut |ev| progress.on_event(ev))?;
     progress.finish();
     let secs: Vec<f64> = outcome.history.iter().map(|r| r.seconds).collect();
     let mean_epoch = secs.iter().sum::<f64>() / secs.len().max(1) as f64;
@@ -250,8 +274,10 @@ pub struct EvalArgs {
     /// afterwards, so its dev score is optimistic.
     #[arg(long, default_value = "test", value_parser = ["train", "dev", "test"])]
     pub split: String,
-    /// Evaluate on this data instead (a dataset name or path, as for `train --dataset`).
-    #[arg(long, value_name = "NAME_OR_PATH")]
+    /// Evaluate on this data instead: every row of a single file (no split), the test file
+    /// of a dataset that ships with a split; labels are read by the model's label names and
+    /// features matched to the model's by name.
+    #[arg(long, value_name = "NAME_OR_PATH", conflicts_with = "split")]
     pub data: Option<String>,
     /// Folder holding datasets by name (default: env CARDINAL_DATA).
     #[arg(long, value_name = "DIR")]
@@ -272,14 +298,11 @@ fn load_named(spec: &str, data_dir: &Option<PathBuf>) -> anyhow::Result<TrainTes
     Ok(resolve_dataset(spec, dir.as_deref())?.into_train_test(0.8, 0)?)
 }
 
-/// The data `eval` scores: `--data` when given; else what the model's run directory recorded
-/// (`run.json`), split exactly as its training split it; else the dataset `meta.json` names,
-/// when that is a plain name (a model directory is untrusted: a path it names is not
+/// The model's own data: what its run directory recorded (`run.json`), split exactly as its
+/// training split it; else (model directories without `run.json`) the dataset `meta.json`
+/// names, when that is a plain name (a model directory is untrusted: a path it names is not
 /// followed).
-fn eval_data(engine: &Engine, args: &EvalArgs, meta: &Meta) -> anyhow::Result<TrainTest> {
-    if let Some(spec) = &args.data {
-        return load_named(spec, &args.data_dir);
-    }
+fn own_data(engine: &Engine, args: &EvalArgs, meta: &Meta) -> anyhow::Result<TrainTest> {
     if let Some(tt) = engine.run_data(&args.model)? {
         return Ok(tt);
     }
@@ -297,110 +320,63 @@ fn eval_data(engine: &Engine, args: &EvalArgs, meta: &Meta) -> anyhow::Result<Tr
     load_named(name, &args.data_dir)
 }
 
+/// The dev rows of the model's training data (its configuration's split).
+fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
+    let tc = &cfg.train;
+    let (_, dev_rows) = tc.dev_split(train.n_rows());
+    if dev_rows.is_empty() {
+        bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
+    }
+    if tc.full_epochs > 0 {
+        eprintln!(
+            "note: the model's last {} epochs trained on all of train, dev rows included: \
+             dev metrics are optimistic",
+            tc.full_epochs
+        );
+    }
+    Ok(train.select_rows(&dev_rows))
+}
+
 pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     let (model, meta) = engine.load(&args.model)?;
-    let tt = eval_data(engine, args, &meta)?;
-    let dev_of_train = || -> anyhow::Result<Dataset> {
-        let train = &tt.train;
-        let tc = &model.config.train;
-        let (_, dev_rows) = tc.dev_split(train.n_rows());
-        if dev_rows.is_empty() {
-            bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
+    let (data, split) = match &args.data {
+        // Every row of the given data, labels read by the model's names, features aligned.
+        Some(spec) => {
+            let inputs = engine.read_inputs(&meta, spec, args.data_dir.as_deref(), Labels::Read)?;
+            for note in &inputs.notes {
+                eprintln!("note: {note}");
+            }
+            let data = Dataset {
+                name: inputs.name,
+                features: inputs.features,
+                labels: inputs.labels.context("no labels to evaluate against")?,
+                feature_names: meta.feature_names.clone(),
+                label_names: inputs.label_names,
+            };
+            (data, "all rows")
         }
-        if tc.full_epochs > 0 {
-            eprintln!(
-                "note: the model's last {} epochs trained on all of train, dev rows included: \
-                 dev metrics are optimistic",
-                tc.full_epochs
-            );
+        None => {
+            let tt = own_data(engine, args, &meta)?;
+            match args.split.as_str() {
+                "dev" => (dev_of(&tt.train, &model.config)?, "dev"),
+                "train" => (tt.train, "train"),
+                _ => (tt.test, "test"),
+            }
         }
-        Ok(train.select_rows(&dev_rows))
-    };
-    let data = match args.split.as_str() {
-        "dev" => dev_of_train()?,
-        "train" => tt.train.clone(),
-        _ => tt.test.clone(),
     };
     check_labels(&meta, &data, &args.model)?;
     let (mut report, out) = engine.evaluate(&model, &data)?;
     if args.dev_threshold {
-        let dev = dev_of_train()?;
+        let dev = dev_of(&own_data(engine, args, &meta)?.train, &model.config)?;
         engine.add_dev_threshold(&model, &mut report, &dev, &out, &data.labels)?;
     }
     match &args.json {
         Some(p) if p.as_os_str() == "-" => outln!("{}", serde_json::to_string_pretty(&report)?),
         Some(p) => {
             write_atomic(p, serde_json::to_string_pretty(&report)?.as_bytes())?;
-            print_report(&data.name, &args.split, &report);
+            print_report(&data.name, split, &report);
         }
-        None => print_report(&data.name, &args.split, &report),
+        None => print_report(&data.name, split, &report),
     }
-    Ok(())
-}
-
-#[derive(Debug, clap::Args)]
-pub struct PredictArgs {
-    /// Model directory written by `cardinal train`.
-    #[arg(long, value_name = "DIR")]
-    pub model: PathBuf,
-    /// Data to predict (dataset name or path): every row of a single file, in file order and
-    /// numbered as in the file; the test file of a dataset that ships with a split.
-    #[arg(long, value_name = "NAME_OR_PATH")]
-    pub data: String,
-    /// Folder holding datasets by name (default: env CARDINAL_DATA).
-    #[arg(long, value_name = "DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Include every label's score y_T (else only the predicted labels').
-    #[arg(long)]
-    pub all_scores: bool,
-    /// Also print every label's ranking score under "ranking": the last ascent step's point
-    /// before its projection, which orders the labels as y_T does without the ties where y_T
-    /// meets 0 or 1 (for precision@k and other ranking metrics); y_T itself for the baseline
-    /// systems, which keep no such point.
-    #[arg(long)]
-    pub ranking_scores: bool,
-}
-
-pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
-    let (model, meta) = engine.load(&args.model)?;
-    let dir = data_dir_or_env(args.data_dir.as_deref());
-    let data = match resolve_dataset(&args.data, dir.as_deref())? {
-        Resolved::Single(d) => d,
-        Resolved::Split(tt) => tt.test,
-    };
-    cardinal::pipeline::check_dims(&model, data.n_features(), data.n_labels(), "the data")?;
-    check_labels(&meta, &data, &args.model)?;
-    let out = engine.predict(&model, &data.features)?;
-    let l = model.n_labels();
-    let thr = model.config.threshold as f32;
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    let ranking = out.ranking_scores();
-    for (r, row) in out.y.chunks_exact(l).enumerate() {
-        // Label names where the data has them, else the label index.
-        let name = |i: usize| {
-            meta.label_names
-                .get(i)
-                .cloned()
-                .unwrap_or_else(|| i.to_string())
-        };
-        let labels: Vec<String> = (0..l).filter(|&i| row[i] >= thr).map(name).collect();
-        let scores: serde_json::Map<String, serde_json::Value> = (0..l)
-            .filter(|&i| args.all_scores || row[i] >= thr)
-            .map(|i| (name(i), serde_json::json!(row[i])))
-            .collect();
-        let mut line =
-            serde_json::json!({"row": r, "z": out.z[r], "labels": labels, "scores": scores});
-        if args.ranking_scores {
-            let rank: serde_json::Map<String, serde_json::Value> = ranking[r * l..(r + 1) * l]
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| (name(i), serde_json::json!(v)))
-                .collect();
-            line["ranking"] = serde_json::Value::Object(rank);
-        }
-        writeln!(w, "{line}")?;
-    }
-    w.flush()?;
     Ok(())
 }

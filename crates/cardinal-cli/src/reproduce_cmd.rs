@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use cardinal::checkpoint::write_atomic;
 use cardinal::eval::EvalReport;
+use cardinal_paper::cell_key::cell_key;
 use cardinal_paper::reproduce::{cardinality_analysis, run_cell, table1_rows, Protocol, DATASETS};
 
 #[derive(Debug, clap::Args)]
@@ -202,15 +203,19 @@ fn table1(
                     .join(slug(row.system))
                     .join(format!("seed{seed}"));
                 let file = cell.join("eval.json");
-                let report: EvalReport = if file.exists() {
+                let key_file = cell.join("key.txt");
+                let mut cfg = cfg.clone();
+                cfg.seed = seed;
+                // A finished cell is reused only for exactly this data and configuration.
+                let key = cell_key(&data, &cfg, row.protocol);
+                let cached = std::fs::read_to_string(&key_file).is_ok_and(|k| k.trim() == key);
+                let report: EvalReport = if cached && file.exists() {
                     serde_json::from_slice(&std::fs::read(&file)?)
                         .with_context(|| format!("reading {}", file.display()))?
                 } else if !wanted {
                     continue;
                 } else {
                     eprintln!("training {} on {} (seed {seed})", row.system, DATASETS[col]);
-                    let mut cfg = cfg.clone();
-                    cfg.seed = seed;
                     let report = run_cell(&data, &cfg, row.protocol)?;
                     std::fs::create_dir_all(&cell)?;
                     write_atomic(
@@ -218,6 +223,7 @@ fn table1(
                         serde_json::to_string_pretty(&cfg)?.as_bytes(),
                     )?;
                     write_atomic(&file, serde_json::to_string_pretty(&report)?.as_bytes())?;
+                    write_atomic(&key_file, key.as_bytes())?;
                     report
                 };
                 results[ri][col].push(report);

@@ -390,7 +390,7 @@ fn resume_refuses_a_latest_pointing_outside_the_run() {
     let dir = tmpdir("latest");
     let cfg = write_quick_config(&dir);
     let model = dir.join("model");
-    let out = train_quick(&cfg, &model, &[]);
+    let out = train_quick(&cfg, &model, &["--checkpoint-every", "0"]);
     assert!(out.status.success(), "{}", text(&out));
     std::fs::write(model.join("checkpoints/LATEST"), "../../elsewhere").unwrap();
     let out = cardinal(&["train", "--resume", model.to_str().unwrap(), "--quiet"]);
@@ -594,5 +594,24 @@ fn bench_refuses_absurd_sizes_before_allocating() {
             matches!(out.status.code(), Some(1) | Some(2)),
             "{args:?}: {t}"
         );
+    }
+}
+
+/// `--resume` continues a run exactly as it was configured: flags that would change the data,
+/// configuration or seed are refused, not silently ignored.
+#[test]
+fn resume_refuses_flags_that_would_change_the_run() {
+    for extra in [
+        &["--seed", "3"][..],
+        &["--preset", "paper"],
+        &["--dataset", "bibtex"],
+        &["--train-fraction", "0.5"],
+        &["--data-dir", "."],
+    ] {
+        let mut args = vec!["train", "--resume", "somewhere"];
+        args.extend_from_slice(extra);
+        let out = cardinal(&args);
+        assert!(!out.status.success(), "{extra:?} accepted");
+        assert!(text(&out).contains("cannot be used with"), "{}", text(&out));
     }
 }

@@ -25,10 +25,17 @@ fn config(dir: &Path, epochs: usize) -> PathBuf {
 
 fn train_cmd(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_cardinal"));
-    c.args(["--threads", "1", "train", "--quiet"])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    c.args([
+        "--threads",
+        "1",
+        "train",
+        "--quiet",
+        "--checkpoint-every",
+        "0",
+    ])
+    .args(args)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
     c
 }
 

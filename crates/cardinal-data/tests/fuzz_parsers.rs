@@ -737,6 +737,7 @@ fn check_arff(bytes: &[u8], text: &[u8], gz: bool, spec: &LabelSpec) -> Result<(
                 LabelSpec::Last(k) | LabelSpec::First(k) => *k,
                 // The generated documents never name their labels this way.
                 LabelSpec::Meka => ds.n_labels(),
+                LabelSpec::Skip(_) => 0,
             };
             prop_assert_eq!(ds.n_labels(), want, "label count differs from the spec");
             prop_assert_eq!(ds.feature_names.len(), ds.n_features());

@@ -23,7 +23,9 @@ fn train_small(dir: &Path) {
     let run = engine
         .start_run(dir, &DataSpec::named("bibtex"), cfg, false)
         .expect("bibtex is vendored");
-    engine.finish_run(run, false, &mut |_| {}).unwrap();
+    engine
+        .finish_run(run, cardinal::engine::Checkpoints::Never, &mut |_| {})
+        .unwrap();
 }
 
 /// Figures a single-model page must have, by a phrase of their caption.

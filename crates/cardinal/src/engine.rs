@@ -34,10 +34,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::{self, write_atomic, Meta};
+use crate::checkpoint::{self, write_atomic, Meta, TrainedOn};
 use crate::config::Config;
 use crate::cv::{cross_validate, CvReport, FoldResult};
-use crate::data::{read_mulan, resolve_dataset_noted, CsrMatrix, Dataset, LoadNote, TrainTest};
+use crate::data::{
+    read_inputs, read_mulan, resolve_dataset_noted, CsrMatrix, Dataset, Inputs, Labels, LoadNote,
+    TrainTest,
+};
 use crate::error::{Error, Result};
 use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_counts, EvalReport};
 use crate::pipeline::{check_dims, Model, Outputs};
@@ -149,6 +152,33 @@ impl PreparedRun {
             Start::Fresh(_) => 0,
             Start::Resume(state) => state.epochs_run(),
         }
+    }
+}
+
+/// When a run writes its resumable checkpoint (`checkpoints/`, for `--resume`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpoints {
+    /// Never: an interrupted run starts over.
+    Never,
+    /// After every epoch.
+    EveryEpoch,
+    /// After an epoch when at least this long has passed since the run started or since the
+    /// last checkpoint: an interruption loses at most about this much work, and a short run
+    /// pays nothing.
+    AtMostEvery(std::time::Duration),
+}
+
+impl Checkpoints {
+    /// The default: at most every 30 s. A checkpoint of the Bibtex default holds four copies
+    /// of the weights (about 60 MB with the optimizer, best and averaged weights), which
+    /// costs far more than the README's main job can afford after every epoch (see
+    /// docs/RESULTS.md, "Reliability").
+    pub const DEFAULT: Self = Self::AtMostEvery(std::time::Duration::from_secs(30));
+}
+
+impl Default for Checkpoints {
+    fn default() -> Self {
+        Self::DEFAULT
     }
 }
 
@@ -275,6 +305,25 @@ impl Engine {
         cross_validate(system, train, cfg, k, self.runtime.wait, on_event, on_fold)
     }
 
+    /// The rows of `spec` (a file, folder or dataset name) to run the model described by
+    /// `meta` on: every row of a single file in file order, features laid out in the model's
+    /// columns, labels read or skipped as `labels` says (see [`crate::data::inputs`]).
+    pub fn read_inputs(
+        &self,
+        meta: &Meta,
+        spec: &str,
+        data_dir: Option<&Path>,
+        labels: Labels,
+    ) -> Result<Inputs> {
+        let dir = data_dir_or_env(data_dir);
+        Ok(read_inputs(
+            spec,
+            dir.as_deref(),
+            &meta.input_schema(),
+            labels,
+        )?)
+    }
+
     /// Loads the model directory `dir` (checking that its system is known).
     pub fn load(&self, dir: &Path) -> Result<(Model<f32>, Meta)> {
         let (model, meta) = checkpoint::load(dir)?;
@@ -380,13 +429,14 @@ impl Engine {
         })
     }
 
-    /// Trains a prepared run to the end: `metrics.jsonl` after every epoch, a resumable
-    /// checkpoint after every epoch (when `checkpoints` and the system is resumable), then
-    /// the model, and its evaluation on the test data as `eval.json`.
+    /// Trains a prepared run to the end: `metrics.jsonl` after every epoch, resumable
+    /// checkpoints as `checkpoints` says (when the system is resumable), then the model, and
+    /// its evaluation on the test data as `eval.json`. The latest checkpoint also holds the
+    /// best weights so far (early stopping's), so latest and best are both kept.
     pub fn finish_run(
         &self,
         run: PreparedRun,
-        checkpoints: bool,
+        checkpoints: Checkpoints,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<RunOutcome> {
         let system = self.systems.for_config(run.config())?;
@@ -395,7 +445,7 @@ impl Engine {
             data,
             start,
             lock: _lock,
-            notes: _,
+            notes,
         } = run;
         let metrics_path = dir.join(METRICS_FILE);
         let mut metrics_lines: String = match &start {
@@ -418,12 +468,18 @@ impl Engine {
             }
             on_event(ev);
         };
-        let name = data.train.name.clone();
-        let labels = data.train.label_names.clone();
+        let trained_on = TrainedOn::of(&data.train).with_notes(&notes);
+        let mut last_checkpoint = std::time::Instant::now();
         let mut after_epoch = |st: &TrainState| -> Result<()> {
-            if checkpoints {
-                checkpoint::save_state(&dir, st, &name, &labels)?;
+            let due = match checkpoints {
+                Checkpoints::Never => false,
+                Checkpoints::EveryEpoch => true,
+                Checkpoints::AtMostEvery(every) => last_checkpoint.elapsed() >= every,
+            };
+            if due {
+                checkpoint::save_state(&dir, st, &trained_on)?;
                 tracing::debug!(dir = %dir.display(), epochs_run = st.epochs_run(), "checkpoint written");
+                last_checkpoint = std::time::Instant::now();
             }
             Ok(())
         };
@@ -436,7 +492,7 @@ impl Engine {
         if let Some(e) = io_error {
             return Err(e);
         }
-        checkpoint::save(&trained.model, &dir, &name, &data.train.label_names)?;
+        checkpoint::save(&trained.model, &dir, &trained_on)?;
         tracing::info!(dir = %dir.display(), epochs = trained.history.len(), "model saved");
         let (report, _) = self.evaluate(&trained.model, &data.test)?;
         tracing::info!(

@@ -80,8 +80,8 @@ fn originals() -> &'static Originals {
         let cfg = tiny_config();
         let state = TrainState::new(&ds, &cfg).unwrap();
         let dir = scratch("orig");
-        checkpoint::save(&state.model, &dir, "tiny", &ds.label_names).unwrap();
-        let ck = checkpoint::save_state(&dir, &state, "tiny", &ds.label_names).unwrap();
+        checkpoint::save(&state.model, &dir, &trained_on(&ds)).unwrap();
+        let ck = checkpoint::save_state(&dir, &state, &trained_on(&ds)).unwrap();
         let mut files = Vec::new();
         for name in [WEIGHTS_FILE, CONFIG_FILE, META_FILE] {
             files.push((name, std::fs::read(dir.join(name)).unwrap()));
@@ -463,7 +463,7 @@ fn dir_with_meta(tag: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBu
     let ds = tiny_dataset();
     let model = TrainState::new(&ds, &tiny_config()).unwrap().model;
     let dir = scratch(tag);
-    checkpoint::save(&model, &dir, "tiny", &ds.label_names).unwrap();
+    checkpoint::save(&model, &dir, &trained_on(&ds)).unwrap();
     let p = dir.join(META_FILE);
     let mut meta: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
     edit(&mut meta);
@@ -508,7 +508,7 @@ fn nonfinite_standardizer_is_an_error() {
     let mut model = TrainState::new(&ds, &tiny_config()).unwrap().model;
     model.standardizer.scale[2] = f32::INFINITY;
     let dir = scratch("reg-std");
-    checkpoint::save(&model, &dir, "tiny", &ds.label_names).unwrap();
+    checkpoint::save(&model, &dir, &trained_on(&ds)).unwrap();
     let e = checkpoint::load(&dir).unwrap_err().to_string();
     assert!(
         e.contains(WEIGHTS_FILE) && e.contains("standardize.scale") && e.contains("non-finite"),
@@ -526,7 +526,7 @@ fn bad_optimizer_state_is_an_error() {
         let mut state = TrainState::new(&ds, &tiny_config()).unwrap();
         state.optimizer.acc.w2[[1, 1]] = bad;
         let dir = scratch("reg-acc");
-        checkpoint::save_state(&dir, &state, "tiny", &ds.label_names).unwrap();
+        checkpoint::save_state(&dir, &state, &trained_on(&ds)).unwrap();
         let e = checkpoint::load_state(&dir).unwrap_err().to_string();
         assert!(
             e.contains("optimizer.safetensors") && e.contains("unary.w2") && e.contains(what),
@@ -565,4 +565,12 @@ fn init_model_count_min_above_labels_is_an_error() {
         .expect_err("no count possible")
         .to_string();
     assert!(e.contains("model.counts.min = 9"), "{e}");
+}
+
+/// What the saved models record of their data: `ds`, named "tiny".
+fn trained_on(ds: &cardinal::data::Dataset) -> checkpoint::TrainedOn {
+    checkpoint::TrainedOn {
+        dataset: "tiny".into(),
+        ..checkpoint::TrainedOn::of(ds)
+    }
 }

@@ -21,6 +21,7 @@ use std::path::Path;
 
 pub mod arff;
 pub mod error;
+pub mod inputs;
 mod lex;
 pub mod resolve;
 pub mod split;
@@ -35,9 +36,10 @@ pub use arff::{
     read_mulan_noted, ArffNotes, DropReason, DroppedAttribute, LabelSpec, MAX_NOMINAL_VALUES,
 };
 pub use error::{DataError, Location, ParseErrorKind, Result};
+pub use inputs::{align_features, read_inputs, InputSchema, Inputs, Labels};
 pub use resolve::{
     load_dir, load_file, load_vendored, resolve_dataset, resolve_dataset_noted, vendored, LoadNote,
-    Resolved, VENDORED,
+    NoteKind, Resolved, VENDORED,
 };
 pub use split::{
     iterative_stratification, kfold, permutation, split_sizes, train_dev_split, SplitMix64,

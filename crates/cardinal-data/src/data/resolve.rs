@@ -19,6 +19,21 @@ pub struct LoadNote {
     pub path: PathBuf,
     /// What was decided, as a sentence.
     pub message: String,
+    /// Which kind of decision it was, for callers that act on it.
+    pub kind: NoteKind,
+}
+
+/// The kinds of [`LoadNote`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NoteKind {
+    /// A feature attribute was left out (an identifier or a `string`).
+    Dropped,
+    /// The labels were taken from a MEKA relation name.
+    MekaLabels,
+    /// LIBSVM feature indices were read as 0-based: a model trained on them must read new
+    /// files the same way (see [`crate::data::inputs`]).
+    ZeroBasedLibsvm,
 }
 
 impl fmt::Display for LoadNote {
@@ -29,11 +44,12 @@ impl fmt::Display for LoadNote {
 
 /// Adds a note unless one with the same message is there (train and test share a header, so
 /// they would repeat it).
-fn note(notes: &mut Vec<LoadNote>, path: &Path, message: String) {
+fn note(notes: &mut Vec<LoadNote>, path: &Path, kind: NoteKind, message: String) {
     if !notes.iter().any(|n| n.message == message) {
         notes.push(LoadNote {
             path: path.to_path_buf(),
             message,
+            kind,
         });
     }
 }
@@ -302,7 +318,7 @@ fn read_arff_file(
         })?,
     };
     for d in &found.dropped {
-        note(notes, arff, d.to_string());
+        note(notes, arff, NoteKind::Dropped, d.to_string());
     }
     if let Some(spec) = &found.meka_labels {
         let which = match spec {
@@ -313,6 +329,7 @@ fn read_arff_file(
         note(
             notes,
             arff,
+            NoteKind::MekaLabels,
             format!(
                 "no label file {xml_name}: the labels are {which}, from the MEKA relation name"
             ),
@@ -404,6 +421,7 @@ fn load_svm(paths: &[PathBuf], notes: &mut Vec<LoadNote>) -> Result<Vec<Dataset>
         note(
             notes,
             &paths[k],
+            NoteKind::ZeroBasedLibsvm,
             format!("LIBSVM features read as 0-based{also}: {why}"),
         );
         return Ok(out);

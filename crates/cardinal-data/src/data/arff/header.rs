@@ -23,6 +23,10 @@ pub enum LabelSpec {
     /// attributes labels, `-C -6` the last 6 ([`meka_label_spec`]); an error when the relation
     /// name has no such option.
     Meka,
+    /// For prediction: the attributes with these names, where the header has them, are labels
+    /// left unread (their values may be `?`), and the dataset has no labels. None of them need
+    /// be present, so a file with its label columns stripped reads the same.
+    Skip(Vec<String>),
 }
 
 /// The labels named by MEKA's `-C` option in a relation name: `'Scene: -C 6'` → `First(6)`,
@@ -265,6 +269,8 @@ pub(super) fn label_positions(
             notes.meka_labels = Some(found.clone());
             return label_positions(attrs, &found, relation, data_line, notes);
         }
+        // Skipped attributes get their role in `assign_roles`; there are no labels.
+        LabelSpec::Skip(_) => Vec::new(),
     };
     Ok((label_of, label_names))
 }

@@ -2,7 +2,7 @@
 //! values of a nominal attribute, the column(s) each attribute produces, and the attributes
 //! dropped (strings, and nominals declaring so many values they are taken for identifiers).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use super::header::{label_positions, Attr, AttrType, LabelSpec};
@@ -158,8 +158,16 @@ pub(super) fn assign_roles(
     let mut roles = Vec::with_capacity(attrs.len());
     let mut feature_names = Vec::new();
     let mut one_hot = Vec::new();
+    let skipped: HashSet<&str> = match spec {
+        LabelSpec::Skip(names) => names.iter().map(String::as_str).collect(),
+        _ => HashSet::new(),
+    };
     for (i, a) in attrs.iter().enumerate() {
         let unsupported = |kind| Err(DataError::parse(a.line, a.col, kind));
+        if skipped.contains(a.name.as_str()) {
+            roles.push(Role::Dropped);
+            continue;
+        }
         if let Some(idx) = label_of[i] {
             let ok = a.ty == AttrType::Numeric || (a.ty == AttrType::Nominal && a.nominal.zero_one);
             if !ok {

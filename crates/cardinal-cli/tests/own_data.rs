@@ -1,0 +1,517 @@
+//! Your own data, end to end: every dataset of `../shared/data` (when present) trains,
+//! evaluates, and predicts on its test file with the label columns stripped, giving exactly
+//! the predictions of the labeled file; reordered feature columns are aligned by name; renamed
+//! ones are refused, naming them; LIBSVM rows without labels predict with the model's
+//! dimensions.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+fn cardinal(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cardinal"))
+        .args(["--threads", "1"])
+        .args(args)
+        .output()
+        .expect("runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = cardinal(args);
+    assert!(o.status.success(), "{args:?}: {}", text(&o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cardinal-own-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn shared_data() -> Option<PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
+    d.is_dir().then_some(d)
+}
+
+/// The label names of a MULAN XML file.
+fn xml_labels(xml: &Path) -> Vec<String> {
+    let t = std::fs::read_to_string(xml).unwrap();
+    t.split("<label name=\"")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap().to_string())
+        .collect()
+}
+
+/// Splits a dense ARFF row on commas outside quotes.
+fn split_dense(row: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quote) = (Vec::new(), String::new(), None);
+    for ch in row.chars() {
+        match (quote, ch) {
+            (None, '\'' | '"') => {
+                quote = Some(ch);
+                cur.push(ch);
+            }
+            (Some(q), c) if c == q => {
+                quote = None;
+                cur.push(ch);
+            }
+            (None, ',') => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(ch),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// The name of an `@attribute` line.
+fn attr_name(line: &str) -> String {
+    let rest = line.trim_start()[10..].trim_start();
+    match rest.chars().next() {
+        Some(q @ ('\'' | '"')) => rest[1..].split(q).next().unwrap().to_string(),
+        _ => rest
+            .split(|c: char| c.is_whitespace() || c == '{')
+            .next()
+            .unwrap()
+            .to_string(),
+    }
+}
+
+/// How label columns are taken out of an ARFF file.
+#[derive(Clone, Copy)]
+enum Strip {
+    /// The label attributes and their values removed.
+    Remove,
+    /// Every label value replaced by `?`.
+    Unknown,
+}
+
+/// `arff` with its label columns stripped, and the kept attributes reversed in order when
+/// `reverse` (a file the model must read by names).
+fn strip(arff: &str, labels: &[String], how: Strip, reverse: bool) -> String {
+    let mut out = String::new();
+    let mut attrs: Vec<&str> = Vec::new();
+    // Per attribute of the original file: its column in the new file, and whether its value
+    // becomes `?`.
+    let mut new_index: Vec<Option<usize>> = Vec::new();
+    let mut unknown: Vec<bool> = Vec::new();
+    let mut keep: Vec<usize> = Vec::new();
+    let mut in_data = false;
+    for line in arff.lines() {
+        if !in_data {
+            let low = line.trim_start().to_ascii_lowercase();
+            if low.starts_with("@attribute") {
+                attrs.push(line);
+            } else if low.starts_with("@data") {
+                in_data = true;
+                let is_label: Vec<bool> = attrs
+                    .iter()
+                    .map(|a| labels.contains(&attr_name(a)))
+                    .collect();
+                let remove = matches!(how, Strip::Remove);
+                keep = (0..attrs.len())
+                    .filter(|&i| !(remove && is_label[i]))
+                    .collect();
+                if reverse {
+                    keep.reverse();
+                }
+                unknown = is_label.iter().map(|&l| l && !remove).collect();
+                new_index = vec![None; attrs.len()];
+                for (j, &i) in keep.iter().enumerate() {
+                    new_index[i] = Some(j);
+                    out.push_str(attrs[i]);
+                    out.push('\n');
+                }
+                out.push_str(line);
+                out.push('\n');
+            } else {
+                out.push_str(line);
+                out.push('\n');
+            }
+            continue;
+        }
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('%') {
+            continue;
+        }
+        if let Some(inner) = t.strip_prefix('{') {
+            let mut pairs: Vec<(usize, String)> = inner
+                .trim_end_matches('}')
+                .split(',')
+                .filter(|p| !p.trim().is_empty())
+                .filter_map(|p| {
+                    let (i, v) = p.trim().split_once(' ').unwrap();
+                    let i: usize = i.parse().unwrap();
+                    let v = if unknown[i] { "?" } else { v.trim() };
+                    new_index[i].map(|j| (j, v.to_string()))
+                })
+                .collect();
+            pairs.sort_by_key(|p| p.0);
+            let body: Vec<String> = pairs.iter().map(|(j, v)| format!("{j} {v}")).collect();
+            out.push_str(&format!("{{{}}}\n", body.join(",")));
+        } else {
+            let vals = split_dense(t);
+            let row: Vec<&str> = keep
+                .iter()
+                .map(|&i| if unknown[i] { "?" } else { vals[i].as_str() })
+                .collect();
+            out.push_str(&row.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+const QUICK: &str = r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 1, "full_epochs": 1}}"#;
+
+/// The test file of a MULAN folder (the single file for datasets without a split).
+fn test_file(dir: &Path) -> PathBuf {
+    let name = dir.file_name().unwrap().to_string_lossy().to_string();
+    let split = dir.join(format!("{name}-test.arff"));
+    if split.exists() {
+        split
+    } else {
+        dir.join(format!("{name}.arff"))
+    }
+}
+
+#[test]
+fn every_shared_dataset_predicts_on_its_test_file_with_the_labels_stripped() {
+    let Some(data) = shared_data() else {
+        eprintln!("skipped: no ../shared/data");
+        return;
+    };
+    // CARDINAL_OWN_DATA_FULL=1 trains the default configuration (seed 0) instead of a quick
+    // one and prints the results table of docs/RESULTS.md.
+    let full = std::env::var_os("CARDINAL_OWN_DATA_FULL").is_some();
+    println!("| dataset | rows predicted | test example-F1 | train time | predict time (stripped file) | stripped = labeled |");
+    println!("| --- | ---: | ---: | ---: | ---: | --- |");
+    let tmp = tmpdir("suite");
+    let cfg = tmp.join("quick.json");
+    std::fs::write(&cfg, QUICK).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(&data)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut done = 0;
+    for name in names {
+        let dir = data.join(&name);
+        let xml = dir.join(format!("{name}.xml"));
+        let test = test_file(&dir);
+        if !test.exists() || !xml.exists() {
+            continue; // bookmarks: label header only
+        }
+        let model = tmp.join(&name);
+        let d = dir.to_str().unwrap();
+        let m = model.to_str().unwrap();
+        let mut train = vec![
+            "train",
+            "--dataset",
+            d,
+            "--out",
+            m,
+            "--quiet",
+            "--seed",
+            "0",
+        ];
+        if !full {
+            train.extend(["--config", cfg.to_str().unwrap()]);
+        }
+        let t0 = Instant::now();
+        ok(&train);
+        let train_secs = t0.elapsed().as_secs_f64();
+        let eval = ok(&["eval", "--model", m]);
+        let f1 = eval
+            .lines()
+            .find_map(|l| l.strip_prefix("EXAMPLE_F1 "))
+            .unwrap_or_else(|| panic!("{name}: no EXAMPLE_F1 in {eval}"))
+            .trim()
+            .to_string();
+        // The dataset's own test rows (or the whole single file), read with their labels.
+        let whole = if dir.join(format!("{name}-test.arff")).exists() {
+            d.to_string()
+        } else {
+            test.to_str().unwrap().to_string()
+        };
+        let want = ok(&["predict", "--model", m, "--data", &whole, "--all-scores"]);
+        assert!(!want.is_empty());
+        let labels = xml_labels(&xml);
+        let original = std::fs::read_to_string(&test).unwrap();
+        let variants = [
+            ("stripped", strip(&original, &labels, Strip::Remove, false)),
+            ("unknown", strip(&original, &labels, Strip::Unknown, false)),
+            ("reversed", strip(&original, &labels, Strip::Remove, true)),
+        ];
+        for (what, body) in variants {
+            let f = tmp.join(format!("{name}-{what}.arff"));
+            std::fs::write(&f, body).unwrap();
+            let got = ok(&[
+                "predict",
+                "--model",
+                m,
+                "--data",
+                f.to_str().unwrap(),
+                "--all-scores",
+            ]);
+            assert!(got == want, "{name} ({what}): predictions differ");
+        }
+        let f = tmp.join(format!("{name}-stripped.arff"));
+        let t0 = Instant::now();
+        let rows = ok(&["predict", "--model", m, "--data", f.to_str().unwrap()])
+            .lines()
+            .count();
+        let predict_secs = t0.elapsed().as_secs_f64();
+        // `eval --data FILE` scores every row of the file too, not a hidden split of it.
+        let all = ok(&["eval", "--model", m, "--data", test.to_str().unwrap()]);
+        assert!(
+            all.contains(&format!("all rows: {rows} examples")),
+            "{name}: {all}"
+        );
+        println!(
+            "| {name} | {rows} | {f1} | {train_secs:.1} s | {predict_secs:.2} s | identical |"
+        );
+        done += 1;
+    }
+    assert!(done >= 8, "only {done} datasets ran");
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// A small labeled ARFF with named numeric features, for the mismatch tests.
+fn tiny_arff(features: &[&str], n: usize) -> String {
+    let mut s = String::from("@relation tiny\n");
+    for f in features {
+        s.push_str(&format!("@attribute {f} numeric\n"));
+    }
+    s.push_str("@attribute y0 {0,1}\n@attribute y1 {0,1}\n@attribute y2 {0,1}\n@data\n");
+    for r in 0..n {
+        let vals: Vec<String> = (0..features.len())
+            .map(|c| format!("{}", ((r * 7 + c * 3) % 11) as f32 / 10.0))
+            .collect();
+        s.push_str(&format!(
+            "{},{},{},{}\n",
+            vals.join(","),
+            r % 2,
+            (r / 2) % 2,
+            (r + 1) % 3 % 2
+        ));
+    }
+    s
+}
+
+#[test]
+fn renamed_missing_and_extra_features_are_refused_by_name() {
+    let tmp = tmpdir("names");
+    let cfg = tmp.join("quick.json");
+    std::fs::write(&cfg, QUICK).unwrap();
+    let train = tmp.join("tiny.arff");
+    std::fs::write(&train, tiny_arff(&["a", "b", "c"], 40)).unwrap();
+    std::fs::write(
+        tmp.join("tiny.xml"),
+        r#"<labels xmlns="http://mulan.sourceforge.net/labels"><label name="y0"></label><label name="y1"></label><label name="y2"></label></labels>"#,
+    )
+    .unwrap();
+    let m = tmp.join("m");
+    ok(&[
+        "train",
+        "--dataset",
+        train.to_str().unwrap(),
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        m.to_str().unwrap(),
+        "--quiet",
+    ]);
+    for (features, expect) in [
+        (&["a", "b", "z"][..], "`c`"),
+        (&["a", "b"][..], "missing: `c`"),
+        (&["a", "b", "c", "d"][..], "does not know: `d`"),
+    ] {
+        let f = tmp.join("new.arff");
+        std::fs::write(&f, tiny_arff(features, 5)).unwrap();
+        let o = cardinal(&[
+            "predict",
+            "--model",
+            m.to_str().unwrap(),
+            "--data",
+            f.to_str().unwrap(),
+        ]);
+        assert!(!o.status.success(), "{features:?} accepted");
+        assert!(
+            text(&o).contains(expect) && text(&o).contains("new.arff"),
+            "{}",
+            text(&o)
+        );
+    }
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+fn libsvm_rows_without_labels_predict_with_the_models_dimensions() {
+    let tmp = tmpdir("svm");
+    let cfg = tmp.join("quick.json");
+    std::fs::write(&cfg, QUICK).unwrap();
+    // 0-based (scikit-learn's default): feature 0 occurs, so the loader reads it 0-based.
+    let mut train = String::new();
+    for r in 0..60 {
+        train.push_str(&format!(
+            "{},{} 0:{} 3:1 5:{}\n",
+            r % 3,
+            3 + r % 2,
+            r % 5,
+            r % 2
+        ));
+    }
+    std::fs::write(tmp.join("train.svm"), &train).unwrap();
+    let m = tmp.join("m");
+    let ms = m.to_str().unwrap();
+    ok(&[
+        "train",
+        "--dataset",
+        tmp.join("train.svm").to_str().unwrap(),
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        ms,
+        "--quiet",
+    ]);
+    // No labels, and a last feature (5) that never occurs: narrower, read 0-based as trained.
+    std::fs::write(tmp.join("new.svm"), " 0:1 3:1\n 3:1\n").unwrap();
+    let out = ok(&[
+        "predict",
+        "--model",
+        ms,
+        "--data",
+        tmp.join("new.svm").to_str().unwrap(),
+    ]);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.lines().nth(1).unwrap().contains("\"row\":1"));
+    // Without index 0 a new file still reads 0-based: the same as the same rows with it.
+    std::fs::write(tmp.join("a.svm"), " 3:1\n").unwrap();
+    std::fs::write(tmp.join("b.svm"), " 0:0 3:1\n").unwrap();
+    let a = ok(&[
+        "predict",
+        "--model",
+        ms,
+        "--data",
+        tmp.join("a.svm").to_str().unwrap(),
+    ]);
+    let b = ok(&[
+        "predict",
+        "--model",
+        ms,
+        "--data",
+        tmp.join("b.svm").to_str().unwrap(),
+    ]);
+    assert_eq!(a, b);
+    // Wider than the model: refused, naming the line.
+    std::fs::write(tmp.join("wide.svm"), " 0:1\n 9:1\n").unwrap();
+    let o = cardinal(&[
+        "predict",
+        "--model",
+        ms,
+        "--data",
+        tmp.join("wide.svm").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("wide.svm") && text(&o).contains(":2"),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+fn predict_writes_csv_and_npy_and_the_round_z_rule_gives_round_z_labels() {
+    let tmp = tmpdir("formats");
+    let cfg = tmp.join("quick.json");
+    std::fs::write(&cfg, QUICK).unwrap();
+    let m = tmp.join("m");
+    let ms = m.to_str().unwrap();
+    ok(&[
+        "train",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--out",
+        ms,
+        "--quiet",
+    ]);
+    let jsonl = ok(&[
+        "predict",
+        "--model",
+        ms,
+        "--data",
+        "bibtex",
+        "--labels-by",
+        "round-z",
+    ]);
+    let mut rows = 0;
+    for line in jsonl.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let z = v["z"].as_f64().unwrap();
+        let n = v["labels"].as_array().unwrap().len();
+        assert_eq!(n as f64, z.round().clamp(0.0, 159.0), "{line}");
+        rows += 1;
+    }
+    assert_eq!(rows, 2515);
+    let csv_path = tmp.join("p.csv");
+    ok(&[
+        "predict",
+        "--model",
+        ms,
+        "--data",
+        "bibtex",
+        "--format",
+        "csv",
+        "--all-scores",
+        "--out",
+        csv_path.to_str().unwrap(),
+    ]);
+    let csv = std::fs::read_to_string(&csv_path).unwrap();
+    let mut lines = csv.lines();
+    let header = lines.next().unwrap();
+    assert!(header.starts_with("row,z,labels,score:"), "{header}");
+    assert_eq!(header.split(',').count(), 3 + 159);
+    assert_eq!(lines.count(), 2515);
+    let npy = tmp.join("npy");
+    ok(&[
+        "predict",
+        "--model",
+        ms,
+        "--data",
+        "bibtex",
+        "--format",
+        "npy",
+        "--out",
+        npy.to_str().unwrap(),
+    ]);
+    let labels = std::fs::read(npy.join("labels.npy")).unwrap();
+    assert!(labels.starts_with(b"\x93NUMPY"));
+    let header = String::from_utf8_lossy(&labels[10..80]).to_string();
+    assert!(
+        header.contains("(2515, 159") && header.contains("|u1"),
+        "{header}"
+    );
+    let z = std::fs::read(npy.join("z.npy")).unwrap();
+    assert!(String::from_utf8_lossy(&z[10..70]).contains("<f4"));
+    let o = cardinal(&[
+        "predict", "--model", ms, "--data", "bibtex", "--format", "npy",
+    ]);
+    assert!(
+        !o.status.success() && text(&o).contains("--out"),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

@@ -1,0 +1,384 @@
+//! Reading new data for a trained model: the rows to predict, in file order, laid out in the
+//! model's feature columns.
+//!
+//! A model records an [`InputSchema`]: its feature count, the feature names (for formats that
+//! have them), its label names and, for LIBSVM data, the feature index base it was read with.
+//! [`read_inputs`] reads a file or dataset against it:
+//!
+//! - every row of a single file, in file order, with no split; the test file of a dataset that
+//!   ships with a split;
+//! - labels are optional: an ARFF file may leave out the label attributes or hold `?` in them
+//!   (attributes named as the model's labels are skipped unread), a LIBSVM line may have no
+//!   labels;
+//! - dimensions come from the model: a LIBSVM file is read with the model's index base and
+//!   feature count, so a file whose last features never occur is fine, and an index beyond the
+//!   model's features is refused with its line;
+//! - features are matched by name where both sides have names ([`align_features`]): reordered
+//!   columns are aligned; missing, extra or renamed ones are refused, naming them. Without
+//!   names, a narrower file is accepted (the missing columns are zero) and a wider one refused.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::arff::read_arff_path;
+use super::error::{DataError, Result};
+use super::resolve::{resolve_dataset_noted, LoadNote, Resolved};
+use super::svm::{looks_like_xmc, read_libsvm_path, read_xmc_path, IndexBase, SvmOptions};
+use super::{CsrMatrix, LabelSets, LabelSpec};
+
+/// What a trained model knows of its inputs: enough to read new data the way its training
+/// data was read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InputSchema {
+    /// Feature columns of the model.
+    pub n_features: usize,
+    /// Labels the model predicts.
+    pub n_labels: usize,
+    /// Their names; empty when the training data's format had none.
+    pub feature_names: Vec<String>,
+    /// The model's label names (empty when unknown): ARFF attributes with these names are
+    /// labels, skipped when predicting.
+    pub label_names: Vec<String>,
+    /// The feature index base the training data was read with, when it was LIBSVM.
+    pub libsvm_base: Option<IndexBase>,
+}
+
+/// Rows read for a model by [`read_inputs`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inputs {
+    /// The data's name (relation name or file stem).
+    pub name: String,
+    /// The features, in the model's columns (`n_cols` = the model's feature count).
+    pub features: CsrMatrix,
+    /// The label sets, when the data has them (a dataset with a split, or a file read with its
+    /// labels); `None` for unlabeled rows.
+    pub labels: Option<LabelSets>,
+    /// The data's label names where its format names labels (ARFF), to check against the
+    /// model's; empty otherwise.
+    pub label_names: Vec<String>,
+    /// What the loader decided on the way, for the user.
+    pub notes: Vec<LoadNote>,
+}
+
+/// Whether [`read_inputs`] reads the labels of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Labels {
+    /// Labels are not needed (prediction): label attributes are skipped unread.
+    Ignore,
+    /// Labels are needed (evaluation): read by the model's label names, checked against its
+    /// label count.
+    Read,
+}
+
+/// Reads the rows of `spec` (a file, folder or dataset name, as [`resolve_dataset_noted`]
+/// finds it) for a model with inputs `schema`: see the module docs.
+pub fn read_inputs(
+    spec: &str,
+    data_dir: Option<&Path>,
+    schema: &InputSchema,
+    labels: Labels,
+) -> Result<Inputs> {
+    let path = Path::new(spec);
+    if path.is_file() {
+        if let Some(inputs) = read_file_for_model(path, schema, labels)? {
+            return check_label_count(inputs, schema, labels, spec);
+        }
+    }
+    let (resolved, notes) = resolve_dataset_noted(spec, data_dir)?;
+    let ds = match resolved {
+        Resolved::Split(tt) => tt.test,
+        Resolved::Single(d) => d,
+    };
+    let features = align_features(&ds.features, &ds.feature_names, schema, spec)?;
+    let inputs = Inputs {
+        name: ds.name,
+        features,
+        labels: Some(ds.labels),
+        label_names: ds.label_names,
+        notes,
+    };
+    check_label_count(inputs, schema, labels, spec)
+}
+
+/// Refuses labels that do not fit the model (for evaluation), and requires labels when they are
+/// read. A name-less file whose largest labels never occur is widened to the model's count.
+fn check_label_count(
+    mut inputs: Inputs,
+    schema: &InputSchema,
+    labels: Labels,
+    spec: &str,
+) -> Result<Inputs> {
+    if labels == Labels::Ignore {
+        return Ok(inputs);
+    }
+    let Some(sets) = &mut inputs.labels else {
+        return Err(DataError::Invalid(format!(
+            "{spec}: the data has no labels to evaluate against"
+        )));
+    };
+    if sets.n_labels > schema.n_labels {
+        return Err(DataError::Invalid(format!(
+            "{spec}: the data has {} labels where the model has {}",
+            sets.n_labels, schema.n_labels
+        )));
+    }
+    sets.n_labels = schema.n_labels;
+    Ok(inputs)
+}
+
+/// A single file read with the model's rules; `None` when the model's schema cannot say how
+/// (an ARFF file for a model without label names, a LIBSVM file for a model that was not
+/// trained on LIBSVM): then the general rules of [`resolve_dataset_noted`] apply.
+fn read_file_for_model(
+    path: &Path,
+    schema: &InputSchema,
+    labels: Labels,
+) -> Result<Option<Inputs>> {
+    let fname = path.file_name().map(|s| s.to_string_lossy().into_owned());
+    let fname = fname.unwrap_or_default();
+    let is_arff = fname
+        .strip_suffix(".gz")
+        .unwrap_or(&fname)
+        .ends_with(".arff");
+    let spec = path.display().to_string();
+    let mut label_names = Vec::new();
+    let ds = if is_arff {
+        if schema.label_names.is_empty() {
+            return Ok(None);
+        }
+        let names = schema.label_names.clone();
+        let spec = match labels {
+            Labels::Ignore => LabelSpec::Skip(names),
+            Labels::Read => LabelSpec::Names(names),
+        };
+        let ds = read_arff_path(path, &spec)?;
+        label_names.clone_from(&ds.label_names);
+        ds
+    } else if looks_like_xmc(path)? {
+        read_xmc_path(path, IndexBase::Zero)?
+    } else {
+        let Some(base) = schema.libsvm_base else {
+            return Ok(None);
+        };
+        let opts = SvmOptions {
+            feature_base: base,
+            label_base: IndexBase::Zero,
+            n_features: Some(schema.n_features),
+            // Label ids beyond the model's are refused, with their line, when evaluating.
+            n_labels: (labels == Labels::Read).then_some(schema.n_labels),
+        };
+        read_libsvm_path(path, &opts)?
+    };
+    let features = align_features(&ds.features, &ds.feature_names, schema, &spec)?;
+    let has_labels = labels == Labels::Read || ds.labels.n_labels > 0;
+    Ok(Some(Inputs {
+        name: ds.name,
+        features,
+        labels: has_labels.then_some(ds.labels),
+        label_names,
+        notes: Vec::new(),
+    }))
+}
+
+/// Most names listed in one error message.
+const SHOWN_NAMES: usize = 8;
+
+fn listed(names: &[&str]) -> String {
+    let mut s: Vec<String> = names
+        .iter()
+        .take(SHOWN_NAMES)
+        .map(|n| format!("`{n}`"))
+        .collect();
+    if names.len() > SHOWN_NAMES {
+        s.push(format!("and {} more", names.len() - SHOWN_NAMES));
+    }
+    s.join(", ")
+}
+
+/// `x`, whose columns are named `names` (empty: no names), laid out in the columns of a model
+/// with inputs `schema`; `source` names the data in errors.
+///
+/// With names on both sides, every model feature must be in the data and every data column in
+/// the model: columns are matched by name, whatever their order. Otherwise columns are matched
+/// by position, and the data may be narrower than the model (its missing columns are zero)
+/// but not wider.
+pub fn align_features(
+    x: &CsrMatrix,
+    names: &[String],
+    schema: &InputSchema,
+    source: &str,
+) -> Result<CsrMatrix> {
+    let model = &schema.feature_names;
+    if names.is_empty() || model.is_empty() {
+        if x.n_cols > schema.n_features {
+            return Err(DataError::Invalid(format!(
+                "{source}: the data has {} feature columns where the model has {}",
+                x.n_cols, schema.n_features
+            )));
+        }
+        let mut out = x.clone();
+        out.n_cols = schema.n_features;
+        return Ok(out);
+    }
+    if names == model.as_slice() {
+        return Ok(x.clone());
+    }
+    let model_col: HashMap<&str, u32> = model
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i as u32))
+        .collect();
+    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(names.len());
+    for (j, n) in names.iter().enumerate() {
+        if let Some(first) = seen.insert(n.as_str(), j) {
+            return Err(DataError::Invalid(format!(
+                "{source}: feature `{n}` appears twice (columns {first} and {j})"
+            )));
+        }
+    }
+    let extra: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !model_col.contains_key(n))
+        .collect();
+    let missing: Vec<&str> = model
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !seen.contains_key(n))
+        .collect();
+    if !extra.is_empty() || !missing.is_empty() {
+        let mut why = Vec::new();
+        if !missing.is_empty() {
+            why.push(format!(
+                "{} of the model's features missing: {}",
+                missing.len(),
+                listed(&missing)
+            ));
+        }
+        if !extra.is_empty() {
+            why.push(format!(
+                "{} features the model does not know: {}",
+                extra.len(),
+                listed(&extra)
+            ));
+        }
+        return Err(DataError::Invalid(format!(
+            "{source}: the features differ from the model's ({})",
+            why.join("; ")
+        )));
+    }
+    let to: Vec<u32> = names.iter().map(|n| model_col[n.as_str()]).collect();
+    let mut out = CsrMatrix {
+        n_rows: x.n_rows,
+        n_cols: schema.n_features,
+        indptr: Vec::with_capacity(x.indptr.len()),
+        indices: Vec::with_capacity(x.indices.len()),
+        values: Vec::with_capacity(x.values.len()),
+    };
+    out.indptr.push(0);
+    let mut row: Vec<(u32, f32)> = Vec::new();
+    for r in 0..x.n_rows {
+        let (a, b) = (x.indptr[r], x.indptr[r + 1]);
+        row.clear();
+        row.extend((a..b).map(|k| (to[x.indices[k] as usize], x.values[k])));
+        row.sort_unstable_by_key(|&(c, _)| c);
+        out.indices.extend(row.iter().map(|&(c, _)| c));
+        out.values.extend(row.iter().map(|&(_, v)| v));
+        out.indptr.push(out.indices.len());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn dense(x: &CsrMatrix) -> Vec<Vec<f32>> {
+        (0..x.n_rows)
+            .map(|r| {
+                let mut row = vec![0.0; x.n_cols];
+                for k in x.indptr[r]..x.indptr[r + 1] {
+                    row[x.indices[k] as usize] = x.values[k];
+                }
+                row
+            })
+            .collect()
+    }
+
+    fn csr(rows: &[&[f32]]) -> CsrMatrix {
+        let mut m = CsrMatrix {
+            n_rows: rows.len(),
+            n_cols: rows[0].len(),
+            indptr: vec![0],
+            indices: vec![],
+            values: vec![],
+        };
+        for r in rows {
+            for (c, &v) in r.iter().enumerate() {
+                if v != 0.0 {
+                    m.indices.push(c as u32);
+                    m.values.push(v);
+                }
+            }
+            m.indptr.push(m.indices.len());
+        }
+        m
+    }
+
+    fn schema(n: usize, f: &[&str]) -> InputSchema {
+        InputSchema {
+            n_features: n,
+            n_labels: 3,
+            feature_names: names(f),
+            ..InputSchema::default()
+        }
+    }
+
+    #[test]
+    fn permuted_named_columns_are_aligned_to_the_model() {
+        let x = csr(&[&[1.0, 0.0, 3.0], &[0.0, 5.0, 6.0]]);
+        let got = align_features(
+            &x,
+            &names(&["c", "a", "b"]),
+            &schema(3, &["a", "b", "c"]),
+            "f",
+        )
+        .unwrap();
+        assert_eq!(dense(&got), vec![vec![0.0, 3.0, 1.0], vec![5.0, 6.0, 0.0]]);
+    }
+
+    #[test]
+    fn missing_extra_and_renamed_features_are_named() {
+        let x = csr(&[&[1.0, 2.0]]);
+        let e = align_features(&x, &names(&["a", "z"]), &schema(2, &["a", "b"]), "new.arff")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("new.arff") && e.contains("`b`") && e.contains("`z`"),
+            "{e}"
+        );
+        let e = align_features(&x, &names(&["a", "b"]), &schema(3, &["a", "b", "c"]), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("1 of the model's features missing: `c`"), "{e}");
+        let e = align_features(&x, &names(&["a", "a"]), &schema(2, &["a", "b"]), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("appears twice"), "{e}");
+    }
+
+    #[test]
+    fn nameless_data_may_be_narrower_but_not_wider() {
+        let x = csr(&[&[1.0, 2.0]]);
+        let got = align_features(&x, &[], &schema(4, &[]), "f").unwrap();
+        assert_eq!(dense(&got), vec![vec![1.0, 2.0, 0.0, 0.0]]);
+        let e = align_features(&x, &[], &schema(1, &[]), "f.svm").unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("2 feature columns where the model has 1"));
+    }
+}

@@ -1,0 +1,90 @@
+//! The key under which a reproduced result is cached: a hash of everything that decides it.
+
+use sha2::{Digest, Sha256};
+
+use cardinal::data::{Dataset, TrainTest};
+use cardinal::Config;
+
+use crate::reproduce::Protocol;
+
+/// A SHA-256 (hex) over the data (every feature value, label and name of train and test, in
+/// order), the complete configuration (seed included) and the protocol. A cached result is
+/// reused only under the same key: a different file, a toy subset of a dataset, another
+/// configuration or another seed all miss the cache, whatever they are called.
+pub fn cell_key(data: &TrainTest, cfg: &Config, protocol: Protocol) -> String {
+    let mut h = Sha256::new();
+    for ds in [&data.train, &data.test] {
+        hash_dataset(&mut h, ds);
+    }
+    h.update(serde_json::to_vec(cfg).expect("serialisable"));
+    h.update(serde_json::to_vec(&protocol).expect("serialisable"));
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn hash_dataset(h: &mut Sha256, ds: &Dataset) {
+    let x = &ds.features;
+    let lens = |h: &mut Sha256, v: &[u64]| v.iter().for_each(|n| h.update(n.to_le_bytes()));
+    lens(
+        h,
+        &[x.n_rows as u64, x.n_cols as u64, ds.labels.n_labels as u64],
+    );
+    x.indptr
+        .iter()
+        .for_each(|&p| h.update((p as u64).to_le_bytes()));
+    x.indices.iter().for_each(|&i| h.update(i.to_le_bytes()));
+    x.values
+        .iter()
+        .for_each(|&v| h.update(v.to_bits().to_le_bytes()));
+    for r in 0..ds.labels.n_rows {
+        let row = ds.labels.row(r);
+        h.update((row.len() as u64).to_le_bytes());
+        row.iter().for_each(|&l| h.update(l.to_le_bytes()));
+    }
+    for names in [&ds.feature_names, &ds.label_names] {
+        h.update((names.len() as u64).to_le_bytes());
+        for n in names {
+            h.update((n.len() as u64).to_le_bytes());
+            h.update(n.as_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cardinal::data::synthetic::{synthetic, SyntheticShape};
+
+    fn data(rows: usize) -> TrainTest {
+        synthetic(&SyntheticShape {
+            train_rows: rows,
+            test_rows: 10,
+            features: 8,
+            labels: 4,
+            density: 0.3,
+            seed: 3,
+        })
+    }
+
+    #[test]
+    fn the_key_changes_with_data_configuration_seed_and_protocol() {
+        let d = data(30);
+        let cfg = Config::predict();
+        let k = cell_key(&d, &cfg, Protocol::Fixed);
+        assert_eq!(k.len(), 64);
+        assert_eq!(k, cell_key(&d.clone(), &cfg, Protocol::Fixed));
+        // A subset of the same data (a toy copy under the same name) is another cell.
+        let mut small = d.clone();
+        small.train = d.train.select_rows(&(0..20).collect::<Vec<_>>());
+        assert_ne!(k, cell_key(&small, &cfg, Protocol::Fixed));
+        let mut one_value = d.clone();
+        one_value.train.features.values[0] += 1.0;
+        assert_ne!(k, cell_key(&one_value, &cfg, Protocol::Fixed));
+        let mut seeded = cfg.clone();
+        seeded.seed += 1;
+        assert_ne!(k, cell_key(&d, &seeded, Protocol::Fixed));
+        assert_ne!(k, cell_key(&d, &cfg, Protocol::ThresholdGrid));
+        let mut renamed = d.clone();
+        renamed.train.label_names = vec!["a".into(); 4];
+        assert_ne!(k, cell_key(&renamed, &cfg, Protocol::Fixed));
+    }
+}

@@ -1,0 +1,176 @@
+//! `meta.json`: what a model directory says about itself and about the data it was trained
+//! on, and the checks that keep a tampered one out.
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::{Dataset, IndexBase, InputSchema, LoadNote, NoteKind};
+
+/// What a model directory says about itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// [`super::FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// Version of the `cardinal` crate that wrote it.
+    pub cardinal_version: String,
+    /// Name of the training data.
+    pub dataset: String,
+    /// Input features the model expects.
+    pub n_features: usize,
+    /// Labels the model predicts.
+    pub n_labels: usize,
+    /// The labels' names, in column order (empty when the data had none).
+    pub label_names: Vec<String>,
+    /// The features' names, in column order (empty when the data had none, and in models
+    /// written before names were recorded): new data is matched to them by name.
+    #[serde(default)]
+    pub feature_names: Vec<String>,
+    /// For a model trained on LIBSVM data: the feature index base (0 or 1) it was read with,
+    /// so that new LIBSVM files are read the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub libsvm_feature_base: Option<u8>,
+    /// Mean label count of the training data.
+    pub train_mean_cardinality: f64,
+    /// The counts `min..=max` of the cardinality network.
+    pub count_min: usize,
+    /// See `count_min`.
+    pub count_max: usize,
+}
+
+impl Meta {
+    /// How new data is read for this model (see [`crate::data::inputs`]).
+    pub fn input_schema(&self) -> InputSchema {
+        InputSchema {
+            n_features: self.n_features,
+            n_labels: self.n_labels,
+            feature_names: self.feature_names.clone(),
+            label_names: self.label_names.clone(),
+            libsvm_base: self.libsvm_feature_base.map(|b| {
+                if b == 0 {
+                    IndexBase::Zero
+                } else {
+                    IndexBase::One
+                }
+            }),
+        }
+    }
+
+    /// Why this meta data cannot describe a model, if it cannot (sizes that disagree, an
+    /// index base other than 0 or 1).
+    pub(super) fn inconsistency(&self) -> Option<String> {
+        // Counts are label counts: `count_min <= count_max <= n_labels` (so `k` cannot
+        // overflow).
+        if self.count_min > self.count_max || self.count_max > self.n_labels {
+            Some(format!(
+                "count_min = {}, count_max = {}: expected count_min <= count_max <= n_labels = {}",
+                self.count_min, self.count_max, self.n_labels
+            ))
+        } else if self.label_names.len() != self.n_labels && !self.label_names.is_empty() {
+            Some(format!(
+                "{} label names for n_labels = {}",
+                self.label_names.len(),
+                self.n_labels
+            ))
+        } else if self.feature_names.len() != self.n_features && !self.feature_names.is_empty() {
+            Some(format!(
+                "{} feature names for n_features = {}",
+                self.feature_names.len(),
+                self.n_features
+            ))
+        } else if self.libsvm_feature_base.is_some_and(|b| b > 1) {
+            Some(format!(
+                "libsvm_feature_base = {:?}: expected 0 or 1",
+                self.libsvm_feature_base
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// What a saved model records of the data it was trained on.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TrainedOn {
+    /// The data's name.
+    pub dataset: String,
+    /// Feature names in column order (empty for formats without names).
+    pub feature_names: Vec<String>,
+    /// Label names in column order (empty for formats without names).
+    pub label_names: Vec<String>,
+    /// The LIBSVM feature index base the data was read with, for LIBSVM data.
+    pub libsvm_base: Option<IndexBase>,
+}
+
+impl TrainedOn {
+    /// The names of `data`. Data without feature names is taken for LIBSVM read 1-based
+    /// unless [`Self::with_notes`] says otherwise.
+    pub fn of(data: &Dataset) -> Self {
+        Self {
+            dataset: data.name.clone(),
+            feature_names: data.feature_names.clone(),
+            label_names: data.label_names.clone(),
+            libsvm_base: data.feature_names.is_empty().then_some(IndexBase::One),
+        }
+    }
+
+    /// Takes the index base the loader decided from its `notes` (a LIBSVM dataset read as
+    /// 0-based).
+    pub fn with_notes(mut self, notes: &[LoadNote]) -> Self {
+        if notes.iter().any(|n| n.kind == NoteKind::ZeroBasedLibsvm) {
+            self.libsvm_base = Some(IndexBase::Zero);
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Meta {
+        Meta {
+            format_version: super::super::FORMAT_VERSION,
+            cardinal_version: "0".into(),
+            dataset: "d".into(),
+            n_features: 2,
+            n_labels: 3,
+            label_names: vec!["a".into(), "b".into(), "c".into()],
+            feature_names: vec!["x".into(), "y".into()],
+            libsvm_feature_base: None,
+            train_mean_cardinality: 1.0,
+            count_min: 0,
+            count_max: 3,
+        }
+    }
+
+    #[test]
+    fn tampered_names_and_index_bases_are_refused() {
+        assert_eq!(meta().inconsistency(), None);
+        let mut m = meta();
+        m.feature_names.pop();
+        assert!(m.inconsistency().unwrap().contains("1 feature names"));
+        let mut m = meta();
+        m.libsvm_feature_base = Some(7);
+        assert!(m.inconsistency().unwrap().contains("expected 0 or 1"));
+        let mut m = meta();
+        m.count_max = 4;
+        assert!(m.inconsistency().is_some());
+        // Models written before feature names were recorded still load.
+        let mut old = serde_json::to_value(meta()).unwrap();
+        old.as_object_mut().unwrap().remove("feature_names");
+        let m: Meta = serde_json::from_value(old).unwrap();
+        assert!(m.feature_names.is_empty() && m.inconsistency().is_none());
+    }
+
+    #[test]
+    fn the_libsvm_base_comes_from_the_loaders_notes() {
+        let ds = Dataset::default();
+        assert_eq!(TrainedOn::of(&ds).libsvm_base, Some(IndexBase::One));
+        let note = LoadNote {
+            path: "f".into(),
+            message: "m".into(),
+            kind: NoteKind::ZeroBasedLibsvm,
+        };
+        let t = TrainedOn::of(&ds).with_notes(&[note]);
+        assert_eq!(t.libsvm_base, Some(IndexBase::Zero));
+    }
+}
