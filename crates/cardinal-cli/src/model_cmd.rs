@@ -171,10 +171,6 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
         rayon::current_num_threads()
     ));
     let out = run.dir.clone();
-    let mut progress = crate::progress::TrainProgress::new(&cfg, args.quiet);
-    if let cardinal::system::Start::Resume(state) = &run.start {
-        progress.resume(&state.progress);
-    }
     let checkpoints = if args.no_checkpoints {
         Checkpoints::Never
     } else if args.checkpoint_every == 0.0 {
@@ -182,6 +178,10 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     } else {
         Checkpoints::AtMostEvery(std::time::Duration::from_secs_f64(args.checkpoint_every))
     };
+    let mut progress = crate::progress::TrainProgress::new(&cfg, args.quiet);
+    if let cardinal::system::Start::Resume(state) = &run.start {
+        progress.resume(&state.progress);
+    }
     let outcome = engine.finish_run(run, checkpoints, &mut |ev| progress.on_event(ev))?;
     progress.finish();
     let secs: Vec<f64> = outcome.history.iter().map(|r| r.seconds).collect();
