@@ -30,3 +30,14 @@ pub fn to_py(e: cardinal::Error) -> PyErr {
 pub fn data_to_py(e: cardinal::data::DataError) -> PyErr {
     to_py(cardinal::Error::Data(e))
 }
+
+/// A panic caught at the boundary (a bug, never bad input) as a `RuntimeError`, so that it does
+/// not reach the interpreter as pyo3's `PanicException`.
+pub fn panic_to_py(payload: Box<dyn std::any::Any + Send>) -> PyErr {
+    let what = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    PyRuntimeError::new_err(format!("internal error in cardinal: {what}"))
+}

@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+
+use crate::errors::panic_to_py;
 
 /// How often the waiting thread prints progress and checks for signals.
 const POLL: Duration = Duration::from_millis(50);
@@ -61,14 +62,7 @@ pub fn run<R: Send>(
         }
         py.detach(|| handle.join())
     });
-    let result = outcome.map_err(|panic| {
-        let what = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        PyRuntimeError::new_err(format!("internal error in cardinal: {what}"))
-    })?;
+    let result = outcome.map_err(panic_to_py)?;
     match signal {
         // The work stopped because of the signal: raise the signal's exception.
         Some(e) => Err(e),

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::arrays::{features, indicator_matrix, labels, matrix};
-use crate::errors::{data_to_py, to_py};
+use crate::errors::{data_to_py, panic_to_py, to_py};
 use crate::interruptible;
 
 /// The engine of one call: the product's systems and the paper's Table 1 systems (as the
@@ -154,7 +154,12 @@ impl NativeModel {
         let engine = engine(threads);
         let model = &self.model;
         let out = py
-            .detach(|| engine.install(|| engine.predict(model, &x)))
+            .detach(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    engine.install(|| engine.predict(model, &x))
+                }))
+            })
+            .map_err(panic_to_py)?
             .and_then(|r| r)
             .map_err(to_py)?;
         let (n, l) = (x.n_rows, model.n_labels());
