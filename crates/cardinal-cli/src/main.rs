@@ -22,6 +22,7 @@ mod data_cmd;
 mod model_cmd;
 mod project_cmd;
 mod reproduce_cmd;
+mod suite_cmd;
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
 #[derive(Debug, Parser)]
@@ -60,7 +61,7 @@ enum Command {
     Cv(cv_cmd::CvArgs),
     /// Predict label sets (JSON lines).
     Predict(model_cmd::PredictArgs),
-    /// Reproduce the paper's Table 1 or its cardinality analysis.
+    /// Reproduce the paper's Table 1, its cardinality analysis, or the development suite.
     Reproduce(reproduce_cmd::ReproduceArgs),
     /// Time a training epoch and test-set inference; prints one JSON line.
     Bench(bench_cmd::BenchArgs),
@@ -130,6 +131,6 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
         Command::Predict(a) => model_cmd::predict(engine, a),
         Command::Project(a) => project_cmd::run(a),
         Command::Bench(a) => bench_cmd::run(engine, a),
-        Command::Reproduce(a) => reproduce_cmd::run(a),
+        Command::Reproduce(a) => reproduce_cmd::run(engine, a),
     }
 }

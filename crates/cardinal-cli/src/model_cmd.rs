@@ -66,6 +66,15 @@ pub struct ConfigArgs {
     /// Seed of the initialisation and batch order (overrides the configuration's).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// The system to train (overrides the configuration's `system`): `pnc` (Predict and
+    /// Constrain), `mlp` (the tuned MLP baseline), `br-logistic`, or a Table 1 system.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Train the configuration as it is: without the default's search, which on a training
+    /// file of at most `search.max_rows` rows (2000) trains the candidate configuration that
+    /// cross-validates best on that file.
+    #[arg(long)]
+    pub no_search: bool,
 }
 
 impl ConfigArgs {
@@ -79,11 +88,19 @@ impl ConfigArgs {
             ),
             None => None,
         };
-        Config::resolve(self.preset.as_deref(), text.as_deref(), self.seed).with_context(|| {
-            self.config
-                .as_ref()
-                .map_or_else(String::new, |p| format!("in {}", p.display()))
-        })
+        let mut cfg = Config::resolve(self.preset.as_deref(), text.as_deref(), self.seed)
+            .with_context(|| {
+                self.config
+                    .as_ref()
+                    .map_or_else(String::new, |p| format!("in {}", p.display()))
+            })?;
+        if let Some(system) = &self.system {
+            cfg.system = system.clone();
+        }
+        if self.no_search {
+            cfg.search = cardinal::config::SearchConfig::default();
+        }
+        Ok(cfg)
     }
 }
 
@@ -98,7 +115,7 @@ pub struct TrainArgs {
     pub out: Option<PathBuf>,
     /// Continue the interrupted run in DIR from its latest checkpoint (same data, same
     /// configuration); the result is bit-identical to an uninterrupted run.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "config", "seed"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "config", "seed", "system", "no_search"])]
     pub resume: Option<PathBuf>,
     /// Replace the run in an existing --out directory (its model stays until the new one is
     /// saved over it); without it an existing run is refused.

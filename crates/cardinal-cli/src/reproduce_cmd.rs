@@ -34,6 +34,9 @@ pub enum What {
         #[arg(long, value_name = "DIR")]
         data_dir: Option<PathBuf>,
     },
+    /// The development suite: the default, `paper`, the tuned MLP and BR-logistic on each
+    /// dataset of SUITE.md, with seeds, training time and the count analysis (resumable).
+    Suite(crate::suite_cmd::SuiteArgs),
     /// The §5.1 cardinality analysis: MSE of a random count, the constant train mean and h(x).
     Cardinality {
         #[arg(long, default_value = "delicious")]
@@ -73,8 +76,9 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
     (m, v.sqrt())
 }
 
-pub fn run(args: &ReproduceArgs) -> anyhow::Result<()> {
+pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::Result<()> {
     match &args.what {
+        What::Suite(a) => crate::suite_cmd::run(engine, a),
         What::Table1 {
             datasets,
             rows,

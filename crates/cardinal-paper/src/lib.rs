@@ -19,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod reproduce;
+pub mod suite;
 pub mod systems;
 
 pub use systems::systems;

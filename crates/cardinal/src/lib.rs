@@ -32,6 +32,7 @@ pub mod model;
 pub mod pipeline;
 pub mod run_dir;
 pub mod runtime;
+pub mod search;
 mod simd;
 pub mod system;
 pub mod train;
