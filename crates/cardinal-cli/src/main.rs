@@ -31,6 +31,7 @@ mod runtime_args;
 
 use runtime_args::{Threads, TrainingRuntime, Wait};
 mod seg_cmd;
+mod suite_cmd;
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
 #[derive(Debug, Parser)]
@@ -96,7 +97,7 @@ enum Command {
         #[command(flatten)]
         threads: Threads,
     },
-    /// Reproduce the paper's Table 1 or its cardinality analysis.
+    /// Reproduce the paper's Table 1, its cardinality analysis, or the development suite.
     Reproduce {
         #[command(flatten)]
         args: reproduce_cmd::ReproduceArgs,

@@ -63,6 +63,15 @@ pub struct ConfigArgs {
     /// Seed of the initialisation and batch order (overrides the configuration's).
     #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,
+    /// The system to train (overrides the configuration's `system`): `pnc` (Predict and
+    /// Constrain), `mlp` (the tuned MLP baseline), `br-logistic`, or a Table 1 system.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Train the configuration as it is: without the default's search, which on a training
+    /// file of at most `search.max_rows` rows (2000) trains the candidate configuration that
+    /// cross-validates best on that file.
+    #[arg(long)]
+    pub no_search: bool,
 }
 
 impl ConfigArgs {
@@ -76,11 +85,19 @@ impl ConfigArgs {
             ),
             None => None,
         };
-        Config::resolve(self.preset.as_deref(), text.as_deref(), self.seed).with_context(|| {
-            self.config
-                .as_ref()
-                .map_or_else(String::new, |p| format!("in {}", p.display()))
-        })
+        let mut cfg = Config::resolve(self.preset.as_deref(), text.as_deref(), self.seed)
+            .with_context(|| {
+                self.config
+                    .as_ref()
+                    .map_or_else(String::new, |p| format!("in {}", p.display()))
+            })?;
+        if let Some(system) = &self.system {
+            cfg.system = system.clone();
+        }
+        if self.no_search {
+            cfg.search = cardinal::config::SearchConfig::default();
+        }
+        Ok(cfg)
     }
 }
 
@@ -95,10 +112,10 @@ pub struct TrainArgs {
     pub out: Option<PathBuf>,
     /// Continue the interrupted run in DIR from its latest checkpoint (same data, same
     /// configuration); the result is bit-identical to an uninterrupted run. Flags that would
-    /// change the run (data, configuration, preset, seed) are refused with it.
+    /// change the run (data, configuration, preset, system, seed) are refused with it.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "out", "config", "seed", "preset", "dataset", "train", "test", "labels", "data_dir",
-        "train_fraction",
+        "train_fraction", "system", "no_search",
     ])]
     pub resume: Option<PathBuf>,
     /// Replace the run in an existing --out directory (its model stays until the new one is

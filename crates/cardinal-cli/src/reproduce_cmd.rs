@@ -40,6 +40,9 @@ pub enum What {
         #[arg(long)]
         report: bool,
     },
+    /// The development suite: the default, `paper`, the tuned MLP and BR-logistic on each
+    /// dataset of SUITE.md, with seeds, training time and the count analysis (resumable).
+    Suite(crate::suite_cmd::SuiteArgs),
     /// The §5.1 cardinality analysis: MSE of a random count, the constant train mean and h(x).
     Cardinality {
         /// Dataset name or path (as for `train --dataset`); the paper's figures are printed
@@ -95,6 +98,7 @@ fn mean_sd_text(xs: &[f64]) -> String {
 
 pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::Result<()> {
     match &args.what {
+        What::Suite(a) => crate::suite_cmd::run(engine, a),
         What::Table1 {
             datasets,
             rows,

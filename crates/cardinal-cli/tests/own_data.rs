@@ -170,7 +170,7 @@ fn strip(arff: &str, labels: &[String], how: Strip, reverse: bool) -> String {
     out
 }
 
-const QUICK: &str = r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 1, "full_epochs": 1}}"#;
+const QUICK: &str = r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 1, "full_epochs": 1}, "search": {"max_rows": 0}}"#;
 
 /// The test file of a MULAN folder (the single file for datasets without a split).
 fn test_file(dir: &Path) -> PathBuf {

@@ -20,6 +20,7 @@
 
 pub mod cell_key;
 pub mod reproduce;
+pub mod suite;
 pub mod systems;
 
 pub use systems::systems;

@@ -91,7 +91,9 @@ fn mlp_dropout(c: &mut Config) {
     c.model.dropout = 0.3;
 }
 
-fn mlp() -> Config {
+/// Table 1's MLP row: the unary network alone with binary cross-entropy (also the base of
+/// the tuned `mlp` system's candidates).
+pub(crate) fn mlp() -> Config {
     let mut c = Config::paper();
     c.preset = "table1-mlp".into();
     c.inference.steps = 0;

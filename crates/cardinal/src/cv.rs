@@ -168,6 +168,9 @@ mod tests {
         cfg.inference.steps = 3;
         cfg.train.epochs = 2;
         cfg.train.batch_size = 8;
+        // The tests compare each fold with a model trained directly; the default's search on
+        // small files is tested in `search`.
+        cfg.search = crate::config::SearchConfig::default();
         cfg
     }
 

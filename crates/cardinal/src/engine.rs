@@ -22,6 +22,9 @@
 //! let mut cfg = Config::predict();
 //! cfg.model.hidden = 16;
 //! cfg.train.epochs = 2;
+//! // The plain configuration: on a file this small the default's search could choose `paper`,
+//! // which does not hold the constraint exactly.
+//! cfg.search.max_rows = 0;
 //! let engine = Engine::default();
 //! let trained = engine.fit(&data.train, cfg, &mut |_| {}).unwrap();
 //! let (report, out) = engine.evaluate(&trained.model, &data.test).unwrap();

@@ -33,6 +33,7 @@ pub mod model;
 pub mod pipeline;
 pub mod run_dir;
 pub mod runtime;
+pub mod search;
 pub mod segment;
 mod simd;
 pub mod system;

@@ -83,6 +83,9 @@ impl System for Pnc {
         let state = match start {
             Start::Fresh(cfg) => {
                 self.validate(&cfg)?;
+                // The default's data-dependent rule: on a small file, the configuration
+                // that cross-validates best on it (unchanged otherwise).
+                let cfg = crate::search::choose(self, train, cfg, hooks.wait)?;
                 TrainState::new(train, &cfg)?
             }
             Start::Resume(state) => *state,

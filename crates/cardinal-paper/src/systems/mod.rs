@@ -9,7 +9,10 @@
 //! * `logit`: unrolled ascent in logit space, no projection ([`unrolled`]); with the unaries
 //!   pre-trained first ([`pretrain_unary`]) and the loss on the last iterate, E2E-SPEN;
 //! * `topz-hinge`: unary and cardinality scores, exact top-z inference, structured hinge
-//!   ([`ssvm`]).
+//!   ([`ssvm`]);
+//! * `mlp`: Table 1's MLP with its width, dropout, learning rate and epochs chosen on dev
+//!   ([`tuned`]), and `br-logistic`: binary relevance with logistic regression ([`logistic`]),
+//!   the reference baselines of the development suite.
 //!
 //! Every system stores its weights in [`cardinal::model::Params`] (the tensors it does not use
 //! stay at their initial values), so checkpoints, `cardinal eval` and `cardinal predict` work
@@ -17,8 +20,10 @@
 
 pub mod ascent;
 pub mod dvn;
+pub mod logistic;
 pub mod nets;
 pub mod ssvm;
+pub mod tuned;
 pub mod unrolled;
 
 use rand::seq::SliceRandom;
@@ -80,6 +85,8 @@ pub fn systems() -> Systems {
             objective: || Box::new(ssvm::TopzHinge),
             predict_rows: ssvm::topz_predict_rows,
         })
+        .with(tuned::TunedMlp)
+        .with(logistic::BrLogistic)
 }
 
 /// A system trained in one go by [`fit`] with its own batch objective, and run by its own
@@ -382,7 +389,7 @@ pub fn iterate_weights(cfg: &Config) -> Vec<f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use cardinal::data::LabelSets;
 

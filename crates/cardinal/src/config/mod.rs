@@ -19,6 +19,7 @@ mod inference;
 mod loss;
 mod model;
 mod presets;
+mod search;
 mod strict;
 mod train;
 
@@ -26,6 +27,7 @@ pub use baseline::{Activation, BaselineConfig, Optimizer, TaskLoss};
 pub use inference::InferenceConfig;
 pub use loss::{IterateWeights, LossConfig};
 pub use model::{resolve_counts, CountRange, ModelConfig, ZMode};
+pub use search::SearchConfig;
 pub use train::{DevFold, TrainConfig};
 
 /// The name of Predict and Constrain in `config.system`.
@@ -60,6 +62,13 @@ pub struct Config {
     /// Settings of the Table 1 systems (read by them only; see `cardinal-paper`).
     #[serde(deserialize_with = "strict::object")]
     pub baseline: BaselineConfig,
+    /// The default's data-dependent rule (a search by cross-validation on small training
+    /// files); off, and left out of saved configurations, but in the `predict` preset.
+    #[serde(
+        deserialize_with = "strict::object",
+        skip_serializing_if = "SearchConfig::is_off"
+    )]
+    pub search: SearchConfig,
 }
 
 impl Default for Config {
@@ -73,7 +82,8 @@ impl Config {
     /// set, validated. The preset is `preset` when given; otherwise the one the JSON names (a
     /// saved `config.json` names its own, so that it trains again as it did even after new
     /// fields were added to the presets; the `table1-*` rows and the cardinality analysis
-    /// derive from `paper`); otherwise `predict`.
+    /// derive from `paper`, and so does `paper-wide`, a candidate of the default's search);
+    /// otherwise `predict`.
     pub fn resolve(
         preset: Option<&str>,
         overrides: Option<&str>,
@@ -85,7 +95,12 @@ impl Config {
         let base = match (preset, named.as_deref()) {
             (Some(p), _) => Self::preset(p)?,
             (None, Some(n)) if Self::PRESETS.contains(&n) => Self::preset(n)?,
-            (None, Some(n)) if n.starts_with("table1-") || n == "cardinality-only" => Self::paper(),
+            // `paper-wide`: a candidate of the default's search (`crate::search`).
+            (None, Some(n))
+                if n.starts_with("table1-") || n == "cardinality-only" || n == "paper-wide" =>
+            {
+                Self::paper()
+            }
             _ => Self::predict(),
         };
         let mut cfg = match overrides {
@@ -168,6 +183,7 @@ impl Config {
             "a system's name, e.g. pnc",
         )?;
         self.baseline.validate()?;
+        self.search.validate()?;
         check(
             !self.baseline.keep_best || self.train.has_dev(),
             "baseline.keep_best",

@@ -471,6 +471,7 @@ fn bad_values() -> Vec<BadValue> {
             |c, v| c.baseline.dev_every = v,
             &[0, E],
         ),
+        counts("search.folds", |c, v| c.search.folds = v, &[0, 1, 21]),
         floats(
             "baseline.entropy_weight",
             |c, v| c.baseline.entropy_weight = v,
@@ -538,7 +539,13 @@ fn numeric_fields(value: &serde_json::Value, path: &str, out: &mut BTreeSet<Stri
 /// bounded through `model.counts.max`.
 #[test]
 fn every_numeric_field_has_a_range_check() {
-    let any_value = ["seed", "train.split_seed", "model.counts.min"];
+    // `search.max_rows`: any size (0 turns the search off).
+    let any_value = [
+        "seed",
+        "train.split_seed",
+        "model.counts.min",
+        "search.max_rows",
+    ];
     let mut full = Config::predict();
     full.train.dev_fold = Some(DevFold { k: 5, index: 0 });
     full.baseline.lr_drops = vec![10];

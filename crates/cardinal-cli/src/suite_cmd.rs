@@ -1,0 +1,194 @@
+//! `cardinal reproduce suite`: the development suite's table (default, `paper`, tuned MLP,
+//! BR-logistic on each dataset), resumable: cells already computed for the same data and
+//! configuration are read back.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use cardinal::checkpoint::write_atomic;
+use cardinal::engine::{data_dir_or_env, Engine};
+use cardinal_paper::suite::{cell_key, data_hash, entries, mean_sd, run_cell, Cell, DATASETS};
+
+#[derive(Debug, clap::Args)]
+pub struct SuiteArgs {
+    /// Datasets (names looked up as for `train --dataset`, or paths).
+    #[arg(long, value_delimiter = ',', default_values_t = DATASETS.map(String::from))]
+    pub datasets: Vec<String>,
+    /// Only these systems (of default, paper, mlp, br-logistic); default all.
+    #[arg(long, value_delimiter = ',')]
+    pub systems: Vec<String>,
+    /// Seeds to train per cell (0..N); seeds already cached beyond N are shown as well.
+    #[arg(long, default_value_t = 3)]
+    pub seeds: u64,
+    /// Where cells and `suite.md` / `suite.json` go.
+    #[arg(long, default_value = "runs/suite")]
+    pub out: PathBuf,
+    /// Folder holding the datasets by name (default: env CARDINAL_DATA).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The cached cells of one dataset and system: every `seed*.json` under its key.
+fn read_cells(dir: &Path) -> anyhow::Result<Vec<Cell>> {
+    let mut cells = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(cells);
+    };
+    for entry in entries {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let cell: Cell = serde_json::from_slice(&std::fs::read(&path)?)
+                .with_context(|| format!("reading {}", path.display()))?;
+            cells.push(cell);
+        }
+    }
+    cells.sort_by_key(|c| c.seed);
+    Ok(cells)
+}
+
+fn fmt_mean(xs: &[f64]) -> String {
+    let (m, s) = mean_sd(xs);
+    if xs.len() > 1 {
+        format!("{m:.2} ± {s:.2}")
+    } else {
+        format!("{m:.2}")
+    }
+}
+
+fn seeds_text(cells: &[Cell]) -> String {
+    match (cells.first(), cells.last()) {
+        (Some(a), Some(b)) if cells.len() > 1 && cells.len() as u64 == b.seed - a.seed + 1 => {
+            format!("{}-{}", a.seed, b.seed)
+        }
+        _ => cells
+            .iter()
+            .map(|c| c.seed.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+pub fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
+    let dir = data_dir_or_env(args.data_dir.as_deref());
+    let systems = entries();
+    for wanted in &args.systems {
+        anyhow::ensure!(
+            systems.iter().any(|e| e.name == wanted),
+            "--systems: `{wanted}` is not one of {}",
+            systems
+                .iter()
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    // table[dataset] = (system name -> cells)
+    let mut table: Vec<(String, BTreeMap<&str, Vec<Cell>>)> = Vec::new();
+    for spec in &args.datasets {
+        let data = match cardinal::data::resolve_dataset(spec, dir.as_deref()) {
+            Ok(r) => r.into_train_test(0.8, 0)?,
+            Err(e) => {
+                eprintln!("skipping {spec}: {e}");
+                continue;
+            }
+        };
+        let name = Path::new(spec)
+            .file_name()
+            .and_then(|s| s.to_str())
+            .unwrap_or(spec)
+            .to_string();
+        let hash = data_hash(&data);
+        let mut row = BTreeMap::new();
+        for entry in &systems {
+            let key = cell_key(hash, &entry.config);
+            let cell_dir = args.out.join(&name).join(entry.name).join(&key);
+            let wanted = args.systems.is_empty() || args.systems.iter().any(|s| s == entry.name);
+            if wanted {
+                for seed in 0..args.seeds {
+                    let file = cell_dir.join(format!("seed{seed}.json"));
+                    if file.exists() {
+                        continue;
+                    }
+                    eprintln!("training {} on {name} (seed {seed})", entry.name);
+                    let mut cfg = entry.config.clone();
+                    cfg.seed = seed;
+                    let cell = run_cell(engine, &data, &cfg)
+                        .with_context(|| format!("{} on {name}, seed {seed}", entry.name))?;
+                    std::fs::create_dir_all(&cell_dir)?;
+                    write_atomic(&file, serde_json::to_string_pretty(&cell)?.as_bytes())?;
+                }
+            }
+            row.insert(entry.name, read_cells(&cell_dir)?);
+        }
+        table.push((name, row));
+    }
+    let mut md = String::from(
+        "| dataset | default | `paper` | tuned MLP @0.5 (dev thr.) | BR-logistic @0.5 (dev thr.) | default − MLP | seeds | default train time | F1 with gold count | count MAE (constant) |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |\n",
+    );
+    let mut json = Vec::new();
+    for (name, row) in &table {
+        let f1 = |s: &str| -> Vec<f64> { row[s].iter().map(|c| c.f1_at_half).collect() };
+        let best = |s: &str| -> Vec<f64> {
+            row[s]
+                .iter()
+                .map(|c| c.f1_at_dev_threshold.unwrap_or(c.f1_at_half))
+                .collect()
+        };
+        let cell = |s: &str, dev: bool| {
+            if row[s].is_empty() {
+                "not run".to_string()
+            } else if dev {
+                format!("{} ({})", fmt_mean(&f1(s)), fmt_mean(&best(s)))
+            } else {
+                fmt_mean(&f1(s))
+            }
+        };
+        let def = &row["default"];
+        let margin = if def.is_empty() || row["mlp"].is_empty() {
+            "–".to_string()
+        } else {
+            // The MLP at its own dev-tuned threshold: its best honest number.
+            format!(
+                "{:+.2}",
+                mean_sd(&f1("default")).0 - mean_sd(&best("mlp")).0
+            )
+        };
+        let secs: Vec<f64> = def.iter().map(|c| c.train_seconds).collect();
+        let gold: Vec<f64> = def.iter().filter_map(|c| c.f1_at_gold_count).collect();
+        let mae: Vec<f64> = def.iter().map(|c| c.count_mae).collect();
+        let const_mae: Vec<f64> = def.iter().map(|c| c.constant_count_mae).collect();
+        let or_dash = |xs: &[f64], f: &dyn Fn(&[f64]) -> String| {
+            if xs.is_empty() {
+                "–".to_string()
+            } else {
+                f(xs)
+            }
+        };
+        md.push_str(&format!(
+            "| {name} | {} | {} | {} | {} | {margin} | {} | {} | {} | {} |\n",
+            cell("default", false),
+            cell("paper", false),
+            cell("mlp", true),
+            cell("br-logistic", true),
+            seeds_text(def),
+            or_dash(&secs, &|x| format!("{:.1} s", mean_sd(x).0)),
+            or_dash(&gold, &|x| format!("{:.2}", mean_sd(x).0)),
+            or_dash(&mae, &|x| format!(
+                "{:.3} ({:.3})",
+                mean_sd(x).0,
+                mean_sd(&const_mae).0
+            )),
+        ));
+        json.push(serde_json::json!({"dataset": name, "cells": row}));
+    }
+    std::fs::create_dir_all(&args.out)?;
+    write_atomic(&args.out.join("suite.md"), md.as_bytes())?;
+    write_atomic(
+        &args.out.join("suite.json"),
+        serde_json::to_string_pretty(&json)?.as_bytes(),
+    )?;
+    crate::output::bytes(md.as_bytes());
+    Ok(())
+}

@@ -1,0 +1,276 @@
+//! The development suite (`cardinal reproduce suite`): the default, the `paper` preset, the
+//! tuned MLP and binary relevance with logistic regression on each dataset of
+//! `../shared/data/SUITE.md`, over seeds, with the training time and the count analysis of
+//! `eval` (the gold-count row and the count MAE).
+//!
+//! Every cell is cached under a key that hashes the data (train and test, features and labels)
+//! and the configuration without its seed, so that a changed configuration or a changed file
+//! never reads back a stale result.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use cardinal::config::Config;
+use cardinal::data::{CsrMatrix, LabelSets, TrainTest};
+use cardinal::engine::Engine;
+use cardinal::error::Result;
+use cardinal::eval::evaluate_outputs;
+
+use crate::systems::logistic::BR_LOGISTIC;
+use crate::systems::tuned::MLP;
+
+/// The datasets of the suite, in the order of its table.
+pub const DATASETS: [&str; 8] = [
+    "bibtex",
+    "delicious",
+    "emotions",
+    "birds",
+    "genbase",
+    "flags",
+    "cal500",
+    "foodtruck",
+];
+
+/// One column of the suite table: a name and its configuration.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The name in the table and in `--systems`.
+    pub name: &'static str,
+    /// What it trains (the seed is set per cell).
+    pub config: Config,
+    /// Whether its threshold is tuned on dev (the baselines), so that the table also shows
+    /// F1 at that threshold.
+    pub dev_threshold: bool,
+}
+
+/// The systems of the suite: the default (`predict`, with its data-dependent rule), `paper`,
+/// the tuned MLP and BR-logistic.
+pub fn entries() -> Vec<Entry> {
+    let with_system = |name: &str| {
+        let mut c = Config::paper();
+        c.system = name.into();
+        c
+    };
+    vec![
+        Entry {
+            name: "default",
+            config: Config::predict(),
+            dev_threshold: false,
+        },
+        Entry {
+            name: "paper",
+            config: Config::paper(),
+            dev_threshold: false,
+        },
+        Entry {
+            name: "mlp",
+            config: with_system(MLP),
+            dev_threshold: true,
+        },
+        Entry {
+            name: "br-logistic",
+            config: with_system(BR_LOGISTIC),
+            dev_threshold: true,
+        },
+    ]
+}
+
+/// What one training run of one system on one dataset measured (example-F1 in %).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Cell {
+    /// The seed.
+    pub seed: u64,
+    /// Test example-F1 at threshold 0.5.
+    pub f1_at_half: f64,
+    /// Test example-F1 at the threshold the system tuned on dev (the baselines); `None` for
+    /// systems that keep 0.5.
+    pub f1_at_dev_threshold: Option<f64>,
+    /// The dev-tuned threshold.
+    pub dev_threshold: Option<f64>,
+    /// Test example-F1 with every row's count set to its gold count (systems with a count).
+    pub f1_at_gold_count: Option<f64>,
+    /// Mean absolute error of the predicted count `z`.
+    pub count_mae: f64,
+    /// The same for the constant training-mean count.
+    pub constant_count_mae: f64,
+    /// Share of test rows with `|Σy − z| ≤ 0.01` (the constraint held exactly).
+    #[serde(default)]
+    pub constraint_held: f64,
+    /// Wall time of training (the search included), in seconds.
+    pub train_seconds: f64,
+    /// Epochs run (of the final training).
+    pub epochs: usize,
+    /// The configuration the model was saved with (after any search).
+    pub config: Config,
+}
+
+/// 64-bit FNV-1a: a stable hash (the standard library's may change between releases), enough
+/// to tell one cache entry from another.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    /// Adds `bytes`.
+    pub fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    /// Adds a length or index.
+    pub fn write_usize(&mut self, v: usize) {
+        self.write(&(v as u64).to_le_bytes());
+    }
+
+    /// The hash so far.
+    pub fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+fn hash_features(h: &mut Fnv, x: &CsrMatrix) {
+    h.write_usize(x.n_rows);
+    h.write_usize(x.n_cols);
+    x.indptr.iter().for_each(|&v| h.write_usize(v));
+    x.indices.iter().for_each(|&v| h.write(&v.to_le_bytes()));
+    x.values
+        .iter()
+        .for_each(|&v| h.write(&v.to_bits().to_le_bytes()));
+}
+
+fn hash_labels(h: &mut Fnv, y: &LabelSets) {
+    h.write_usize(y.n_rows);
+    h.write_usize(y.n_labels);
+    y.indptr.iter().for_each(|&v| h.write_usize(v));
+    y.indices.iter().for_each(|&v| h.write(&v.to_le_bytes()));
+}
+
+/// The hash of the data (train and test, features and labels), as read.
+pub fn data_hash(data: &TrainTest) -> u64 {
+    let mut h = Fnv::default();
+    for part in [&data.train, &data.test] {
+        hash_features(&mut h, &part.features);
+        hash_labels(&mut h, &part.labels);
+    }
+    h.finish()
+}
+
+/// The cache key of a cell: the data's hash and the configuration without its seed, as 16 hex
+/// digits.
+pub fn cell_key(data_hash: u64, cfg: &Config) -> String {
+    let mut unseeded = cfg.clone();
+    unseeded.seed = 0;
+    let mut h = Fnv::default();
+    h.write(&data_hash.to_le_bytes());
+    h.write(
+        serde_json::to_string(&unseeded)
+            .expect("a configuration serialises")
+            .as_bytes(),
+    );
+    format!("{:016x}", h.finish())
+}
+
+/// Trains `cfg` (its seed set) on `data.train` with `engine` and evaluates it on `data.test`.
+pub fn run_cell(engine: &Engine, data: &TrainTest, cfg: &Config) -> Result<Cell> {
+    let start = Instant::now();
+    let trained = engine.fit(&data.train, cfg.clone(), &mut |_| {})?;
+    let train_seconds = start.elapsed().as_secs_f64();
+    let model = trained.model;
+    let (report, out) = engine.evaluate(&model, &data.test)?;
+    let tuned = model.config.threshold != 0.5;
+    let f1_at_half = if tuned {
+        let mut at_half = model.clone();
+        at_half.config.threshold = 0.5;
+        evaluate_outputs(&at_half, &out, &data.test.labels)
+            .at_threshold
+            .example_f1
+    } else {
+        report.at_threshold.example_f1
+    };
+    Ok(Cell {
+        seed: cfg.seed,
+        f1_at_half: 100.0 * f1_at_half,
+        f1_at_dev_threshold: tuned.then_some(100.0 * report.at_threshold.example_f1),
+        dev_threshold: tuned.then_some(model.config.threshold),
+        f1_at_gold_count: report.at_gold_count.as_ref().map(|m| 100.0 * m.example_f1),
+        count_mae: report.cardinality.mae,
+        constant_count_mae: report.cardinality.baseline_mae,
+        constraint_held: report.constraint.frac_sum_within_001,
+        train_seconds,
+        epochs: trained.history.len(),
+        config: model.config,
+    })
+}
+
+/// Mean and sample standard deviation.
+pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len().max(1) as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    let v = if xs.len() > 1 {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (m, v.sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::systems::tests::toy;
+
+    #[test]
+    fn the_key_follows_the_data_and_the_configuration_not_the_seed() {
+        let data = TrainTest {
+            train: toy(20, 1),
+            test: toy(10, 2),
+        };
+        let other = TrainTest {
+            train: toy(20, 3),
+            test: toy(10, 2),
+        };
+        let cfg = Config::predict();
+        let mut seeded = cfg.clone();
+        seeded.seed = 4;
+        let mut changed = cfg.clone();
+        changed.train.lr = 0.2;
+        let h = data_hash(&data);
+        assert_eq!(cell_key(h, &cfg), cell_key(h, &seeded));
+        assert_ne!(cell_key(h, &cfg), cell_key(h, &changed));
+        assert_ne!(cell_key(h, &cfg), cell_key(data_hash(&other), &cfg));
+        // A renamed dataset with the same contents is the same data.
+        let mut renamed = data.clone();
+        renamed.train.name = "elsewhere".into();
+        assert_eq!(data_hash(&renamed), h);
+    }
+
+    #[test]
+    fn fnv_matches_its_reference_values() {
+        // Published FNV-1a 64 test vectors.
+        let hash = |s: &str| {
+            let mut h = Fnv::default();
+            h.write(s.as_bytes());
+            h.finish()
+        };
+        assert_eq!(hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(hash("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(hash("foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn every_entry_is_a_valid_configuration_of_the_registry() {
+        let systems = crate::systems();
+        for e in entries() {
+            e.config.validate().unwrap();
+            systems.for_config(&e.config).unwrap();
+        }
+    }
+}

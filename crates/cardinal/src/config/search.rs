@@ -1,0 +1,55 @@
+//! The default's data-dependent rule: on a small training file, choose among a few
+//! configurations by cross-validation on that file (see [`crate::search`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::check::count;
+use crate::error::Result;
+
+/// When and how the default searches. Off (`max_rows = 0`) in every configuration but the
+/// `predict` preset; `--no-search` turns it off there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    /// Search when the training file has at most this many rows (0: never, train the
+    /// configuration as it is). Larger files (Bibtex, 4880; Delicious, 12920) train the plain
+    /// configuration: their dev split is large enough for early stopping, and a search
+    /// there would multiply a training time of minutes.
+    pub max_rows: usize,
+    /// Folds of the cross-validation that scores each candidate.
+    pub folds: usize,
+}
+
+impl SearchConfig {
+    /// The search's settings in the `predict` preset.
+    pub fn predict() -> Self {
+        Self {
+            max_rows: 2000,
+            folds: 3,
+        }
+    }
+
+    /// Whether the rule searches on a training file of `n_rows` rows.
+    pub fn applies(&self, n_rows: usize) -> bool {
+        self.max_rows > 0 && n_rows <= self.max_rows && n_rows >= self.folds
+    }
+
+    /// Whether it never searches (then the field is left out of saved configurations).
+    pub fn is_off(&self) -> bool {
+        self.max_rows == 0
+    }
+
+    /// Checks the fold count.
+    pub fn validate(&self) -> Result<()> {
+        count("search.folds", self.folds, 2, 20)
+    }
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        Self {
+            max_rows: 0,
+            folds: 3,
+        }
+    }
+}

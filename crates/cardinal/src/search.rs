@@ -1,0 +1,171 @@
+//! The default's data-dependent rule. On a training file of at most `search.max_rows` rows,
+//! the `predict` preset trains whichever of a few fixed candidate configurations scores the
+//! best mean example-F1 (at its threshold) in a `search.folds`-fold cross-validation on the
+//! training file itself; larger files train the configuration as given. The candidates are
+//! the same for every dataset, the choice is made on training data only (never on test), and
+//! it is deterministic for a given seed. The time it costs is that of `folds × candidates`
+//! trainings on `(folds − 1)/folds` of the file, on files small enough for that to take
+//! seconds (measured in docs/results/suite.md).
+
+use crate::config::{Config, SearchConfig};
+use crate::cv::cross_validate;
+use crate::data::Dataset;
+use crate::error::Result;
+use crate::runtime::WaitPolicy;
+use crate::system::System;
+
+/// Fewest dev rows worth early stopping on: a 5 % dev split of a small training file (7 rows
+/// of Flags' 129) decides by one or two rows, so small files hold out up to a fifth instead.
+const MIN_DEV_ROWS: f64 = 100.0;
+
+/// The dev fraction for a training file of `n` rows: `configured`, raised to hold out at least
+/// 100 rows but never more than a fifth of the file (beyond 2000 rows: `configured`, 5 %).
+pub fn scaled_dev_fraction(configured: f64, n: usize) -> f64 {
+    let wanted = (MIN_DEV_ROWS / n.max(1) as f64).min(0.2);
+    configured.max(wanted)
+}
+
+/// The candidates for `cfg` on a training file of `n` rows, in order of preference (the first
+/// wins a tie): `cfg` itself, the authors' configuration (`paper`), and `paper` with 500
+/// hidden units and dropout 0.3 (`paper-wide`), each with the search off, `cfg`'s seed and split seed, and the dev fraction scaled to the file.
+pub fn candidates(cfg: &Config, n: usize) -> Vec<Config> {
+    let mut plain = cfg.clone();
+    plain.search = SearchConfig::default();
+    let mut paper = Config::paper();
+    paper.seed = cfg.seed;
+    paper.train.split_seed = cfg.train.split_seed;
+    paper.train.dev_fraction = cfg.train.dev_fraction;
+    // The authors' configuration with a wider unary net held back by dropout.
+    let mut wide = paper.clone();
+    wide.preset = "paper-wide".into();
+    wide.model.hidden = 500;
+    wide.model.dropout = 0.3;
+    let mut out = vec![plain, paper, wide];
+    for c in &mut out {
+        c.train.dev_fraction = scaled_dev_fraction(c.train.dev_fraction, n);
+    }
+    out
+}
+
+/// The configuration `system` trains on `train` under `cfg`'s rule: `cfg` unchanged when the
+/// rule does not apply, else the candidate with the best cross-validated example-F1.
+pub fn choose(
+    system: &dyn System,
+    train: &Dataset,
+    cfg: Config,
+    wait: WaitPolicy,
+) -> Result<Config> {
+    if !cfg.search.applies(train.n_rows()) {
+        return Ok(cfg);
+    }
+    let mut best: Option<(f64, Config)> = None;
+    for candidate in candidates(&cfg, train.n_rows()) {
+        let report = cross_validate(
+            system,
+            train,
+            &candidate,
+            cfg.search.folds,
+            wait,
+            &mut |_, _| {},
+            &mut |_| {},
+        )?;
+        tracing::info!(
+            "search: {} scores {:.2} in {}-fold cross-validation",
+            candidate.preset,
+            report.mean_example_f1,
+            cfg.search.folds
+        );
+        if best
+            .as_ref()
+            .is_none_or(|(score, _)| report.mean_example_f1 > *score)
+        {
+            best = Some((report.mean_example_f1, candidate));
+        }
+    }
+    Ok(best.map_or(cfg, |(_, c)| c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{CsrMatrix, LabelSets};
+    use crate::system::Pnc;
+
+    #[test]
+    fn small_files_hold_out_more_dev_rows() {
+        assert_eq!(scaled_dev_fraction(0.05, 129), 0.2);
+        assert!((scaled_dev_fraction(0.05, 1000) - 0.1).abs() < 1e-12);
+        assert_eq!(scaled_dev_fraction(0.05, 4880), 0.05);
+        assert_eq!(scaled_dev_fraction(0.3, 129), 0.3);
+    }
+
+    #[test]
+    fn the_rule_applies_to_small_files_of_the_default_only() {
+        let predict = Config::predict();
+        assert!(predict.search.applies(129) && predict.search.applies(2000));
+        assert!(!predict.search.applies(4880) && !predict.search.applies(12920));
+        assert!(!Config::paper().search.applies(129));
+        for c in candidates(&predict, 400) {
+            c.validate().unwrap();
+            assert!(c.search.is_off());
+            assert_eq!(c.train.dev_fraction, 0.2);
+        }
+    }
+
+    fn toy(n: usize) -> Dataset {
+        let (d, l) = (10, 5);
+        let mut x = CsrMatrix::new(d);
+        let mut y = LabelSets::new(l);
+        for r in 0..n {
+            let idx: Vec<u32> = [r % d, (r * 7 + 3) % d]
+                .into_iter()
+                .map(|v| v as u32)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            x.push_row(&idx, &vec![1.0; idx.len()]);
+            let mut lab: Vec<u32> = idx.iter().map(|&i| i % l as u32).collect();
+            lab.sort_unstable();
+            lab.dedup();
+            y.push_row(&lab);
+        }
+        Dataset {
+            name: "toy".into(),
+            features: x,
+            labels: y,
+            feature_names: vec![],
+            label_names: vec![],
+        }
+    }
+
+    /// Off, or on a file above `max_rows`, the configuration comes back unchanged; on a small
+    /// file one of the candidates does, the same one for the same seed.
+    #[test]
+    fn the_choice_is_a_candidate_and_deterministic() {
+        let data = toy(60);
+        let mut cfg = Config::predict();
+        cfg.model.hidden = 16;
+        cfg.model.card_hidden = 8;
+        cfg.model.energy_hidden = 4;
+        cfg.train.epochs = 3;
+        cfg.train.batch_size = 10;
+        let mut off = cfg.clone();
+        off.search.max_rows = 0;
+        assert_eq!(
+            choose(&Pnc, &data, off.clone(), WaitPolicy::Active).unwrap(),
+            off
+        );
+        let mut above = cfg.clone();
+        above.search.max_rows = 59;
+        assert_eq!(
+            choose(&Pnc, &data, above.clone(), WaitPolicy::Active).unwrap(),
+            above
+        );
+        let chosen = choose(&Pnc, &data, cfg.clone(), WaitPolicy::Active).unwrap();
+        assert!(candidates(&cfg, 60).contains(&chosen));
+        assert_eq!(
+            choose(&Pnc, &data, cfg, WaitPolicy::Active).unwrap(),
+            chosen
+        );
+    }
+}
