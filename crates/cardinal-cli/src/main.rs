@@ -31,6 +31,7 @@ mod runtime_args;
 
 use runtime_args::{Threads, TrainingRuntime, Wait};
 mod seg_cmd;
+mod seg_model_cmd;
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
 #[derive(Debug, Parser)]
@@ -199,7 +200,7 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
         Command::Reproduce { args, .. } => reproduce_cmd::run(engine, args),
         Command::Completions(a) => docs_cmd::completions::<Cli>(a),
         Command::Man(a) => docs_cmd::man::<Cli>(a),
-        Command::Seg(a) => seg_cmd::run(a),
+        Command::Seg(a) => seg_cmd::run(engine, a),
     }
 }
 
