@@ -15,6 +15,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[macro_use]
 mod output;
+// `eval` and `predict` on a multi-target model directory.
+mod seg_model_cmd;
 
 mod bench_cmd;
 mod cv_cmd;
@@ -31,7 +33,6 @@ mod runtime_args;
 
 use runtime_args::{Threads, TrainingRuntime, Wait};
 mod seg_cmd;
-mod seg_model_cmd;
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
 #[derive(Debug, Parser)]
