@@ -83,6 +83,15 @@ fn a_saved_multi_target_model_is_evaluated_and_predicted_through_eval_and_predic
         assert!((z - 16.0).abs() < 1e-9, "{z}");
     }
 
+    // A folder where a file is expected is named as such.
+    let o = cardinal(&["eval", "--model", model_s, "--data", data_s]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("is a folder: expected a multi-target ARFF file"),
+        "{err}"
+    );
+
     // A tampered meta.json is refused, naming the file and the field.
     let good = std::fs::read_to_string(model.join("meta.json")).unwrap();
     std::fs::write(

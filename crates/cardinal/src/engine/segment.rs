@@ -14,6 +14,12 @@ use crate::segment::{self, SegConfig, SegMeta, SegMetrics, SegModel, SegRow};
 impl Engine {
     /// Reads a multi-target (MEKA) ARFF file, naming it in errors.
     pub fn read_multi_target(&self, path: &Path) -> Result<MultiTargetDataset> {
+        if path.is_dir() {
+            return Err(Error::Config(format!(
+                "{} is a folder: expected a multi-target ARFF file (such as its test.arff)",
+                path.display()
+            )));
+        }
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let mut data = read_multi_target_arff(std::io::BufReader::new(file))
             .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
