@@ -15,6 +15,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[macro_use]
 mod output;
+// `eval` and `predict` on a multi-target model directory.
+mod seg_model_cmd;
 
 mod bench_cmd;
 mod cv_cmd;
@@ -200,7 +202,7 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
         Command::Reproduce { args, .. } => reproduce_cmd::run(engine, args),
         Command::Completions(a) => docs_cmd::completions::<Cli>(a),
         Command::Man(a) => docs_cmd::man::<Cli>(a),
-        Command::Seg(a) => seg_cmd::run(a),
+        Command::Seg(a) => seg_cmd::run(engine, a),
     }
 }
 

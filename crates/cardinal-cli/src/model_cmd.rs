@@ -355,6 +355,9 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
 }
 
 pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
+    if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
+        return crate::seg_model_cmd::eval(engine, args);
+    }
     let (model, meta) = engine.load(&args.model)?;
     let (data, split) = match &args.data {
         // Every row of the given data, labels read by the model's names, features aligned.

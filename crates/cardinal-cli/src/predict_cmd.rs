@@ -69,6 +69,9 @@ struct Predicted<'a> {
 }
 
 pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
+    if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
+        return crate::seg_model_cmd::predict(engine, args);
+    }
     let (model, meta) = engine.load(&args.model)?;
     let inputs = engine.read_inputs(&meta, &args.data, args.data_dir.as_deref(), Labels::Ignore)?;
     for note in &inputs.notes {

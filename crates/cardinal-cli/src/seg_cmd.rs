@@ -1,12 +1,12 @@
 //! `cardinal seg`: train the paper's Section 6 model on a multi-target ARFF benchmark
-//! (DIR/train.arff, DIR/test.arff) and print its test metrics as one JSON line.
+//! (DIR/train.arff, DIR/test.arff) and print its test metrics as one JSON line; with `--out`,
+//! also save it as a model directory that `cardinal eval` and `cardinal predict` read.
 
-use anyhow::{Context, Result};
-use cardinal::data::arff::read_multi_target_arff;
-use cardinal::data::multi_target::MultiTargetDataset;
+use anyhow::Result;
+use cardinal::engine::Engine;
 use cardinal::proj::matrix::{AnyMatrixProjector, MatrixMethod};
-use cardinal::segment::{evaluate, fit, Mode, SegConfig};
-use std::path::{Path, PathBuf};
+use cardinal::segment::{Mode, SegConfig};
+use std::path::PathBuf;
 
 /// Arguments of `cardinal seg`.
 #[derive(Debug, clap::Args)]
@@ -47,25 +47,19 @@ pub struct SegArgs {
     /// Seed of the initialisation and the shuffles.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Also save the trained model as this model directory (weights, config.json, meta.json),
+    /// for `cardinal eval --model DIR` and `cardinal predict --model DIR`.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
-    [Mode::Unary, Mode::Predicted, Mode::Gold]
-        .into_iter()
-        .find(|m| m.name() == s)
-        .ok_or_else(|| format!("unknown mode {s:?} (expected unary|pnc|oracle)"))
+    cardinal::segment::settings::parse_mode(s).map_err(|e| e.to_string())
 }
 
 fn parse_method(s: &str) -> Result<MatrixMethod, String> {
     s.parse()
         .map_err(|e: cardinal::proj::ProjError| e.to_string())
-}
-
-fn read(path: &Path) -> Result<MultiTargetDataset> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    read_multi_target_arff(std::io::BufReader::new(file))
-        .with_context(|| format!("reading {}", path.display()))
 }
 
 /// `value` if finite and positive (or non-negative with `zero_ok`), else an error naming `flag`.
@@ -79,7 +73,7 @@ fn positive(flag: &str, value: f64, zero_ok: bool) -> Result<f64> {
 }
 
 /// Runs the command.
-pub fn run(a: &SegArgs) -> Result<()> {
+pub fn run(engine: &Engine, a: &SegArgs) -> Result<()> {
     let cfg = SegConfig {
         mode: a.mode,
         proj: AnyMatrixProjector::new(a.method, a.rounds as usize)
@@ -92,12 +86,16 @@ pub fn run(a: &SegArgs) -> Result<()> {
         lr: positive("--lr", a.lr, false)?,
         seed: a.seed,
     };
-    let train = read(&a.data.join("train.arff"))?;
-    let test = read(&a.data.join("test.arff"))?;
+    let train = engine.read_multi_target(&a.data.join("train.arff"))?;
+    let test = engine.read_multi_target(&a.data.join("test.arff"))?;
     let start = std::time::Instant::now();
-    let model = fit(&train, &cfg)?;
+    let model = engine.fit_segmentation(&train, &cfg)?;
     let train_seconds = start.elapsed().as_secs_f64();
-    let metrics = evaluate(&model, &test)?;
+    let metrics = engine.evaluate_segmentation(&model, &test)?;
+    if let Some(dir) = &a.out {
+        engine.save_segmentation(&model, &cfg, dir, &train)?;
+        crate::log::note(&format!("model written to {}", dir.display()));
+    }
     let line = serde_json::json!({
         "mode": a.mode.name(),
         "method": a.method.name(),

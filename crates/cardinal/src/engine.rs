@@ -53,6 +53,8 @@ use crate::runtime::Runtime;
 use crate::system::{Hooks, Start, Systems};
 use crate::train::{EpochRecord, Event, TrainState, Trained};
 
+mod segment;
+
 /// Rows per inference batch.
 pub const PREDICT_BATCH: usize = 256;
 

@@ -17,9 +17,12 @@ use crate::error::{Error, Result};
 use crate::model::{Params, Standardizer};
 use crate::pipeline::Model;
 
+mod labels;
 mod meta;
 mod run_state;
 
+pub(crate) use labels::of_meta_bytes as labels_of;
+pub use labels::{label_structure, LabelStructure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
 pub use run_state::{latest_checkpoint, load_state, save_state, LATEST_FILE};
 
@@ -47,14 +50,17 @@ fn write_atomic_with(path: &Path, write: impl FnOnce(&Path) -> std::io::Result<(
 
 /// A file written and synced under a temporary name beside its destination, not yet renamed
 /// into place (dropped uncommitted, the temporary file is removed).
-struct Staged {
+pub(crate) struct Staged {
     tmp: PathBuf,
     path: PathBuf,
     committed: bool,
 }
 
 /// Writes `path`'s content under a temporary name in the same directory and syncs it.
-fn stage(path: &Path, write: impl FnOnce(&Path) -> std::io::Result<()>) -> Result<Staged> {
+pub(crate) fn stage(
+    path: &Path,
+    write: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> Result<Staged> {
     let dir = parent_dir(path);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
@@ -82,7 +88,7 @@ fn parent_dir(path: &Path) -> &Path {
 
 impl Staged {
     /// Renames the file into place and makes the rename durable.
-    fn commit(mut self) -> Result<()> {
+    pub(crate) fn commit(mut self) -> Result<()> {
         std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
         self.committed = true;
         if let Ok(d) = std::fs::File::open(parent_dir(&self.path)) {
@@ -170,7 +176,7 @@ pub fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<()> {
     weights.commit()
 }
 
-fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
+pub(crate) fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Checkpoint {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -185,6 +191,7 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
         Ok((p, bytes))
     };
     let (meta_path, meta_bytes) = read(META_FILE)?;
+    labels::require_binary(&meta_path, &meta_bytes)?;
     let meta: Meta = serde_json::from_slice(&meta_bytes)
         .map_err(|e| ckpt_err(&meta_path, format!("invalid meta data: {e}")))?;
     if meta.format_version != FORMAT_VERSION {

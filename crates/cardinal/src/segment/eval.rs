@@ -2,10 +2,9 @@
 //! classes, per-class count errors and time.
 
 use super::model::{Mode, SegModel};
-use super::train::{channels, image};
+use super::predict::predict_rows;
 use crate::data::multi_target::MultiTargetDataset;
-use crate::error::{Error, Result};
-use rayon::prelude::*;
+use crate::error::Result;
 use serde::Serialize;
 
 /// Test-set metrics.
@@ -28,35 +27,16 @@ pub struct SegMetrics {
 
 /// Evaluates `model` on `test`.
 pub fn evaluate(model: &SegModel, test: &MultiTargetDataset) -> Result<SegMetrics> {
-    let c = channels(test)?;
     let m = test.classes();
-    if c != model.channels || m != model.classes {
-        return Err(Error::Config(format!(
-            "{}: {c} features per position and {m} classes, the model was trained on {} and {}",
-            test.name, model.channels, model.classes
-        )));
-    }
     let start = std::time::Instant::now();
-    let preds: Vec<Result<(Vec<u32>, Vec<f64>)>> = (0..test.n_rows())
-        .into_par_iter()
-        .map(|i| {
-            let p = model
-                .predict(&image(test, i), test.row_targets(i))
-                .map_err(|e| Error::Config(format!("image {i}: {e}")))?;
-            let labels =
-                p.y.chunks_exact(m)
-                    .map(|r| (0..m).max_by(|&a, &b| r[a].total_cmp(&r[b])).unwrap_or(0) as u32)
-                    .collect();
-            Ok((labels, p.z))
-        })
-        .collect();
+    let preds = predict_rows(model, test)?;
     let seconds = start.elapsed().as_secs_f64();
     let (mut right, mut total) = (0usize, 0usize);
     let (mut inter, mut union) = (vec![0usize; m], vec![0usize; m]);
     let (mut count_error, mut z_error) = (vec![0.0; m], vec![0.0; m]);
     let n = test.n_rows().max(1) as f64;
     for (i, p) in preds.into_iter().enumerate() {
-        let (labels, z) = p?;
+        let (labels, z) = (p.classes, p.z.unwrap_or_default());
         let gold = test.row_targets(i);
         let mut pred_n = vec![0.0; m];
         for (&a, &g) in labels.iter().zip(gold) {

@@ -17,13 +17,20 @@
 //!
 //! Trained end to end by Adam ([`train`]) on hand-written gradients (checked against finite
 //! differences in the tests). [`Mode`] picks the unary softmax baseline, P&C with predicted
-//! counts, or P&C with the gold counts (an oracle). This model is reached through its own entry
-//! point ([`train::fit`], [`eval::evaluate`]), not yet through [`crate::engine::Engine`].
+//! counts, or P&C with the gold counts (an oracle). Front ends reach it through
+//! [`crate::engine::Engine`] (`fit_segmentation`, `evaluate_segmentation`,
+//! `predict_segmentation`, `save_segmentation`, `load_segmentation`); a model directory
+//! ([`saved`]) records `"labels": "multi_target"` so that `eval` and `predict` dispatch on it.
 
 pub mod eval;
 pub mod model;
+pub mod predict;
+pub mod saved;
+pub mod settings;
 pub mod train;
 
 pub use eval::{evaluate, SegMetrics};
 pub use model::{Mode, SegModel};
+pub use predict::{predict_rows, SegRow};
+pub use saved::SegMeta;
 pub use train::{fit, SegConfig};

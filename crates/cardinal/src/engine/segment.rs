@@ -1,0 +1,84 @@
+//! The front door to the paper's Section 6 model (non-binary labels): train, evaluate,
+//! predict, save and load a multi-target model, and tell which label structure a model
+//! directory holds so that `eval` and `predict` can dispatch on it.
+
+use std::path::Path;
+
+use super::Engine;
+use crate::checkpoint::{self, LabelStructure};
+use crate::data::arff::read_multi_target_arff;
+use crate::data::multi_target::MultiTargetDataset;
+use crate::error::{Error, Result};
+use crate::segment::{self, SegConfig, SegMeta, SegMetrics, SegModel, SegRow};
+
+impl Engine {
+    /// Reads a multi-target (MEKA) ARFF file, naming it in errors.
+    pub fn read_multi_target(&self, path: &Path) -> Result<MultiTargetDataset> {
+        if path.is_dir() {
+            return Err(Error::Config(format!(
+                "{} is a folder: expected a multi-target ARFF file (such as its test.arff)",
+                path.display()
+            )));
+        }
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let mut data = read_multi_target_arff(std::io::BufReader::new(file))
+            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+        if data.name.is_empty() {
+            data.name = path.display().to_string();
+        }
+        Ok(data)
+    }
+
+    /// Trains the Section 6 model by `cfg` (validated first) on `train`; no files are
+    /// written.
+    pub fn fit_segmentation(
+        &self,
+        train: &MultiTargetDataset,
+        cfg: &SegConfig,
+    ) -> Result<SegModel> {
+        cfg.validate()?;
+        if train.n_rows() == 0 {
+            return Err(Error::Config(format!("{}: no training rows", train.name)));
+        }
+        segment::fit(train, cfg)
+    }
+
+    /// Pixel accuracy, mean IoU and count errors of `model` on `test`.
+    pub fn evaluate_segmentation(
+        &self,
+        model: &SegModel,
+        test: &MultiTargetDataset,
+    ) -> Result<SegMetrics> {
+        segment::evaluate(model, test)
+    }
+
+    /// The class of every position and the class sizes `z`, for every row of `data`.
+    pub fn predict_segmentation(
+        &self,
+        model: &SegModel,
+        data: &MultiTargetDataset,
+    ) -> Result<Vec<SegRow>> {
+        segment::predict_rows(model, data)
+    }
+
+    /// Saves `model`, trained by `cfg` on `train`, as a model directory `dir`.
+    pub fn save_segmentation(
+        &self,
+        model: &SegModel,
+        cfg: &SegConfig,
+        dir: &Path,
+        train: &MultiTargetDataset,
+    ) -> Result<SegMeta> {
+        segment::saved::save(model, cfg, dir, train)
+    }
+
+    /// Loads a multi-target model directory (see [`segment::saved::load`]).
+    pub fn load_segmentation(&self, dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
+        segment::saved::load(dir)
+    }
+
+    /// Which label structure the model directory `dir` holds, from its `meta.json`.
+    pub fn label_structure(&self, dir: &Path) -> Result<LabelStructure> {
+        checkpoint::label_structure(dir)
+    }
+}

@@ -1,0 +1,371 @@
+//! Multi-target model directories, with the conventions of [`crate::checkpoint`]:
+//! `model.safetensors` (the parameters as `F64`, so a load is bit-identical), `config.json`
+//! (a [`SegConfig`]) and `meta.json` ([`SegMeta`], which says `"labels": "multi_target"`).
+//! All three are staged under temporary names and renamed into place, weights last.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use safetensors::tensor::{Dtype, TensorView};
+use safetensors::SafeTensors;
+use serde::{Deserialize, Serialize};
+
+use super::model::SegModel;
+use super::train::SegConfig;
+use crate::checkpoint::{
+    ckpt_err, stage, LabelStructure, CONFIG_FILE, FORMAT_VERSION, META_FILE, WEIGHTS_FILE,
+};
+use crate::data::multi_target::MultiTargetDataset;
+use crate::error::{Error, Result};
+
+/// What a multi-target model directory says about itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegMeta {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// Version of the `cardinal` crate that wrote it.
+    pub cardinal_version: String,
+    /// The label structure: always `"multi_target"`.
+    pub labels: String,
+    /// Positions `L` per row.
+    pub positions: usize,
+    /// Classes `M`.
+    pub classes: usize,
+    /// Features per position `C`.
+    pub channels: usize,
+    /// Name of the training data.
+    pub dataset: String,
+    /// The classes' names (empty when the data had none).
+    pub class_names: Vec<String>,
+}
+
+impl SegMeta {
+    /// Why this meta data cannot describe a model, if it cannot.
+    fn inconsistency(&self) -> Option<String> {
+        if self.labels != crate::checkpoint::MULTI_TARGET {
+            Some(format!(
+                "labels = {:?}, expected \"{}\"",
+                self.labels,
+                crate::checkpoint::MULTI_TARGET
+            ))
+        } else if self.positions == 0 || self.classes == 0 || self.channels == 0 {
+            Some(format!(
+                "positions = {}, classes = {}, channels = {}: expected each >= 1",
+                self.positions, self.classes, self.channels
+            ))
+        } else if !self.class_names.is_empty() && self.class_names.len() != self.classes {
+            Some(format!(
+                "{} class names for classes = {}",
+                self.class_names.len(),
+                self.classes
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Whether `data` has this model's shape (positions, classes, features per position).
+    pub fn check_data(&self, data: &MultiTargetDataset) -> Result<()> {
+        let (l, m, d) = (data.positions(), data.classes(), data.n_features());
+        if l != self.positions || m != self.classes || d != self.positions * self.channels {
+            return Err(Error::Mismatch(format!(
+                "`{}` has {l} positions, {m} classes and {d} features, the model expects {} \
+                 positions, {} classes and {} features ({} per position)",
+                data.name,
+                self.positions,
+                self.classes,
+                self.positions * self.channels,
+                self.channels
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The parameters' names and shapes in `model.safetensors`.
+fn shapes(channels: usize, classes: usize) -> [(&'static str, Vec<usize>); 4] {
+    [
+        ("unary.w", vec![channels, classes]),
+        ("unary.b", vec![classes]),
+        ("count.v", vec![classes, channels]),
+        ("count.c", vec![classes]),
+    ]
+}
+
+fn f64_bytes(data: &[f64]) -> Vec<u8> {
+    let mut out = vec![0u8; 8 * data.len()];
+    for (o, v) in out.chunks_exact_mut(8).zip(data) {
+        o.copy_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+/// Saves `model`, trained by `cfg` on `train`, into `dir` (created if needed).
+pub fn save(
+    model: &SegModel,
+    cfg: &SegConfig,
+    dir: &Path,
+    train: &MultiTargetDataset,
+) -> Result<SegMeta> {
+    let params = [&model.w, &model.b, &model.v, &model.c];
+    if params.iter().any(|p| p.iter().any(|x| !x.is_finite())) {
+        return Err(ckpt_err(dir, "refusing to save: non-finite parameters"));
+    }
+    let meta = SegMeta {
+        format_version: FORMAT_VERSION,
+        cardinal_version: env!("CARGO_PKG_VERSION").into(),
+        labels: crate::checkpoint::MULTI_TARGET.into(),
+        positions: train.positions(),
+        classes: model.classes,
+        channels: model.channels,
+        dataset: train.name.clone(),
+        class_names: train.class_names.clone(),
+    };
+    if let Some(why) = meta.inconsistency() {
+        return Err(ckpt_err(dir, format!("refusing to save: {why}")));
+    }
+    meta.check_data(train)?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let bytes: Vec<Vec<u8>> = params.iter().map(|p| f64_bytes(p)).collect();
+    let views: Vec<(&str, TensorView)> = shapes(model.channels, model.classes)
+        .into_iter()
+        .zip(&bytes)
+        .map(|((name, shape), b)| {
+            Ok((
+                name,
+                TensorView::new(Dtype::F64, shape, b).map_err(|e| ckpt_err(dir, e))?,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let info = HashMap::from([(
+        "format".to_string(),
+        format!("cardinal/{FORMAT_VERSION}/multi_target"),
+    )]);
+    let text = |v: String| move |tmp: &Path| std::fs::write(tmp, v.as_bytes());
+    let config = stage(&dir.join(CONFIG_FILE), text(cfg.to_json()))?;
+    let meta_file = stage(
+        &dir.join(META_FILE),
+        text(serde_json::to_string_pretty(&meta).expect("serialisable")),
+    )?;
+    let weights = stage(&dir.join(WEIGHTS_FILE), |tmp| {
+        safetensors::serialize_to_file(views, Some(info), tmp).map_err(|e| match e {
+            safetensors::SafeTensorError::IoError(io) => io,
+            other => std::io::Error::other(other.to_string()),
+        })
+    })?;
+    config.commit()?;
+    meta_file.commit()?;
+    weights.commit()?;
+    Ok(meta)
+}
+
+/// Loads a directory written by [`save`]: the model, its configuration and its meta data.
+/// A binary model's directory, a tampered `meta.json`, a configuration out of range and
+/// weights of the wrong shape or not finite are refused, naming the file.
+pub fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
+    let read = |name: &str| -> Result<(PathBuf, Vec<u8>)> {
+        let p = dir.join(name);
+        let bytes = std::fs::read(&p).map_err(|e| Error::io(&p, e))?;
+        Ok((p, bytes))
+    };
+    let (meta_path, meta_bytes) = read(META_FILE)?;
+    if crate::checkpoint::labels_of(&meta_path, &meta_bytes)? == LabelStructure::Binary {
+        return Err(ckpt_err(
+            &meta_path,
+            "this is a binary multi-label model, not a multi-target one: load it with \
+             `Engine::load`",
+        ));
+    }
+    let meta: SegMeta = serde_json::from_slice(&meta_bytes)
+        .map_err(|e| ckpt_err(&meta_path, format!("invalid meta data: {e}")))?;
+    if meta.format_version != FORMAT_VERSION {
+        return Err(ckpt_err(
+            &meta_path,
+            format!(
+                "model format version {} (written by cardinal {}), but this is cardinal {} \
+                 reading format {FORMAT_VERSION}",
+                meta.format_version,
+                meta.cardinal_version,
+                env!("CARGO_PKG_VERSION")
+            ),
+        ));
+    }
+    if let Some(why) = meta.inconsistency() {
+        return Err(ckpt_err(
+            &meta_path,
+            format!("inconsistent meta data: {why}"),
+        ));
+    }
+    let (cfg_path, cfg_bytes) = read(CONFIG_FILE)?;
+    let cfg =
+        SegConfig::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
+            .map_err(|e| ckpt_err(&cfg_path, e))?;
+    let (w_path, w_bytes) = read(WEIGHTS_FILE)?;
+    let st = SafeTensors::deserialize(&w_bytes)
+        .map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;
+    let mut model = SegModel::new(meta.channels, meta.classes, cfg.mode, cfg.proj);
+    model.steps = cfg.steps;
+    model.eta = cfg.eta;
+    model.count_weight = cfg.count_weight;
+    for ((name, shape), dest) in shapes(meta.channels, meta.classes).into_iter().zip([
+        &mut model.w,
+        &mut model.b,
+        &mut model.v,
+        &mut model.c,
+    ]) {
+        let t = st
+            .tensor(name)
+            .map_err(|_| ckpt_err(&w_path, format!("tensor `{name}` is missing")))?;
+        if t.dtype() != Dtype::F64 || t.shape() != shape.as_slice() {
+            return Err(ckpt_err(
+                &w_path,
+                format!(
+                    "tensor `{name}` is {:?} {:?}, but {META_FILE} implies F64 {shape:?}",
+                    t.dtype(),
+                    t.shape()
+                ),
+            ));
+        }
+        for (d, b) in dest.iter_mut().zip(t.data().chunks_exact(8)) {
+            *d = f64::from_le_bytes(b.try_into().expect("8 bytes"));
+        }
+        if dest.iter().any(|x| !x.is_finite()) {
+            return Err(ckpt_err(
+                &w_path,
+                format!("tensor `{name}` holds non-finite values"),
+            ));
+        }
+    }
+    Ok((model, cfg, meta))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::synth_seg::{synth_seg, SynthSegSpec};
+    use crate::segment::{fit, predict_rows, Mode};
+    use cardinal_proj::matrix::{AnyMatrixProjector, MatrixMethod};
+
+    /// A fresh directory under the system's temporary folder, removed on drop.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Self {
+            let d = std::env::temp_dir()
+                .join(format!("cardinal-segsave-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            Scratch(d)
+        }
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn trained(mode: Mode) -> (SegModel, SegConfig, MultiTargetDataset, MultiTargetDataset) {
+        let spec = SynthSegSpec {
+            size: 6,
+            classes: 3,
+            noise: 0.7,
+            train: 24,
+            test: 10,
+            seed: 2,
+        };
+        let (train, test) = synth_seg(&spec).unwrap();
+        let cfg = SegConfig {
+            mode,
+            proj: AnyMatrixProjector::new(MatrixMethod::Dykstra, 2),
+            steps: 3,
+            eta: 1.0,
+            count_weight: 1.0,
+            epochs: 2,
+            batch: 8,
+            lr: 0.05,
+            seed: 3,
+        };
+        (fit(&train, &cfg).unwrap(), cfg, train, test)
+    }
+
+    #[test]
+    fn a_saved_model_loads_back_bit_identically() {
+        for mode in [Mode::Unary, Mode::Predicted, Mode::Gold] {
+            let (model, cfg, train, test) = trained(mode);
+            let dir = Scratch::new(mode.name());
+            let meta = save(&model, &cfg, dir.path(), &train).unwrap();
+            let (back, back_cfg, back_meta) = load(dir.path()).unwrap();
+            assert_eq!(back_meta, meta);
+            assert_eq!(back_cfg.to_json(), cfg.to_json());
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for (a, b) in [
+                (&back.w, &model.w),
+                (&back.b, &model.b),
+                (&back.v, &model.v),
+            ] {
+                assert_eq!(bits(a), bits(b));
+            }
+            assert_eq!(bits(&back.c), bits(&model.c));
+            assert_eq!(
+                predict_rows(&back, &test).unwrap(),
+                predict_rows(&model, &test).unwrap()
+            );
+            // The binary loader says what this is.
+            let e = crate::checkpoint::load(dir.path()).unwrap_err().to_string();
+            assert!(
+                e.contains("multi-target (Section 6) model of 36 positions and 3 classes"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn tampered_directories_are_refused() {
+        let (model, cfg, train, _) = trained(Mode::Predicted);
+        let dir = Scratch::new("tampered");
+        save(&model, &cfg, dir.path(), &train).unwrap();
+        let meta_path = dir.path().join(META_FILE);
+        let good = std::fs::read_to_string(&meta_path).unwrap();
+        let tamper = |from: &str, to: &str| {
+            assert!(good.contains(from), "{from}");
+            std::fs::write(&meta_path, good.replace(from, to)).unwrap();
+            let e = load(dir.path()).unwrap_err().to_string();
+            std::fs::write(&meta_path, &good).unwrap();
+            e
+        };
+        let e = tamper("\"channels\": 3", "\"channels\": 4");
+        assert!(
+            e.contains("tensor `unary.w` is F64 [3, 3], but meta.json implies F64 [4, 3]"),
+            "{e}"
+        );
+        let e = tamper("\"classes\": 3", "\"classes\": 0");
+        assert!(
+            e.contains("`classes` is missing or not a positive integer"),
+            "{e}"
+        );
+        let e = tamper("\"multi_target\"", "\"binary\"");
+        assert!(
+            e.contains("binary multi-label model, not a multi-target one"),
+            "{e}"
+        );
+        let e = tamper("\"dataset\"", "\"extra\": 1, \"dataset\"");
+        assert!(e.contains("unknown field `extra`"), "{e}");
+        let cfg_path = dir.path().join(CONFIG_FILE);
+        std::fs::write(
+            &cfg_path,
+            cfg.to_json().replace("\"steps\": 3", "\"steps\": 0"),
+        )
+        .unwrap();
+        let e = load(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("config.json") && e.contains("steps = 0: expected 1..=100"),
+            "{e}"
+        );
+        std::fs::write(&cfg_path, cfg.to_json()).unwrap();
+        assert!(load(dir.path()).is_ok());
+    }
+}

@@ -1,0 +1,154 @@
+//! [`SegConfig`] as a validated, strict JSON document (the `config.json` of a multi-target
+//! model directory): every field named, unknown fields refused, every value range-checked.
+//!
+//! It is a section of its own rather than part of [`crate::Config`]: the binary model's
+//! presets and systems do not apply to it.
+
+use serde::{Deserialize, Serialize};
+
+use super::model::Mode;
+use super::train::SegConfig;
+use crate::error::{Error, Result};
+use cardinal_proj::matrix::{AnyMatrixProjector, MatrixMethod};
+
+/// The JSON form of [`SegConfig`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SegConfigJson {
+    mode: String,
+    method: String,
+    rounds: usize,
+    eps: f64,
+    steps: usize,
+    eta: f64,
+    count_weight: f64,
+    epochs: usize,
+    batch: usize,
+    lr: f64,
+    seed: u64,
+}
+
+/// `mode` by its command-line name (`unary`, `pnc`, `oracle`).
+pub fn parse_mode(s: &str) -> Result<Mode> {
+    [Mode::Unary, Mode::Predicted, Mode::Gold]
+        .into_iter()
+        .find(|m| m.name() == s)
+        .ok_or_else(|| Error::Config(format!("mode = {s:?}: expected unary, pnc or oracle")))
+}
+
+fn in_range(field: &str, v: usize, lo: usize, hi: usize) -> Result<()> {
+    if (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err(Error::Config(format!(
+            "{field} = {v}: expected {lo}..={hi}"
+        )))
+    }
+}
+
+fn positive(field: &str, v: f64, zero_ok: bool) -> Result<()> {
+    if v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0)) {
+        Ok(())
+    } else {
+        let want = if zero_ok { ">= 0" } else { "> 0" };
+        Err(Error::Config(format!(
+            "{field} = {v}: expected a finite number {want}"
+        )))
+    }
+}
+
+impl SegConfig {
+    /// Checks every value's range (the command line's ranges; `epochs` may be 0, which
+    /// leaves the initial model).
+    pub fn validate(&self) -> Result<()> {
+        in_range("rounds", self.proj.rounds, 1, 1000)?;
+        positive("eps", self.proj.eps, false)?;
+        in_range("steps", self.steps, 1, 100)?;
+        positive("eta", self.eta, false)?;
+        positive("count_weight", self.count_weight, true)?;
+        in_range("epochs", self.epochs, 0, 1000)?;
+        in_range("batch", self.batch, 1, 100_000)?;
+        positive("lr", self.lr, false)
+    }
+
+    /// The configuration as pretty JSON.
+    pub fn to_json(&self) -> String {
+        let j = SegConfigJson {
+            mode: self.mode.name().into(),
+            method: self.proj.method.name().into(),
+            rounds: self.proj.rounds,
+            eps: self.proj.eps,
+            steps: self.steps,
+            eta: self.eta,
+            count_weight: self.count_weight,
+            epochs: self.epochs,
+            batch: self.batch,
+            lr: self.lr,
+            seed: self.seed,
+        };
+        serde_json::to_string_pretty(&j).expect("serialisable")
+    }
+
+    /// Reads and validates a configuration written by [`SegConfig::to_json`].
+    pub fn from_json(text: &str) -> Result<Self> {
+        let j: SegConfigJson = serde_json::from_str(text)
+            .map_err(|e| Error::Config(format!("invalid multi-target configuration: {e}")))?;
+        let method: MatrixMethod = j
+            .method
+            .parse()
+            .map_err(|e| Error::Config(format!("method: {e}")))?;
+        let cfg = SegConfig {
+            mode: parse_mode(&j.mode)?,
+            proj: AnyMatrixProjector::new(method, j.rounds).with_eps(j.eps),
+            steps: j.steps,
+            eta: j.eta,
+            count_weight: j.count_weight,
+            epochs: j.epochs,
+            batch: j.batch,
+            lr: j.lr,
+            seed: j.seed,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> SegConfig {
+        SegConfig {
+            mode: Mode::Predicted,
+            proj: AnyMatrixProjector::new(MatrixMethod::Dykstra, 3).with_eps(0.25),
+            steps: 4,
+            eta: 0.5,
+            count_weight: 0.0,
+            epochs: 2,
+            batch: 8,
+            lr: 0.01,
+            seed: 7,
+        }
+    }
+
+    #[test]
+    fn the_json_round_trips_and_bad_values_are_refused() {
+        let back = SegConfig::from_json(&cfg().to_json()).unwrap();
+        assert_eq!(back.to_json(), cfg().to_json());
+        assert_eq!(back.proj, cfg().proj);
+        let bad = cfg().to_json().replace("\"eta\": 0.5", "\"eta\": -1.0");
+        let e = SegConfig::from_json(&bad).unwrap_err().to_string();
+        assert!(e.contains("eta = -1: expected a finite number > 0"), "{e}");
+        let bad = cfg().to_json().replace("\"steps\": 4", "\"steps\": 0");
+        let e = SegConfig::from_json(&bad).unwrap_err().to_string();
+        assert!(e.contains("steps = 0: expected 1..=100"), "{e}");
+        let bad = cfg()
+            .to_json()
+            .replace("\"mode\": \"pnc\"", "\"mode\": \"crf\"");
+        let e = SegConfig::from_json(&bad).unwrap_err().to_string();
+        assert!(e.contains("expected unary, pnc or oracle"), "{e}");
+        let bad = cfg().to_json().replace("\"seed\"", "\"sed\": 1, \"seed\"");
+        let e = SegConfig::from_json(&bad).unwrap_err().to_string();
+        assert!(e.contains("unknown field `sed`"), "{e}");
+    }
+}
