@@ -27,7 +27,7 @@
 //! `∂ℓ/∂V = S ⊙ (G − x1ᵀ − 1yᵀ)` and `∂ℓ/∂z̃ = y` (then [`super::counts::rescale_vjp`]).
 
 use super::counts::{normalize, rescale_vjp, Counts};
-use super::laplacian::{laplacian, solve_bipartite, solve_ridge, BipartiteScratch};
+use super::laplacian::{laplacian, solve_bipartite_sums, solve_ridge};
 use super::MatrixProjector;
 use crate::simplex::simplex_theta;
 use crate::{ProjError, Real};
@@ -256,13 +256,8 @@ impl<F: Real> MatrixProjector<F> for ExactMatrix {
             .zip(&t.support)
             .map(|(x, s)| s * x.to_f64().unwrap_or(0.0))
             .collect();
-        let a: Vec<f64> = gd.chunks_exact(m).map(|r| r.iter().sum()).collect();
-        let mut b = vec![0.0; m];
-        for r in gd.chunks_exact(m) {
-            b.iter_mut().zip(r).for_each(|(s, x)| *s += x);
-        }
-        let (mut x, mut y, mut scratch) = (Vec::new(), Vec::new(), BipartiteScratch::default());
-        solve_bipartite(&t.support, m, &a, &b, &mut x, &mut y, &mut scratch);
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        solve_bipartite_sums(&t.support, m, &gd, &mut x, &mut y);
         for (i, ((gi, row), si)) in gv
             .chunks_exact_mut(m)
             .zip(gd.chunks_exact(m))

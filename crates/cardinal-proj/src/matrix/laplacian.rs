@@ -151,6 +151,23 @@ pub(crate) struct BipartiteScratch {
     rhs: Vec<f64>,
 }
 
+/// [`solve_bipartite`] with `a` the row sums and `b` the column sums of `wg` (`L × m`, the
+/// weights times the incoming gradient): the step the exact and the entropic VJPs share.
+pub(crate) fn solve_bipartite_sums(
+    w: &[f64],
+    m: usize,
+    wg: &[f64],
+    x: &mut Vec<f64>,
+    y: &mut Vec<f64>,
+) {
+    let a: Vec<f64> = wg.chunks_exact(m).map(|r| r.iter().sum()).collect();
+    let mut b = vec![0.0; m];
+    for r in wg.chunks_exact(m) {
+        b.iter_mut().zip(r).for_each(|(s, v)| *s += v);
+    }
+    solve_bipartite(w, m, &a, &b, x, y, &mut BipartiteScratch::default());
+}
+
 /// Solves the bipartite system above for `(x, y)` given `(a, b)`.
 pub(crate) fn solve_bipartite(
     w: &[f64],

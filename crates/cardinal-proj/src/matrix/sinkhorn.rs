@@ -18,7 +18,7 @@
 //! with weights `Y` gives `(x, y)`, and `∂ℓ/∂V = Y ⊙ (G − x1ᵀ − 1yᵀ)/ε`, `∂ℓ/∂z̃ = y`.
 
 use super::counts::{normalize, rescale_vjp, Counts};
-use super::laplacian::{solve_bipartite, BipartiteScratch};
+use super::laplacian::solve_bipartite_sums;
 use super::MatrixProjector;
 use crate::{ProjError, Real};
 
@@ -168,13 +168,8 @@ impl<F: Real> MatrixProjector<F> for SinkhornMatrix {
             .zip(&t.y)
             .map(|(x, y)| y * x.to_f64().unwrap_or(0.0))
             .collect();
-        let a: Vec<f64> = yg.chunks_exact(m).map(|r| r.iter().sum()).collect();
-        let mut b = vec![0.0; m];
-        for r in yg.chunks_exact(m) {
-            b.iter_mut().zip(r).for_each(|(s, x)| *s += x);
-        }
-        let (mut x, mut y, mut scratch) = (Vec::new(), Vec::new(), BipartiteScratch::default());
-        solve_bipartite(&t.y, m, &a, &b, &mut x, &mut y, &mut scratch);
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        solve_bipartite_sums(&t.y, m, &yg, &mut x, &mut y);
         let inv_eps = 1.0 / self.eps;
         for (i, (gi, (gr, yr))) in gv
             .chunks_exact_mut(m)
