@@ -3,27 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn cardinal(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cardinal"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cardinal-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{cardinal, text, tmpdir};
 
 /// `cardinal train` with the quick configuration `cfg` into `out`, quietly, plus `extra`.
 fn train_quick(cfg: &Path, out: &Path, extra: &[&str]) -> Output {

@@ -2,15 +2,10 @@
 //! verbosity, the one F1 unit, completions, the man page and the report command.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn cardinal(args: &[&str]) -> Output {
-    // `output()` pipes standard error: it is not a terminal, as under nohup or in CI.
-    Command::new(env!("CARGO_BIN_EXE_cardinal"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
+mod common;
+use common::cardinal;
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -5,36 +5,21 @@
 //! dimensions.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
+use common::{text, tmpdir};
 use std::time::Instant;
 
+/// The binary at one thread (the timings of the results table are per thread).
 fn cardinal(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cardinal"))
-        .args(["--threads", "1"])
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    common::cardinal(&[&["--threads", "1"], args].concat())
 }
 
 fn ok(args: &[&str]) -> String {
     let o = cardinal(args);
     assert!(o.status.success(), "{args:?}: {}", text(&o));
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cardinal-own-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn shared_data() -> Option<PathBuf> {

@@ -1,22 +1,10 @@
 //! End to end: `cardinal seg --out DIR` writes a multi-target model directory, and
 //! `cardinal eval` / `cardinal predict` dispatch on the label structure its `meta.json` records.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn cardinal(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cardinal"))
-        .args(args)
-        .output()
-        .expect("runs")
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cardinal-seg-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::{cardinal, tmpdir};
 
 fn stdout(o: &Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
