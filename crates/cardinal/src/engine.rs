@@ -586,11 +586,19 @@ fn log_data(data: &TrainTest) {
     );
 }
 
-/// Refuses training data without rows (it would train nothing and save a random model).
+/// Refuses training data without rows (it would train nothing and save a random model) or
+/// without label columns.
 fn require_rows(train: &Dataset) -> Result<()> {
     if train.n_rows() == 0 {
         return Err(Error::Mismatch(format!(
             "the training data `{}` has no rows",
+            train.name
+        )));
+    }
+    // Zero label columns would reach the networks as empty chunks (a panic), not an error.
+    if train.n_labels() == 0 {
+        return Err(Error::Mismatch(format!(
+            "the training data `{}` has no label columns",
             train.name
         )));
     }

@@ -99,3 +99,19 @@ fn a_saved_model_loads_and_predicts_the_same_and_is_never_overwritten_unasked() 
     assert!(engine.load(&dir).unwrap().1.label_names.is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Training data with rows but no label columns is an error from the front door, whoever
+/// builds the dataset, not a panic in the networks.
+#[test]
+fn training_data_without_label_columns_is_refused() {
+    let mut train = data().train;
+    train.labels = cardinal::data::LabelSets::new(0);
+    for _ in 0..train.n_rows() {
+        train.labels.push_row(&[]);
+    }
+    train.label_names.clear();
+    let err = Engine::default()
+        .fit(&train, small_config(), &mut |_| {})
+        .unwrap_err();
+    assert!(err.to_string().contains("no label columns"), "{err}");
+}
