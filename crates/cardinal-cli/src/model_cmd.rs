@@ -67,11 +67,11 @@ pub struct ConfigArgs {
     /// Constrain), `mlp` (the tuned MLP baseline), `br-logistic`, or a Table 1 system.
     #[arg(long)]
     pub system: Option<String>,
-    /// Train the configuration as it is: without the default's search, which on a training
-    /// file of at most `search.max_rows` rows (2000) trains the candidate configuration that
-    /// cross-validates best on that file.
+    /// On a training file of at most 2000 rows, train whichever of `predict`, `paper` and a
+    /// wider `paper` cross-validates best on that file (3 folds): better accuracy on small
+    /// data (docs/RESULTS.md §4), but the `paper` candidates do not hold Σy = z exactly.
     #[arg(long)]
-    pub no_search: bool,
+    pub search: bool,
 }
 
 impl ConfigArgs {
@@ -94,8 +94,8 @@ impl ConfigArgs {
         if let Some(system) = &self.system {
             cfg.system = system.clone();
         }
-        if self.no_search {
-            cfg.search = cardinal::config::SearchConfig::default();
+        if self.search {
+            cfg.search = cardinal::config::SearchConfig::predict();
         }
         Ok(cfg)
     }
@@ -115,7 +115,7 @@ pub struct TrainArgs {
     /// change the run (data, configuration, preset, system, seed) are refused with it.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "out", "config", "seed", "preset", "dataset", "train", "test", "labels", "data_dir",
-        "train_fraction", "system", "no_search",
+        "train_fraction", "system", "search",
     ])]
     pub resume: Option<PathBuf>,
     /// Replace the run in an existing --out directory (its model stays until the new one is

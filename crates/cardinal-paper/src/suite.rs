@@ -47,6 +47,11 @@ pub struct Entry {
 /// The systems of the suite: the default (`predict`, with its data-dependent rule), `paper`,
 /// the tuned MLP and BR-logistic.
 pub fn entries() -> Vec<Entry> {
+    // The suite's "default" column is `predict` with its rule (`--search`).
+    let with_rule = |mut c: Config| {
+        c.search = cardinal::config::SearchConfig::predict();
+        c
+    };
     let with_system = |name: &str| {
         let mut c = Config::paper();
         c.system = name.into();
@@ -55,7 +60,7 @@ pub fn entries() -> Vec<Entry> {
     vec![
         Entry {
             name: "default",
-            config: Config::predict(),
+            config: with_rule(Config::predict()),
             dev_threshold: false,
         },
         Entry {

@@ -100,8 +100,10 @@ mod tests {
     }
 
     #[test]
-    fn the_rule_applies_to_small_files_of_the_default_only() {
-        let predict = Config::predict();
+    fn the_rule_applies_to_small_files_only_when_asked_for() {
+        assert!(!Config::predict().search.applies(129));
+        let mut predict = Config::predict();
+        predict.search = SearchConfig::predict();
         assert!(predict.search.applies(129) && predict.search.applies(2000));
         assert!(!predict.search.applies(4880) && !predict.search.applies(12920));
         assert!(!Config::paper().search.applies(129));
@@ -144,6 +146,7 @@ mod tests {
     fn the_choice_is_a_candidate_and_deterministic() {
         let data = toy(60);
         let mut cfg = Config::predict();
+        cfg.search = SearchConfig::predict();
         cfg.model.hidden = 16;
         cfg.model.card_hidden = 8;
         cfg.model.energy_hidden = 4;

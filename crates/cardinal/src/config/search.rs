@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use super::check::count;
 use crate::error::Result;
 
-/// When and how the default searches. Off (`max_rows = 0`) in every configuration but the
-/// `predict` preset; `--no-search` turns it off there.
+/// When and how the rule searches. Off (`max_rows = 0`) in every preset; `--search` (or
+/// [`SearchConfig::predict`]) turns it on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SearchConfig {
@@ -21,7 +21,7 @@ pub struct SearchConfig {
 }
 
 impl SearchConfig {
-    /// The search's settings in the `predict` preset.
+    /// The rule's settings when asked for (`--search`).
     pub fn predict() -> Self {
         Self {
             max_rows: 2000,
