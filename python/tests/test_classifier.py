@@ -11,7 +11,7 @@ import scipy.sparse
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
 
-from cardinal import CardinalClassifier, load_dataset
+from cardinal import CardinalClassifier, _native, load_dataset
 
 from conftest import SMALL
 
@@ -181,3 +181,25 @@ def test_verbose_prints_progress(problem, capfd):
     assert "phase 1 epoch   1: loss" in err and "dev F1" in err
     fitted(problem, verbose=0)
     assert capfd.readouterr().err == ""
+
+
+def test_the_default_search_keeps_the_constraint_and_yields_to_set_parameters(problem):
+    X, Y, Xt, _ = problem
+    # No hyper-parameter set: on 300 rows the default chooses among its candidates by a
+    # 3-fold cross-validation, and whichever it chose holds the constraint.
+    clf = CardinalClassifier(seed=0, threads=2).fit(X, Y)
+    assert clf.config_["preset"] in ("predict", "paper-projected", "paper-wide")
+    proba, z = clf.predict_proba(Xt), clf.predict_count(Xt)
+    assert proba.min() >= 0.0 and proba.max() <= 1.0
+    assert np.abs(proba.sum(axis=1) - z).max() <= 0.01
+    # A hyper-parameter set by the user turns the search off: it is not replaced.
+    mine = CardinalClassifier(seed=0, hidden=24, epochs=2).fit(X, Y)
+    assert mine.config_["model"]["hidden"] == 24 and mine.config_["preset"] == "predict"
+    # The configuration each asks for: `search` is written out only when it is on.
+    def asks(**kw):
+        return json.loads(_native.check_config(**CardinalClassifier(**kw)._config_args()))
+
+    assert asks()["search"]["max_rows"] == 2000
+    assert "search" not in asks(hidden=24)
+    assert "search" not in asks(search=False)
+    assert asks(hidden=24, search=True)["search"]["max_rows"] == 2000

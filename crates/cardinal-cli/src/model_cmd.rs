@@ -67,11 +67,16 @@ pub struct ConfigArgs {
     /// Constrain), `mlp` (the tuned MLP baseline), `br-logistic`, or a Table 1 system.
     #[arg(long)]
     pub system: Option<String>,
-    /// On a training file of at most 2000 rows, train whichever of `predict`, `paper` and a
-    /// wider `paper` cross-validates best on that file (3 folds): better accuracy on small
-    /// data (docs/RESULTS.md §4), but the `paper` candidates do not hold Σy = z exactly.
-    #[arg(long)]
+    /// Turn the default's search on even with a configuration file or another preset: on a
+    /// training file of at most 2000 rows, train whichever of the configuration, `paper` and
+    /// a wider `paper` (both projected onto their own count) cross-validates best on that
+    /// file (3 folds; docs/RESULTS.md §4). The `predict` preset has it on unless a
+    /// configuration file sets hyper-parameters.
+    #[arg(long, conflicts_with = "no_search")]
     pub search: bool,
+    /// Train the configuration as it is: no search among candidates on small training files.
+    #[arg(long)]
+    pub no_search: bool,
 }
 
 impl ConfigArgs {
@@ -97,6 +102,9 @@ impl ConfigArgs {
         if self.search {
             cfg.search = cardinal::config::SearchConfig::predict();
         }
+        if self.no_search {
+            cfg.search = cardinal::config::SearchConfig::default();
+        }
         Ok(cfg)
     }
 }
@@ -115,7 +123,7 @@ pub struct TrainArgs {
     /// change the run (data, configuration, preset, system, seed) are refused with it.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "out", "config", "seed", "preset", "dataset", "train", "test", "labels", "data_dir",
-        "train_fraction", "system", "search",
+        "train_fraction", "system", "search", "no_search",
     ])]
     pub resume: Option<PathBuf>,
     /// Replace the run in an existing --out directory (its model stays until the new one is

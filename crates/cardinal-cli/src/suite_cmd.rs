@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use cardinal::checkpoint::write_atomic;
 use cardinal::engine::{data_dir_or_env, Engine};
-use cardinal_paper::suite::{cell_key, data_hash, entries, mean_sd, run_cell, Cell, DATASETS};
+use cardinal_paper::cell_key::suite_cell_key;
+use cardinal_paper::suite::{entries, mean_sd, run_cell, Cell, DATASETS};
 
 #[derive(Debug, clap::Args)]
 pub struct SuiteArgs {
@@ -98,10 +99,9 @@ pub fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
             .and_then(|s| s.to_str())
             .unwrap_or(spec)
             .to_string();
-        let hash = data_hash(&data);
         let mut row = BTreeMap::new();
         for entry in &systems {
-            let key = cell_key(hash, &entry.config);
+            let key = suite_cell_key(&data, &entry.config);
             let cell_dir = args.out.join(&name).join(entry.name).join(&key);
             let wanted = args.systems.is_empty() || args.systems.iter().any(|s| s == entry.name);
             if wanted {

@@ -21,6 +21,30 @@ pub fn cell_key(data: &TrainTest, cfg: &Config, protocol: Protocol) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The key of a development-suite cell, which holds every seed of one system on one dataset:
+/// the data (as [`cell_key`]), the configuration without its seed and, where the default's
+/// search applies to the training file, its candidates (also without seed), so that a change
+/// to the rule's candidates misses the cache even though the configuration reads the same.
+pub fn suite_cell_key(data: &TrainTest, cfg: &Config) -> String {
+    let unseeded = |c: &Config| {
+        let mut c = c.clone();
+        c.seed = 0;
+        serde_json::to_vec(&c).expect("serialisable")
+    };
+    let mut h = Sha256::new();
+    for ds in [&data.train, &data.test] {
+        hash_dataset(&mut h, ds);
+    }
+    h.update(unseeded(cfg));
+    let n = data.train.n_rows();
+    if cfg.search.applies(n) {
+        for candidate in cardinal::search::candidates(cfg, n) {
+            h.update(unseeded(&candidate));
+        }
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn hash_dataset(h: &mut Sha256, ds: &Dataset) {
     let x = &ds.features;
     let lens = |h: &mut Sha256, v: &[u64]| v.iter().for_each(|n| h.update(n.to_le_bytes()));
@@ -86,5 +110,33 @@ mod tests {
         let mut renamed = d.clone();
         renamed.train.label_names = vec!["a".into(); 4];
         assert_ne!(k, cell_key(&renamed, &cfg, Protocol::Fixed));
+    }
+
+    /// A suite cell holds every seed: its key ignores the seed, follows the data and the
+    /// configuration, and follows the search's candidates only where the search applies.
+    #[test]
+    fn the_suite_key_follows_data_configuration_and_candidates_not_the_seed() {
+        let d = data(30);
+        let cfg = Config::predict();
+        let k = suite_cell_key(&d, &cfg);
+        let mut seeded = cfg.clone();
+        seeded.seed = 4;
+        assert_eq!(k, suite_cell_key(&d, &seeded));
+        let mut changed = cfg.clone();
+        changed.train.lr = 0.2;
+        assert_ne!(k, suite_cell_key(&d, &changed));
+        assert_ne!(k, suite_cell_key(&data(31), &cfg));
+        let mut renamed = d.clone();
+        renamed.train.name = "elsewhere".into();
+        assert_eq!(k, suite_cell_key(&renamed, &cfg));
+        // The candidates enter the key: without the search (or above its size) it differs.
+        let mut off = cfg.clone();
+        off.search.max_rows = 0;
+        let mut above = cfg.clone();
+        above.search.max_rows = 29;
+        assert!(cfg.search.applies(30) && !above.search.applies(30));
+        let (k_off, k_above) = (suite_cell_key(&d, &off), suite_cell_key(&d, &above));
+        assert_ne!(k, k_off);
+        assert_ne!(k_off, k_above);
     }
 }

@@ -3,16 +3,16 @@
 //! `../shared/data/SUITE.md`, over seeds, with the training time and the count analysis of
 //! `eval` (the gold-count row and the count MAE).
 //!
-//! Every cell is cached under a key that hashes the data (train and test, features and labels)
-//! and the configuration without its seed, so that a changed configuration or a changed file
-//! never reads back a stale result.
+//! Every cell is cached under [`crate::cell_key::suite_cell_key`] (the data, the configuration
+//! without its seed, and the search's candidates), so that a changed configuration, rule or
+//! file never reads back a stale result.
 
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use cardinal::config::Config;
-use cardinal::data::{CsrMatrix, LabelSets, TrainTest};
+use cardinal::data::TrainTest;
 use cardinal::engine::Engine;
 use cardinal::error::Result;
 use cardinal::eval::evaluate_outputs;
@@ -110,79 +110,6 @@ pub struct Cell {
     pub config: Config,
 }
 
-/// 64-bit FNV-1a: a stable hash (the standard library's may change between releases), enough
-/// to tell one cache entry from another.
-#[derive(Debug, Clone, Copy)]
-pub struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    /// Adds `bytes`.
-    pub fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    /// Adds a length or index.
-    pub fn write_usize(&mut self, v: usize) {
-        self.write(&(v as u64).to_le_bytes());
-    }
-
-    /// The hash so far.
-    pub fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-fn hash_features(h: &mut Fnv, x: &CsrMatrix) {
-    h.write_usize(x.n_rows);
-    h.write_usize(x.n_cols);
-    x.indptr.iter().for_each(|&v| h.write_usize(v));
-    x.indices.iter().for_each(|&v| h.write(&v.to_le_bytes()));
-    x.values
-        .iter()
-        .for_each(|&v| h.write(&v.to_bits().to_le_bytes()));
-}
-
-fn hash_labels(h: &mut Fnv, y: &LabelSets) {
-    h.write_usize(y.n_rows);
-    h.write_usize(y.n_labels);
-    y.indptr.iter().for_each(|&v| h.write_usize(v));
-    y.indices.iter().for_each(|&v| h.write(&v.to_le_bytes()));
-}
-
-/// The hash of the data (train and test, features and labels), as read.
-pub fn data_hash(data: &TrainTest) -> u64 {
-    let mut h = Fnv::default();
-    for part in [&data.train, &data.test] {
-        hash_features(&mut h, &part.features);
-        hash_labels(&mut h, &part.labels);
-    }
-    h.finish()
-}
-
-/// The cache key of a cell: the data's hash and the configuration without its seed, as 16 hex
-/// digits.
-pub fn cell_key(data_hash: u64, cfg: &Config) -> String {
-    let mut unseeded = cfg.clone();
-    unseeded.seed = 0;
-    let mut h = Fnv::default();
-    h.write(&data_hash.to_le_bytes());
-    h.write(
-        serde_json::to_string(&unseeded)
-            .expect("a configuration serialises")
-            .as_bytes(),
-    );
-    format!("{:016x}", h.finish())
-}
-
 /// Trains `cfg` (its seed set) on `data.train` with `engine` and evaluates it on `data.test`.
 pub fn run_cell(engine: &Engine, data: &TrainTest, cfg: &Config) -> Result<Cell> {
     let start = Instant::now();
@@ -231,44 +158,6 @@ pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
 mod tests {
     use super::*;
     use crate::systems::tests::toy;
-
-    #[test]
-    fn the_key_follows_the_data_and_the_configuration_not_the_seed() {
-        let data = TrainTest {
-            train: toy(20, 1),
-            test: toy(10, 2),
-        };
-        let other = TrainTest {
-            train: toy(20, 3),
-            test: toy(10, 2),
-        };
-        let cfg = Config::predict();
-        let mut seeded = cfg.clone();
-        seeded.seed = 4;
-        let mut changed = cfg.clone();
-        changed.train.lr = 0.2;
-        let h = data_hash(&data);
-        assert_eq!(cell_key(h, &cfg), cell_key(h, &seeded));
-        assert_ne!(cell_key(h, &cfg), cell_key(h, &changed));
-        assert_ne!(cell_key(h, &cfg), cell_key(data_hash(&other), &cfg));
-        // A renamed dataset with the same contents is the same data.
-        let mut renamed = data.clone();
-        renamed.train.name = "elsewhere".into();
-        assert_eq!(data_hash(&renamed), h);
-    }
-
-    #[test]
-    fn fnv_matches_its_reference_values() {
-        // Published FNV-1a 64 test vectors.
-        let hash = |s: &str| {
-            let mut h = Fnv::default();
-            h.write(s.as_bytes());
-            h.finish()
-        };
-        assert_eq!(hash(""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(hash("a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(hash("foobar"), 0x8594_4171_f739_67e8);
-    }
 
     #[test]
     fn every_entry_is_a_valid_configuration_of_the_registry() {

@@ -39,7 +39,7 @@ fn resolve(
 ) -> cardinal::Result<Config> {
     let mut cfg = Config::resolve(preset, config, seed)?;
     if let Some(text) = overrides {
-        cfg = Config::from_json_over(&cfg, text)?;
+        cfg = cfg.with_overrides(text)?;
         if let Some(seed) = seed {
             cfg.seed = seed;
         }

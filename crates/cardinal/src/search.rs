@@ -13,6 +13,7 @@ use crate::data::Dataset;
 use crate::error::Result;
 use crate::runtime::WaitPolicy;
 use crate::system::System;
+use cardinal_proj::Method;
 
 /// Fewest dev rows worth early stopping on: a 5 % dev split of a small training file (7 rows
 /// of Flags' 129) decides by one or two rows, so small files hold out up to a fifth instead.
@@ -26,16 +27,22 @@ pub fn scaled_dev_fraction(configured: f64, n: usize) -> f64 {
 }
 
 /// The candidates for `cfg` on a training file of `n` rows, in order of preference (the first
-/// wins a tie): `cfg` itself, the authors' configuration (`paper`), and `paper` with 500
-/// hidden units and dropout 0.3 (`paper-wide`), each with the search off, `cfg`'s seed and split seed, and the dev fraction scaled to the file.
+/// wins a tie): `cfg` itself; the authors' configuration with the exact projection in every
+/// step (`paper-projected`; the authors' soft Dykstra steps leave `y_T` off `C(z)`, so that
+/// every candidate's output holds `Σy = z` and `y ∈ [0, 1]` exactly, as `cfg`'s does); and
+/// that with 500 hidden units and dropout 0.3 (`paper-wide`). Each has the search off,
+/// `cfg`'s seed and split seed, and the dev fraction scaled to the file.
 pub fn candidates(cfg: &Config, n: usize) -> Vec<Config> {
     let mut plain = cfg.clone();
     plain.search = SearchConfig::default();
     let mut paper = Config::paper();
+    paper.preset = "paper-projected".into();
     paper.seed = cfg.seed;
     paper.train.split_seed = cfg.train.split_seed;
     paper.train.dev_fraction = cfg.train.dev_fraction;
-    // The authors' configuration with a wider unary net held back by dropout.
+    paper.inference.train_projection = Method::Exact;
+    paper.inference.test_projection = Method::Exact;
+    // The same with a wider unary net held back by dropout.
     let mut wide = paper.clone();
     wide.preset = "paper-wide".into();
     wide.model.hidden = 500;
@@ -99,18 +106,27 @@ mod tests {
         assert_eq!(scaled_dev_fraction(0.3, 129), 0.3);
     }
 
+    /// The default searches on small files only; `paper` never does. Every candidate is
+    /// valid, searches no further and ends on `C(z)` (a final projection, or exact steps),
+    /// so that whichever is chosen holds `Σy = z` and `y ∈ [0, 1]`.
     #[test]
-    fn the_rule_applies_to_small_files_only_when_asked_for() {
-        assert!(!Config::predict().search.applies(129));
-        let mut predict = Config::predict();
-        predict.search = SearchConfig::predict();
+    fn the_rule_applies_to_small_files_and_every_candidate_projects() {
+        let predict = Config::predict();
         assert!(predict.search.applies(129) && predict.search.applies(2000));
         assert!(!predict.search.applies(4880) && !predict.search.applies(12920));
         assert!(!Config::paper().search.applies(129));
-        for c in candidates(&predict, 400) {
+        let all = candidates(&predict, 400);
+        assert_eq!(all.len(), 3);
+        assert!(predict.inference.final_projection.is_some());
+        for c in all {
             c.validate().unwrap();
             assert!(c.search.is_off());
             assert_eq!(c.train.dev_fraction, 0.2);
+            let exact_steps = c.inference.test_projection == Method::Exact;
+            assert!(exact_steps || c.inference.final_projection.is_some());
+            // A saved candidate configuration reads back as itself.
+            let text = serde_json::to_string(&c).unwrap();
+            assert_eq!(Config::resolve(None, Some(&text), None).unwrap(), c);
         }
     }
 

@@ -1,8 +1,8 @@
 //! Typed, validated configuration of a model and its training, saved next to every checkpoint.
 //!
 //! Every field has a default; [`Config::paper`] is the faithful configuration of the authors'
-//! released code (see `docs/DESIGN.md`), and it is what `cardinal train` uses unless told
-//! otherwise. One section per concern: [`ModelConfig`], [`InferenceConfig`], [`LossConfig`],
+//! released code (see `docs/DESIGN.md`), and [`Config::predict`] is what `cardinal train` uses
+//! unless told otherwise. One section per concern: [`ModelConfig`], [`InferenceConfig`], [`LossConfig`],
 //! [`TrainConfig`], [`BaselineConfig`]; each checks its own fields, and [`Config::validate`]
 //! adds the checks that span sections. A refusal reads `FIELD = VALUE is out of range:
 //! expected RANGE`. The JSON reader is strict: objects only, no unknown field, each refusal
@@ -82,7 +82,8 @@ impl Config {
     /// set, validated. The preset is `preset` when given; otherwise the one the JSON names (a
     /// saved `config.json` names its own, so that it trains again as it did even after new
     /// fields were added to the presets; the `table1-*` rows and the cardinality analysis
-    /// derive from `paper`, and so does `paper-wide`, a candidate of the default's search);
+    /// derive from `paper`, and so do `paper-projected` and `paper-wide`, candidates of the
+    /// default's search);
     /// otherwise `predict`.
     pub fn resolve(
         preset: Option<&str>,
@@ -95,22 +96,47 @@ impl Config {
         let base = match (preset, named.as_deref()) {
             (Some(p), _) => Self::preset(p)?,
             (None, Some(n)) if Self::PRESETS.contains(&n) => Self::preset(n)?,
-            // `paper-wide`: a candidate of the default's search (`crate::search`).
+            // `paper-projected`, `paper-wide`: candidates of the default's search
+            // (`crate::search`).
             (None, Some(n))
-                if n.starts_with("table1-") || n == "cardinality-only" || n == "paper-wide" =>
+                if n.starts_with("table1-")
+                    || ["cardinality-only", "paper-projected", "paper-wide"].contains(&n) =>
             {
                 Self::paper()
             }
             _ => Self::predict(),
         };
         let mut cfg = match overrides {
-            Some(text) => Self::from_json_over(&base, text)?,
+            Some(text) => base.with_overrides(text)?,
             None => base,
         };
         if let Some(seed) = seed {
             cfg.seed = seed;
         }
         cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The user's JSON `text` read over `self` ([`Config::from_json_over`]), with one rule
+    /// more: a text that sets a hyper-parameter (any field but `preset`, `seed`, `system` and
+    /// `search`) turns the default's search off unless it names `search` itself. The search's
+    /// candidates are fixed configurations, so it would otherwise replace what the user set
+    /// (`{"model": {"hidden": 32}}` trained with 500 units); a saved `config.json` names
+    /// `search` whenever it was on, so it trains again as it did.
+    pub fn with_overrides(&self, text: &str) -> Result<Self> {
+        let mut cfg = Self::from_json_over(self, text)?;
+        let user: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| Error::Config(format!("invalid configuration: {e}")))?;
+        let keys: Vec<&str> = user
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let sets_hyper_parameters = keys
+            .iter()
+            .any(|k| !["preset", "seed", "system", "search"].contains(k));
+        if sets_hyper_parameters && !keys.contains(&"search") {
+            cfg.search = SearchConfig::default();
+        }
         Ok(cfg)
     }
 

@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::check::count;
 use crate::error::Result;
 
-/// When and how the rule searches. Off (`max_rows = 0`) in every preset; `--search` (or
-/// [`SearchConfig::predict`]) turns it on.
+/// When and how the rule searches: on in the `predict` preset ([`SearchConfig::predict`]),
+/// off (`max_rows = 0`) in `paper`, with `--no-search`, and when a configuration sets
+/// hyper-parameters of its own ([`crate::Config::with_overrides`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SearchConfig {
@@ -21,7 +22,7 @@ pub struct SearchConfig {
 }
 
 impl SearchConfig {
-    /// The rule's settings when asked for (`--search`).
+    /// The rule's settings in the `predict` preset (and with `--search`).
     pub fn predict() -> Self {
         Self {
             max_rows: 2000,

@@ -23,6 +23,31 @@ fn json_over_a_preset_keeps_the_preset() {
     assert!(err.contains("train.lr"), "{err}");
 }
 
+/// A configuration that sets hyper-parameters turns the default's search off (its candidates
+/// would replace them) unless it names `search`; seed, system and preset alone keep it.
+#[test]
+fn hyper_parameters_turn_the_search_off_unless_it_is_named() {
+    let predict = Config::predict();
+    assert!(!predict.search.is_off());
+    let off = predict
+        .with_overrides(r#"{"model": {"hidden": 32}}"#)
+        .unwrap();
+    assert!(off.search.is_off() && off.model.hidden == 32);
+    let kept = predict
+        .with_overrides(r#"{"seed": 3, "system": "pnc", "preset": "predict"}"#)
+        .unwrap();
+    assert_eq!(kept.search, predict.search);
+    let named = predict
+        .with_overrides(r#"{"threshold": 0.4, "search": {"max_rows": 500}}"#)
+        .unwrap();
+    assert_eq!(named.search.max_rows, 500);
+    let cfg = Config::resolve(None, Some(r#"{"train": {"epochs": 3}}"#), None).unwrap();
+    assert!(cfg.search.is_off() && cfg.preset == "predict");
+    // A saved configuration names its search when it was on.
+    let saved = serde_json::to_string(&predict).unwrap();
+    assert_eq!(Config::resolve(None, Some(&saved), None).unwrap(), predict);
+}
+
 #[test]
 fn partial_json_keeps_defaults() {
     let cfg = Config::from_json(r#"{"inference": {"steps": 7}}"#).unwrap();
