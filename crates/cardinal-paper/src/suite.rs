@@ -157,7 +157,6 @@ pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::systems::tests::toy;
 
     #[test]
     fn every_entry_is_a_valid_configuration_of_the_registry() {
