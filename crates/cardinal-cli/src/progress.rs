@@ -233,6 +233,38 @@ impl TrainProgress {
                     bar.set_message(format!("epoch {epoch} loss {loss:.4}{eta}"));
                 }
             }
+            Event::Searching {
+                candidates,
+                folds,
+                rows,
+            } => {
+                if !self.quiet && log::format() == LogFormat::Text {
+                    eprintln!(
+                        "search: {candidates} candidate configurations, {folds}-fold CV on the {rows} training rows (--no-search trains `predict` as it is)"
+                    );
+                }
+            }
+            Event::Searched {
+                scores,
+                folds,
+                chosen,
+            } => {
+                if self.quiet {
+                    return;
+                }
+                let line = cardinal::search::summary(scores, folds, chosen);
+                match (&self.bar, log::format()) {
+                    (Some(bar), _) => bar.println(line),
+                    (None, LogFormat::Text) => eprintln!("{line}"),
+                    (None, LogFormat::Json) => tracing::info!(
+                        target: PROGRESS_TARGET,
+                        event = "search",
+                        chosen,
+                        folds,
+                        "{line}"
+                    ),
+                }
+            }
             Event::Epoch(rec) => {
                 self.epoch_seconds
                     .push(self.epoch_start.elapsed().as_secs_f64());

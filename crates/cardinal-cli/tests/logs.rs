@@ -202,3 +202,54 @@ fn threads_are_accepted_before_and_after_the_subcommand_and_wait_only_where_it_t
         "{help}"
     );
 }
+
+/// On a small training file the search says what it is doing and what it chose; `--no-search`
+/// and `--quiet` silence it, and asking for both `--search` and `--no-search` is refused.
+#[test]
+fn the_search_reports_its_candidates_and_its_choice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("small.svm");
+    let mut text = String::new();
+    for r in 0..60 {
+        let (a, b) = (r % 10 + 1, (r * 7 + 3) % 10 + 1);
+        let labels = format!("{},{}", a % 4, b % 4);
+        text.push_str(&format!("{labels} {}:1 {}:1\n", a.min(b), a.max(b) + 10));
+    }
+    std::fs::write(&data, text).unwrap();
+    let d = data.to_str().unwrap();
+    let (model, o) = train(tmp.path(), "s", &["--dataset", d, "--search"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("search: 3 candidate configurations, 3-fold CV on the 48 training rows"),
+        "{err}"
+    );
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("search: 3-fold CV example-F1 predict "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let chosen = line.rsplit("; training ").next().unwrap();
+    let saved = std::fs::read_to_string(model.join("config.json")).unwrap();
+    assert!(
+        saved.contains(&format!("\"preset\": \"{chosen}\"")),
+        "{line}\n{saved}"
+    );
+    // A configuration file that sets hyper-parameters turns the search off by itself.
+    let (_, o) = train(tmp.path(), "n", &["--dataset", d]);
+    assert!(!stderr(&o).contains("search:"), "{}", stderr(&o));
+    let (_, o) = train(tmp.path(), "q", &["--dataset", d, "--search", "--quiet"]);
+    assert!(!stderr(&o).contains("search:"), "{}", stderr(&o));
+    let o = cardinal(&[
+        "train",
+        "--dataset",
+        d,
+        "--search",
+        "--no-search",
+        "--out",
+        "x",
+    ]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("--no-search"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -86,6 +86,18 @@ fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
             epoch, batch, loss, ..
         } if verbose >= 2 => Some(format!("  epoch {epoch} batch {batch}: loss {loss:.4}")),
         Event::Batch { .. } => None,
+        Event::Searching {
+            candidates,
+            folds,
+            rows,
+        } => Some(format!(
+            "search: {candidates} candidate configurations, {folds}-fold CV on the {rows} rows (search=False trains the configuration as it is)"
+        )),
+        Event::Searched {
+            scores,
+            folds,
+            chosen,
+        } => Some(cardinal::search::summary(scores, *folds, chosen)),
     }
 }
 

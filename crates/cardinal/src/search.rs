@@ -13,6 +13,7 @@ use crate::data::Dataset;
 use crate::error::Result;
 use crate::runtime::WaitPolicy;
 use crate::system::System;
+use crate::train::Event;
 use cardinal_proj::Method;
 
 /// Fewest dev rows worth early stopping on: a 5 % dev split of a small training file (7 rows
@@ -61,12 +62,21 @@ pub fn choose(
     train: &Dataset,
     cfg: Config,
     wait: WaitPolicy,
+    on_event: &mut dyn FnMut(Event),
 ) -> Result<Config> {
     if !cfg.search.applies(train.n_rows()) {
         return Ok(cfg);
     }
+    let folds = cfg.search.folds;
+    let mut scores = Vec::new();
     let mut best: Option<(f64, Config)> = None;
-    for candidate in candidates(&cfg, train.n_rows()) {
+    let all = candidates(&cfg, train.n_rows());
+    on_event(Event::Searching {
+        candidates: all.len(),
+        folds,
+        rows: train.n_rows(),
+    });
+    for candidate in all {
         let report = cross_validate(
             system,
             train,
@@ -82,6 +92,7 @@ pub fn choose(
             report.mean_example_f1,
             cfg.search.folds
         );
+        scores.push((candidate.preset.clone(), report.mean_example_f1));
         if best
             .as_ref()
             .is_none_or(|(score, _)| report.mean_example_f1 > *score)
@@ -89,7 +100,26 @@ pub fn choose(
             best = Some((report.mean_example_f1, candidate));
         }
     }
-    Ok(best.map_or(cfg, |(_, c)| c))
+    let chosen = best.map_or(cfg, |(_, c)| c);
+    on_event(Event::Searched {
+        scores: &scores,
+        folds,
+        chosen: &chosen.preset,
+    });
+    Ok(chosen)
+}
+
+/// The search's choice in one line, as the front ends print it:
+/// `search: 3-fold CV example-F1 predict 63.10, paper-projected 66.02, ...; training paper-wide`.
+pub fn summary(scores: &[(String, f64)], folds: usize, chosen: &str) -> String {
+    let all: Vec<String> = scores
+        .iter()
+        .map(|(name, f1)| format!("{name} {f1:.2}"))
+        .collect();
+    format!(
+        "search: {folds}-fold CV example-F1 {}; training {chosen}",
+        all.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -171,19 +201,37 @@ mod tests {
         let mut off = cfg.clone();
         off.search.max_rows = 0;
         assert_eq!(
-            choose(&Pnc, &data, off.clone(), WaitPolicy::Active).unwrap(),
+            choose(&Pnc, &data, off.clone(), WaitPolicy::Active, &mut |_| {}).unwrap(),
             off
         );
         let mut above = cfg.clone();
         above.search.max_rows = 59;
         assert_eq!(
-            choose(&Pnc, &data, above.clone(), WaitPolicy::Active).unwrap(),
+            choose(&Pnc, &data, above.clone(), WaitPolicy::Active, &mut |_| {}).unwrap(),
             above
         );
-        let chosen = choose(&Pnc, &data, cfg.clone(), WaitPolicy::Active).unwrap();
+        let mut told = None;
+        let chosen = choose(&Pnc, &data, cfg.clone(), WaitPolicy::Active, &mut |e| {
+            if let Event::Searched {
+                scores,
+                folds,
+                chosen,
+            } = e
+            {
+                told = Some((scores.to_vec(), folds, chosen.to_string()));
+            }
+        })
+        .unwrap();
         assert!(candidates(&cfg, 60).contains(&chosen));
+        // The event names every candidate's score and the one chosen, the best.
+        let (scores, folds, name) = told.expect("a Searched event");
+        assert_eq!((folds, name.as_str()), (3, chosen.preset.as_str()));
+        let names: Vec<&str> = scores.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["predict", "paper-projected", "paper-wide"]);
+        let best = scores.iter().map(|s| s.1).fold(f64::MIN, f64::max);
+        assert_eq!(scores.iter().find(|s| s.0 == name).unwrap().1, best);
         assert_eq!(
-            choose(&Pnc, &data, cfg, WaitPolicy::Active).unwrap(),
+            choose(&Pnc, &data, cfg, WaitPolicy::Active, &mut |_| {}).unwrap(),
             chosen
         );
     }

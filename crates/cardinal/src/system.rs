@@ -85,7 +85,7 @@ impl System for Pnc {
                 self.validate(&cfg)?;
                 // The default's data-dependent rule: on a small file, the configuration
                 // that cross-validates best on it (unchanged otherwise).
-                let cfg = crate::search::choose(self, train, cfg, hooks.wait)?;
+                let cfg = crate::search::choose(self, train, cfg, hooks.wait, hooks.on_event)?;
                 TrainState::new(train, &cfg)?
             }
             Start::Resume(state) => *state,

@@ -55,6 +55,25 @@ pub enum Event<'a> {
     },
     /// An epoch finished.
     Epoch(&'a EpochRecord),
+    /// The default's search (`crate::search`) starts to cross-validate its candidates.
+    Searching {
+        /// Candidates it scores.
+        candidates: usize,
+        /// Folds of the cross-validation.
+        folds: usize,
+        /// Rows of the training file.
+        rows: usize,
+    },
+    /// The default's search (`crate::search`) scored its candidates and chose one, before
+    /// the chosen configuration trains.
+    Searched {
+        /// Each candidate's preset name and mean cross-validated example-F1, in order.
+        scores: &'a [(String, f64)],
+        /// Folds of the cross-validation.
+        folds: usize,
+        /// The preset name of the candidate that trains.
+        chosen: &'a str,
+    },
 }
 
 /// A trained model with its history.
