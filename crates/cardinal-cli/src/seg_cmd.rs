@@ -35,6 +35,9 @@ pub struct SegArgs {
     /// Weight λ of the count loss (>= 0).
     #[arg(long, default_value_t = 1.0)]
     pub count_weight: f64,
+    /// Terms K of the global energy over Y (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub energy: usize,
     /// Epochs, 1..=1000.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub epochs: u32,
@@ -81,6 +84,7 @@ pub fn run(engine: &Engine, a: &SegArgs) -> Result<()> {
         steps: a.steps as usize,
         eta: positive("--eta", a.eta, false)?,
         count_weight: positive("--count-weight", a.count_weight, true)?,
+        energy: a.energy,
         epochs: a.epochs as usize,
         batch: a.batch as usize,
         lr: positive("--lr", a.lr, false)?,
@@ -101,6 +105,7 @@ pub fn run(engine: &Engine, a: &SegArgs) -> Result<()> {
         "method": a.method.name(),
         "rounds": a.rounds,
         "steps": a.steps,
+        "energy": a.energy,
         "seed": a.seed,
         "train_seconds": train_seconds,
         "test": metrics,

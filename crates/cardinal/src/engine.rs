@@ -50,8 +50,10 @@ use crate::train::{EpochRecord, Event, TrainState, Trained};
 
 mod data_spec;
 mod segment;
+mod segment_run;
 
-pub use data_spec::{data_dir_or_env, DataSpec};
+pub use data_spec::{data_dir_or_env, DataSpec, MultiTargetFiles};
+pub use segment_run::{SegOutcome, SegRun};
 
 /// Rows per inference batch.
 pub const PREDICT_BATCH: usize = 256;
@@ -115,6 +117,18 @@ impl Checkpoints {
     /// costs far more than the README's main job can afford after every epoch (see
     /// docs/RESULTS.md, "Reliability").
     pub const DEFAULT: Self = Self::AtMostEvery(std::time::Duration::from_secs(30));
+}
+
+impl Checkpoints {
+    /// Whether a checkpoint is due after an epoch, the last one written at `last` (or the run
+    /// started then).
+    pub fn due(self, last: std::time::Instant) -> bool {
+        match self {
+            Checkpoints::Never => false,
+            Checkpoints::EveryEpoch => true,
+            Checkpoints::AtMostEvery(every) => last.elapsed() >= every,
+        }
+    }
 }
 
 impl Default for Checkpoints {
@@ -466,12 +480,7 @@ impl Engine {
         let trained_on = TrainedOn::of(&data.train).with_notes(&notes);
         let mut last_checkpoint = std::time::Instant::now();
         let mut after_epoch = |st: &TrainState| -> Result<()> {
-            let due = match checkpoints {
-                Checkpoints::Never => false,
-                Checkpoints::EveryEpoch => true,
-                Checkpoints::AtMostEvery(every) => last_checkpoint.elapsed() >= every,
-            };
-            if due {
+            if checkpoints.due(last_checkpoint) {
                 checkpoint::save_state(&dir, st, &trained_on)?;
                 tracing::debug!(dir = %dir.display(), epochs_run = st.epochs_run(), "checkpoint written");
                 last_checkpoint = std::time::Instant::now();

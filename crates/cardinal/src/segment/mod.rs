@@ -9,7 +9,8 @@
 //! * **`T` unrolled projected ascent steps** on the linear score `⟨S, Y⟩`:
 //!   `Y_0 = 1/M`, `Y_{t+1} = P(Y_t + η S; z)` with `P` a projection onto
 //!   `{Y ≥ 0, Y1 = 1, Yᵀ1 = z}` from [`cardinal_proj::matrix`] (exact, the paper's Dykstra, or
-//!   Sinkhorn); no global energy term yet;
+//!   Sinkhorn), optionally with a global energy `E(Y) = Σ_k w_k softplus(⟨B_k, Y⟩)` whose
+//!   gradient joins the score, `Y_{t+1} = P(Y_t + η(S + ∇E(Y_t)); z)` ([`energy`]);
 //! * **loss**: one minus the soft intersection-over-union averaged over classes (the relaxed
 //!   mean IoU, the metric itself, as the binary model trains on a relaxed F1), plus
 //!   `λ Σ_j (z_j/L − n_j/L)²` on the counts. Cross-entropy was not chosen because the Euclidean
@@ -22,6 +23,8 @@
 //! `predict_segmentation`, `save_segmentation`, `load_segmentation`); a model directory
 //! ([`saved`]) records `"labels": "multi_target"` so that `eval` and `predict` dispatch on it.
 
+pub mod checkpoint;
+pub mod energy;
 pub mod eval;
 pub mod model;
 pub mod predict;
@@ -33,4 +36,4 @@ pub use eval::{evaluate, SegMetrics};
 pub use model::{Mode, SegModel};
 pub use predict::{predict_rows, SegRow};
 pub use saved::SegMeta;
-pub use train::{fit, SegConfig};
+pub use train::{fit, SegConfig, SegEpoch, SegState};
