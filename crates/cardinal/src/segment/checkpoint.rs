@@ -1,5 +1,5 @@
 //! Resumable checkpoints of a multi-target (Section 6) run, through the binary runs'
-//! machinery ([`crate::checkpoint::write_checkpoint`]): `<dir>/checkpoints/epoch-NNNN` holds
+//! machinery (`checkpoint::write_checkpoint`): `<dir>/checkpoints/epoch-NNNN` holds
 //! the model directory of the state ([`super::saved`]), Adam's moments
 //! (`optimizer.safetensors`, `F64`) and `progress.json` (Adam's step count and the epochs'
 //! records); `LATEST` names the newest complete one.
