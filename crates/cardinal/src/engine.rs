@@ -381,14 +381,7 @@ impl Engine {
         let (data, notes) = spec.load_noted()?;
         require_rows(&data.train)?;
         log_data(&data);
-        let existing = if replace {
-            Existing::Replace
-        } else {
-            Existing::Refuse
-        };
-        let lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
-        let json = serde_json::to_string_pretty(spec).expect("serialisable");
-        write_atomic(&dir.join(RUN_FILE), json.as_bytes())?;
+        let lock = open_new_run(dir, spec, replace)?;
         Ok(PreparedRun {
             dir: dir.to_path_buf(),
             data,
@@ -400,13 +393,7 @@ impl Engine {
 
     /// Reopens the interrupted run in `dir` at its latest checkpoint, with the same data.
     pub fn resume_run(&self, dir: &Path) -> Result<PreparedRun> {
-        let lock = run_dir::prepare(dir, Existing::Continue, &[])?;
-        let spec = read_run_spec(dir)?.ok_or_else(|| {
-            Error::io(
-                dir.join(RUN_FILE),
-                std::io::Error::from(std::io::ErrorKind::NotFound),
-            )
-        })?;
+        let (lock, spec) = reopen_run(dir)?;
         let (data, notes) = spec.load_noted()?;
         log_data(&data);
         let (state, meta) = checkpoint::load_state(dir)?;
@@ -547,6 +534,33 @@ fn require_rows(train: &Dataset) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Creates (or, with `replace`, clears) the run directory `dir`, locks it and records the data
+/// source `spec` in its `run.json`. A directory that already holds a run is refused unless
+/// `replace`.
+fn open_new_run(dir: &Path, spec: &DataSpec, replace: bool) -> Result<RunLock> {
+    let existing = if replace {
+        Existing::Replace
+    } else {
+        Existing::Refuse
+    };
+    let lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
+    let json = serde_json::to_string_pretty(spec).expect("serialisable");
+    write_atomic(&dir.join(RUN_FILE), json.as_bytes())?;
+    Ok(lock)
+}
+
+/// Locks the existing run directory `dir` to continue its run, and reads its data source.
+fn reopen_run(dir: &Path) -> Result<(RunLock, DataSpec)> {
+    let lock = run_dir::prepare(dir, Existing::Continue, &[])?;
+    let spec = read_run_spec(dir)?.ok_or_else(|| {
+        Error::io(
+            dir.join(RUN_FILE),
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    })?;
+    Ok((lock, spec))
 }
 
 /// The data source a run directory records in `run.json`, if it has one.

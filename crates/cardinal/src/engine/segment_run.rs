@@ -6,12 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{read_run_spec, Checkpoints, DataSpec, Engine, MultiTargetFiles};
+use super::{open_new_run, reopen_run, Checkpoints, DataSpec, Engine, MultiTargetFiles};
 use super::{EVAL_FILE, METRICS_FILE, RUN_FILE};
 use crate::checkpoint::{self, write_atomic, LabelStructure};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::{Error, Result};
-use crate::run_dir::{self, Existing, RunLock};
+use crate::run_dir::RunLock;
 use crate::segment::checkpoint as seg_checkpoint;
 use crate::segment::train::{fit_from, start, SegEpoch, SegState};
 use crate::segment::{SegConfig, SegMetrics, SegModel};
@@ -102,14 +102,7 @@ impl Engine {
             return Err(Error::Config(format!("{}: no training rows", train.name)));
         }
         let state = start(&train, &cfg)?;
-        let existing = if replace {
-            Existing::Replace
-        } else {
-            Existing::Refuse
-        };
-        let lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
-        let json = serde_json::to_string_pretty(spec).expect("serialisable");
-        write_atomic(&dir.join(RUN_FILE), json.as_bytes())?;
+        let lock = open_new_run(dir, spec, replace)?;
         Ok(SegRun {
             dir: dir.to_path_buf(),
             train,
@@ -123,13 +116,7 @@ impl Engine {
     /// Reopens the interrupted multi-target run in `dir` at its latest checkpoint, with the
     /// same data and configuration.
     pub fn resume_segmentation_run(&self, dir: &Path) -> Result<SegRun> {
-        let lock = run_dir::prepare(dir, Existing::Continue, &[])?;
-        let spec = read_run_spec(dir)?.ok_or_else(|| {
-            Error::io(
-                dir.join(RUN_FILE),
-                std::io::Error::from(std::io::ErrorKind::NotFound),
-            )
-        })?;
+        let (lock, spec) = reopen_run(dir)?;
         let files = spec
             .multi_target_files()?
             .ok_or_else(|| Error::Checkpoint {
