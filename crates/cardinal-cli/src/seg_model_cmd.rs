@@ -84,7 +84,7 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     let (train, test) = (&run.train, &run.test);
     crate::log::note(&format!(
         "{}: {} train / {} test rows, {} positions, {} classes (multi-target); mode {}, \
-         projection {}, energy {}, seed {}, {} threads",
+         projection {}, energy {}, grid energy {}, seed {}, {} threads",
         train.name,
         train.n_rows(),
         test.n_rows(),
@@ -93,6 +93,7 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
         cfg.mode.name(),
         cfg.proj.method.name(),
         cfg.energy,
+        cfg.grid_energy,
         cfg.seed,
         rayon::current_num_threads()
     ));
@@ -114,6 +115,7 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
             "rounds": cfg.proj.rounds,
             "steps": cfg.steps,
             "energy": cfg.energy,
+            "grid_energy": cfg.grid_energy,
             "seed": cfg.seed,
             "train_seconds": train_seconds,
             "test": outcome.metrics,
@@ -162,17 +164,31 @@ pub fn is_multi_target(engine: &Engine, dir: &Path) -> bool {
 /// `cardinal eval --model DIR --data FILE` on a multi-target model: its metrics on every row
 /// of FILE.
 pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
-    let Some(data) = &args.data else {
-        bail!(
-            "{} holds a multi-target model: pass --data FILE (a multi-target ARFF file)",
-            args.model.display()
-        );
-    };
     if args.dev_threshold {
         bail!("--dev-threshold applies to binary multi-label models only");
     }
     let (model, _, meta) = engine.load_segmentation(&args.model)?;
-    let test = engine.read_multi_target(Path::new(data))?;
+    let test = match &args.data {
+        Some(data) => engine.read_multi_target(Path::new(data))?,
+        // The run's own data, split as its training split it.
+        None => {
+            let Some((train, test)) = engine.segmentation_run_data(&args.model)? else {
+                bail!(
+                    "{} holds a multi-target model that records no data source: pass --data \
+                     FILE (a multi-target ARFF file)",
+                    args.model.display()
+                );
+            };
+            match args.split.as_str() {
+                "train" => train,
+                "test" => test,
+                other => bail!(
+                    "--split {other} applies to binary multi-label models only (a multi-target \
+                     run holds out no dev rows)"
+                ),
+            }
+        }
+    };
     meta.check_data(&test)?;
     let metrics = engine.evaluate_segmentation(&model, &test)?;
     let json = serde_json::to_string_pretty(&metrics)?;

@@ -56,6 +56,13 @@ fn a_saved_multi_target_model_is_evaluated_and_predicted_through_eval_and_predic
     let eval: serde_json::Value = serde_json::from_str(&eval).unwrap();
     assert_eq!(eval["mean_iou"], seg["test"]["mean_iou"]);
     assert_eq!(eval["class_iou"], seg["test"]["class_iou"]);
+    // Without --data: the run's own test data, from its run.json.
+    let own = stdout(&cardinal(&["eval", "--model", model_s, "--json", "-"]));
+    let own: serde_json::Value = serde_json::from_str(&own).unwrap();
+    assert_eq!(own["class_iou"], seg["test"]["class_iou"]);
+    let o = cardinal(&["eval", "--model", model_s, "--split", "dev"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--split dev applies to binary"));
 
     // predict: one line per row, a class in 0..3 at each of the 16 positions, sizes summing
     // to 16.
@@ -139,7 +146,7 @@ fn a_resumed_multi_target_run_is_bit_identical_to_an_uninterrupted_one() {
     let config = |epochs: usize| {
         let p = dir.join(format!("cfg{epochs}.json"));
         let text = format!(
-            r#"{{"multi_target": {{"epochs": {epochs}, "energy": 3, "batch": 7, "steps": 3}}}}"#
+            r#"{{"multi_target": {{"epochs": {epochs}, "energy": 3, "grid_energy": true, "batch": 7, "steps": 3}}}}"#
         );
         std::fs::write(&p, text).unwrap();
         p.to_str().unwrap().to_string()

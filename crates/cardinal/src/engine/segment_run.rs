@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{open_new_run, reopen_run, Checkpoints, DataSpec, Engine, MultiTargetFiles};
+use super::{
+    open_new_run, read_run_spec, reopen_run, Checkpoints, DataSpec, Engine, MultiTargetFiles,
+};
 use super::{EVAL_FILE, METRICS_FILE, RUN_FILE};
 use crate::checkpoint::{self, write_atomic, LabelStructure};
 use crate::data::multi_target::MultiTargetDataset;
@@ -71,6 +73,36 @@ impl Engine {
         }
     }
 
+    /// The train and test data the multi-target run in `dir` trained on, read from the data
+    /// source its `run.json` records and split as it was; `None` without `run.json`.
+    pub fn segmentation_run_data(
+        &self,
+        dir: &Path,
+    ) -> Result<Option<(MultiTargetDataset, MultiTargetDataset)>> {
+        match read_run_spec(dir)? {
+            Some(spec) => self.recorded_data(dir, &spec).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The data of `spec`, which the run directory `dir` records, named in errors.
+    fn recorded_data(
+        &self,
+        dir: &Path,
+        spec: &DataSpec,
+    ) -> Result<(MultiTargetDataset, MultiTargetDataset)> {
+        let files = spec
+            .multi_target_files()?
+            .ok_or_else(|| Error::Checkpoint {
+                path: dir.join(RUN_FILE),
+                message: format!(
+                    "the data it records (`{}`) is not multi-target data (any more)",
+                    spec.dataset
+                ),
+            })?;
+        self.read_multi_target_files(&files, spec.train_fraction)
+    }
+
     /// Whether the run directory `dir` holds a multi-target run: what its latest checkpoint
     /// (or, without one, its model) records. `false` when neither says (the binary path then
     /// reports what is missing).
@@ -117,16 +149,7 @@ impl Engine {
     /// same data and configuration.
     pub fn resume_segmentation_run(&self, dir: &Path) -> Result<SegRun> {
         let (lock, spec) = reopen_run(dir)?;
-        let files = spec
-            .multi_target_files()?
-            .ok_or_else(|| Error::Checkpoint {
-                path: dir.join(RUN_FILE),
-                message: format!(
-                    "the data it records (`{}`) is no longer multi-target data",
-                    spec.dataset
-                ),
-            })?;
-        let (train, test) = self.read_multi_target_files(&files, spec.train_fraction)?;
+        let (train, test) = self.recorded_data(dir, &spec)?;
         let (state, config, meta) = seg_checkpoint::load_state(dir)?;
         meta.check_data(&train)?;
         tracing::info!(

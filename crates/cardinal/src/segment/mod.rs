@@ -10,7 +10,9 @@
 //!   `Y_0 = 1/M`, `Y_{t+1} = P(Y_t + η S; z)` with `P` a projection onto
 //!   `{Y ≥ 0, Y1 = 1, Yᵀ1 = z}` from [`cardinal_proj::matrix`] (exact, the paper's Dykstra, or
 //!   Sinkhorn), optionally with a global energy `E(Y) = Σ_k w_k softplus(⟨B_k, Y⟩)` whose
-//!   gradient joins the score, `Y_{t+1} = P(Y_t + η(S + ∇E(Y_t)); z)` ([`energy`]);
+//!   gradient joins the score, `Y_{t+1} = P(Y_t + η(S + ∇E(Y_t)); z)` ([`energy`]), and
+//!   optionally a pairwise energy between the 4-neighbours of an image grid
+//!   ([`grid_energy`]);
 //! * **loss**: one minus the soft intersection-over-union averaged over classes (the relaxed
 //!   mean IoU, the metric itself, as the binary model trains on a relaxed F1), plus
 //!   `λ Σ_j (z_j/L − n_j/L)²` on the counts. Cross-entropy was not chosen because the Euclidean
@@ -26,6 +28,7 @@
 pub mod checkpoint;
 pub mod energy;
 pub mod eval;
+pub mod grid_energy;
 pub mod model;
 pub mod predict;
 pub mod saved;

@@ -1,6 +1,7 @@
 //! The Section 6 model on one image: forward pass, loss and gradient.
 
 use super::energy::{EnergyTape, GlobalEnergy};
+use super::grid_energy::GridEnergy;
 use cardinal_proj::matrix::{AnyMatrixProjector, AnyMatrixTape, MatrixProjector};
 use cardinal_proj::ProjError;
 
@@ -43,6 +44,8 @@ pub struct SegModel {
     pub c: Vec<f64>,
     /// The optional global energy over `Y` (no terms: none).
     pub energy: GlobalEnergy,
+    /// The optional pairwise energy of an image grid.
+    pub grid: Option<GridEnergy>,
     /// Unrolled steps `T`.
     pub steps: usize,
     /// Step size `η`.
@@ -68,6 +71,8 @@ pub struct Grads {
     pub c: Vec<f64>,
     /// `∂ℓ/∂B` and `∂ℓ/∂w` of the global energy.
     pub energy: GlobalEnergy,
+    /// `∂ℓ/∂C` of the grid energy (empty without it).
+    pub grid: Vec<f64>,
 }
 
 impl Grads {
@@ -80,6 +85,7 @@ impl Grads {
             .chain(&self.c)
             .chain(&self.energy.b)
             .chain(&self.energy.w)
+            .chain(&self.grid)
     }
 }
 
@@ -88,6 +94,8 @@ impl Grads {
 struct UnrollTape {
     proj: Vec<AnyMatrixTape<f64>>,
     energy: Vec<EnergyTape>,
+    /// `Y_t` of each step, for the grid energy.
+    ys: Vec<Vec<f64>>,
 }
 
 /// What the forward pass of one image yields.
@@ -156,6 +164,7 @@ impl SegModel {
             v: vec![0.0; classes * channels],
             c: vec![0.0; classes],
             energy: GlobalEnergy::default(),
+            grid: None,
             steps: 5,
             eta: 1.0,
             count_weight: 1.0,
@@ -246,6 +255,15 @@ impl SegModel {
         y.resize(s.len(), 1.0 / m as f64);
         tape.proj.resize_with(self.steps, Default::default);
         tape.energy.clear();
+        tape.ys.clear();
+        if let Some(grid) = &self.grid {
+            if grid.side * grid.side * m != s.len() {
+                return Err(ProjError::LengthMismatch {
+                    input: s.len(),
+                    output: grid.side * grid.side * m,
+                });
+            }
+        }
         let mut a = vec![0.0; s.len()];
         for proj_tape in tape.proj.iter_mut() {
             a.iter_mut()
@@ -253,6 +271,10 @@ impl SegModel {
                 .for_each(|(a, (y, s))| *a = y + self.eta * s);
             if energy {
                 tape.energy.push(self.energy.add_grad(y, self.eta, &mut a));
+            }
+            if let Some(grid) = &self.grid {
+                grid.add_apply(y, self.eta, &mut a);
+                tape.ys.push(y.clone());
             }
             self.proj.forward(&a, m, z, y, proj_tape)?;
         }
@@ -303,6 +325,9 @@ impl SegModel {
                         self.energy
                             .backward(et, &ga, self.eta, &mut gy, &mut grads.energy);
                     }
+                    if let (Some(grid), Some(yt)) = (&self.grid, tape.ys.get(t)) {
+                        grid.backward(yt, &ga, self.eta, &mut gy, &mut grads.grid);
+                    }
                 }
                 if self.mode == Mode::Predicted {
                     let (p, mean) = self.count_probs(x);
@@ -351,6 +376,10 @@ impl SegModel {
                 self.energy.terms(),
                 self.energy.b.len() / self.energy.terms().max(1),
             ),
+            grid: self
+                .grid
+                .as_ref()
+                .map_or(Vec::new(), |g| vec![0.0; g.c.len()]),
         }
     }
 
@@ -364,6 +393,7 @@ impl SegModel {
             .chain(self.c.iter_mut())
             .chain(self.energy.b.iter_mut())
             .chain(self.energy.w.iter_mut())
+            .chain(self.grid.iter_mut().flat_map(|g| g.c.iter_mut()))
     }
 
     /// Number of parameters.
@@ -374,6 +404,7 @@ impl SegModel {
             + self.c.len()
             + self.energy.b.len()
             + self.energy.w.len()
+            + self.grid.as_ref().map_or(0, |g| g.c.len())
     }
 }
 
@@ -409,13 +440,15 @@ mod tests {
         let x = normals(1, l * c);
         let gold: Vec<u32> = (0..l as u32).map(|p| (p * 7 + 1) % m as u32).collect();
         let modes = [
-            (Mode::Unary, 0),
-            (Mode::Predicted, 0),
-            (Mode::Gold, 0),
-            (Mode::Predicted, 2),
-            (Mode::Gold, 2),
+            (Mode::Unary, 0, false),
+            (Mode::Predicted, 0, false),
+            (Mode::Gold, 0, false),
+            (Mode::Predicted, 2, false),
+            (Mode::Gold, 2, false),
+            (Mode::Predicted, 0, true),
+            (Mode::Gold, 2, true),
         ];
-        for (mode, terms) in modes {
+        for (mode, terms, grid) in modes {
             for method in [
                 MatrixMethod::Exact,
                 MatrixMethod::Dykstra,
@@ -435,19 +468,25 @@ mod tests {
                     b: normals(5, terms * l * m),
                     w: normals(6, terms).iter().map(|v| 3.0 * v).collect(),
                 };
+                if grid {
+                    let mut g = GridEnergy::zeros(l, m).unwrap();
+                    g.c = normals(7, m * m).iter().map(|v| 2.0 * v).collect();
+                    model.grid = Some(g);
+                }
                 let mut g = model.zero_grads();
                 let with = model.loss_and_grad(&x, &gold, &mut g).unwrap();
                 let loss = |mm: &SegModel| {
                     let mut sink = mm.zero_grads();
                     mm.loss_and_grad(&x, &gold, &mut sink).unwrap()
                 };
-                if terms > 0 {
+                if terms > 0 || grid {
                     let mut without = model.clone();
                     without.energy = GlobalEnergy::default();
+                    without.grid = None;
                     assert!((loss(&without) - with).abs() > 1e-3, "{mode:?} {method}");
                 }
                 let h = 1e-6;
-                let fields: [(Field, &Vec<f64>); 6] = [
+                let mut fields: Vec<(Field, &Vec<f64>)> = vec![
                     (|m| &mut m.w, &g.w),
                     (|m| &mut m.b, &g.b),
                     (|m| &mut m.v, &g.v),
@@ -455,6 +494,9 @@ mod tests {
                     (|m| &mut m.energy.b, &g.energy.b),
                     (|m| &mut m.energy.w, &g.energy.w),
                 ];
+                if grid {
+                    fields.push((|m| &mut m.grid.as_mut().expect("a grid").c, &g.grid));
+                }
                 for (f, grad) in fields {
                     for k in 0..grad.len() {
                         let (mut up, mut dn) = (model.clone(), model.clone());
@@ -463,7 +505,7 @@ mod tests {
                         let fd = (loss(&up) - loss(&dn)) / (2.0 * h);
                         assert!(
                             (fd - grad[k]).abs() < 1e-6 * (1.0 + fd.abs()),
-                            "{mode:?} {terms} {method}: entry {k}: fd {fd} vs {}",
+                            "{mode:?} {terms} {grid} {method}: entry {k}: fd {fd} vs {}",
                             grad[k]
                         );
                     }

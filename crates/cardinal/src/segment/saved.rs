@@ -11,6 +11,7 @@ use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
 
 use super::energy::GlobalEnergy;
+use super::grid_energy::GridEnergy;
 use super::model::SegModel;
 use super::train::SegConfig;
 use crate::checkpoint::{
@@ -84,9 +85,8 @@ impl SegMeta {
     }
 }
 
-/// The parameters' names and shapes in `model.safetensors` (the energy's only with
-/// `energy > 0` terms).
-fn shapes(meta: &SegMeta, energy: usize) -> Vec<(&'static str, Vec<usize>)> {
+/// The parameters' names and shapes in `model.safetensors` (the energies' only when on).
+fn shapes(meta: &SegMeta, energy: usize, grid: bool) -> Vec<(&'static str, Vec<usize>)> {
     let (c, m) = (meta.channels, meta.classes);
     let mut v = vec![
         ("unary.w", vec![c, m]),
@@ -98,6 +98,9 @@ fn shapes(meta: &SegMeta, energy: usize) -> Vec<(&'static str, Vec<usize>)> {
         v.push(("energy.b", vec![energy, meta.positions * m]));
         v.push(("energy.w", vec![energy]));
     }
+    if grid {
+        v.push(("grid.c", vec![m, m]));
+    }
     v
 }
 
@@ -107,6 +110,9 @@ fn tensors_mut(model: &mut SegModel) -> Vec<&mut Vec<f64>> {
     if model.energy.terms() > 0 {
         v.push(&mut model.energy.b);
         v.push(&mut model.energy.w);
+    }
+    if let Some(g) = &mut model.grid {
+        v.push(&mut g.c);
     }
     v
 }
@@ -189,6 +195,9 @@ pub fn save(
     if model.energy.terms() > 0 {
         params.extend([&model.energy.b, &model.energy.w]);
     }
+    if let Some(g) = &model.grid {
+        params.push(&g.c);
+    }
     if params.iter().any(|p| p.iter().any(|x| !x.is_finite())) {
         return Err(ckpt_err(dir, "refusing to save: non-finite parameters"));
     }
@@ -207,7 +216,7 @@ pub fn save(
     }
     meta.check_data(train)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let tensors: Vec<_> = shapes(&meta, model.energy.terms())
+    let tensors: Vec<_> = shapes(&meta, model.energy.terms(), model.grid.is_some())
         .into_iter()
         .zip(params)
         .map(|((name, shape), p)| (name, shape, p.as_slice()))
@@ -276,7 +285,20 @@ pub fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
     if cfg.energy > 0 {
         model.energy = GlobalEnergy::zeros(cfg.energy, meta.positions * meta.classes);
     }
-    for ((name, shape), dest) in shapes(&meta, cfg.energy)
+    if cfg.grid_energy {
+        model.grid = Some(
+            GridEnergy::zeros(meta.positions, meta.classes).ok_or_else(|| {
+                ckpt_err(
+                    &cfg_path,
+                    format!(
+                        "grid_energy = true, but {} positions do not form a square grid",
+                        meta.positions
+                    ),
+                )
+            })?,
+        );
+    }
+    for ((name, shape), dest) in shapes(&meta, cfg.energy, cfg.grid_energy)
         .into_iter()
         .zip(tensors_mut(&mut model))
     {
@@ -330,6 +352,7 @@ mod tests {
             eta: 1.0,
             count_weight: 1.0,
             energy: if mode == Mode::Unary { 0 } else { 2 },
+            grid_energy: mode != Mode::Unary,
             epochs: 2,
             batch: 8,
             lr: 0.05,
@@ -359,6 +382,8 @@ mod tests {
             assert_eq!(bits(&back.energy.b), bits(&model.energy.b));
             assert_eq!(bits(&back.energy.w), bits(&model.energy.w));
             assert_eq!(back.energy.terms(), cfg.energy);
+            assert_eq!(back.grid, model.grid);
+            assert_eq!(back.grid.is_some(), mode != Mode::Unary);
             assert_eq!(
                 predict_rows(&back, &test).unwrap(),
                 predict_rows(&model, &test).unwrap()

@@ -29,6 +29,7 @@ struct SegConfigJson {
     eta: f64,
     count_weight: f64,
     energy: usize,
+    grid_energy: bool,
     epochs: usize,
     batch: usize,
     lr: f64,
@@ -52,6 +53,7 @@ impl SegConfigJson {
             eta: c.eta,
             count_weight: c.count_weight,
             energy: c.energy,
+            grid_energy: c.grid_energy,
             epochs: c.epochs,
             batch: c.batch,
             lr: c.lr,
@@ -116,6 +118,12 @@ impl SegConfig {
                 self.energy
             )));
         }
+        if self.grid_energy && self.mode == Mode::Unary {
+            return Err(Error::Config(format!(
+                "{SECTION}.grid_energy = true: the grid energy enters the unrolled steps, which \
+                 mode \"unary\" does not run (expected false, or mode pnc or oracle)"
+            )));
+        }
         in_range("epochs", self.epochs, 0, 1000)?;
         in_range("batch", self.batch, 1, 100_000)?;
         positive("lr", self.lr, false)
@@ -149,6 +157,7 @@ impl SegConfig {
             eta: j.eta,
             count_weight: j.count_weight,
             energy: j.energy,
+            grid_energy: j.grid_energy,
             epochs: j.epochs,
             batch: j.batch,
             lr: j.lr,
@@ -171,6 +180,7 @@ mod tests {
             eta: 0.5,
             count_weight: 0.0,
             energy: 3,
+            grid_energy: true,
             epochs: 2,
             batch: 8,
             lr: 0.01,

@@ -2,6 +2,7 @@
 //! thread count (per-image gradients are summed in batch order).
 
 use super::energy::GlobalEnergy;
+use super::grid_energy::GridEnergy;
 use super::model::{Grads, Mode, SegModel};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::{Error, Result};
@@ -28,6 +29,9 @@ pub struct SegConfig {
     pub count_weight: f64,
     /// Terms `K` of the global energy over `Y` (0: none, the default).
     pub energy: usize,
+    /// Whether to add the pairwise energy of an image grid (the positions must be a square
+    /// grid, row-major; off by default).
+    pub grid_energy: bool,
     /// Passes over the training images.
     pub epochs: usize,
     /// Images per Adam step.
@@ -48,6 +52,7 @@ impl Default for SegConfig {
             eta: 1.0,
             count_weight: 1.0,
             energy: 0,
+            grid_energy: false,
             epochs: 10,
             batch: 16,
             lr: 0.05,
@@ -138,6 +143,17 @@ fn initial(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<(SegModel, Xos
             .b
             .iter_mut()
             .for_each(|b| *b = b_init.sample(&mut erng));
+    }
+    if cfg.grid_energy {
+        // C = 0: the energy starts switched off, as the global one does.
+        model.grid = Some(GridEnergy::zeros(train.positions(), m).ok_or_else(|| {
+            Error::Config(format!(
+                "multi_target.grid_energy: `{}` has {} positions, which do not form a square \
+                 grid",
+                train.name,
+                train.positions()
+            ))
+        })?);
     }
     Ok((model, rng))
 }
@@ -257,6 +273,7 @@ mod tests {
                 eta: 1.0,
                 count_weight: 1.0,
                 energy: 0,
+                grid_energy: false,
                 epochs: 0,
                 batch: 8,
                 lr: 0.05,
@@ -295,6 +312,7 @@ mod tests {
             eta: 1.0,
             count_weight: 1.0,
             energy: 0,
+            grid_energy: false,
             epochs: 1,
             batch: 1,
             lr: 0.1,
