@@ -19,8 +19,9 @@
 //!   projection puts exact zeros in `Y_T`: `−log Y` is unbounded there.
 //!
 //! Trained end to end by Adam ([`train`]) on hand-written gradients (checked against finite
-//! differences in the tests). [`Mode`] picks the unary softmax baseline, P&C with predicted
-//! counts, or P&C with the gold counts (an oracle). Front ends reach it through
+//! differences in the tests). [`Mode`] picks the unary softmax baseline, the unroll without
+//! class sizes (rows on the simplex only), P&C with predicted counts, or P&C with the gold
+//! counts (an oracle). Front ends reach it through
 //! [`crate::engine::Engine`] (`fit_segmentation`, `evaluate_segmentation`,
 //! `predict_segmentation`, `save_segmentation`, `load_segmentation`); a model directory
 //! ([`saved`]) records `"labels": "multi_target"` so that `eval` and `predict` dispatch on it.
@@ -33,6 +34,7 @@ pub mod model;
 pub mod predict;
 pub mod saved;
 pub mod settings;
+mod step;
 pub mod train;
 
 pub use eval::{evaluate, SegMetrics};

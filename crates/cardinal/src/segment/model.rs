@@ -2,7 +2,8 @@
 
 use super::energy::{EnergyTape, GlobalEnergy};
 use super::grid_energy::GridEnergy;
-use cardinal_proj::matrix::{AnyMatrixProjector, AnyMatrixTape, MatrixProjector};
+use super::step::{self, StepTape};
+use cardinal_proj::matrix::AnyMatrixProjector;
 use cardinal_proj::ProjError;
 
 /// Which model runs.
@@ -10,6 +11,9 @@ use cardinal_proj::ProjError;
 pub enum Mode {
     /// Per-position softmax of the unary scores, trained by cross-entropy (the baseline).
     Unary,
+    /// The same unroll (energies included) with each row projected onto the unit simplex and no
+    /// class sizes: what the unroll does without the counts.
+    Rows,
     /// Predict and Constrain with the counts of the count head.
     Predicted,
     /// Predict and Constrain with the gold counts (an oracle, for the gap it leaves).
@@ -17,10 +21,24 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode.
+    pub const ALL: [Mode; 4] = [Mode::Unary, Mode::Rows, Mode::Predicted, Mode::Gold];
+
+    /// Whether it runs the unrolled steps (every mode but [`Mode::Unary`]).
+    pub fn unrolls(self) -> bool {
+        self != Mode::Unary
+    }
+
+    /// Whether it constrains the class sizes ([`Mode::Predicted`], [`Mode::Gold`]).
+    pub fn uses_counts(self) -> bool {
+        matches!(self, Mode::Predicted | Mode::Gold)
+    }
+
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Mode::Unary => "unary",
+            Mode::Rows => "rows",
             Mode::Predicted => "pnc",
             Mode::Gold => "oracle",
         }
@@ -92,7 +110,7 @@ impl Grads {
 /// What the unroll keeps for the backward pass: each step's projection and energy tape.
 #[derive(Debug, Default)]
 struct UnrollTape {
-    proj: Vec<AnyMatrixTape<f64>>,
+    proj: Vec<StepTape>,
     energy: Vec<EnergyTape>,
     /// `Y_t` of each step, for the grid energy.
     ys: Vec<Vec<f64>>,
@@ -207,16 +225,18 @@ impl SegModel {
         (p, mean)
     }
 
-    /// The counts the model uses for an image (`gold` class per position for [`Mode::Gold`]).
+    /// The counts the model uses for an image (`gold` class per position for [`Mode::Gold`];
+    /// none for the modes without counts).
     pub fn counts(&self, x: &[f64], gold: &[u32]) -> Vec<f64> {
         let l = (x.len() / self.channels) as f64;
         match self.mode {
+            Mode::Unary | Mode::Rows => Vec::new(),
             Mode::Gold => {
                 let mut z = vec![0.0; self.classes];
                 gold.iter().for_each(|&g| z[g as usize] += 1.0);
                 z
             }
-            _ => self.count_probs(x).0.iter().map(|p| p * l).collect(),
+            Mode::Predicted => self.count_probs(x).0.iter().map(|p| p * l).collect(),
         }
     }
 
@@ -276,7 +296,8 @@ impl SegModel {
                 grid.add_apply(y, self.eta, &mut a);
                 tape.ys.push(y.clone());
             }
-            self.proj.forward(&a, m, z, y, proj_tape)?;
+            let rows_only = self.mode == Mode::Rows;
+            step::forward(&self.proj, rows_only, &a, m, z, y, proj_tape)?;
         }
         Ok(())
     }
@@ -306,7 +327,7 @@ impl SegModel {
                     }
                 }
             }
-            Mode::Predicted | Mode::Gold => {
+            Mode::Rows | Mode::Predicted | Mode::Gold => {
                 let z = self.counts(x, gold);
                 let mut y = Vec::new();
                 let mut tape = UnrollTape::default();
@@ -316,7 +337,7 @@ impl SegModel {
                 let (mut ga, mut gz_step) = (vec![0.0; y.len()], vec![0.0; m]);
                 let mut gz = vec![0.0; m];
                 for (t, proj_tape) in tape.proj.iter().enumerate().rev() {
-                    self.proj.vjp(proj_tape, &gy, &mut ga, &mut gz_step);
+                    step::vjp(&self.proj, proj_tape, m, &gy, &mut ga, &mut gz_step);
                     gs.iter_mut().zip(&ga).for_each(|(g, a)| *g += self.eta * a);
                     gz.iter_mut().zip(&gz_step).for_each(|(g, d)| *g += d);
                     // ∂A_t/∂Y_t = I + η ∇²E(Y_t).
@@ -447,6 +468,8 @@ mod tests {
             (Mode::Gold, 2, false),
             (Mode::Predicted, 0, true),
             (Mode::Gold, 2, true),
+            (Mode::Rows, 0, false),
+            (Mode::Rows, 2, true),
         ];
         for (mode, terms, grid) in modes {
             for method in [

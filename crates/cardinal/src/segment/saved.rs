@@ -363,7 +363,7 @@ mod tests {
 
     #[test]
     fn a_saved_model_loads_back_bit_identically() {
-        for mode in [Mode::Unary, Mode::Predicted, Mode::Gold] {
+        for mode in Mode::ALL {
             let (model, cfg, train, test) = trained(mode);
             let dir = Scratch::new(mode.name());
             let meta = save(&model, &cfg, dir.path(), &train).unwrap();

@@ -71,12 +71,12 @@ struct SegConfigDoc {
 
 /// `mode` by its command-line name (`unary`, `pnc`, `oracle`).
 pub fn parse_mode(s: &str) -> Result<Mode> {
-    [Mode::Unary, Mode::Predicted, Mode::Gold]
+    Mode::ALL
         .into_iter()
         .find(|m| m.name() == s)
         .ok_or_else(|| {
             Error::Config(format!(
-                "{SECTION}.mode = {s:?}: expected unary, pnc or oracle"
+                "{SECTION}.mode = {s:?}: expected unary, rows, pnc or oracle"
             ))
         })
 }
@@ -111,14 +111,14 @@ impl SegConfig {
         positive("eta", self.eta, false)?;
         positive("count_weight", self.count_weight, true)?;
         in_range("energy", self.energy, 0, 256)?;
-        if self.energy > 0 && self.mode == Mode::Unary {
+        if self.energy > 0 && !self.mode.unrolls() {
             return Err(Error::Config(format!(
                 "{SECTION}.energy = {}: the global energy enters the unrolled steps, which \
                  mode \"unary\" does not run (expected 0, or mode pnc or oracle)",
                 self.energy
             )));
         }
-        if self.grid_energy && self.mode == Mode::Unary {
+        if self.grid_energy && !self.mode.unrolls() {
             return Err(Error::Config(format!(
                 "{SECTION}.grid_energy = true: the grid energy enters the unrolled steps, which \
                  mode \"unary\" does not run (expected false, or mode pnc or oracle)"
@@ -209,7 +209,7 @@ mod tests {
             .to_json()
             .replace("\"mode\": \"pnc\"", "\"mode\": \"crf\"");
         let e = SegConfig::from_json(&bad).unwrap_err().to_string();
-        assert!(e.contains("expected unary, pnc or oracle"), "{e}");
+        assert!(e.contains("expected unary, rows, pnc or oracle"), "{e}");
         let bad = cfg().to_json().replace("\"seed\"", "\"sed\": 1, \"seed\"");
         let e = SegConfig::from_json(&bad).unwrap_err().to_string();
         assert!(e.contains("unknown field `sed`"), "{e}");

@@ -265,7 +265,7 @@ mod tests {
             seed: 4,
         };
         let (train, test) = synth_seg(&spec).unwrap();
-        for mode in [Mode::Unary, Mode::Predicted, Mode::Gold] {
+        for mode in Mode::ALL {
             let mut cfg = SegConfig {
                 mode,
                 proj: AnyMatrixProjector::new(MatrixMethod::Exact, 2),
