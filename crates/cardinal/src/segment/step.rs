@@ -11,8 +11,8 @@ pub(super) enum StepTape {
     /// Nothing yet.
     #[default]
     Empty,
-    /// The matrix projection's tape.
-    Matrix(AnyMatrixTape<f64>),
+    /// The matrix projection's tape (boxed: it is far larger than the other variants).
+    Matrix(Box<AnyMatrixTape<f64>>),
     /// One simplex tape per row.
     Rows(Vec<SimplexTape<f64>>),
 }
@@ -37,7 +37,7 @@ pub(super) fn forward(
         }
         *tape = StepTape::Rows(tapes);
     } else {
-        let mut t = AnyMatrixTape::default();
+        let mut t = Box::<AnyMatrixTape<f64>>::default();
         proj.forward(a, classes, z, out, &mut t)?;
         *tape = StepTape::Matrix(t);
     }
