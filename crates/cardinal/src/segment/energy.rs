@@ -113,19 +113,8 @@ impl GlobalEnergy {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{assert_central_differences, test_values as values};
     use super::*;
-
-    fn values(seed: u64, n: usize) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-            })
-            .collect()
-    }
 
     fn energy(k: usize, len: usize) -> GlobalEnergy {
         GlobalEnergy {
@@ -142,14 +131,7 @@ mod tests {
         let y = values(3, len);
         let mut g = vec![0.0; len];
         e.add_grad(&y, 1.0, &mut g);
-        let h = 1e-6;
-        for i in 0..len {
-            let (mut up, mut dn) = (y.clone(), y.clone());
-            up[i] += h;
-            dn[i] -= h;
-            let fd = (e.value(&up) - e.value(&dn)) / (2.0 * h);
-            assert!((fd - g[i]).abs() < 1e-8, "entry {i}: fd {fd} vs {}", g[i]);
-        }
+        assert_central_differences(|y| e.value(y), &y, &g, "entry");
     }
 
     /// `backward` is the derivative of `⟨scale ∇E(Y), g⟩` in `Y`, `B` and `w`, by central
@@ -169,39 +151,19 @@ mod tests {
         let mut gy = vec![0.0; len];
         let mut grad = GlobalEnergy::zeros(k, len);
         e.backward(&tape, &g, scale, &mut gy, &mut grad);
-        let h = 1e-6;
-        let close = |fd: f64, an: f64, what: &str| {
-            assert!(
-                (fd - an).abs() < 1e-8 * (1.0 + fd.abs()),
-                "{what}: fd {fd} vs {an}"
-            );
+        assert_central_differences(|y| probe(&e, y), &y, &gy, "y");
+        let with_b = |b: &[f64]| {
+            let mut up = e.clone();
+            up.b.copy_from_slice(b);
+            probe(&up, &y)
         };
-        for i in 0..len {
-            let (mut up, mut dn) = (y.clone(), y.clone());
-            up[i] += h;
-            dn[i] -= h;
-            close((probe(&e, &up) - probe(&e, &dn)) / (2.0 * h), gy[i], "y");
-        }
-        for i in 0..k * len {
-            let (mut up, mut dn) = (e.clone(), e.clone());
-            up.b[i] += h;
-            dn.b[i] -= h;
-            close(
-                (probe(&up, &y) - probe(&dn, &y)) / (2.0 * h),
-                grad.b[i],
-                "B",
-            );
-        }
-        for i in 0..k {
-            let (mut up, mut dn) = (e.clone(), e.clone());
-            up.w[i] += h;
-            dn.w[i] -= h;
-            close(
-                (probe(&up, &y) - probe(&dn, &y)) / (2.0 * h),
-                grad.w[i],
-                "w",
-            );
-        }
+        assert_central_differences(with_b, &e.b, &grad.b, "B");
+        let with_w = |w: &[f64]| {
+            let mut up = e.clone();
+            up.w.copy_from_slice(w);
+            probe(&up, &y)
+        };
+        assert_central_differences(with_w, &e.w, &grad.w, "w");
         // The Hessian term is not zero here (a test of it that cannot fail would be no test).
         assert!(gy.iter().any(|v| v.abs() > 1e-3));
     }

@@ -105,19 +105,8 @@ impl GridEnergy {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{assert_central_differences, test_values as values};
     use super::*;
-
-    fn values(seed: u64, n: usize) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-            })
-            .collect()
-    }
 
     fn energy() -> GridEnergy {
         let mut e = GridEnergy::zeros(9, 3).unwrap();
@@ -142,14 +131,7 @@ mod tests {
         let y = values(3, 27);
         let mut g = vec![0.0; 27];
         e.add_apply(&y, 1.0, &mut g);
-        let h = 1e-6;
-        for i in 0..27 {
-            let (mut up, mut dn) = (y.clone(), y.clone());
-            up[i] += h;
-            dn[i] -= h;
-            let fd = (e.value(&up) - e.value(&dn)) / (2.0 * h);
-            assert!((fd - g[i]).abs() < 1e-8, "entry {i}: fd {fd} vs {}", g[i]);
-        }
+        assert_central_differences(|y| e.value(y), &y, &g, "entry");
     }
 
     /// `backward` is the derivative of `⟨scale ∇E(Y), g⟩` in `Y` and `C`.
@@ -164,21 +146,13 @@ mod tests {
         };
         let (mut gy, mut gc) = (vec![0.0; 27], vec![0.0; 9]);
         e.backward(&y, &g, scale, &mut gy, &mut gc);
-        let h = 1e-6;
-        for i in 0..27 {
-            let (mut up, mut dn) = (y.clone(), y.clone());
-            up[i] += h;
-            dn[i] -= h;
-            let fd = (probe(&e, &up) - probe(&e, &dn)) / (2.0 * h);
-            assert!((fd - gy[i]).abs() < 1e-8, "y {i}: fd {fd} vs {}", gy[i]);
-        }
-        for i in 0..9 {
-            let (mut up, mut dn) = (e.clone(), e.clone());
-            up.c[i] += h;
-            dn.c[i] -= h;
-            let fd = (probe(&up, &y) - probe(&dn, &y)) / (2.0 * h);
-            assert!((fd - gc[i]).abs() < 1e-8, "C {i}: fd {fd} vs {}", gc[i]);
-        }
+        assert_central_differences(|y| probe(&e, y), &y, &gy, "y");
+        let with_c = |c: &[f64]| {
+            let mut up = e.clone();
+            up.c.copy_from_slice(c);
+            probe(&up, &y)
+        };
+        assert_central_differences(with_c, &e.c, &gc, "C");
         assert!(gy.iter().any(|v| v.abs() > 1e-3) && gc.iter().any(|v| v.abs() > 1e-3));
     }
 }

@@ -42,3 +42,34 @@ pub use model::{Mode, SegModel};
 pub use predict::{predict_rows, SegRow};
 pub use saved::SegMeta;
 pub use train::{fit, SegConfig, SegEpoch, SegState};
+
+/// `n` deterministic values in `[-1, 1)` (xorshift), for the tests' random matrices.
+#[cfg(test)]
+fn test_values(seed: u64, n: usize) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Asserts that `grad` is the gradient of `f` at `x` by central differences, entry by entry.
+#[cfg(test)]
+fn assert_central_differences(f: impl Fn(&[f64]) -> f64, x: &[f64], grad: &[f64], what: &str) {
+    let h = 1e-6;
+    for i in 0..x.len() {
+        let (mut up, mut dn) = (x.to_vec(), x.to_vec());
+        up[i] += h;
+        dn[i] -= h;
+        let fd = (f(&up) - f(&dn)) / (2.0 * h);
+        assert!(
+            (fd - grad[i]).abs() < 1e-8 * (1.0 + fd.abs()),
+            "{what} {i}: fd {fd} vs {}",
+            grad[i]
+        );
+    }
+}
