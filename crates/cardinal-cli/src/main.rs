@@ -15,7 +15,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[macro_use]
 mod output;
-// `eval` and `predict` on a multi-target model directory.
+// `train`, `eval` and `predict` on multi-target data and models.
 mod seg_model_cmd;
 
 mod bench_cmd;
@@ -32,7 +32,6 @@ mod reproduce_cmd;
 mod runtime_args;
 
 use runtime_args::{Threads, TrainingRuntime, Wait};
-mod seg_cmd;
 mod suite_cmd;
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
@@ -63,7 +62,8 @@ struct Cli {
 enum Command {
     /// Inspect datasets.
     Data(data_cmd::DataArgs),
-    /// Train a model and evaluate it on the test split.
+    /// Train a model and evaluate it on the test split (the paper's Section 6 model when the
+    /// data is multi-target).
     Train {
         #[command(flatten)]
         args: model_cmd::TrainArgs,
@@ -119,9 +119,6 @@ enum Command {
     Completions(docs_cmd::CompletionsArgs),
     /// Print the manual page (roff), e.g. `cardinal man | man -l -` or `cardinal man train`.
     Man(docs_cmd::ManArgs),
-    /// Train and test the paper's Section 6 model (non-binary labels, class sizes predicted) on
-    /// a multi-target benchmark; prints one JSON line.
-    Seg(seg_cmd::SegArgs),
 }
 
 impl Command {
@@ -135,11 +132,9 @@ impl Command {
             Command::Eval { threads, .. }
             | Command::Predict { threads, .. }
             | Command::Report { threads, .. } => (threads.threads, None),
-            Command::Data(_)
-            | Command::Project(_)
-            | Command::Completions(_)
-            | Command::Man(_)
-            | Command::Seg(_) => (None, None),
+            Command::Data(_) | Command::Project(_) | Command::Completions(_) | Command::Man(_) => {
+                (None, None)
+            }
         }
     }
 }
@@ -202,7 +197,6 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
         Command::Reproduce { args, .. } => reproduce_cmd::run(engine, args),
         Command::Completions(a) => docs_cmd::completions::<Cli>(a),
         Command::Man(a) => docs_cmd::man::<Cli>(a),
-        Command::Seg(a) => seg_cmd::run(engine, a),
     }
 }
 

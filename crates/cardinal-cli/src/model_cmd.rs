@@ -14,7 +14,9 @@ use cardinal::{Config, DataSpec};
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct DataSource {
     /// Dataset name (data directory, then vendored) or path (MULAN folder, ARFF with XML beside,
-    /// LIBSVM or XMC file).
+    /// LIBSVM or XMC file). Multi-target data (a folder with train.arff and test.arff, or one
+    /// ARFF file, whose MEKA header makes nominal targets of classes other than 0/1) trains the
+    /// paper's Section 6 model, configured by a `{"multi_target": {...}}` --config file.
     #[arg(long, default_value = "bibtex", conflicts_with = "train")]
     pub dataset: String,
     /// Training ARFF file (with --test and --labels).
@@ -155,7 +157,23 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
     }
 }
 
+impl TrainArgs {
+    /// When to write resumable checkpoints.
+    pub fn checkpoints(&self) -> Checkpoints {
+        if self.no_checkpoints {
+            Checkpoints::Never
+        } else if self.checkpoint_every == 0.0 {
+            Checkpoints::EveryEpoch
+        } else {
+            Checkpoints::AtMostEvery(std::time::Duration::from_secs_f64(self.checkpoint_every))
+        }
+    }
+}
+
 pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
+    if crate::seg_model_cmd::trains_multi_target(engine, args)? {
+        return crate::seg_model_cmd::train(engine, args);
+    }
     let run = match &args.resume {
         Some(dir) => {
             let run = engine
@@ -196,13 +214,7 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
         rayon::current_num_threads()
     ));
     let out = run.dir.clone();
-    let checkpoints = if args.no_checkpoints {
-        Checkpoints::Never
-    } else if args.checkpoint_every == 0.0 {
-        Checkpoints::EveryEpoch
-    } else {
-        Checkpoints::AtMostEvery(std::time::Duration::from_secs_f64(args.checkpoint_every))
-    };
+    let checkpoints = args.checkpoints();
     let mut progress = crate::progress::TrainProgress::new(&cfg, args.quiet);
     if let cardinal::system::Start::Resume(state) = &run.start {
         progress.resume(&state.progress);

@@ -50,8 +50,10 @@ use crate::train::{EpochRecord, Event, TrainState, Trained};
 
 mod data_spec;
 mod segment;
+mod segment_run;
 
-pub use data_spec::{data_dir_or_env, DataSpec};
+pub use data_spec::{data_dir_or_env, DataSpec, MultiTargetFiles};
+pub use segment_run::{SegOutcome, SegRun};
 
 /// Rows per inference batch.
 pub const PREDICT_BATCH: usize = 256;
@@ -115,6 +117,18 @@ impl Checkpoints {
     /// costs far more than the README's main job can afford after every epoch (see
     /// docs/RESULTS.md, "Reliability").
     pub const DEFAULT: Self = Self::AtMostEvery(std::time::Duration::from_secs(30));
+}
+
+impl Checkpoints {
+    /// Whether a checkpoint is due after an epoch, the last one written at `last` (or the run
+    /// started then).
+    pub fn due(self, last: std::time::Instant) -> bool {
+        match self {
+            Checkpoints::Never => false,
+            Checkpoints::EveryEpoch => true,
+            Checkpoints::AtMostEvery(every) => last.elapsed() >= every,
+        }
+    }
 }
 
 impl Default for Checkpoints {
@@ -367,14 +381,7 @@ impl Engine {
         let (data, notes) = spec.load_noted()?;
         require_rows(&data.train)?;
         log_data(&data);
-        let existing = if replace {
-            Existing::Replace
-        } else {
-            Existing::Refuse
-        };
-        let lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
-        let json = serde_json::to_string_pretty(spec).expect("serialisable");
-        write_atomic(&dir.join(RUN_FILE), json.as_bytes())?;
+        let lock = open_new_run(dir, spec, replace)?;
         Ok(PreparedRun {
             dir: dir.to_path_buf(),
             data,
@@ -386,13 +393,7 @@ impl Engine {
 
     /// Reopens the interrupted run in `dir` at its latest checkpoint, with the same data.
     pub fn resume_run(&self, dir: &Path) -> Result<PreparedRun> {
-        let lock = run_dir::prepare(dir, Existing::Continue, &[])?;
-        let spec = read_run_spec(dir)?.ok_or_else(|| {
-            Error::io(
-                dir.join(RUN_FILE),
-                std::io::Error::from(std::io::ErrorKind::NotFound),
-            )
-        })?;
+        let (lock, spec) = reopen_run(dir)?;
         let (data, notes) = spec.load_noted()?;
         log_data(&data);
         let (state, meta) = checkpoint::load_state(dir)?;
@@ -466,12 +467,7 @@ impl Engine {
         let trained_on = TrainedOn::of(&data.train).with_notes(&notes);
         let mut last_checkpoint = std::time::Instant::now();
         let mut after_epoch = |st: &TrainState| -> Result<()> {
-            let due = match checkpoints {
-                Checkpoints::Never => false,
-                Checkpoints::EveryEpoch => true,
-                Checkpoints::AtMostEvery(every) => last_checkpoint.elapsed() >= every,
-            };
-            if due {
+            if checkpoints.due(last_checkpoint) {
                 checkpoint::save_state(&dir, st, &trained_on)?;
                 tracing::debug!(dir = %dir.display(), epochs_run = st.epochs_run(), "checkpoint written");
                 last_checkpoint = std::time::Instant::now();
@@ -538,6 +534,33 @@ fn require_rows(train: &Dataset) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Creates (or, with `replace`, clears) the run directory `dir`, locks it and records the data
+/// source `spec` in its `run.json`. A directory that already holds a run is refused unless
+/// `replace`.
+fn open_new_run(dir: &Path, spec: &DataSpec, replace: bool) -> Result<RunLock> {
+    let existing = if replace {
+        Existing::Replace
+    } else {
+        Existing::Refuse
+    };
+    let lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
+    let json = serde_json::to_string_pretty(spec).expect("serialisable");
+    write_atomic(&dir.join(RUN_FILE), json.as_bytes())?;
+    Ok(lock)
+}
+
+/// Locks the existing run directory `dir` to continue its run, and reads its data source.
+fn reopen_run(dir: &Path) -> Result<(RunLock, DataSpec)> {
+    let lock = run_dir::prepare(dir, Existing::Continue, &[])?;
+    let spec = read_run_spec(dir)?.ok_or_else(|| {
+        Error::io(
+            dir.join(RUN_FILE),
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    })?;
+    Ok((lock, spec))
 }
 
 /// The data source a run directory records in `run.json`, if it has one.

@@ -49,6 +49,41 @@ impl MultiTargetDataset {
         let l = self.positions();
         &self.targets[i * l..(i + 1) * l]
     }
+    /// The examples `rows`, in that order.
+    pub fn select_rows(&self, rows: &[usize]) -> Self {
+        let mut out = Self {
+            features: Vec::with_capacity(rows.len() * self.n_features()),
+            targets: Vec::with_capacity(rows.len() * self.positions()),
+            ..self.clone_header()
+        };
+        for &i in rows {
+            out.features.extend_from_slice(self.row_features(i));
+            out.targets.extend_from_slice(self.row_targets(i));
+        }
+        out
+    }
+    /// The names without the rows.
+    fn clone_header(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            class_names: self.class_names.clone(),
+            target_names: self.target_names.clone(),
+            feature_names: self.feature_names.clone(),
+            features: Vec::new(),
+            targets: Vec::new(),
+        }
+    }
+    /// A seeded split into `n_train` and `n_test` rows (the binary datasets' split:
+    /// [`super::split::split_sizes`]), each part in file order.
+    pub fn train_test_split(
+        &self,
+        n_train: usize,
+        n_test: usize,
+        seed: u64,
+    ) -> super::error::Result<(Self, Self)> {
+        let parts = super::split::split_sizes(self.n_rows(), &[n_train, n_test], seed)?;
+        Ok((self.select_rows(&parts[0]), self.select_rows(&parts[1])))
+    }
     /// How many positions of example `i` take each class (the class sizes `z`).
     pub fn class_counts(&self, i: usize) -> Vec<usize> {
         let mut z = vec![0; self.classes()];

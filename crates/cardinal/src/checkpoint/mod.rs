@@ -24,6 +24,7 @@ mod run_state;
 pub(crate) use labels::of_meta_bytes as labels_of;
 pub use labels::{label_structure, LabelStructure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
+pub(crate) use run_state::write_checkpoint;
 pub use run_state::{latest_checkpoint, load_state, save_state, LATEST_FILE};
 
 /// Version of the on-disk layout; bumped on any incompatible change.

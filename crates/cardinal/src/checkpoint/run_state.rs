@@ -17,26 +17,40 @@ pub const LATEST_FILE: &str = "LATEST";
 /// directory and renamed into place, so `LATEST` only ever names a complete checkpoint; older
 /// checkpoints are removed afterwards.
 pub fn save_state(dir: &Path, state: &TrainState, data: &TrainedOn) -> Result<PathBuf> {
+    write_checkpoint(dir, state.epochs_run(), |tmp| {
+        save(&state.model, tmp, data)?;
+        write_tensors(
+            &tmp.join("optimizer.safetensors"),
+            &params_tensors(&state.optimizer.acc),
+        )?;
+        if let Some(best) = &state.best_params {
+            write_tensors(&tmp.join("best.safetensors"), &params_tensors(best))?;
+        }
+        if let Some(avg) = &state.average {
+            write_tensors(&tmp.join("average.safetensors"), &params_tensors(avg))?;
+        }
+        let progress = serde_json::to_vec(&state.progress).expect("serialisable");
+        write_atomic(&tmp.join("progress.json"), &progress)
+    })
+}
+
+/// Writes the checkpoint after `epochs_run` epochs as `<dir>/checkpoints/epoch-NNNN`: `fill`
+/// writes its files into a temporary directory, which is then renamed into place and named by
+/// `LATEST`; older checkpoints are removed afterwards. Shared by the binary and the
+/// multi-target (Section 6) runs.
+pub(crate) fn write_checkpoint(
+    dir: &Path,
+    epochs_run: usize,
+    fill: impl FnOnce(&Path) -> Result<()>,
+) -> Result<PathBuf> {
     let root = dir.join("checkpoints");
     std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
-    let name = format!("epoch-{:04}", state.epochs_run());
+    let name = format!("epoch-{epochs_run:04}");
     let tmp = root.join(format!(".tmp-{name}-{}", std::process::id()));
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
-    save(&state.model, &tmp, data)?;
-    write_tensors(
-        &tmp.join("optimizer.safetensors"),
-        &params_tensors(&state.optimizer.acc),
-    )?;
-    if let Some(best) = &state.best_params {
-        write_tensors(&tmp.join("best.safetensors"), &params_tensors(best))?;
-    }
-    if let Some(avg) = &state.average {
-        write_tensors(&tmp.join("average.safetensors"), &params_tensors(avg))?;
-    }
-    let progress = serde_json::to_vec(&state.progress).expect("serialisable");
-    write_atomic(&tmp.join("progress.json"), &progress)?;
+    fill(&tmp)?;
     let fin = root.join(&name);
     if fin.exists() {
         std::fs::remove_dir_all(&fin).map_err(|e| Error::io(&fin, e))?;

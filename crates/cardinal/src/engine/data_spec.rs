@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::arff::declares_multi_target;
 use crate::data::{read_mulan, resolve_dataset_noted, LoadNote, TrainTest};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Where a dataset comes from: a name or path, or three MULAN files. Saved as `run.json` in a
 /// run directory, so that `--resume` reads the same data.
@@ -60,6 +61,56 @@ impl DataSpec {
         let dir = self.data_dir();
         let (resolved, notes) = resolve_dataset_noted(&self.dataset, dir.as_deref())?;
         Ok((resolved.into_train_test(self.train_fraction, 0)?, notes))
+    }
+}
+
+/// The multi-target ARFF files of a [`DataSpec`] whose data is multi-target (MEKA's `-C L`
+/// over nominal targets with classes other than `{0, 1}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MultiTargetFiles {
+    /// A folder's `train.arff` and `test.arff` (as `cardinal data synth-seg` writes them).
+    Split {
+        /// The training file.
+        train: PathBuf,
+        /// The test file.
+        test: PathBuf,
+    },
+    /// One file, split by the spec's `train_fraction` (seeded, as binary single files are).
+    Single(PathBuf),
+}
+
+impl DataSpec {
+    /// The multi-target files `dataset` names (a folder with `train.arff` and `test.arff`, or
+    /// one ARFF file; a path, else a name in the data folder), if its data is multi-target;
+    /// `None` for anything else, which the binary readers take (and report on). Only headers
+    /// are read.
+    pub fn multi_target_files(&self) -> Result<Option<MultiTargetFiles>> {
+        if self.train.is_some() || self.test.is_some() || self.labels.is_some() {
+            return Ok(None);
+        }
+        let given = PathBuf::from(&self.dataset);
+        let path = match (given.exists(), self.data_dir()) {
+            (true, _) => given,
+            (false, Some(dir)) if dir.join(&self.dataset).exists() => dir.join(&self.dataset),
+            _ => return Ok(None),
+        };
+        let files = if path.is_dir() {
+            let (train, test) = (path.join("train.arff"), path.join("test.arff"));
+            if !(train.is_file() && test.is_file()) {
+                return Ok(None);
+            }
+            MultiTargetFiles::Split { train, test }
+        } else {
+            MultiTargetFiles::Single(path)
+        };
+        let header = match &files {
+            MultiTargetFiles::Split { train, .. } => train,
+            MultiTargetFiles::Single(p) => p,
+        };
+        let file = std::fs::File::open(header).map_err(|e| Error::io(header, e))?;
+        // An unreadable header is left to the binary readers, whose errors name its line.
+        let multi = declares_multi_target(std::io::BufReader::new(file)).unwrap_or(false);
+        Ok(multi.then_some(files))
     }
 }
 

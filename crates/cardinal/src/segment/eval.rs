@@ -1,7 +1,7 @@
 //! Metrics of a Section 6 model on a multi-target test set: pixel accuracy, mean IoU over the
 //! classes, per-class count errors and time.
 
-use super::model::{Mode, SegModel};
+use super::model::SegModel;
 use super::predict::predict_rows;
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::Result;
@@ -64,7 +64,7 @@ pub fn evaluate(model: &SegModel, test: &MultiTargetDataset) -> Result<SegMetric
         .zip(&union)
         .map(|(&i, &u)| if u == 0 { 1.0 } else { i as f64 / u as f64 })
         .collect();
-    if model.mode == Mode::Unary {
+    if !model.mode.uses_counts() {
         z_error.clear();
     }
     Ok(SegMetrics {

@@ -9,28 +9,67 @@
 //! * **`T` unrolled projected ascent steps** on the linear score `⟨S, Y⟩`:
 //!   `Y_0 = 1/M`, `Y_{t+1} = P(Y_t + η S; z)` with `P` a projection onto
 //!   `{Y ≥ 0, Y1 = 1, Yᵀ1 = z}` from [`cardinal_proj::matrix`] (exact, the paper's Dykstra, or
-//!   Sinkhorn); no global energy term yet;
+//!   Sinkhorn), optionally with a global energy `E(Y) = Σ_k w_k softplus(⟨B_k, Y⟩)` whose
+//!   gradient joins the score, `Y_{t+1} = P(Y_t + η(S + ∇E(Y_t)); z)` ([`energy`]), and
+//!   optionally a pairwise energy between the 4-neighbours of an image grid
+//!   ([`grid_energy`]);
 //! * **loss**: one minus the soft intersection-over-union averaged over classes (the relaxed
 //!   mean IoU, the metric itself, as the binary model trains on a relaxed F1), plus
 //!   `λ Σ_j (z_j/L − n_j/L)²` on the counts. Cross-entropy was not chosen because the Euclidean
 //!   projection puts exact zeros in `Y_T`: `−log Y` is unbounded there.
 //!
 //! Trained end to end by Adam ([`train`]) on hand-written gradients (checked against finite
-//! differences in the tests). [`Mode`] picks the unary softmax baseline, P&C with predicted
-//! counts, or P&C with the gold counts (an oracle). Front ends reach it through
+//! differences in the tests). [`Mode`] picks the unary softmax baseline, the unroll without
+//! class sizes (rows on the simplex only), P&C with predicted counts, or P&C with the gold
+//! counts (an oracle). Front ends reach it through
 //! [`crate::engine::Engine`] (`fit_segmentation`, `evaluate_segmentation`,
 //! `predict_segmentation`, `save_segmentation`, `load_segmentation`); a model directory
 //! ([`saved`]) records `"labels": "multi_target"` so that `eval` and `predict` dispatch on it.
 
+pub mod checkpoint;
+pub mod energy;
 pub mod eval;
+pub mod grid_energy;
 pub mod model;
 pub mod predict;
 pub mod saved;
 pub mod settings;
+mod step;
 pub mod train;
 
 pub use eval::{evaluate, SegMetrics};
 pub use model::{Mode, SegModel};
 pub use predict::{predict_rows, SegRow};
 pub use saved::SegMeta;
-pub use train::{fit, SegConfig};
+pub use train::{fit, SegConfig, SegEpoch, SegState};
+
+/// `n` deterministic values in `[-1, 1)` (xorshift), for the tests' random matrices.
+#[cfg(test)]
+fn test_values(seed: u64, n: usize) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Asserts that `grad` is the gradient of `f` at `x` by central differences, entry by entry.
+#[cfg(test)]
+fn assert_central_differences(f: impl Fn(&[f64]) -> f64, x: &[f64], grad: &[f64], what: &str) {
+    let h = 1e-6;
+    for i in 0..x.len() {
+        let (mut up, mut dn) = (x.to_vec(), x.to_vec());
+        up[i] += h;
+        dn[i] -= h;
+        let fd = (f(&up) - f(&dn)) / (2.0 * h);
+        assert!(
+            (fd - grad[i]).abs() < 1e-8 * (1.0 + fd.abs()),
+            "{what} {i}: fd {fd} vs {}",
+            grad[i]
+        );
+    }
+}

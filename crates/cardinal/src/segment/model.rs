@@ -1,6 +1,9 @@
 //! The Section 6 model on one image: forward pass, loss and gradient.
 
-use cardinal_proj::matrix::{AnyMatrixProjector, AnyMatrixTape, MatrixProjector};
+use super::energy::{EnergyTape, GlobalEnergy};
+use super::grid_energy::GridEnergy;
+use super::step::{self, StepTape};
+use cardinal_proj::matrix::AnyMatrixProjector;
 use cardinal_proj::ProjError;
 
 /// Which model runs.
@@ -8,6 +11,9 @@ use cardinal_proj::ProjError;
 pub enum Mode {
     /// Per-position softmax of the unary scores, trained by cross-entropy (the baseline).
     Unary,
+    /// The same unroll (energies included) with each row projected onto the unit simplex and no
+    /// class sizes: what the unroll does without the counts.
+    Rows,
     /// Predict and Constrain with the counts of the count head.
     Predicted,
     /// Predict and Constrain with the gold counts (an oracle, for the gap it leaves).
@@ -15,10 +21,24 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode.
+    pub const ALL: [Mode; 4] = [Mode::Unary, Mode::Rows, Mode::Predicted, Mode::Gold];
+
+    /// Whether it runs the unrolled steps (every mode but [`Mode::Unary`]).
+    pub fn unrolls(self) -> bool {
+        self != Mode::Unary
+    }
+
+    /// Whether it constrains the class sizes ([`Mode::Predicted`], [`Mode::Gold`]).
+    pub fn uses_counts(self) -> bool {
+        matches!(self, Mode::Predicted | Mode::Gold)
+    }
+
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Mode::Unary => "unary",
+            Mode::Rows => "rows",
             Mode::Predicted => "pnc",
             Mode::Gold => "oracle",
         }
@@ -40,6 +60,10 @@ pub struct SegModel {
     pub v: Vec<f64>,
     /// Count head bias.
     pub c: Vec<f64>,
+    /// The optional global energy over `Y` (no terms: none).
+    pub energy: GlobalEnergy,
+    /// The optional pairwise energy of an image grid.
+    pub grid: Option<GridEnergy>,
     /// Unrolled steps `T`.
     pub steps: usize,
     /// Step size `η`.
@@ -63,6 +87,33 @@ pub struct Grads {
     pub v: Vec<f64>,
     /// `∂ℓ/∂c`.
     pub c: Vec<f64>,
+    /// `∂ℓ/∂B` and `∂ℓ/∂w` of the global energy.
+    pub energy: GlobalEnergy,
+    /// `∂ℓ/∂C` of the grid energy (empty without it).
+    pub grid: Vec<f64>,
+}
+
+impl Grads {
+    /// Every gradient in the order of [`SegModel::params_mut`].
+    pub fn flat(&self) -> impl Iterator<Item = &f64> {
+        self.w
+            .iter()
+            .chain(&self.b)
+            .chain(&self.v)
+            .chain(&self.c)
+            .chain(&self.energy.b)
+            .chain(&self.energy.w)
+            .chain(&self.grid)
+    }
+}
+
+/// What the unroll keeps for the backward pass: each step's projection and energy tape.
+#[derive(Debug, Default)]
+struct UnrollTape {
+    proj: Vec<StepTape>,
+    energy: Vec<EnergyTape>,
+    /// `Y_t` of each step, for the grid energy.
+    ys: Vec<Vec<f64>>,
 }
 
 /// What the forward pass of one image yields.
@@ -130,6 +181,8 @@ impl SegModel {
             b: vec![0.0; classes],
             v: vec![0.0; classes * channels],
             c: vec![0.0; classes],
+            energy: GlobalEnergy::default(),
+            grid: None,
             steps: 5,
             eta: 1.0,
             count_weight: 1.0,
@@ -172,16 +225,18 @@ impl SegModel {
         (p, mean)
     }
 
-    /// The counts the model uses for an image (`gold` class per position for [`Mode::Gold`]).
+    /// The counts the model uses for an image (`gold` class per position for [`Mode::Gold`];
+    /// none for the modes without counts).
     pub fn counts(&self, x: &[f64], gold: &[u32]) -> Vec<f64> {
         let l = (x.len() / self.channels) as f64;
         match self.mode {
+            Mode::Unary | Mode::Rows => Vec::new(),
             Mode::Gold => {
                 let mut z = vec![0.0; self.classes];
                 gold.iter().for_each(|&g| z[g as usize] += 1.0);
                 z
             }
-            _ => self.count_probs(x).0.iter().map(|p| p * l).collect(),
+            Mode::Predicted => self.count_probs(x).0.iter().map(|p| p * l).collect(),
         }
     }
 
@@ -194,29 +249,55 @@ impl SegModel {
             return Ok(Prediction { y, z: Vec::new() });
         }
         let z = self.counts(x, gold);
-        let mut tapes: Vec<AnyMatrixTape<f64>> = Vec::new();
-        self.unroll(&s, &z, &mut y, &mut tapes)?;
+        let mut tape = UnrollTape::default();
+        self.unroll(&s, &z, &mut y, &mut tape)?;
         Ok(Prediction { y, z })
     }
 
-    /// `Y_T` into `y`, one tape per step.
+    /// `Y_T` into `y`: `T` steps `Y ← P(Y + η(S + ∇E(Y)); z)` from `Y = 1/M`, one tape per
+    /// step.
     fn unroll(
         &self,
         s: &[f64],
         z: &[f64],
         y: &mut Vec<f64>,
-        tapes: &mut Vec<AnyMatrixTape<f64>>,
+        tape: &mut UnrollTape,
     ) -> Result<(), ProjError> {
         let m = self.classes;
+        let energy = self.energy.terms() > 0;
+        if energy && self.energy.b.len() != self.energy.terms() * s.len() {
+            return Err(ProjError::LengthMismatch {
+                input: s.len(),
+                output: self.energy.b.len() / self.energy.terms(),
+            });
+        }
         y.clear();
         y.resize(s.len(), 1.0 / m as f64);
-        tapes.resize_with(self.steps, Default::default);
+        tape.proj.resize_with(self.steps, Default::default);
+        tape.energy.clear();
+        tape.ys.clear();
+        if let Some(grid) = &self.grid {
+            if grid.side * grid.side * m != s.len() {
+                return Err(ProjError::LengthMismatch {
+                    input: s.len(),
+                    output: grid.side * grid.side * m,
+                });
+            }
+        }
         let mut a = vec![0.0; s.len()];
-        for tape in tapes.iter_mut() {
+        for proj_tape in tape.proj.iter_mut() {
             a.iter_mut()
                 .zip(y.iter().zip(s))
                 .for_each(|(a, (y, s))| *a = y + self.eta * s);
-            self.proj.forward(&a, m, z, y, tape)?;
+            if energy {
+                tape.energy.push(self.energy.add_grad(y, self.eta, &mut a));
+            }
+            if let Some(grid) = &self.grid {
+                grid.add_apply(y, self.eta, &mut a);
+                tape.ys.push(y.clone());
+            }
+            let rows_only = self.mode == Mode::Rows;
+            step::forward(&self.proj, rows_only, &a, m, z, y, proj_tape)?;
         }
         Ok(())
     }
@@ -246,20 +327,28 @@ impl SegModel {
                     }
                 }
             }
-            Mode::Predicted | Mode::Gold => {
+            Mode::Rows | Mode::Predicted | Mode::Gold => {
                 let z = self.counts(x, gold);
                 let mut y = Vec::new();
-                let mut tapes = Vec::new();
-                self.unroll(&s, &z, &mut y, &mut tapes)?;
+                let mut tape = UnrollTape::default();
+                self.unroll(&s, &z, &mut y, &mut tape)?;
                 let mut gy = vec![0.0; y.len()];
                 loss = soft_iou_loss(&y, gold, m, &mut gy);
                 let (mut ga, mut gz_step) = (vec![0.0; y.len()], vec![0.0; m]);
                 let mut gz = vec![0.0; m];
-                for tape in tapes.iter().rev() {
-                    self.proj.vjp(tape, &gy, &mut ga, &mut gz_step);
+                for (t, proj_tape) in tape.proj.iter().enumerate().rev() {
+                    step::vjp(&self.proj, proj_tape, m, &gy, &mut ga, &mut gz_step);
                     gs.iter_mut().zip(&ga).for_each(|(g, a)| *g += self.eta * a);
                     gz.iter_mut().zip(&gz_step).for_each(|(g, d)| *g += d);
-                    std::mem::swap(&mut gy, &mut ga);
+                    // ∂A_t/∂Y_t = I + η ∇²E(Y_t).
+                    gy.copy_from_slice(&ga);
+                    if let Some(et) = tape.energy.get(t) {
+                        self.energy
+                            .backward(et, &ga, self.eta, &mut gy, &mut grads.energy);
+                    }
+                    if let (Some(grid), Some(yt)) = (&self.grid, tape.ys.get(t)) {
+                        grid.backward(yt, &ga, self.eta, &mut gy, &mut grads.grid);
+                    }
                 }
                 if self.mode == Mode::Predicted {
                     let (p, mean) = self.count_probs(x);
@@ -304,7 +393,39 @@ impl SegModel {
             b: vec![0.0; self.b.len()],
             v: vec![0.0; self.v.len()],
             c: vec![0.0; self.c.len()],
+            energy: GlobalEnergy::zeros(
+                self.energy.terms(),
+                self.energy.b.len() / self.energy.terms().max(1),
+            ),
+            grid: self
+                .grid
+                .as_ref()
+                .map_or(Vec::new(), |g| vec![0.0; g.c.len()]),
         }
+    }
+
+    /// Every parameter, in the order of [`Grads::flat`] (the optimizer's and the checkpoint's
+    /// order).
+    pub fn params_mut(&mut self) -> impl Iterator<Item = &mut f64> {
+        self.w
+            .iter_mut()
+            .chain(self.b.iter_mut())
+            .chain(self.v.iter_mut())
+            .chain(self.c.iter_mut())
+            .chain(self.energy.b.iter_mut())
+            .chain(self.energy.w.iter_mut())
+            .chain(self.grid.iter_mut().flat_map(|g| g.c.iter_mut()))
+    }
+
+    /// Number of parameters.
+    pub fn n_params(&self) -> usize {
+        self.w.len()
+            + self.b.len()
+            + self.v.len()
+            + self.c.len()
+            + self.energy.b.len()
+            + self.energy.w.len()
+            + self.grid.as_ref().map_or(0, |g| g.c.len())
     }
 }
 
@@ -339,7 +460,18 @@ mod tests {
         let (l, c, m) = (9, 3, 3);
         let x = normals(1, l * c);
         let gold: Vec<u32> = (0..l as u32).map(|p| (p * 7 + 1) % m as u32).collect();
-        for mode in [Mode::Unary, Mode::Predicted, Mode::Gold] {
+        let modes = [
+            (Mode::Unary, 0, false),
+            (Mode::Predicted, 0, false),
+            (Mode::Gold, 0, false),
+            (Mode::Predicted, 2, false),
+            (Mode::Gold, 2, false),
+            (Mode::Predicted, 0, true),
+            (Mode::Gold, 2, true),
+            (Mode::Rows, 0, false),
+            (Mode::Rows, 2, true),
+        ];
+        for (mode, terms, grid) in modes {
             for method in [
                 MatrixMethod::Exact,
                 MatrixMethod::Dykstra,
@@ -354,19 +486,40 @@ mod tests {
                 model.v.copy_from_slice(&p[c * m..2 * c * m]);
                 model.b.copy_from_slice(&p[2 * c * m..2 * c * m + m]);
                 model.c.copy_from_slice(&p[2 * c * m + m..]);
+                // Weights large enough that the energy moves Y_T (checked below).
+                model.energy = GlobalEnergy {
+                    b: normals(5, terms * l * m),
+                    w: normals(6, terms).iter().map(|v| 3.0 * v).collect(),
+                };
+                if grid {
+                    let mut g = GridEnergy::zeros(l, m).unwrap();
+                    g.c = normals(7, m * m).iter().map(|v| 2.0 * v).collect();
+                    model.grid = Some(g);
+                }
                 let mut g = model.zero_grads();
-                model.loss_and_grad(&x, &gold, &mut g).unwrap();
+                let with = model.loss_and_grad(&x, &gold, &mut g).unwrap();
                 let loss = |mm: &SegModel| {
                     let mut sink = mm.zero_grads();
                     mm.loss_and_grad(&x, &gold, &mut sink).unwrap()
                 };
+                if terms > 0 || grid {
+                    let mut without = model.clone();
+                    without.energy = GlobalEnergy::default();
+                    without.grid = None;
+                    assert!((loss(&without) - with).abs() > 1e-3, "{mode:?} {method}");
+                }
                 let h = 1e-6;
-                let fields: [(Field, &Vec<f64>); 4] = [
+                let mut fields: Vec<(Field, &Vec<f64>)> = vec![
                     (|m| &mut m.w, &g.w),
                     (|m| &mut m.b, &g.b),
                     (|m| &mut m.v, &g.v),
                     (|m| &mut m.c, &g.c),
+                    (|m| &mut m.energy.b, &g.energy.b),
+                    (|m| &mut m.energy.w, &g.energy.w),
                 ];
+                if grid {
+                    fields.push((|m| &mut m.grid.as_mut().expect("a grid").c, &g.grid));
+                }
                 for (f, grad) in fields {
                     for k in 0..grad.len() {
                         let (mut up, mut dn) = (model.clone(), model.clone());
@@ -375,7 +528,7 @@ mod tests {
                         let fd = (loss(&up) - loss(&dn)) / (2.0 * h);
                         assert!(
                             (fd - grad[k]).abs() < 1e-6 * (1.0 + fd.abs()),
-                            "{mode:?} {method}: entry {k}: fd {fd} vs {}",
+                            "{mode:?} {terms} {grid} {method}: entry {k}: fd {fd} vs {}",
                             grad[k]
                         );
                     }

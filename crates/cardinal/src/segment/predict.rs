@@ -1,7 +1,7 @@
 //! Predictions of a Section 6 model on a multi-target dataset: the class of every position
 //! (the argmax of its row of `Y`) and the class sizes `z` the unroll used.
 
-use super::model::{Mode, SegModel};
+use super::model::SegModel;
 use super::train::{channels, image};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::{Error, Result};
@@ -21,7 +21,7 @@ pub struct SegRow {
 }
 
 /// Predicts every row of `data` (in row order). Its gold targets are read only by
-/// [`Mode::Gold`], the oracle.
+/// [`super::Mode::Gold`], the oracle.
 pub fn predict_rows(model: &SegModel, data: &MultiTargetDataset) -> Result<Vec<SegRow>> {
     let c = channels(data)?;
     let m = data.classes();
@@ -41,7 +41,7 @@ pub fn predict_rows(model: &SegModel, data: &MultiTargetDataset) -> Result<Vec<S
                 p.y.chunks_exact(m)
                     .map(|r| (0..m).max_by(|&a, &b| r[a].total_cmp(&r[b])).unwrap_or(0) as u32)
                     .collect();
-            let z = (model.mode != Mode::Unary).then_some(p.z);
+            let z = model.mode.uses_counts().then_some(p.z);
             Ok(SegRow { row: i, classes, z })
         })
         .collect()

@@ -10,10 +10,12 @@ use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
 
+use super::energy::GlobalEnergy;
+use super::grid_energy::GridEnergy;
 use super::model::SegModel;
 use super::train::SegConfig;
 use crate::checkpoint::{
-    ckpt_err, stage, LabelStructure, CONFIG_FILE, FORMAT_VERSION, META_FILE, WEIGHTS_FILE,
+    ckpt_err, stage, LabelStructure, Staged, CONFIG_FILE, FORMAT_VERSION, META_FILE, WEIGHTS_FILE,
 };
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::{Error, Result};
@@ -83,14 +85,36 @@ impl SegMeta {
     }
 }
 
-/// The parameters' names and shapes in `model.safetensors`.
-fn shapes(channels: usize, classes: usize) -> [(&'static str, Vec<usize>); 4] {
-    [
-        ("unary.w", vec![channels, classes]),
-        ("unary.b", vec![classes]),
-        ("count.v", vec![classes, channels]),
-        ("count.c", vec![classes]),
-    ]
+/// The parameters' names and shapes in `model.safetensors` (the energies' only when on).
+fn shapes(meta: &SegMeta, energy: usize, grid: bool) -> Vec<(&'static str, Vec<usize>)> {
+    let (c, m) = (meta.channels, meta.classes);
+    let mut v = vec![
+        ("unary.w", vec![c, m]),
+        ("unary.b", vec![m]),
+        ("count.v", vec![m, c]),
+        ("count.c", vec![m]),
+    ];
+    if energy > 0 {
+        v.push(("energy.b", vec![energy, meta.positions * m]));
+        v.push(("energy.w", vec![energy]));
+    }
+    if grid {
+        v.push(("grid.c", vec![m, m]));
+    }
+    v
+}
+
+/// The model's parameter tensors, in the order of [`shapes`].
+fn tensors_mut(model: &mut SegModel) -> Vec<&mut Vec<f64>> {
+    let mut v = vec![&mut model.w, &mut model.b, &mut model.v, &mut model.c];
+    if model.energy.terms() > 0 {
+        v.push(&mut model.energy.b);
+        v.push(&mut model.energy.w);
+    }
+    if let Some(g) = &mut model.grid {
+        v.push(&mut g.c);
+    }
+    v
 }
 
 fn f64_bytes(data: &[f64]) -> Vec<u8> {
@@ -101,6 +125,65 @@ fn f64_bytes(data: &[f64]) -> Vec<u8> {
     out
 }
 
+/// Stages `tensors` (name, shape, values) as an `F64` safetensors file at `path`.
+pub(super) fn stage_f64(path: &Path, tensors: &[(&str, Vec<usize>, &[f64])]) -> Result<Staged> {
+    let bytes: Vec<Vec<u8>> = tensors.iter().map(|(_, _, v)| f64_bytes(v)).collect();
+    let views: Vec<(&str, TensorView)> = tensors
+        .iter()
+        .zip(&bytes)
+        .map(|((name, shape, _), b)| {
+            Ok((
+                *name,
+                TensorView::new(Dtype::F64, shape.clone(), b).map_err(|e| ckpt_err(path, e))?,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let info = HashMap::from([(
+        "format".to_string(),
+        format!("cardinal/{FORMAT_VERSION}/multi_target"),
+    )]);
+    stage(path, |tmp| {
+        safetensors::serialize_to_file(views, Some(info), tmp).map_err(|e| match e {
+            safetensors::SafeTensorError::IoError(io) => io,
+            other => std::io::Error::other(other.to_string()),
+        })
+    })
+}
+
+/// The `F64` tensor `name` of `shape` from the safetensors file `path` (bytes `st`), refused
+/// when missing, of another type or shape, or not finite.
+pub(super) fn read_f64(
+    st: &SafeTensors,
+    path: &Path,
+    name: &str,
+    shape: &[usize],
+    dest: &mut [f64],
+) -> Result<()> {
+    let t = st
+        .tensor(name)
+        .map_err(|_| ckpt_err(path, format!("tensor `{name}` is missing")))?;
+    if t.dtype() != Dtype::F64 || t.shape() != shape {
+        return Err(ckpt_err(
+            path,
+            format!(
+                "tensor `{name}` is {:?} {:?}, but {META_FILE} implies F64 {shape:?}",
+                t.dtype(),
+                t.shape()
+            ),
+        ));
+    }
+    for (d, b) in dest.iter_mut().zip(t.data().chunks_exact(8)) {
+        *d = f64::from_le_bytes(b.try_into().expect("8 bytes"));
+    }
+    if dest.iter().any(|x| !x.is_finite()) {
+        return Err(ckpt_err(
+            path,
+            format!("tensor `{name}` holds non-finite values"),
+        ));
+    }
+    Ok(())
+}
+
 /// Saves `model`, trained by `cfg` on `train`, into `dir` (created if needed).
 pub fn save(
     model: &SegModel,
@@ -108,7 +191,13 @@ pub fn save(
     dir: &Path,
     train: &MultiTargetDataset,
 ) -> Result<SegMeta> {
-    let params = [&model.w, &model.b, &model.v, &model.c];
+    let mut params = vec![&model.w, &model.b, &model.v, &model.c];
+    if model.energy.terms() > 0 {
+        params.extend([&model.energy.b, &model.energy.w]);
+    }
+    if let Some(g) = &model.grid {
+        params.push(&g.c);
+    }
     if params.iter().any(|p| p.iter().any(|x| !x.is_finite())) {
         return Err(ckpt_err(dir, "refusing to save: non-finite parameters"));
     }
@@ -127,33 +216,18 @@ pub fn save(
     }
     meta.check_data(train)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let bytes: Vec<Vec<u8>> = params.iter().map(|p| f64_bytes(p)).collect();
-    let views: Vec<(&str, TensorView)> = shapes(model.channels, model.classes)
+    let tensors: Vec<_> = shapes(&meta, model.energy.terms(), model.grid.is_some())
         .into_iter()
-        .zip(&bytes)
-        .map(|((name, shape), b)| {
-            Ok((
-                name,
-                TensorView::new(Dtype::F64, shape, b).map_err(|e| ckpt_err(dir, e))?,
-            ))
-        })
-        .collect::<Result<_>>()?;
-    let info = HashMap::from([(
-        "format".to_string(),
-        format!("cardinal/{FORMAT_VERSION}/multi_target"),
-    )]);
+        .zip(params)
+        .map(|((name, shape), p)| (name, shape, p.as_slice()))
+        .collect();
     let text = |v: String| move |tmp: &Path| std::fs::write(tmp, v.as_bytes());
     let config = stage(&dir.join(CONFIG_FILE), text(cfg.to_json()))?;
     let meta_file = stage(
         &dir.join(META_FILE),
         text(serde_json::to_string_pretty(&meta).expect("serialisable")),
     )?;
-    let weights = stage(&dir.join(WEIGHTS_FILE), |tmp| {
-        safetensors::serialize_to_file(views, Some(info), tmp).map_err(|e| match e {
-            safetensors::SafeTensorError::IoError(io) => io,
-            other => std::io::Error::other(other.to_string()),
-        })
-    })?;
+    let weights = stage_f64(&dir.join(WEIGHTS_FILE), &tensors)?;
     config.commit()?;
     meta_file.commit()?;
     weights.commit()?;
@@ -208,34 +282,27 @@ pub fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
     model.steps = cfg.steps;
     model.eta = cfg.eta;
     model.count_weight = cfg.count_weight;
-    for ((name, shape), dest) in shapes(meta.channels, meta.classes).into_iter().zip([
-        &mut model.w,
-        &mut model.b,
-        &mut model.v,
-        &mut model.c,
-    ]) {
-        let t = st
-            .tensor(name)
-            .map_err(|_| ckpt_err(&w_path, format!("tensor `{name}` is missing")))?;
-        if t.dtype() != Dtype::F64 || t.shape() != shape.as_slice() {
-            return Err(ckpt_err(
-                &w_path,
-                format!(
-                    "tensor `{name}` is {:?} {:?}, but {META_FILE} implies F64 {shape:?}",
-                    t.dtype(),
-                    t.shape()
-                ),
-            ));
-        }
-        for (d, b) in dest.iter_mut().zip(t.data().chunks_exact(8)) {
-            *d = f64::from_le_bytes(b.try_into().expect("8 bytes"));
-        }
-        if dest.iter().any(|x| !x.is_finite()) {
-            return Err(ckpt_err(
-                &w_path,
-                format!("tensor `{name}` holds non-finite values"),
-            ));
-        }
+    if cfg.energy > 0 {
+        model.energy = GlobalEnergy::zeros(cfg.energy, meta.positions * meta.classes);
+    }
+    if cfg.grid_energy {
+        model.grid = Some(
+            GridEnergy::zeros(meta.positions, meta.classes).ok_or_else(|| {
+                ckpt_err(
+                    &cfg_path,
+                    format!(
+                        "grid_energy = true, but {} positions do not form a square grid",
+                        meta.positions
+                    ),
+                )
+            })?,
+        );
+    }
+    for ((name, shape), dest) in shapes(&meta, cfg.energy, cfg.grid_energy)
+        .into_iter()
+        .zip(tensors_mut(&mut model))
+    {
+        read_f64(&st, &w_path, name, &shape, dest)?;
     }
     Ok((model, cfg, meta))
 }
@@ -284,6 +351,8 @@ mod tests {
             steps: 3,
             eta: 1.0,
             count_weight: 1.0,
+            energy: if mode == Mode::Unary { 0 } else { 2 },
+            grid_energy: mode != Mode::Unary,
             epochs: 2,
             batch: 8,
             lr: 0.05,
@@ -294,7 +363,7 @@ mod tests {
 
     #[test]
     fn a_saved_model_loads_back_bit_identically() {
-        for mode in [Mode::Unary, Mode::Predicted, Mode::Gold] {
+        for mode in Mode::ALL {
             let (model, cfg, train, test) = trained(mode);
             let dir = Scratch::new(mode.name());
             let meta = save(&model, &cfg, dir.path(), &train).unwrap();
@@ -310,6 +379,11 @@ mod tests {
                 assert_eq!(bits(a), bits(b));
             }
             assert_eq!(bits(&back.c), bits(&model.c));
+            assert_eq!(bits(&back.energy.b), bits(&model.energy.b));
+            assert_eq!(bits(&back.energy.w), bits(&model.energy.w));
+            assert_eq!(back.energy.terms(), cfg.energy);
+            assert_eq!(back.grid, model.grid);
+            assert_eq!(back.grid.is_some(), mode != Mode::Unary);
             assert_eq!(
                 predict_rows(&back, &test).unwrap(),
                 predict_rows(&model, &test).unwrap()

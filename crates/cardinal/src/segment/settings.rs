@@ -1,8 +1,11 @@
-//! [`SegConfig`] as a validated, strict JSON document (the `config.json` of a multi-target
-//! model directory): every field named, unknown fields refused, every value range-checked.
+//! [`SegConfig`] as a validated, strict JSON document: the `config.json` of a multi-target
+//! model directory, and what `cardinal train --config FILE` reads when the data is
+//! multi-target. The document is one section, `{"multi_target": {...}}`; a field left out
+//! keeps its default ([`SegConfig::default`]), an unknown field is refused, and every value is
+//! range-checked, the error naming the field (`multi_target.steps = 0: expected 1..=100`).
 //!
 //! It is a section of its own rather than part of [`crate::Config`]: the binary model's
-//! presets and systems do not apply to it.
+//! presets, systems, networks and schedules do not apply to it (docs/DESIGN.md).
 
 use serde::{Deserialize, Serialize};
 
@@ -11,9 +14,12 @@ use super::train::SegConfig;
 use crate::error::{Error, Result};
 use cardinal_proj::matrix::{AnyMatrixProjector, MatrixMethod};
 
+/// The name of the document's one section.
+pub const SECTION: &str = "multi_target";
+
 /// The JSON form of [`SegConfig`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 struct SegConfigJson {
     mode: String,
     method: String,
@@ -22,18 +28,57 @@ struct SegConfigJson {
     steps: usize,
     eta: f64,
     count_weight: f64,
+    energy: usize,
+    grid_energy: bool,
     epochs: usize,
     batch: usize,
     lr: f64,
     seed: u64,
 }
 
+impl Default for SegConfigJson {
+    fn default() -> Self {
+        SegConfigJson::of(&SegConfig::default())
+    }
+}
+
+impl SegConfigJson {
+    fn of(c: &SegConfig) -> Self {
+        SegConfigJson {
+            mode: c.mode.name().into(),
+            method: c.proj.method.name().into(),
+            rounds: c.proj.rounds,
+            eps: c.proj.eps,
+            steps: c.steps,
+            eta: c.eta,
+            count_weight: c.count_weight,
+            energy: c.energy,
+            grid_energy: c.grid_energy,
+            epochs: c.epochs,
+            batch: c.batch,
+            lr: c.lr,
+            seed: c.seed,
+        }
+    }
+}
+
+/// The document: `{"multi_target": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SegConfigDoc {
+    multi_target: SegConfigJson,
+}
+
 /// `mode` by its command-line name (`unary`, `pnc`, `oracle`).
 pub fn parse_mode(s: &str) -> Result<Mode> {
-    [Mode::Unary, Mode::Predicted, Mode::Gold]
+    Mode::ALL
         .into_iter()
         .find(|m| m.name() == s)
-        .ok_or_else(|| Error::Config(format!("mode = {s:?}: expected unary, pnc or oracle")))
+        .ok_or_else(|| {
+            Error::Config(format!(
+                "{SECTION}.mode = {s:?}: expected unary, rows, pnc or oracle"
+            ))
+        })
 }
 
 fn in_range(field: &str, v: usize, lo: usize, hi: usize) -> Result<()> {
@@ -41,7 +86,7 @@ fn in_range(field: &str, v: usize, lo: usize, hi: usize) -> Result<()> {
         Ok(())
     } else {
         Err(Error::Config(format!(
-            "{field} = {v}: expected {lo}..={hi}"
+            "{SECTION}.{field} = {v}: expected {lo}..={hi}"
         )))
     }
 }
@@ -52,57 +97,67 @@ fn positive(field: &str, v: f64, zero_ok: bool) -> Result<()> {
     } else {
         let want = if zero_ok { ">= 0" } else { "> 0" };
         Err(Error::Config(format!(
-            "{field} = {v}: expected a finite number {want}"
+            "{SECTION}.{field} = {v}: expected a finite number {want}"
         )))
     }
 }
 
 impl SegConfig {
-    /// Checks every value's range (the command line's ranges; `epochs` may be 0, which
-    /// leaves the initial model).
+    /// Checks every value's range (`epochs` may be 0, which leaves the initial model).
     pub fn validate(&self) -> Result<()> {
         in_range("rounds", self.proj.rounds, 1, 1000)?;
         positive("eps", self.proj.eps, false)?;
         in_range("steps", self.steps, 1, 100)?;
         positive("eta", self.eta, false)?;
         positive("count_weight", self.count_weight, true)?;
+        in_range("energy", self.energy, 0, 256)?;
+        if self.energy > 0 && !self.mode.unrolls() {
+            return Err(Error::Config(format!(
+                "{SECTION}.energy = {}: the global energy enters the unrolled steps, which \
+                 mode \"unary\" does not run (expected 0, or mode pnc or oracle)",
+                self.energy
+            )));
+        }
+        if self.grid_energy && !self.mode.unrolls() {
+            return Err(Error::Config(format!(
+                "{SECTION}.grid_energy = true: the grid energy enters the unrolled steps, which \
+                 mode \"unary\" does not run (expected false, or mode pnc or oracle)"
+            )));
+        }
         in_range("epochs", self.epochs, 0, 1000)?;
         in_range("batch", self.batch, 1, 100_000)?;
         positive("lr", self.lr, false)
     }
 
-    /// The configuration as pretty JSON.
+    /// The configuration as a pretty JSON document.
     pub fn to_json(&self) -> String {
-        let j = SegConfigJson {
-            mode: self.mode.name().into(),
-            method: self.proj.method.name().into(),
-            rounds: self.proj.rounds,
-            eps: self.proj.eps,
-            steps: self.steps,
-            eta: self.eta,
-            count_weight: self.count_weight,
-            epochs: self.epochs,
-            batch: self.batch,
-            lr: self.lr,
-            seed: self.seed,
+        let doc = SegConfigDoc {
+            multi_target: SegConfigJson::of(self),
         };
-        serde_json::to_string_pretty(&j).expect("serialisable")
+        serde_json::to_string_pretty(&doc).expect("serialisable")
     }
 
-    /// Reads and validates a configuration written by [`SegConfig::to_json`].
+    /// Reads and validates a document like [`SegConfig::to_json`]'s, where any field may be
+    /// left out.
     pub fn from_json(text: &str) -> Result<Self> {
-        let j: SegConfigJson = serde_json::from_str(text)
-            .map_err(|e| Error::Config(format!("invalid multi-target configuration: {e}")))?;
+        let doc: SegConfigDoc = serde_json::from_str(text).map_err(|e| {
+            Error::Config(format!(
+                "invalid multi-target configuration (expected {{\"{SECTION}\": {{...}}}}): {e}"
+            ))
+        })?;
+        let j = doc.multi_target;
         let method: MatrixMethod = j
             .method
             .parse()
-            .map_err(|e| Error::Config(format!("method: {e}")))?;
+            .map_err(|e| Error::Config(format!("{SECTION}.method: {e}")))?;
         let cfg = SegConfig {
             mode: parse_mode(&j.mode)?,
             proj: AnyMatrixProjector::new(method, j.rounds).with_eps(j.eps),
             steps: j.steps,
             eta: j.eta,
             count_weight: j.count_weight,
+            energy: j.energy,
+            grid_energy: j.grid_energy,
             epochs: j.epochs,
             batch: j.batch,
             lr: j.lr,
@@ -124,6 +179,8 @@ mod tests {
             steps: 4,
             eta: 0.5,
             count_weight: 0.0,
+            energy: 3,
+            grid_energy: true,
             epochs: 2,
             batch: 8,
             lr: 0.01,
@@ -138,17 +195,44 @@ mod tests {
         assert_eq!(back.proj, cfg().proj);
         let bad = cfg().to_json().replace("\"eta\": 0.5", "\"eta\": -1.0");
         let e = SegConfig::from_json(&bad).unwrap_err().to_string();
-        assert!(e.contains("eta = -1: expected a finite number > 0"), "{e}");
+        assert!(
+            e.contains("multi_target.eta = -1: expected a finite number > 0"),
+            "{e}"
+        );
         let bad = cfg().to_json().replace("\"steps\": 4", "\"steps\": 0");
         let e = SegConfig::from_json(&bad).unwrap_err().to_string();
-        assert!(e.contains("steps = 0: expected 1..=100"), "{e}");
+        assert!(
+            e.contains("multi_target.steps = 0: expected 1..=100"),
+            "{e}"
+        );
         let bad = cfg()
             .to_json()
             .replace("\"mode\": \"pnc\"", "\"mode\": \"crf\"");
         let e = SegConfig::from_json(&bad).unwrap_err().to_string();
-        assert!(e.contains("expected unary, pnc or oracle"), "{e}");
+        assert!(e.contains("expected unary, rows, pnc or oracle"), "{e}");
         let bad = cfg().to_json().replace("\"seed\"", "\"sed\": 1, \"seed\"");
         let e = SegConfig::from_json(&bad).unwrap_err().to_string();
         assert!(e.contains("unknown field `sed`"), "{e}");
+        // Fields left out keep their defaults; the section is required.
+        let partial = SegConfig::from_json(r#"{"multi_target": {"energy": 16}}"#).unwrap();
+        let want = SegConfig {
+            energy: 16,
+            ..SegConfig::default()
+        };
+        assert_eq!(partial.to_json(), want.to_json());
+        let e = SegConfig::from_json(r#"{"train": {"epochs": 3}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown field `train`, expected `multi_target`"),
+            "{e}"
+        );
+        let e = SegConfig::from_json(r#"{"multi_target": {"mode": "unary", "energy": 4}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("multi_target.energy = 4: the global energy"),
+            "{e}"
+        );
     }
 }

@@ -17,6 +17,26 @@ fn unquote(tok: &[u8]) -> &[u8] {
     }
 }
 
+/// Whether an ARFF file's header declares multi-target labels: MEKA's `-C L` (`L > 0`) with
+/// the first `L` attributes nominal over the same classes, other than `{0, 1}` (binary labels,
+/// which the multi-label readers take). Only the header is read.
+pub fn declares_multi_target<R: BufRead>(reader: R) -> Result<bool> {
+    let mut lines = Lines::new(reader);
+    let (relation, attrs) = read_header(&mut lines)?;
+    let l = match meka_label_spec(&relation) {
+        Some(LabelSpec::First(l)) if l <= attrs.len() => l,
+        _ => return Ok(false),
+    };
+    let classes = &attrs[0].nominal.values;
+    let same = attrs[..l]
+        .iter()
+        .all(|a| a.ty == AttrType::Nominal && a.nominal.values == *classes);
+    let mut sorted = classes.clone();
+    sorted.sort();
+    let binary = sorted == [b"0".to_vec(), b"1".to_vec()];
+    Ok(same && !binary)
+}
+
 /// Reads a multi-target ARFF file (see the module documentation).
 pub fn read_multi_target_arff<R: BufRead>(reader: R) -> Result<MultiTargetDataset> {
     let mut lines = Lines::new(reader);
@@ -186,6 +206,53 @@ mod tests {
         write_multi_target_arff(&ds, &mut bytes).unwrap();
         let back = read_multi_target_arff(&bytes[..]).unwrap();
         assert_eq!(back, ds);
+    }
+
+    #[test]
+    fn multi_target_headers_are_told_from_binary_ones() {
+        let d = |t: &str| declares_multi_target(t.as_bytes()).unwrap();
+        let attrs = "@attribute f numeric\n@data\n";
+        assert!(d(&format!(
+            "@relation 'r: -C 2'\n@attribute a {{bg,x,y}}\n@attribute b {{bg,x,y}}\n{attrs}"
+        )));
+        // Binary labels are multi-label data, whatever their order.
+        assert!(!d(&format!(
+            "@relation 'r: -C 2'\n@attribute a {{1,0}}\n@attribute b {{0,1}}\n{attrs}"
+        )));
+        // Two classes that are not 0 and 1 are multi-target.
+        assert!(d(&format!(
+            "@relation 'r: -C 1'\n@attribute a {{bg,fg}}\n{attrs}"
+        )));
+        assert!(!d(&format!("@relation r\n@attribute a {{x,y}}\n{attrs}")));
+        assert!(!d(&format!(
+            "@relation 'r: -C 2'\n@attribute a {{x,y}}\n@attribute b {{x,z}}\n{attrs}"
+        )));
+    }
+
+    #[test]
+    fn a_split_keeps_every_row_once_in_file_order() {
+        let spec = SynthSegSpec {
+            size: 3,
+            train: 10,
+            test: 1,
+            ..Default::default()
+        };
+        let (ds, _) = synth_seg(&spec).unwrap();
+        let (a, b) = ds.train_test_split(7, 3, 0).unwrap();
+        assert_eq!((a.n_rows(), b.n_rows()), (7, 3));
+        let key = |d: &MultiTargetDataset, i: usize| d.row_features(i).to_vec();
+        let mut seen: Vec<Vec<f32>> = (0..7).map(|i| key(&a, i)).collect();
+        seen.extend((0..3).map(|i| key(&b, i)));
+        let mut all: Vec<Vec<f32>> = (0..10).map(|i| key(&ds, i)).collect();
+        let pos = |r: &Vec<f32>| all.iter().position(|x| x == r).unwrap();
+        let (ia, ib): (Vec<usize>, Vec<usize>) = (
+            (0..7).map(|i| pos(&seen[i])).collect(),
+            (7..10).map(|i| pos(&seen[i])).collect(),
+        );
+        assert!(ia.windows(2).all(|w| w[0] < w[1]) && ib.windows(2).all(|w| w[0] < w[1]));
+        seen.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        all.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        assert_eq!(seen, all);
     }
 
     fn read(text: &str) -> String {

@@ -1,0 +1,219 @@
+//! Run directories of the Section 6 model, as the binary model's ([`Engine::start_run`],
+//! [`Engine::resume_run`], [`Engine::finish_run`]): `run.json` (the data source), per-epoch
+//! `metrics.jsonl`, resumable checkpoints under `checkpoints/` (same writer, same `LATEST`),
+//! the model (staged and renamed into place) and `eval.json`. An existing run is refused
+//! unless replaced; a resumed run ends bit-identical to an uninterrupted one.
+
+use std::path::{Path, PathBuf};
+
+use super::{
+    open_new_run, read_run_spec, reopen_run, Checkpoints, DataSpec, Engine, MultiTargetFiles,
+};
+use super::{EVAL_FILE, METRICS_FILE, RUN_FILE};
+use crate::checkpoint::{self, write_atomic, LabelStructure};
+use crate::data::multi_target::MultiTargetDataset;
+use crate::error::{Error, Result};
+use crate::run_dir::RunLock;
+use crate::segment::checkpoint as seg_checkpoint;
+use crate::segment::train::{fit_from, start, SegEpoch, SegState};
+use crate::segment::{SegConfig, SegMetrics, SegModel};
+
+/// A multi-target run directory ready to train.
+#[derive(Debug)]
+pub struct SegRun {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// The training data.
+    pub train: MultiTargetDataset,
+    /// The test data.
+    pub test: MultiTargetDataset,
+    /// The configuration the run trains.
+    pub config: SegConfig,
+    /// Where training starts: the initial state, or the interrupted run's.
+    pub state: SegState,
+    /// Held until the run is finished: no other process writes into `dir` meanwhile.
+    pub lock: RunLock,
+}
+
+/// What a finished multi-target run produced (all of it also written to its directory).
+#[derive(Debug)]
+pub struct SegOutcome {
+    /// The trained model.
+    pub model: SegModel,
+    /// Every epoch's record, resumed ones included.
+    pub history: Vec<SegEpoch>,
+    /// The evaluation on the test data (`eval.json`).
+    pub metrics: SegMetrics,
+}
+
+impl Engine {
+    /// The train and test data of multi-target `files`; a single file is split by
+    /// `train_fraction` (seeded, as binary single files are).
+    pub fn read_multi_target_files(
+        &self,
+        files: &MultiTargetFiles,
+        train_fraction: f64,
+    ) -> Result<(MultiTargetDataset, MultiTargetDataset)> {
+        match files {
+            MultiTargetFiles::Split { train, test } => Ok((
+                self.read_multi_target(train)?,
+                self.read_multi_target(test)?,
+            )),
+            MultiTargetFiles::Single(path) => {
+                if !(0.0..=1.0).contains(&train_fraction) {
+                    return Err(Error::Config(format!(
+                        "train fraction {train_fraction} not in [0, 1]"
+                    )));
+                }
+                let all = self.read_multi_target(path)?;
+                let n_train = (all.n_rows() as f64 * train_fraction).round() as usize;
+                all.train_test_split(n_train, all.n_rows() - n_train, 0)
+                    .map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+            }
+        }
+    }
+
+    /// The train and test data the multi-target run in `dir` trained on, read from the data
+    /// source its `run.json` records and split as it was; `None` without `run.json`.
+    pub fn segmentation_run_data(
+        &self,
+        dir: &Path,
+    ) -> Result<Option<(MultiTargetDataset, MultiTargetDataset)>> {
+        match read_run_spec(dir)? {
+            Some(spec) => self.recorded_data(dir, &spec).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The data of `spec`, which the run directory `dir` records, named in errors.
+    fn recorded_data(
+        &self,
+        dir: &Path,
+        spec: &DataSpec,
+    ) -> Result<(MultiTargetDataset, MultiTargetDataset)> {
+        let files = spec
+            .multi_target_files()?
+            .ok_or_else(|| Error::Checkpoint {
+                path: dir.join(RUN_FILE),
+                message: format!(
+                    "the data it records (`{}`) is not multi-target data (any more)",
+                    spec.dataset
+                ),
+            })?;
+        self.read_multi_target_files(&files, spec.train_fraction)
+    }
+
+    /// Whether the run directory `dir` holds a multi-target run: what its latest checkpoint
+    /// (or, without one, its model) records. `false` when neither says (the binary path then
+    /// reports what is missing).
+    pub fn is_multi_target_run(&self, dir: &Path) -> bool {
+        let holder = checkpoint::latest_checkpoint(dir)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| dir.to_path_buf());
+        checkpoint::label_structure(&holder).is_ok_and(LabelStructure::is_multi_target)
+    }
+
+    /// Creates the run directory `dir` for the Section 6 model `cfg` on the multi-target data
+    /// of `spec`, and records the data source in it. A directory that already holds a run is
+    /// refused unless `replace`; then its run state is cleared and its model stays until the
+    /// new one is saved over it.
+    pub fn start_segmentation_run(
+        &self,
+        dir: &Path,
+        spec: &DataSpec,
+        cfg: SegConfig,
+        replace: bool,
+    ) -> Result<SegRun> {
+        cfg.validate()?;
+        let files = spec.multi_target_files()?.ok_or_else(|| {
+            Error::Config(format!("`{}` holds no multi-target data", spec.dataset))
+        })?;
+        let (train, test) = self.read_multi_target_files(&files, spec.train_fraction)?;
+        if train.n_rows() == 0 {
+            return Err(Error::Config(format!("{}: no training rows", train.name)));
+        }
+        let state = start(&train, &cfg)?;
+        let lock = open_new_run(dir, spec, replace)?;
+        Ok(SegRun {
+            dir: dir.to_path_buf(),
+            train,
+            test,
+            config: cfg,
+            state,
+            lock,
+        })
+    }
+
+    /// Reopens the interrupted multi-target run in `dir` at its latest checkpoint, with the
+    /// same data and configuration.
+    pub fn resume_segmentation_run(&self, dir: &Path) -> Result<SegRun> {
+        let (lock, spec) = reopen_run(dir)?;
+        let (train, test) = self.recorded_data(dir, &spec)?;
+        let (state, config, meta) = seg_checkpoint::load_state(dir)?;
+        meta.check_data(&train)?;
+        tracing::info!(
+            dir = %dir.display(),
+            epochs_run = state.epochs_run(),
+            "resuming from the latest checkpoint"
+        );
+        Ok(SegRun {
+            dir: dir.to_path_buf(),
+            train,
+            test,
+            config,
+            state,
+            lock,
+        })
+    }
+
+    /// Trains a prepared multi-target run to the end: `metrics.jsonl` after every epoch,
+    /// resumable checkpoints as `checkpoints` says, then the model and its evaluation on the
+    /// test data as `eval.json`. `on_epoch` sees every new epoch's record.
+    pub fn finish_segmentation_run(
+        &self,
+        run: SegRun,
+        checkpoints: Checkpoints,
+        on_epoch: &mut dyn FnMut(&SegEpoch),
+    ) -> Result<SegOutcome> {
+        let SegRun {
+            dir,
+            train,
+            test,
+            config,
+            state,
+            lock: _lock,
+        } = run;
+        let metrics_path = dir.join(METRICS_FILE);
+        let line = |r: &SegEpoch| serde_json::to_string(r).expect("serialisable") + "\n";
+        let mut metrics_lines: String = state.history.iter().map(line).collect();
+        let mut last_checkpoint = std::time::Instant::now();
+        let mut after_epoch = |st: &SegState| -> Result<()> {
+            let rec = st.history.last().expect("an epoch was run");
+            metrics_lines.push_str(&line(rec));
+            write_atomic(&metrics_path, metrics_lines.as_bytes())?;
+            on_epoch(rec);
+            if checkpoints.due(last_checkpoint) {
+                seg_checkpoint::save_state(&dir, st, &config, &train)?;
+                tracing::debug!(dir = %dir.display(), epochs_run = st.epochs_run(), "checkpoint written");
+                last_checkpoint = std::time::Instant::now();
+            }
+            Ok(())
+        };
+        let state = fit_from(&train, &config, state, &mut after_epoch)?;
+        self.save_segmentation(&state.model, &config, &dir, &train)?;
+        tracing::info!(dir = %dir.display(), epochs = state.history.len(), "model saved");
+        let metrics = self.evaluate_segmentation(&state.model, &test)?;
+        write_atomic(
+            &dir.join(EVAL_FILE),
+            serde_json::to_string_pretty(&metrics)
+                .expect("serialisable")
+                .as_bytes(),
+        )?;
+        Ok(SegOutcome {
+            model: state.model,
+            history: state.history,
+            metrics,
+        })
+    }
+}
