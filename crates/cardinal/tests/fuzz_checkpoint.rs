@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 
 use cardinal::checkpoint::{self, CONFIG_FILE, META_FILE, WEIGHTS_FILE};
 use cardinal::config::Config;
+use cardinal::data::arrays::dataset_from_arrays;
 use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 use cardinal::pipeline::Model;
 use cardinal::train::TrainState;
@@ -38,11 +39,8 @@ fn tiny_dataset() -> Dataset {
         y.push_row(&lab);
     }
     Dataset {
-        name: "tiny".into(),
-        features: x,
-        labels: y,
-        feature_names: vec![],
         label_names: (0..l).map(|i| format!("label{i}")).collect(),
+        ..dataset_from_arrays("tiny", x, y).unwrap()
     }
 }
 

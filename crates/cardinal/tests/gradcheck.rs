@@ -2,6 +2,7 @@
 //! cardinality net) against central finite differences, in f64, for every parameter tensor.
 
 use cardinal::config::{Config, CountRange, IterateWeights};
+use cardinal::data::arrays::dataset_from_arrays;
 use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 use cardinal::model::Params;
 use cardinal::pipeline::{batch_loss, Model, Workspace};
@@ -30,13 +31,7 @@ fn tiny_dataset() -> Dataset {
         }
         y.push_row(&lab);
     }
-    Dataset {
-        name: "tiny".into(),
-        features: x,
-        labels: y,
-        feature_names: vec![],
-        label_names: vec![],
-    }
+    dataset_from_arrays("tiny", x, y).unwrap()
 }
 
 fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
