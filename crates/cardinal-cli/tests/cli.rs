@@ -4,43 +4,36 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::{cardinal, text, tmpdir};
+use common::{arg, cardinal, dir_with_config, text, tmpdir, train_args};
+
+/// The quick configuration: one epoch per phase of a small model.
+const QUICK: &str = r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 1, "full_epochs": 1}}"#;
 
 /// `cardinal train` with the quick configuration `cfg` into `out`, quietly, plus `extra`.
 fn train_quick(cfg: &Path, out: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "train",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ];
-    args.extend_from_slice(extra);
-    cardinal(&args)
+    cardinal(&train_args(cfg, out, &[&["--quiet"], extra].concat()))
 }
 
-fn write_quick_config(dir: &Path) -> PathBuf {
-    let p = dir.join("quick.json");
-    std::fs::write(&p, r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 1, "full_epochs": 1}}"#).unwrap();
-    p
+/// `cardinal eval --model MODEL EXTRA --json -`, which must succeed, and its report.
+fn eval_json(model: &Path, extra: &[&str]) -> (Output, serde_json::Value) {
+    let out = cardinal(&[&["eval", "--model", arg(model)], extra, &["--json", "-"]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let report = serde_json::from_slice(&out.stdout).unwrap();
+    (out, report)
+}
+
+/// `cardinal predict --model MODEL --data DATA`, which must succeed, and its standard output.
+fn predict_ok(model: &Path, data: &str) -> String {
+    let out = cardinal(&["predict", "--model", arg(model), "--data", data]);
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]
 fn train_eval_predict_round_trip_on_vendored_bibtex() {
-    let dir = tmpdir("roundtrip");
-    let cfg = write_quick_config(&dir);
+    let (dir, cfg) = dir_with_config("roundtrip", QUICK);
     let model = dir.join("model");
-    let out = cardinal(&[
-        "train",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        model.to_str().unwrap(),
-        "--quiet",
-        "--seed",
-        "3",
-    ]);
+    let out = train_quick(&cfg, &model, &["--seed", "3"]);
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("EXAMPLE_F1"), "{t}");
@@ -60,9 +53,7 @@ fn train_eval_predict_round_trip_on_vendored_bibtex() {
     assert_eq!(saved["seed"], 3);
 
     // eval reproduces the numbers written at the end of training
-    let out = cardinal(&["eval", "--model", model.to_str().unwrap(), "--json", "-"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, report) = eval_json(&model, &[]);
     let at_train: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(model.join("eval.json")).unwrap()).unwrap();
     assert_eq!(
@@ -73,44 +64,17 @@ fn train_eval_predict_round_trip_on_vendored_bibtex() {
 
     // the dev split is the 5 % of train that the model's config held out, flagged as seen in
     // the epochs on all of train
-    let out = cardinal(&[
-        "eval",
-        "--model",
-        model.to_str().unwrap(),
-        "--split",
-        "dev",
-        "--json",
-        "-",
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (out, report) = eval_json(&model, &["--split", "dev"]);
     assert_eq!(report["at_threshold"]["n_examples"], 244);
     assert!(text(&out).contains("optimistic"), "{}", text(&out));
 
     // SPEN's protocol: the threshold chosen on those dev rows, applied to test
-    let out = cardinal(&[
-        "eval",
-        "--model",
-        model.to_str().unwrap(),
-        "--dev-threshold",
-        "--json",
-        "-",
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, report) = eval_json(&model, &["--dev-threshold"]);
     let thr = report["dev_threshold"].as_f64().unwrap();
     assert!((0.05..=0.95).contains(&thr) && (thr * 20.0 - (thr * 20.0).round()).abs() < 1e-9);
     assert_eq!(report["at_dev_threshold"]["n_examples"], 2515);
 
-    let out = cardinal(&[
-        "predict",
-        "--model",
-        model.to_str().unwrap(),
-        "--data",
-        "bibtex",
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stdout = predict_ok(&model, "bibtex");
     assert_eq!(stdout.lines().count(), 2515);
     let first: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
     assert!(first["z"].as_f64().unwrap() >= 1.0 && first["labels"].is_array());
@@ -119,21 +83,17 @@ fn train_eval_predict_round_trip_on_vendored_bibtex() {
 
 #[test]
 fn same_seed_gives_identical_weights_for_any_thread_count() {
-    let dir = tmpdir("determinism");
-    let cfg = write_quick_config(&dir);
+    let (dir, cfg) = dir_with_config("determinism", QUICK);
     let mut weights = Vec::new();
     for (name, threads) in [("a", "1"), ("b", "2"), ("c", "2")] {
         let model = dir.join(name);
-        let out = cardinal(&[
-            "--threads",
-            threads,
-            "train",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--out",
-            model.to_str().unwrap(),
-            "--quiet",
-        ]);
+        let out = cardinal(
+            &[
+                &["--threads", threads],
+                &train_args(&cfg, &model, &["--quiet"])[..],
+            ]
+            .concat(),
+        );
         assert!(out.status.success(), "{}", text(&out));
         weights.push(std::fs::read(model.join("model.safetensors")).unwrap());
     }
@@ -149,13 +109,7 @@ fn bad_inputs_get_clear_errors() {
     let dir = tmpdir("errors");
     let bad = dir.join("bad.json");
     std::fs::write(&bad, r#"{"inference": {"steps": 1001}}"#).unwrap();
-    let out = cardinal(&[
-        "train",
-        "--config",
-        bad.to_str().unwrap(),
-        "--out",
-        dir.join("m").to_str().unwrap(),
-    ]);
+    let out = cardinal(&train_args(&bad, &dir.join("m"), &[]));
     assert!(!out.status.success());
     let t = text(&out);
     assert!(
@@ -239,8 +193,7 @@ fn data_stats_on_vendored_bibtex() {
 
 #[test]
 fn cv_reports_every_fold_and_the_mean() {
-    let dir = tmpdir("cv");
-    let cfg = write_quick_config(&dir);
+    let (dir, cfg) = dir_with_config("cv", QUICK);
     let json = dir.join("cv.json");
     let out = cardinal(&[
         "cv",
@@ -294,15 +247,7 @@ fn a_configuration_file_is_read_over_the_preset_it_names() {
         let cfg = dir.join(format!("{name}.json"));
         std::fs::write(&cfg, json).unwrap();
         let model = dir.join(name);
-        let mut args = vec![
-            "train",
-            "--quiet",
-            "--no-checkpoints",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--out",
-            model.to_str().unwrap(),
-        ];
+        let mut args = train_args(&cfg, &model, &["--quiet", "--no-checkpoints"]);
         if let Some(p) = flag {
             args.extend(["--preset", p]);
         }
@@ -325,8 +270,7 @@ fn a_configuration_file_is_read_over_the_preset_it_names() {
 /// write into a run directory whose lock is live.
 #[test]
 fn an_existing_model_is_refused_unless_forced() {
-    let dir = tmpdir("existing");
-    let cfg = write_quick_config(&dir);
+    let (dir, cfg) = dir_with_config("existing", QUICK);
     let model = dir.join("model");
     let train = |extra: &[&str]| {
         let mut args = vec!["--no-checkpoints"];
@@ -368,8 +312,7 @@ fn an_existing_model_is_refused_unless_forced() {
 /// by `--resume`, not followed.
 #[test]
 fn resume_refuses_a_latest_pointing_outside_the_run() {
-    let dir = tmpdir("latest");
-    let cfg = write_quick_config(&dir);
+    let (dir, cfg) = dir_with_config("latest", QUICK);
     let model = dir.join("model");
     let out = train_quick(&cfg, &model, &["--checkpoint-every", "0"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -439,8 +382,7 @@ fn write_svm(dir: &Path, name: &str, n: usize) -> PathBuf {
 /// `--train-fraction` was.
 #[test]
 fn predict_scores_every_row_and_eval_uses_the_training_split() {
-    let dir = tmpdir("own-data");
-    let cfg = write_quick_config(&dir);
+    let (dir, cfg) = dir_with_config("own-data", QUICK);
     let data = write_svm(&dir, "mine.svm", 60);
     let model = dir.join("model");
     let out = train_quick(
@@ -458,19 +400,9 @@ fn predict_scores_every_row_and_eval_uses_the_training_split() {
     let trained: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let test_rows = trained["at_threshold"]["n_examples"].as_u64().unwrap();
     assert_eq!(test_rows, 3, "5 % of 60 rows");
-    let out = cardinal(&["eval", "--model", model.to_str().unwrap(), "--json", "-"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, again) = eval_json(&model, &[]);
     assert_eq!(again["at_threshold"], trained["at_threshold"]);
-    let out = cardinal(&[
-        "predict",
-        "--model",
-        model.to_str().unwrap(),
-        "--data",
-        data.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let rows: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+    let rows: Vec<u64> = predict_ok(&model, arg(&data))
         .lines()
         .map(|l| {
             serde_json::from_str::<serde_json::Value>(l).unwrap()["row"]
@@ -507,14 +439,7 @@ fn a_configuration_file_is_refused_at_its_own_line_and_column() {
         let cfg = dir.join(format!("{name}.json"));
         std::fs::write(&cfg, json).unwrap();
         let model = dir.join(name);
-        let out = cardinal(&[
-            "train",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--out",
-            model.to_str().unwrap(),
-            "--quiet",
-        ]);
+        let out = train_quick(&cfg, &model, &[]);
         let t = text(&out);
         assert!(!out.status.success() && t.contains(want), "{name}: {t}");
         if name == "unknown" {

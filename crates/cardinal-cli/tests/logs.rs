@@ -5,37 +5,37 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::cardinal;
+use common::{arg, cardinal, train_args, write_config};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn quick_config(dir: &Path) -> PathBuf {
-    let p = dir.join("quick.json");
-    std::fs::write(
-        &p,
-        r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 3, "full_epochs": 1}}"#,
-    )
-    .unwrap();
-    p
-}
+/// A small model, three epochs in the first phase and one on all of train.
+const QUICK: &str = r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 3, "full_epochs": 1}}"#;
 
 fn train(dir: &Path, name: &str, extra: &[&str]) -> (PathBuf, Output) {
-    let cfg = quick_config(dir);
+    let cfg = write_config(dir, QUICK);
     let out = dir.join(name);
-    let mut args = vec![
-        "train",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--no-checkpoints",
-    ];
-    args.extend_from_slice(extra);
-    let o = cardinal(&args);
+    let o = cardinal(&train_args(
+        &cfg,
+        &out,
+        &[&["--no-checkpoints"], extra].concat(),
+    ));
     assert!(o.status.success(), "{}", stderr(&o));
     (out, o)
+}
+
+/// `cardinal report` with one `--model` per entry of `models`, written to `page` when given.
+fn report(models: &[&Path], page: Option<&Path>) -> Output {
+    let mut args = vec!["report"];
+    for m in models {
+        args.extend(["--model", arg(m)]);
+    }
+    if let Some(p) = page {
+        args.extend(["--out", arg(p)]);
+    }
+    cardinal(&args)
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn eval_json_is_in_percent_like_every_other_output() {
         serde_json::from_slice(&std::fs::read(model.join("eval.json")).unwrap()).unwrap();
     assert_eq!(saved["unit"], "percent");
     let f1 = saved["at_threshold"]["example_f1"].as_f64().unwrap();
-    let o = cardinal(&["eval", "--model", model.to_str().unwrap()]);
+    let o = cardinal(&["eval", "--model", arg(&model)]);
     let printed: f64 = String::from_utf8_lossy(&o.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("EXAMPLE_F1 ").map(|v| v.parse().unwrap()))
@@ -122,13 +122,7 @@ fn eval_json_is_in_percent_like_every_other_output() {
     std::fs::create_dir_all(&cell).unwrap();
     std::fs::write(cell.join("eval.json"), old.to_string()).unwrap();
     let page = tmp.path().join("old.html");
-    let o = cardinal(&[
-        "report",
-        "--model",
-        cell.to_str().unwrap(),
-        "--out",
-        page.to_str().unwrap(),
-    ]);
+    let o = report(&[&cell], Some(&page));
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(
@@ -143,25 +137,13 @@ fn report_writes_one_page_for_several_models() {
     let (a, _) = train(tmp.path(), "a", &["--quiet"]);
     let (b, _) = train(tmp.path(), "b", &["--quiet", "--seed", "1"]);
     let page = tmp.path().join("r.html");
-    let o = cardinal(&[
-        "report",
-        "--model",
-        a.to_str().unwrap(),
-        "--model",
-        b.to_str().unwrap(),
-        "--out",
-        page.to_str().unwrap(),
-    ]);
+    let o = report(&[&a, &b], Some(&page));
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(&page).unwrap();
     // The comparison (curves and thresholds of both) plus five figures per model.
     assert_eq!(html.matches("<svg").count(), 2 + 2 * 5);
     assert!(html.contains("<h2>comparison</h2>"));
-    let o = cardinal(&[
-        "report",
-        "--model",
-        tmp.path().join("none").to_str().unwrap(),
-    ]);
+    let o = report(&[&tmp.path().join("none")], None);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("none"), "{}", stderr(&o));
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::{text, tmpdir};
+use common::{arg, dir_with_config, text};
 use std::time::Instant;
 
 /// The binary at one thread (the timings of the results table are per thread).
@@ -20,6 +20,21 @@ fn ok(args: &[&str]) -> String {
     let o = cardinal(args);
     assert!(o.status.success(), "{args:?}: {}", text(&o));
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The arguments of `cardinal predict --model MODEL --data DATA` followed by `extra`.
+fn predict_args<'a>(model: &'a str, data: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    [&["predict", "--model", model, "--data", data][..], extra].concat()
+}
+
+/// Trains a quick model from `cfg` into `out` (on `dataset`, or the default one), quietly.
+fn train_quick(cfg: &Path, out: &Path, dataset: Option<&Path>) {
+    let mut args = vec!["train"];
+    if let Some(d) = dataset {
+        args.extend(["--dataset", arg(d)]);
+    }
+    args.extend(["--config", arg(cfg), "--out", arg(out), "--quiet"]);
+    ok(&args);
 }
 
 fn shared_data() -> Option<PathBuf> {
@@ -183,9 +198,7 @@ fn every_shared_dataset_predicts_on_its_test_file_with_the_labels_stripped() {
         .map(|v| v.split(',').map(str::to_owned).collect());
     println!("| dataset | rows predicted | test example-F1 | train time | predict time (stripped file) | stripped = labeled |");
     println!("| --- | ---: | ---: | ---: | ---: | --- |");
-    let tmp = tmpdir("suite");
-    let cfg = tmp.join("quick.json");
-    std::fs::write(&cfg, QUICK).unwrap();
+    let (tmp, cfg) = dir_with_config("suite", QUICK);
     let mut names: Vec<String> = std::fs::read_dir(&data)
         .unwrap()
         .flatten()
@@ -236,7 +249,7 @@ fn every_shared_dataset_predicts_on_its_test_file_with_the_labels_stripped() {
         } else {
             test.to_str().unwrap().to_string()
         };
-        let want = ok(&["predict", "--model", m, "--data", &whole, "--all-scores"]);
+        let want = ok(&predict_args(m, &whole, &["--all-scores"]));
         assert!(!want.is_empty());
         let labels = xml_labels(&xml);
         let original = std::fs::read_to_string(&test).unwrap();
@@ -248,21 +261,12 @@ fn every_shared_dataset_predicts_on_its_test_file_with_the_labels_stripped() {
         for (what, body) in variants {
             let f = tmp.join(format!("{name}-{what}.arff"));
             std::fs::write(&f, body).unwrap();
-            let got = ok(&[
-                "predict",
-                "--model",
-                m,
-                "--data",
-                f.to_str().unwrap(),
-                "--all-scores",
-            ]);
+            let got = ok(&predict_args(m, arg(&f), &["--all-scores"]));
             assert!(got == want, "{name} ({what}): predictions differ");
         }
         let f = tmp.join(format!("{name}-stripped.arff"));
         let t0 = Instant::now();
-        let rows = ok(&["predict", "--model", m, "--data", f.to_str().unwrap()])
-            .lines()
-            .count();
+        let rows = ok(&predict_args(m, arg(&f), &[])).lines().count();
         let predict_secs = t0.elapsed().as_secs_f64();
         // `eval --data FILE` scores every row of the file too, not a hidden split of it.
         let all = ok(&["eval", "--model", m, "--data", test.to_str().unwrap()]);
@@ -304,9 +308,7 @@ fn tiny_arff(features: &[&str], n: usize) -> String {
 
 #[test]
 fn renamed_missing_and_extra_features_are_refused_by_name() {
-    let tmp = tmpdir("names");
-    let cfg = tmp.join("quick.json");
-    std::fs::write(&cfg, QUICK).unwrap();
+    let (tmp, cfg) = dir_with_config("names", QUICK);
     let train = tmp.join("tiny.arff");
     std::fs::write(&train, tiny_arff(&["a", "b", "c"], 40)).unwrap();
     std::fs::write(
@@ -315,16 +317,7 @@ fn renamed_missing_and_extra_features_are_refused_by_name() {
     )
     .unwrap();
     let m = tmp.join("m");
-    ok(&[
-        "train",
-        "--dataset",
-        train.to_str().unwrap(),
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        m.to_str().unwrap(),
-        "--quiet",
-    ]);
+    train_quick(&cfg, &m, Some(&train));
     for (features, expect) in [
         (&["a", "b", "z"][..], "`c`"),
         (&["a", "b"][..], "missing: `c`"),
@@ -332,13 +325,7 @@ fn renamed_missing_and_extra_features_are_refused_by_name() {
     ] {
         let f = tmp.join("new.arff");
         std::fs::write(&f, tiny_arff(features, 5)).unwrap();
-        let o = cardinal(&[
-            "predict",
-            "--model",
-            m.to_str().unwrap(),
-            "--data",
-            f.to_str().unwrap(),
-        ]);
+        let o = cardinal(&predict_args(arg(&m), arg(&f), &[]));
         assert!(!o.status.success(), "{features:?} accepted");
         assert!(
             text(&o).contains(expect) && text(&o).contains("new.arff"),
@@ -351,9 +338,7 @@ fn renamed_missing_and_extra_features_are_refused_by_name() {
 
 #[test]
 fn libsvm_rows_without_labels_predict_with_the_models_dimensions() {
-    let tmp = tmpdir("svm");
-    let cfg = tmp.join("quick.json");
-    std::fs::write(&cfg, QUICK).unwrap();
+    let (tmp, cfg) = dir_with_config("svm", QUICK);
     // 0-based (scikit-learn's default): feature 0 occurs, so the loader reads it 0-based.
     let mut train = String::new();
     for r in 0..60 {
@@ -367,55 +352,22 @@ fn libsvm_rows_without_labels_predict_with_the_models_dimensions() {
     }
     std::fs::write(tmp.join("train.svm"), &train).unwrap();
     let m = tmp.join("m");
-    let ms = m.to_str().unwrap();
-    ok(&[
-        "train",
-        "--dataset",
-        tmp.join("train.svm").to_str().unwrap(),
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        ms,
-        "--quiet",
-    ]);
+    let ms = arg(&m);
+    train_quick(&cfg, &m, Some(&tmp.join("train.svm")));
     // No labels, and a last feature (5) that never occurs: narrower, read 0-based as trained.
     std::fs::write(tmp.join("new.svm"), " 0:1 3:1\n 3:1\n").unwrap();
-    let out = ok(&[
-        "predict",
-        "--model",
-        ms,
-        "--data",
-        tmp.join("new.svm").to_str().unwrap(),
-    ]);
+    let out = ok(&predict_args(ms, arg(&tmp.join("new.svm")), &[]));
     assert_eq!(out.lines().count(), 2, "{out}");
     assert!(out.lines().nth(1).unwrap().contains("\"row\":1"));
     // Without index 0 a new file still reads 0-based: the same as the same rows with it.
     std::fs::write(tmp.join("a.svm"), " 3:1\n").unwrap();
     std::fs::write(tmp.join("b.svm"), " 0:0 3:1\n").unwrap();
-    let a = ok(&[
-        "predict",
-        "--model",
-        ms,
-        "--data",
-        tmp.join("a.svm").to_str().unwrap(),
-    ]);
-    let b = ok(&[
-        "predict",
-        "--model",
-        ms,
-        "--data",
-        tmp.join("b.svm").to_str().unwrap(),
-    ]);
+    let a = ok(&predict_args(ms, arg(&tmp.join("a.svm")), &[]));
+    let b = ok(&predict_args(ms, arg(&tmp.join("b.svm")), &[]));
     assert_eq!(a, b);
     // Wider than the model: refused, naming the line.
     std::fs::write(tmp.join("wide.svm"), " 0:1\n 9:1\n").unwrap();
-    let o = cardinal(&[
-        "predict",
-        "--model",
-        ms,
-        "--data",
-        tmp.join("wide.svm").to_str().unwrap(),
-    ]);
+    let o = cardinal(&predict_args(ms, arg(&tmp.join("wide.svm")), &[]));
     assert!(!o.status.success());
     assert!(
         text(&o).contains("wide.svm") && text(&o).contains(":2"),
@@ -427,28 +379,11 @@ fn libsvm_rows_without_labels_predict_with_the_models_dimensions() {
 
 #[test]
 fn predict_writes_csv_and_npy_and_the_round_z_rule_gives_round_z_labels() {
-    let tmp = tmpdir("formats");
-    let cfg = tmp.join("quick.json");
-    std::fs::write(&cfg, QUICK).unwrap();
+    let (tmp, cfg) = dir_with_config("formats", QUICK);
     let m = tmp.join("m");
-    let ms = m.to_str().unwrap();
-    ok(&[
-        "train",
-        "--config",
-        cfg.to_str().unwrap(),
-        "--out",
-        ms,
-        "--quiet",
-    ]);
-    let jsonl = ok(&[
-        "predict",
-        "--model",
-        ms,
-        "--data",
-        "bibtex",
-        "--labels-by",
-        "round-z",
-    ]);
+    let ms = arg(&m);
+    train_quick(&cfg, &m, None);
+    let jsonl = ok(&predict_args(ms, "bibtex", &["--labels-by", "round-z"]));
     let mut rows = 0;
     for line in jsonl.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -459,18 +394,11 @@ fn predict_writes_csv_and_npy_and_the_round_z_rule_gives_round_z_labels() {
     }
     assert_eq!(rows, 2515);
     let csv_path = tmp.join("p.csv");
-    ok(&[
-        "predict",
-        "--model",
+    ok(&predict_args(
         ms,
-        "--data",
         "bibtex",
-        "--format",
-        "csv",
-        "--all-scores",
-        "--out",
-        csv_path.to_str().unwrap(),
-    ]);
+        &["--format", "csv", "--all-scores", "--out", arg(&csv_path)],
+    ));
     let csv = std::fs::read_to_string(&csv_path).unwrap();
     let mut lines = csv.lines();
     let header = lines.next().unwrap();
@@ -478,17 +406,11 @@ fn predict_writes_csv_and_npy_and_the_round_z_rule_gives_round_z_labels() {
     assert_eq!(header.split(',').count(), 3 + 159);
     assert_eq!(lines.count(), 2515);
     let npy = tmp.join("npy");
-    ok(&[
-        "predict",
-        "--model",
+    ok(&predict_args(
         ms,
-        "--data",
         "bibtex",
-        "--format",
-        "npy",
-        "--out",
-        npy.to_str().unwrap(),
-    ]);
+        &["--format", "npy", "--out", arg(&npy)],
+    ));
     let labels = std::fs::read(npy.join("labels.npy")).unwrap();
     assert!(labels.starts_with(b"\x93NUMPY"));
     let header = String::from_utf8_lossy(&labels[10..80]).to_string();
@@ -498,9 +420,7 @@ fn predict_writes_csv_and_npy_and_the_round_z_rule_gives_round_z_labels() {
     );
     let z = std::fs::read(npy.join("z.npy")).unwrap();
     assert!(String::from_utf8_lossy(&z[10..70]).contains("<f4"));
-    let o = cardinal(&[
-        "predict", "--model", ms, "--data", "bibtex", "--format", "npy",
-    ]);
+    let o = cardinal(&predict_args(ms, "bibtex", &["--format", "npy"]));
     assert!(
         !o.status.success() && text(&o).contains("--out"),
         "{}",

@@ -2,7 +2,7 @@
 //! round trips.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cardinal_data::data::{
     load_file, parse_label_xml, read_arff, read_arff_path, read_libsvm, read_libsvm_path,
@@ -11,26 +11,8 @@ use cardinal_data::data::{
 };
 use proptest::prelude::*;
 
-fn fx(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/data")
-        .join(rel)
-}
-
-/// One row: (column, value) pairs and labels.
-type Row = (Vec<(u32, f32)>, Vec<u32>);
-
-fn rows(ds: &Dataset) -> Vec<Row> {
-    (0..ds.n_rows())
-        .map(|r| {
-            let (i, v) = ds.features.row(r);
-            (
-                i.iter().copied().zip(v.iter().copied()).collect(),
-                ds.labels.row(r).to_vec(),
-            )
-        })
-        .collect()
-}
+mod common;
+use common::{fx, rows};
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("cardinal-data-test-{}", std::process::id()));

@@ -2,7 +2,7 @@
 //! 0-based LIBSVM, damaged gzip files, and label ids spread over a train/test pair. Tiny
 //! fixtures with known content.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cardinal_data::data::{
     meka_label_spec, open_bytes, read_arff, read_arff_noted, read_arff_path, read_libsvm,
@@ -11,26 +11,8 @@ use cardinal_data::data::{
     MAX_NOMINAL_VALUES,
 };
 
-fn fx(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/data")
-        .join(rel)
-}
-
-/// One row: (column, value) pairs and labels.
-type Row = (Vec<(u32, f32)>, Vec<u32>);
-
-fn rows(ds: &Dataset) -> Vec<Row> {
-    (0..ds.n_rows())
-        .map(|r| {
-            let (i, v) = ds.features.row(r);
-            (
-                i.iter().copied().zip(v.iter().copied()).collect(),
-                ds.labels.row(r).to_vec(),
-            )
-        })
-        .collect()
-}
+mod common;
+use common::{fx, rows};
 
 fn split(spec: &Path) -> (Dataset, Dataset) {
     match resolve_dataset(spec.to_str().unwrap(), None).unwrap() {

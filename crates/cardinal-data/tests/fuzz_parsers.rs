@@ -26,18 +26,12 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
 
+use cardinal_testkit::{apply_edit, edit, lines_of, Edit};
+
+/// The suite's proptest settings; findings become named tests in `tests/regressions.rs`, not a
+/// persistence file.
 fn config(default_cases: u32) -> ProptestConfig {
-    let cases = std::env::var("CARDINAL_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default_cases);
-    ProptestConfig {
-        cases,
-        // Findings become named tests in `tests/regressions.rs`, not a persistence file.
-        failure_persistence: None,
-        max_shrink_iters: 2000,
-        ..ProptestConfig::default()
-    }
+    cardinal_testkit::fuzz_config(default_cases)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -424,102 +418,26 @@ const DICT: &[&[u8]] = &[
 
 #[derive(Debug, Clone)]
 enum Mutation {
-    Truncate(Index),
-    DeleteLine(Index),
-    DuplicateLine(Index),
-    SwapLines(Index, Index),
-    FlipBit(Index, u8),
-    SetByte(Index, u8),
-    DeleteRange(Index, u8),
-    Insert(Index, Index),
-    /// Replaces the k-th run of ASCII digits with a dictionary token.
-    ReplaceNumber(Index, Index),
+    /// A byte- or line-level edit (tokens from [`DICT`]).
+    Edit(Edit),
     /// Swaps two whitespace-separated tokens of one line (unsorted indices, misplaced labels).
     SwapTokens(Index, Index, Index),
 }
 
+/// The nine edits and the token swap, each equally likely.
 fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
-        any::<Index>().prop_map(Mutation::Truncate),
-        any::<Index>().prop_map(Mutation::DeleteLine),
-        any::<Index>().prop_map(Mutation::DuplicateLine),
-        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::SwapLines(a, b)),
-        (any::<Index>(), 0u8..8).prop_map(|(a, b)| Mutation::FlipBit(a, b)),
-        (any::<Index>(), any::<u8>()).prop_map(|(a, b)| Mutation::SetByte(a, b)),
-        (any::<Index>(), 1u8..16).prop_map(|(a, b)| Mutation::DeleteRange(a, b)),
-        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::Insert(a, b)),
-        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::ReplaceNumber(a, b)),
-        (any::<Index>(), any::<Index>(), any::<Index>())
+        9 => edit(16).prop_map(Mutation::Edit),
+        1 => (any::<Index>(), any::<Index>(), any::<Index>())
             .prop_map(|(a, b, c)| Mutation::SwapTokens(a, b, c)),
     ]
 }
 
-fn lines_of(text: &[u8]) -> Vec<Vec<u8>> {
-    text.split_inclusive(|&b| b == b'\n')
-        .map(<[u8]>::to_vec)
-        .collect()
-}
-
 fn apply(text: &mut Vec<u8>, m: &Mutation) {
-    let n = text.len();
     match m {
-        Mutation::Truncate(i) => text.truncate(i.index(n + 1)),
-        Mutation::DeleteLine(i) | Mutation::DuplicateLine(i) | Mutation::SwapLines(i, _) => {
-            let mut lines = lines_of(text);
-            if lines.is_empty() {
-                return;
-            }
-            let a = i.index(lines.len());
-            match m {
-                Mutation::DeleteLine(_) => {
-                    lines.remove(a);
-                }
-                Mutation::DuplicateLine(_) => {
-                    let l = lines[a].clone();
-                    lines.insert(a, l);
-                }
-                Mutation::SwapLines(_, j) => {
-                    let b = j.index(lines.len());
-                    lines.swap(a, b);
-                }
-                _ => unreachable!(),
-            }
-            *text = lines.concat();
-        }
-        Mutation::FlipBit(i, bit) if n > 0 => text[i.index(n)] ^= 1 << bit,
-        Mutation::SetByte(i, b) if n > 0 => text[i.index(n)] = *b,
-        Mutation::DeleteRange(i, len) if n > 0 => {
-            let a = i.index(n);
-            let b = (a + usize::from(*len)).min(n);
-            text.drain(a..b);
-        }
-        Mutation::Insert(i, t) => {
-            let at = i.index(n + 1);
-            let tok = DICT[t.index(DICT.len())];
-            text.splice(at..at, tok.iter().copied());
-        }
-        Mutation::ReplaceNumber(k, t) => {
-            let mut runs = Vec::new();
-            let mut s = None;
-            for (p, b) in text.iter().enumerate() {
-                match (b.is_ascii_digit(), s) {
-                    (true, None) => s = Some(p),
-                    (false, Some(a)) => {
-                        runs.push((a, p));
-                        s = None;
-                    }
-                    _ => {}
-                }
-            }
-            if let Some(a) = s {
-                runs.push((a, n));
-            }
-            if runs.is_empty() {
-                return;
-            }
-            let (a, b) = runs[k.index(runs.len())];
-            let tok = DICT[t.index(DICT.len())];
-            text.splice(a..b, tok.iter().copied());
+        Mutation::Edit(e) => {
+            let n = text.len();
+            apply_edit(text, e, DICT, n);
         }
         Mutation::SwapTokens(li, a, b) => {
             let mut lines = lines_of(text);
@@ -545,7 +463,6 @@ fn apply(text: &mut Vec<u8>, m: &Mutation) {
             lines[k] = out;
             *text = lines.concat();
         }
-        _ => {}
     }
 }
 

@@ -60,32 +60,18 @@ fn sorting_network_equals_a_comparison_sort() {
     assert_eq!(SortingNetwork::new(159).comparators(), 2249);
 }
 
-/// Runs the lockstep operator on `rows` (each of length n, at most LANES; missing lanes repeat
-/// row 0) and returns the projected rows.
-fn lanes_project(rounds: usize, rows: &[Vec<f64>], z: &[f64]) -> Result<Vec<Vec<f64>>, ProjError> {
-    let n = rows[0].len();
-    let op = SoftDykstraLanes::new(rounds, n);
-    let mut v = vec![[0.0; LANES]; n];
-    let mut zl = [z[0]; LANES];
-    for w in 0..LANES {
-        let r = if w < rows.len() { w } else { 0 };
-        for i in 0..n {
-            v[i][w] = rows[r][i];
-        }
-        zl[w] = z[r];
-    }
-    let mut out = vec![[0.0; LANES]; n];
-    op.forward(&v, &zl, &mut out, &mut LanesScratch::default())?;
-    Ok((0..rows.len())
-        .map(|w| out.iter().map(|o| o[w]).collect())
-        .collect())
+/// A block of rows for case `case` of a comparison with the per-row operator: lengths that
+/// are not powers of two, 1 to 3 rounds, partial blocks, ties and exact zeros and a coarse
+/// grid, and `z` at both ends of its range and inside.
+struct Block {
+    n: usize,
+    rounds: usize,
+    rows: Vec<Vec<f64>>,
+    z: Vec<f64>,
 }
 
-#[test]
-fn lockstep_soft_dykstra_equals_the_per_row_operator() {
-    let mut rng = Rng(11);
-    let mut worst = 0.0f64;
-    for case in 0..120 {
+impl Block {
+    fn random(rng: &mut Rng, case: usize) -> Self {
         let n = [1usize, 2, 3, 7, 16, 40, 159, 300][case % 8];
         let rounds = [1usize, 2, 3][case % 3];
         let n_rows = 1 + rng.below(LANES);
@@ -114,6 +100,51 @@ fn lockstep_soft_dykstra_equals_the_per_row_operator() {
                 _ => rng.range(0.0, n as f64),
             })
             .collect();
+        Block { n, rounds, rows, z }
+    }
+}
+
+/// The row that lane `w` carries in a block of `n_rows` rows: its own, or row 0 when the block
+/// is partial.
+fn row_of_lane(w: usize, n_rows: usize) -> usize {
+    if w < n_rows {
+        w
+    } else {
+        0
+    }
+}
+
+/// `rows` (each of length n, at most LANES) in lane layout.
+fn to_lanes(rows: &[Vec<f64>]) -> Vec<[f64; LANES]> {
+    (0..rows[0].len())
+        .map(|i| std::array::from_fn(|w| rows[row_of_lane(w, rows.len())][i]))
+        .collect()
+}
+
+/// One value per row (at most LANES) in lane layout.
+fn lane_values(z: &[f64]) -> [f64; LANES] {
+    std::array::from_fn(|w| z[row_of_lane(w, z.len())])
+}
+
+/// Runs the lockstep operator on `rows` (each of length n, at most LANES; missing lanes repeat
+/// row 0) and returns the projected rows.
+fn lanes_project(rounds: usize, rows: &[Vec<f64>], z: &[f64]) -> Result<Vec<Vec<f64>>, ProjError> {
+    let n = rows[0].len();
+    let op = SoftDykstraLanes::new(rounds, n);
+    let (v, zl) = (to_lanes(rows), lane_values(z));
+    let mut out = vec![[0.0; LANES]; n];
+    op.forward(&v, &zl, &mut out, &mut LanesScratch::default())?;
+    Ok((0..rows.len())
+        .map(|w| out.iter().map(|o| o[w]).collect())
+        .collect())
+}
+
+#[test]
+fn lockstep_soft_dykstra_equals_the_per_row_operator() {
+    let mut rng = Rng(11);
+    let mut worst = 0.0f64;
+    for case in 0..120 {
+        let Block { n, rounds, rows, z } = Block::random(&mut rng, case);
         let got = lanes_project(rounds, &rows, &z).unwrap();
         let per_row = Dykstra::new(rounds, SoftSimplex);
         for (r, row) in rows.iter().enumerate() {
@@ -189,46 +220,11 @@ fn lockstep_soft_dykstra_vjp_equals_the_per_row_vjp() {
     let mut rng = Rng(23);
     let mut worst = 0.0f64;
     for case in 0..96 {
-        let n = [1usize, 2, 3, 7, 16, 40, 159, 300][case % 8];
-        let rounds = [1usize, 2, 3][case % 3];
-        let n_rows = 1 + rng.below(LANES);
-        let scale = [0.1, 1.0, 3.0][case % 3];
-        let rows: Vec<Vec<f64>> = (0..n_rows)
-            .map(|r| {
-                let mut row = rng.normals(n, scale);
-                if r % 4 == 1 {
-                    for x in row.iter_mut().step_by(2) {
-                        *x = 0.0;
-                    }
-                }
-                if r % 4 == 2 {
-                    for x in row.iter_mut() {
-                        *x = (*x * 4.0).round() / 4.0;
-                    }
-                }
-                row
-            })
-            .collect();
-        let z: Vec<f64> = (0..n_rows)
-            .map(|r| match r % 5 {
-                0 => 0.0,
-                1 => n as f64,
-                _ => rng.range(0.0, n as f64),
-            })
-            .collect();
+        let Block { n, rounds, rows, z } = Block::random(&mut rng, case);
+        let n_rows = rows.len();
         let gs: Vec<Vec<f64>> = (0..n_rows).map(|_| rng.normals(n, 1.0)).collect();
         let op = SoftDykstraLanes::new(rounds, n);
-        let mut v = vec![[0.0; LANES]; n];
-        let mut g = vec![[0.0; LANES]; n];
-        let mut zl = [z[0]; LANES];
-        for w in 0..LANES {
-            let r = if w < n_rows { w } else { 0 };
-            for i in 0..n {
-                v[i][w] = rows[r][i];
-                g[i][w] = gs[r][i];
-            }
-            zl[w] = z[r];
-        }
+        let (v, g, zl) = (to_lanes(&rows), to_lanes(&gs), lane_values(&z));
         let mut out = vec![[0.0; LANES]; n];
         let mut tape = LanesTape::default();
         op.forward_tape(&v, &zl, &mut out, &mut tape, &mut LanesScratch::default())

@@ -35,10 +35,22 @@ fn slice<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
         .map_err(|_| PyValueError::new_err(format!("{what}: expected a C-contiguous array")))
 }
 
-/// Features from a dense float32 array or CSR parts; errors name `what` (e.g. `"X"`).
-pub fn features(x: &Bound<'_, PyAny>, what: &str) -> PyResult<CsrMatrix> {
-    if let Ok((n_rows, n_cols, indptr, indices, data)) = x.extract::<CsrParts<'_, f32>>() {
-        return features_from_csr(
+/// A library constructor from CSR parts: `(what, n_rows, n_cols, indptr, indices, values)`.
+type FromCsr<T, M> = fn(&str, usize, usize, &[i64], &[i64], &[T]) -> cardinal::data::Result<M>;
+/// A library constructor from a dense row-major buffer: `(what, n_rows, n_cols, values)`.
+type FromDense<T, M> = fn(&str, usize, usize, &[T]) -> cardinal::data::Result<M>;
+
+/// A matrix of element type `T` (numpy dtype `dtype`) from a dense 2-D array or CSR parts,
+/// through the library's checked constructors; errors name `what`.
+fn matrix_from<T: numpy::Element, M>(
+    a: &Bound<'_, PyAny>,
+    what: &str,
+    dtype: &str,
+    from_csr: FromCsr<T, M>,
+    from_dense: FromDense<T, M>,
+) -> PyResult<M> {
+    if let Ok((n_rows, n_cols, indptr, indices, data)) = a.extract::<CsrParts<'_, T>>() {
+        return from_csr(
             what,
             n_rows,
             n_cols,
@@ -48,35 +60,23 @@ pub fn features(x: &Bound<'_, PyAny>, what: &str) -> PyResult<CsrMatrix> {
         )
         .map_err(data_to_py);
     }
-    let dense: PyReadonlyArray2<'_, f32> = x.extract().map_err(|_| {
+    let dense: PyReadonlyArray2<'_, T> = a.extract().map_err(|_| {
         PyValueError::new_err(format!(
-            "{what}: expected a 2-D float32 array or the parts of a CSR matrix"
+            "{what}: expected a 2-D {dtype} array or the parts of a CSR matrix"
         ))
     })?;
     let (n_rows, n_cols) = (dense.shape()[0], dense.shape()[1]);
-    features_from_dense(what, n_rows, n_cols, slice(&dense, what)?).map_err(data_to_py)
+    from_dense(what, n_rows, n_cols, slice(&dense, what)?).map_err(data_to_py)
+}
+
+/// Features from a dense float32 array or CSR parts; errors name `what` (e.g. `"X"`).
+pub fn features(x: &Bound<'_, PyAny>, what: &str) -> PyResult<CsrMatrix> {
+    matrix_from(x, what, "float32", features_from_csr, features_from_dense)
 }
 
 /// Label sets from a dense float64 indicator array or CSR parts; errors name `what`.
 pub fn labels(y: &Bound<'_, PyAny>, what: &str) -> PyResult<LabelSets> {
-    if let Ok((n_rows, n_cols, indptr, indices, data)) = y.extract::<CsrParts<'_, f64>>() {
-        return labels_from_csr(
-            what,
-            n_rows,
-            n_cols,
-            slice(&indptr, what)?,
-            slice(&indices, what)?,
-            slice(&data, what)?,
-        )
-        .map_err(data_to_py);
-    }
-    let dense: PyReadonlyArray2<'_, f64> = y.extract().map_err(|_| {
-        PyValueError::new_err(format!(
-            "{what}: expected a 2-D float64 array or the parts of a CSR matrix"
-        ))
-    })?;
-    let (n_rows, n_cols) = (dense.shape()[0], dense.shape()[1]);
-    labels_from_dense(what, n_rows, n_cols, slice(&dense, what)?).map_err(data_to_py)
+    matrix_from(y, what, "float64", labels_from_csr, labels_from_dense)
 }
 
 /// A row-major `rows × cols` buffer as a numpy array.

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 
 use cardinal::checkpoint::{self, CONFIG_FILE, META_FILE, WEIGHTS_FILE};
 use cardinal::config::Config;
+use cardinal::data::arrays::dataset_from_arrays;
 use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 use cardinal::pipeline::Model;
 use cardinal::train::TrainState;
@@ -21,18 +22,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
 
-fn config(default_cases: u32) -> ProptestConfig {
-    let cases = std::env::var("CARDINAL_FUZZ_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default_cases);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters: 2000,
-        ..ProptestConfig::default()
-    }
-}
+use cardinal_testkit::{apply_edit, edit, fuzz_config as config, Edit};
 
 fn tiny_dataset() -> Dataset {
     let (n, d, l) = (8, 6, 4);
@@ -49,11 +39,8 @@ fn tiny_dataset() -> Dataset {
         y.push_row(&lab);
     }
     Dataset {
-        name: "tiny".into(),
-        features: x,
-        labels: y,
-        feature_names: vec![],
         label_names: (0..l).map(|i| format!("label{i}")).collect(),
+        ..dataset_from_arrays("tiny", x, y).unwrap()
     }
 }
 
@@ -159,35 +146,23 @@ const DICT: &[&[u8]] = &[
 
 #[derive(Debug, Clone)]
 enum Mutation {
-    Truncate(Index),
-    DeleteLine(Index),
-    DuplicateLine(Index),
-    SwapLines(Index, Index),
-    FlipBit(Index, u8),
-    SetByte(Index, u8),
-    DeleteRange(Index, u8),
-    Insert(Index, Index),
-    /// Replaces the k-th run of ASCII digits (JSON numbers, safetensors shapes/offsets).
-    ReplaceNumber(Index, Index),
+    /// A byte- or line-level edit (tokens from [`DICT`]); in a safetensors file the numbers
+    /// replaced are those of the JSON header (shapes, offsets).
+    Edit(Edit),
     /// Overwrites the 8-byte little-endian header length of a safetensors file.
     HeaderLen(u64),
     /// Overwrites 4 bytes of the tensor data (after the header) with a float bit pattern.
     DataFloat(Index, u32),
 }
 
+/// One in twelve each: the nine edits (a number replacement twice as often), the header
+/// length and a tensor float.
 fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
-        any::<Index>().prop_map(Mutation::Truncate),
-        any::<Index>().prop_map(Mutation::DeleteLine),
-        any::<Index>().prop_map(Mutation::DuplicateLine),
-        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::SwapLines(a, b)),
-        (any::<Index>(), 0u8..8).prop_map(|(a, b)| Mutation::FlipBit(a, b)),
-        (any::<Index>(), any::<u8>()).prop_map(|(a, b)| Mutation::SetByte(a, b)),
-        (any::<Index>(), 1u8..32).prop_map(|(a, b)| Mutation::DeleteRange(a, b)),
-        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::Insert(a, b)),
-        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::ReplaceNumber(a, b)),
-        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Mutation::ReplaceNumber(a, b)),
-        prop_oneof![
+        9 => edit(32).prop_map(Mutation::Edit),
+        1 => (any::<Index>(), any::<Index>())
+            .prop_map(|(a, b)| Mutation::Edit(Edit::ReplaceNumber(a, b))),
+        1 => prop_oneof![
             Just(0u64),
             Just(1),
             Just(7),
@@ -196,7 +171,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
             0u64..4096
         ]
         .prop_map(Mutation::HeaderLen),
-        (
+        1 => (
             any::<Index>(),
             prop_oneof![
                 Just(f32::NAN.to_bits()),
@@ -214,69 +189,11 @@ fn mutation() -> impl Strategy<Value = Mutation> {
 
 fn apply(text: &mut Vec<u8>, m: &Mutation, safetensors: bool) {
     let n = text.len();
-    let lines = |t: &[u8]| -> Vec<Vec<u8>> {
-        t.split_inclusive(|&b| b == b'\n')
-            .map(<[u8]>::to_vec)
-            .collect()
-    };
     match m {
-        Mutation::Truncate(i) => text.truncate(i.index(n + 1)),
-        Mutation::DeleteLine(i) | Mutation::DuplicateLine(i) | Mutation::SwapLines(i, _) => {
-            let mut ls = lines(text);
-            if ls.is_empty() {
-                return;
-            }
-            let a = i.index(ls.len());
-            match m {
-                Mutation::DeleteLine(_) => {
-                    ls.remove(a);
-                }
-                Mutation::DuplicateLine(_) => {
-                    let l = ls[a].clone();
-                    ls.insert(a, l);
-                }
-                Mutation::SwapLines(_, j) => {
-                    let b = j.index(ls.len());
-                    ls.swap(a, b);
-                }
-                _ => unreachable!(),
-            }
-            *text = ls.concat();
-        }
-        Mutation::FlipBit(i, bit) if n > 0 => text[i.index(n)] ^= 1 << bit,
-        Mutation::SetByte(i, b) if n > 0 => text[i.index(n)] = *b,
-        Mutation::DeleteRange(i, len) if n > 0 => {
-            let a = i.index(n);
-            let b = (a + usize::from(*len)).min(n);
-            text.drain(a..b);
-        }
-        Mutation::Insert(i, t) => {
-            let at = i.index(n + 1);
-            text.splice(at..at, DICT[t.index(DICT.len())].iter().copied());
-        }
-        Mutation::ReplaceNumber(k, t) => {
+        Mutation::Edit(e) => {
             // In a safetensors file only the JSON header holds text numbers.
-            let end = if safetensors { header_end(text) } else { n };
-            let mut runs = Vec::new();
-            let mut s = None;
-            for (p, b) in text[..end].iter().enumerate() {
-                match (b.is_ascii_digit(), s) {
-                    (true, None) => s = Some(p),
-                    (false, Some(a)) => {
-                        runs.push((a, p));
-                        s = None;
-                    }
-                    _ => {}
-                }
-            }
-            if let Some(a) = s {
-                runs.push((a, end));
-            }
-            if runs.is_empty() {
-                return;
-            }
-            let (a, b) = runs[k.index(runs.len())];
-            text.splice(a..b, DICT[t.index(DICT.len())].iter().copied());
+            let numbers_end = if safetensors { header_end(text) } else { n };
+            apply_edit(text, e, DICT, numbers_end);
         }
         Mutation::HeaderLen(v) if safetensors && n >= 8 => {
             text[..8].copy_from_slice(&v.to_le_bytes());

@@ -2,7 +2,9 @@
 //! cardinality net) against central finite differences, in f64, for every parameter tensor.
 
 use cardinal::config::{Config, CountRange, IterateWeights};
+use cardinal::data::arrays::dataset_from_arrays;
 use cardinal::data::{CsrMatrix, Dataset, LabelSets};
+use cardinal::model::Params;
 use cardinal::pipeline::{batch_loss, Model, Workspace};
 use cardinal::proj::Method;
 use cardinal::train::init_model;
@@ -29,13 +31,7 @@ fn tiny_dataset() -> Dataset {
         }
         y.push_row(&lab);
     }
-    Dataset {
-        name: "tiny".into(),
-        features: x,
-        labels: y,
-        feature_names: vec![],
-        label_names: vec![],
-    }
+    dataset_from_arrays("tiny", x, y).unwrap()
 }
 
 fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
@@ -57,20 +53,59 @@ fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
     }
 }
 
-fn check(cfg: &Config, label: &str) {
-    let data = tiny_dataset();
-    let model = f64_model(&data, cfg);
-    let rows: Vec<usize> = (0..data.n_rows()).collect();
-    let mut ws = Workspace::default();
-    let mut grad = model.params.zeros_like();
-    model
-        .loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad)
-        .unwrap();
+/// The f64 model of a configuration on [`tiny_dataset`], with its analytic gradient over every
+/// row.
+struct Case {
+    data: Dataset,
+    model: Model<f64>,
+    rows: Vec<usize>,
+    grad: Params<f64>,
+}
 
+impl Case {
+    fn new(cfg: &Config) -> Self {
+        let data = tiny_dataset();
+        let model = f64_model(&data, cfg);
+        let rows: Vec<usize> = (0..data.n_rows()).collect();
+        let mut ws = Workspace::default();
+        let mut grad = model.params.zeros_like();
+        model
+            .loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad)
+            .unwrap();
+        Case {
+            data,
+            model,
+            rows,
+            grad,
+        }
+    }
+
+    /// The central finite difference (step 1e-6) of the batch loss along `nudge(model, delta)`.
+    fn finite_difference(&self, nudge: impl Fn(&mut Model<f64>, f64)) -> f64 {
+        let h = 1e-6;
+        let eval = |delta: f64| {
+            let mut m = self.model.clone();
+            nudge(&mut m, delta);
+            let mut ws = Workspace::default();
+            batch_loss(
+                &m,
+                &self.data.features,
+                &self.data.labels,
+                &self.rows,
+                &mut ws,
+            )
+            .unwrap()
+        };
+        (eval(h) - eval(-h)) / (2.0 * h)
+    }
+}
+
+fn check(cfg: &Config, label: &str) {
+    let case = Case::new(cfg);
     let mut analytic: Vec<(&'static str, Vec<f64>)> = Vec::new();
-    grad.visit(|name, g, _| analytic.push((name, g.to_vec())));
+    case.grad
+        .visit(|name, g, _| analytic.push((name, g.to_vec())));
     let mut s = 17u64;
-    let h = 1e-6;
     let mut checked = 0;
     for (ti, (name, g)) in analytic.iter().enumerate() {
         let scale = g.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-3);
@@ -82,8 +117,7 @@ fn check(cfg: &Config, label: &str) {
                 .collect()
         };
         for i in picks {
-            let eval = |delta: f64| {
-                let mut m = model.clone();
+            let fd = case.finite_difference(|m, delta| {
                 let mut k = 0;
                 m.params.visit_mut(|_, t, _| {
                     if k == ti {
@@ -91,10 +125,7 @@ fn check(cfg: &Config, label: &str) {
                     }
                     k += 1;
                 });
-                let mut ws = Workspace::default();
-                batch_loss(&m, &data.features, &data.labels, &rows, &mut ws).unwrap()
-            };
-            let fd = (eval(h) - eval(-h)) / (2.0 * h);
+            });
             let err = (fd - g[i]).abs();
             assert!(err <= 1e-6 * scale + 1e-8, "{label}: {name}[{i}]: finite difference {fd:.10e} vs analytic {:.10e} (scale {scale:.3e})", g[i]);
             checked += 1;
@@ -191,34 +222,13 @@ fn gradient_matches_finite_differences_fp() {
 #[test]
 #[should_panic(expected = "finite difference")]
 fn gradient_check_detects_a_missing_gradient() {
-    let cfg = tiny_config(Method::Exact);
-    let data = tiny_dataset();
-    let model = f64_model(&data, &cfg);
-    let rows: Vec<usize> = (0..data.n_rows()).collect();
-    let mut ws = Workspace::default();
-    let mut grad = model.params.zeros_like();
-    model
-        .loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad)
-        .unwrap();
-    grad.eta[0] = 0.0;
-    let h = 1e-6;
-    let eval = |delta: f64| {
-        let mut m = model.clone();
-        m.params.eta[0] += delta;
-        batch_loss(
-            &m,
-            &data.features,
-            &data.labels,
-            &rows,
-            &mut Workspace::default(),
-        )
-        .unwrap()
-    };
-    let fd = (eval(h) - eval(-h)) / (2.0 * h);
+    let mut case = Case::new(&tiny_config(Method::Exact));
+    case.grad.eta[0] = 0.0;
+    let fd = case.finite_difference(|m, delta| m.params.eta[0] += delta);
     assert!(
-        (fd - grad.eta[0]).abs() < 1e-8,
+        (fd - case.grad.eta[0]).abs() < 1e-8,
         "finite difference {fd} vs analytic {}",
-        grad.eta[0]
+        case.grad.eta[0]
     );
 }
 
@@ -232,13 +242,16 @@ fn gradient_matches_finite_differences_with_dropout() {
 
 #[test]
 fn dropout_changes_training_gradients_but_not_inference() {
-    let data = tiny_dataset();
     let mut cfg = tiny_config(Method::DykstraSoft);
-    let plain = f64_model(&data, &cfg);
+    let Case {
+        data,
+        model: plain,
+        rows,
+        ..
+    } = Case::new(&cfg);
     cfg.model.dropout = 0.5;
     let mut dropped = plain.clone();
     dropped.config = cfg;
-    let rows: Vec<usize> = (0..data.n_rows()).collect();
     let run = |m: &Model<f64>| {
         let mut out = cardinal::pipeline::Outputs::default();
         m.forward(&data.features, &rows, &mut Workspace::default(), &mut out)

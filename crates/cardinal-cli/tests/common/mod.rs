@@ -3,7 +3,7 @@
 // Each test binary includes this module and uses only some of it.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs the `cardinal` binary with `args` (standard error piped: not a terminal).
@@ -29,4 +29,31 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
+}
+
+/// A path as a command-line argument (the tests' temporary paths are UTF-8).
+pub fn arg(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+/// Writes the configuration `json` as `quick.json` in `dir` and returns its path.
+pub fn write_config(dir: &Path, json: &str) -> PathBuf {
+    let p = dir.join("quick.json");
+    std::fs::write(&p, json).unwrap();
+    p
+}
+
+/// The arguments of `cardinal train --config CFG --out OUT` followed by `extra`.
+pub fn train_args<'a>(cfg: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["train", "--config", arg(cfg), "--out", arg(out)];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// A fresh temporary folder for test `name` holding the configuration `json` (as
+/// [`write_config`]), and the configuration's path.
+pub fn dir_with_config(name: &str, json: &str) -> (PathBuf, PathBuf) {
+    let dir = tmpdir(name);
+    let cfg = write_config(&dir, json);
+    (dir, cfg)
 }

@@ -24,17 +24,109 @@ fn finite(what: &str, row: usize, col: usize, value: f32) -> Result<()> {
     }
 }
 
+/// Where the checked entries of a matrix go, row by row: the features' or the labels' builder.
+trait RowSink {
+    /// The element type of the incoming values.
+    type Value: Copy;
+    /// Checks and keeps the entry at `row`, `col` (from 0).
+    fn entry(&mut self, row: usize, col: u32, value: Self::Value) -> Result<()>;
+    /// Ends the current row (pushed even when empty).
+    fn end_row(&mut self);
+}
+
+/// Feature rows: finite values, zeros not stored.
+struct FeatureRows<'a> {
+    what: &'a str,
+    out: CsrMatrix,
+    cols: Vec<u32>,
+    vals: Vec<f32>,
+}
+
+impl<'a> FeatureRows<'a> {
+    fn new(what: &'a str, n_cols: usize) -> Self {
+        Self {
+            what,
+            out: CsrMatrix::new(n_cols),
+            cols: Vec::new(),
+            vals: Vec::new(),
+        }
+    }
+}
+
+impl RowSink for FeatureRows<'_> {
+    type Value = f32;
+
+    fn entry(&mut self, row: usize, col: u32, value: f32) -> Result<()> {
+        finite(self.what, row, col as usize, value)?;
+        if value != 0.0 {
+            self.cols.push(col);
+            self.vals.push(value);
+        }
+        Ok(())
+    }
+
+    fn end_row(&mut self) {
+        self.out.push_row(&self.cols, &self.vals);
+        self.cols.clear();
+        self.vals.clear();
+    }
+}
+
+/// Label rows: indicators 0 or 1, a 1 kept as a label.
+struct LabelRows<'a> {
+    what: &'a str,
+    out: LabelSets,
+    row_labels: Vec<u32>,
+}
+
+impl<'a> LabelRows<'a> {
+    fn new(what: &'a str, n_labels: usize) -> Self {
+        Self {
+            what,
+            out: LabelSets::new(n_labels),
+            row_labels: Vec::new(),
+        }
+    }
+}
+
+impl RowSink for LabelRows<'_> {
+    type Value = f64;
+
+    fn entry(&mut self, row: usize, col: u32, value: f64) -> Result<()> {
+        if indicator(self.what, row, col as usize, value)? {
+            self.row_labels.push(col);
+        }
+        Ok(())
+    }
+
+    fn end_row(&mut self) {
+        self.out.push_row(&self.row_labels);
+        self.row_labels.clear();
+    }
+}
+
 /// Checks a CSR structure (`indptr` of `n_rows + 1` non-decreasing offsets from 0 to
-/// `indices.len()`, each row's indices strictly increasing and below `n_cols`) and calls
-/// `keep(row, col, k)` for every stored entry `k`, in order.
-fn walk_csr(
+/// `indices.len()`, one value per index, each row's indices strictly increasing and below
+/// `n_cols`) and feeds every stored entry to `sink`, in order, ending each row.
+fn walk_csr<S: RowSink>(
     what: &str,
     n_rows: usize,
     n_cols: usize,
     indptr: &[i64],
     indices: &[i64],
-    mut keep: impl FnMut(usize, u32, usize) -> Result<()>,
+    values: &[S::Value],
+    sink: &mut S,
 ) -> Result<()> {
+    if values.len() != indices.len() {
+        return Err(invalid(
+            what,
+            format!(
+                "{} values for {} indices: expected one value per index",
+                values.len(),
+                indices.len()
+            ),
+        ));
+    }
     if u32::try_from(n_cols).is_err() {
         return Err(invalid(
             what,
@@ -95,8 +187,36 @@ fn walk_csr(
                 ));
             }
             previous = Some(c);
-            keep(r, c as u32, k)?;
+            sink.entry(r, c as u32, values[k])?;
         }
+        sink.end_row();
+    }
+    Ok(())
+}
+
+/// Checks a dense row-major `n_rows × n_cols` buffer's length and feeds every entry to `sink`,
+/// row by row.
+fn walk_dense<S: RowSink>(
+    what: &str,
+    n_rows: usize,
+    n_cols: usize,
+    values: &[S::Value],
+    sink: &mut S,
+) -> Result<()> {
+    if u32::try_from(n_cols).is_err() || n_rows.checked_mul(n_cols) != Some(values.len()) {
+        return Err(invalid(
+            what,
+            format!(
+                "{} values: expected {n_rows} rows × {n_cols} columns",
+                values.len()
+            ),
+        ));
+    }
+    for r in 0..n_rows {
+        for (c, &v) in values[r * n_cols..(r + 1) * n_cols].iter().enumerate() {
+            sink.entry(r, c as u32, v)?;
+        }
+        sink.end_row();
     }
     Ok(())
 }
@@ -112,40 +232,9 @@ pub fn features_from_csr(
     indices: &[i64],
     values: &[f32],
 ) -> Result<CsrMatrix> {
-    if values.len() != indices.len() {
-        return Err(invalid(
-            what,
-            format!(
-                "{} values for {} indices: expected one value per index",
-                values.len(),
-                indices.len()
-            ),
-        ));
-    }
-    let mut out = CsrMatrix::new(n_cols);
-    let (mut cols, mut vals) = (Vec::new(), Vec::new());
-    let mut row = 0;
-    let flush = |out: &mut CsrMatrix, cols: &mut Vec<u32>, vals: &mut Vec<f32>| {
-        out.push_row(cols, vals);
-        cols.clear();
-        vals.clear();
-    };
-    walk_csr(what, n_rows, n_cols, indptr, indices, |r, c, k| {
-        while row < r {
-            flush(&mut out, &mut cols, &mut vals);
-            row += 1;
-        }
-        finite(what, r, c as usize, values[k])?;
-        if values[k] != 0.0 {
-            cols.push(c);
-            vals.push(values[k]);
-        }
-        Ok(())
-    })?;
-    while out.n_rows < n_rows {
-        flush(&mut out, &mut cols, &mut vals);
-    }
-    Ok(out)
+    let mut rows = FeatureRows::new(what, n_cols);
+    walk_csr(what, n_rows, n_cols, indptr, indices, values, &mut rows)?;
+    Ok(rows.out)
 }
 
 /// Features from a dense row-major `n_rows × n_cols` matrix. Errors name `what` and the row
@@ -156,33 +245,9 @@ pub fn features_from_dense(
     n_cols: usize,
     values: &[f32],
 ) -> Result<CsrMatrix> {
-    check_dense_len(what, n_rows, n_cols, values.len())?;
-    let mut out = CsrMatrix::new(n_cols);
-    let (mut cols, mut vals) = (Vec::new(), Vec::new());
-    for r in 0..n_rows {
-        cols.clear();
-        vals.clear();
-        for (c, &v) in values[r * n_cols..(r + 1) * n_cols].iter().enumerate() {
-            finite(what, r, c, v)?;
-            if v != 0.0 {
-                cols.push(c as u32);
-                vals.push(v);
-            }
-        }
-        out.push_row(&cols, &vals);
-    }
-    Ok(out)
-}
-
-/// Refuses a dense buffer whose length is not `n_rows × n_cols`.
-fn check_dense_len(what: &str, n_rows: usize, n_cols: usize, len: usize) -> Result<()> {
-    if u32::try_from(n_cols).is_err() || n_rows.checked_mul(n_cols) != Some(len) {
-        return Err(invalid(
-            what,
-            format!("{len} values: expected {n_rows} rows × {n_cols} columns"),
-        ));
-    }
-    Ok(())
+    let mut rows = FeatureRows::new(what, n_cols);
+    walk_dense(what, n_rows, n_cols, values, &mut rows)?;
+    Ok(rows.out)
 }
 
 /// Refuses a label indicator other than 0 or 1, naming its row and column; `true` for a 1.
@@ -208,19 +273,9 @@ pub fn labels_from_dense(
     n_labels: usize,
     values: &[f64],
 ) -> Result<LabelSets> {
-    check_dense_len(what, n_rows, n_labels, values.len())?;
-    let mut out = LabelSets::new(n_labels);
-    let mut row_labels = Vec::new();
-    for r in 0..n_rows {
-        row_labels.clear();
-        for (c, &v) in values[r * n_labels..(r + 1) * n_labels].iter().enumerate() {
-            if indicator(what, r, c, v)? {
-                row_labels.push(c as u32);
-            }
-        }
-        out.push_row(&row_labels);
-    }
-    Ok(out)
+    let mut rows = LabelRows::new(what, n_labels);
+    walk_dense(what, n_rows, n_labels, values, &mut rows)?;
+    Ok(rows.out)
 }
 
 /// Label sets from the parts of a sparse CSR indicator matrix; every stored value must be 0
@@ -233,35 +288,9 @@ pub fn labels_from_csr(
     indices: &[i64],
     values: &[f64],
 ) -> Result<LabelSets> {
-    if values.len() != indices.len() {
-        return Err(invalid(
-            what,
-            format!(
-                "{} values for {} indices: expected one value per index",
-                values.len(),
-                indices.len()
-            ),
-        ));
-    }
-    let mut out = LabelSets::new(n_labels);
-    let mut row_labels = Vec::new();
-    let mut row = 0;
-    walk_csr(what, n_rows, n_labels, indptr, indices, |r, c, k| {
-        while row < r {
-            out.push_row(&row_labels);
-            row_labels.clear();
-            row += 1;
-        }
-        if indicator(what, r, c as usize, values[k])? {
-            row_labels.push(c);
-        }
-        Ok(())
-    })?;
-    while out.n_rows < n_rows {
-        out.push_row(&row_labels);
-        row_labels.clear();
-    }
-    Ok(out)
+    let mut rows = LabelRows::new(what, n_labels);
+    walk_csr(what, n_rows, n_labels, indptr, indices, values, &mut rows)?;
+    Ok(rows.out)
 }
 
 /// A dataset of `features` and `labels`, which must have the same number of rows and at least

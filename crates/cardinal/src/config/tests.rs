@@ -311,23 +311,27 @@ fn other(field: &'static str, edit: fn(&mut Config)) -> Vec<BadValue> {
     }]
 }
 
+/// The rows of `$rows` (`counts` or `floats`) for a field set directly: its path both names
+/// and sets it, so the two cannot disagree.
+macro_rules! plain {
+    ($rows:ident, $first:ident $(. $rest:ident)*, $bad:expr) => {
+        $rows(
+            concat!(stringify!($first) $(, ".", stringify!($rest))*),
+            |c, v| c.$first $(.$rest)* = v,
+            $bad,
+        )
+    };
+}
+
 /// Out-of-range values of every checked field, section by section, and of the settings that
 /// depend on another field.
 fn bad_values() -> Vec<BadValue> {
     const E: usize = MAX_EPOCHS + 1;
     [
-        counts("model.hidden", |c, v| c.model.hidden = v, &[0, 65537]),
-        counts(
-            "model.energy_hidden",
-            |c, v| c.model.energy_hidden = v,
-            &[65537],
-        ),
-        counts(
-            "model.card_hidden",
-            |c, v| c.model.card_hidden = v,
-            &[0, 65537],
-        ),
-        floats("model.dropout", |c, v| c.model.dropout = v, &[-0.1, 1.0]),
+        plain!(counts, model.hidden, &[0, 65537]),
+        plain!(counts, model.energy_hidden, &[65537]),
+        plain!(counts, model.card_hidden, &[0, 65537]),
+        plain!(floats, model.dropout, &[-0.1, 1.0]),
         counts(
             "model.counts.max",
             |c, v| c.model.counts = CountRange::Fixed { min: 5, max: v },
@@ -338,39 +342,15 @@ fn bad_values() -> Vec<BadValue> {
             |c, v| c.model.counts = CountRange::Auto { coverage: v },
             &[0.0, -0.5, 1.5],
         ),
-        counts("inference.steps", |c, v| c.inference.steps = v, &[1001]),
-        floats("inference.eta", |c, v| c.inference.eta = v, &[0.0, -1.0]),
-        floats(
-            "inference.momentum",
-            |c, v| c.inference.momentum = v,
-            &[-0.1, 1.0],
-        ),
-        counts(
-            "inference.rounds",
-            |c, v| c.inference.rounds = v,
-            &[0, 1001],
-        ),
-        counts(
-            "inference.fp_iters",
-            |c, v| c.inference.fp_iters = v,
-            &[0, 201],
-        ),
-        floats(
-            "inference.smooth_eps",
-            |c, v| c.inference.smooth_eps = v,
-            &[0.0, -0.1],
-        ),
-        floats(
-            "loss.cardinality_weight",
-            |c, v| c.loss.cardinality_weight = v,
-            &[-1.0],
-        ),
-        floats("loss.f1_weight", |c, v| c.loss.f1_weight = v, &[-1.0]),
-        floats(
-            "loss.unary_bce_weight",
-            |c, v| c.loss.unary_bce_weight = v,
-            &[-1.0],
-        ),
+        plain!(counts, inference.steps, &[1001]),
+        plain!(floats, inference.eta, &[0.0, -1.0]),
+        plain!(floats, inference.momentum, &[-0.1, 1.0]),
+        plain!(counts, inference.rounds, &[0, 1001]),
+        plain!(counts, inference.fp_iters, &[0, 201]),
+        plain!(floats, inference.smooth_eps, &[0.0, -0.1]),
+        plain!(floats, loss.cardinality_weight, &[-1.0]),
+        plain!(floats, loss.f1_weight, &[-1.0]),
+        plain!(floats, loss.unary_bce_weight, &[-1.0]),
         floats(
             "loss.cardinality_weight",
             |c, v| {
@@ -379,18 +359,10 @@ fn bad_values() -> Vec<BadValue> {
             },
             &[0.0],
         ),
-        floats("train.lr", |c, v| c.train.lr = v, &[0.0, -1.0]),
-        floats(
-            "train.adagrad_init",
-            |c, v| c.train.adagrad_init = v,
-            &[0.0, -1.0],
-        ),
-        counts(
-            "train.batch_size",
-            |c, v| c.train.batch_size = v,
-            &[0, (1 << 20) + 1],
-        ),
-        counts("train.epochs", |c, v| c.train.epochs = v, &[E, usize::MAX]),
+        plain!(floats, train.lr, &[0.0, -1.0]),
+        plain!(floats, train.adagrad_init, &[0.0, -1.0]),
+        plain!(counts, train.batch_size, &[0, (1 << 20) + 1]),
+        plain!(counts, train.epochs, &[E, usize::MAX]),
         counts(
             "train.epochs",
             |c, v| {
@@ -399,22 +371,10 @@ fn bad_values() -> Vec<BadValue> {
             },
             &[0],
         ),
-        counts("train.full_epochs", |c, v| c.train.full_epochs = v, &[E]),
-        floats(
-            "train.dev_fraction",
-            |c, v| c.train.dev_fraction = v,
-            &[-0.1, 1.0, 1.5],
-        ),
-        floats(
-            "train.weight_decay",
-            |c, v| c.train.weight_decay = v,
-            &[-1.0],
-        ),
-        floats(
-            "train.unary_weight_decay_mult",
-            |c, v| c.train.unary_weight_decay_mult = v,
-            &[-1.0],
-        ),
+        plain!(counts, train.full_epochs, &[E]),
+        plain!(floats, train.dev_fraction, &[-0.1, 1.0, 1.5]),
+        plain!(floats, train.weight_decay, &[-1.0]),
+        plain!(floats, train.unary_weight_decay_mult, &[-1.0]),
         counts(
             "train.dev_fold.k",
             |c, v| c.train.dev_fold = Some(DevFold { k: v, index: 0 }),
@@ -425,7 +385,7 @@ fn bad_values() -> Vec<BadValue> {
             |c, v| c.train.dev_fold = Some(DevFold { k: 3, index: v }),
             &[3, 10],
         ),
-        counts("train.patience", |c, v| c.train.patience = v, &[E]),
+        plain!(counts, train.patience, &[E]),
         counts(
             "train.patience",
             |c, v| {
@@ -444,64 +404,24 @@ fn bad_values() -> Vec<BadValue> {
             |c, v| c.train.average_epochs = Some(v),
             &[0.0, -1.0],
         ),
-        floats("threshold", |c, v| c.threshold = v, &[]),
+        plain!(floats, threshold, &[]),
         other("system", |c| c.system.clear()),
-        counts(
-            "baseline.pretrain_epochs",
-            |c, v| c.baseline.pretrain_epochs = v,
-            &[E],
-        ),
-        floats(
-            "baseline.pretrain_lr",
-            |c, v| c.baseline.pretrain_lr = v,
-            &[0.0, -1.0],
-        ),
-        floats(
-            "baseline.pretrain_dropout",
-            |c, v| c.baseline.pretrain_dropout = v,
-            &[-0.1, 1.0],
-        ),
-        floats(
-            "baseline.pretrain_weight_decay",
-            |c, v| c.baseline.pretrain_weight_decay = v,
-            &[-1.0],
-        ),
-        floats(
-            "baseline.margin_scale",
-            |c, v| c.baseline.margin_scale = v,
-            &[-1.0],
-        ),
-        counts(
-            "baseline.freeze_unary_epochs",
-            |c, v| c.baseline.freeze_unary_epochs = v,
-            &[E],
-        ),
-        floats(
-            "baseline.dvn_adversarial_fraction",
-            |c, v| c.baseline.dvn_adversarial_fraction = v,
-            &[-0.1, 1.1],
-        ),
+        plain!(counts, baseline.pretrain_epochs, &[E]),
+        plain!(floats, baseline.pretrain_lr, &[0.0, -1.0]),
+        plain!(floats, baseline.pretrain_dropout, &[-0.1, 1.0]),
+        plain!(floats, baseline.pretrain_weight_decay, &[-1.0]),
+        plain!(floats, baseline.margin_scale, &[-1.0]),
+        plain!(counts, baseline.freeze_unary_epochs, &[E]),
+        plain!(floats, baseline.dvn_adversarial_fraction, &[-0.1, 1.1]),
         counts(
             "baseline.lr_drops[0]",
             |c, v| c.baseline.lr_drops = vec![v],
             &[E],
         ),
-        floats(
-            "baseline.lr_decay",
-            |c, v| c.baseline.lr_decay = v,
-            &[0.0, -1.0],
-        ),
-        counts(
-            "baseline.dev_every",
-            |c, v| c.baseline.dev_every = v,
-            &[0, E],
-        ),
-        counts("search.folds", |c, v| c.search.folds = v, &[0, 1, 21]),
-        floats(
-            "baseline.entropy_weight",
-            |c, v| c.baseline.entropy_weight = v,
-            &[-1.0],
-        ),
+        plain!(floats, baseline.lr_decay, &[0.0, -1.0]),
+        plain!(counts, baseline.dev_every, &[0, E]),
+        plain!(counts, search.folds, &[0, 1, 21]),
+        plain!(floats, baseline.entropy_weight, &[-1.0]),
         other("baseline.keep_best", |c| {
             c.baseline.keep_best = true;
             c.train.dev_fraction = 0.0;
