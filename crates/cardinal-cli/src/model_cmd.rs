@@ -194,7 +194,9 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
                 .expect("clap requires --out without --resume");
             engine
                 .start_run(out, &args.data.spec(), cfg, args.force)
-                .with_context(|| format!("loading dataset `{}`", args.data.dataset))?
+                .with_context(|| {
+                    format!("training on `{}` into {}", args.data.dataset, out.display())
+                })?
         }
     };
     for note in &run.notes {
