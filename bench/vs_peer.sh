@@ -35,13 +35,15 @@ policy=PASSIVE
 
 echo "# dataset=$dataset threads=$threads pairs=$pairs commit=$(git rev-parse --short HEAD) load=$(cut -d' ' -f1-3 /proc/loadavg)"
 ours_train=() ours_infer=() peer_train=() peer_infer=() ours_rss=() peer_rss=()
+rss_file=$(mktemp)
+trap 'rm -f "$rss_file"' EXIT
 for i in $(seq 1 "$pairs"); do
   o=$(RAYON_NUM_THREADS=$threads "$bin" --threads "$threads" bench --dataset "$ours_data" --train-reps 3 --infer-reps 5)
   echo "cardinal $o"
-  p=$(cd "$peer" && OMP_WAIT_POLICY=$policy /usr/bin/time -f '%M' -o /tmp/peer_rss.$$ \
+  p=$(cd "$peer" && OMP_WAIT_POLICY=$policy /usr/bin/time -f '%M' -o "$rss_file" \
       python3 bench.py --preset authors --dataset "$dataset" ${data_root:+--data-root "$data_root"} \
       --threads "$threads" --train-reps 3 --infer-reps 5 2>/dev/null)
-  prss=$(awk '{print $1/1024}' /tmp/peer_rss.$$)
+  prss=$(awk '{print $1/1024}' "$rss_file")
   echo "peer $p"
   ours_train+=("$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["train_epoch_s"])' "$o")")
   ours_infer+=("$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["infer_s"])' "$o")")
@@ -50,7 +52,6 @@ for i in $(seq 1 "$pairs"); do
   peer_infer+=("$(python3 -c 'import json,sys; r=json.loads(sys.argv[1])["results"]["threads_"+sys.argv[2]]; print(r["infer_s_median"])' "$p" "$threads")")
   peer_rss+=("$prss")
 done
-rm -f /tmp/peer_rss.$$
 python3 - "${ours_train[*]}" "${peer_train[*]}" "${ours_infer[*]}" "${peer_infer[*]}" "${ours_rss[*]}" "${peer_rss[*]}" <<'PY'
 import statistics, sys
 ot, pt, oi, pi, orss, prss = ([float(x) for x in a.split()] for a in sys.argv[1:7])
