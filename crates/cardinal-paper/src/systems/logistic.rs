@@ -219,32 +219,13 @@ mod tests {
         let mut g = p.zeros_like();
         let loss = bce_and_grad(&p, &x, &y, &rows, &stdz, &mut g);
         assert!(loss > 0.0);
-        let mut checked = 0;
-        for name in ["unary.w1", "unary.b1"] {
-            let mut analytic = Vec::new();
-            g.visit(|n, v, _| {
-                if n == name {
-                    analytic = v.to_vec();
-                }
-            });
-            for (j, &a) in analytic.iter().enumerate() {
-                let at = |delta: f64| {
-                    let mut q = p.clone();
-                    q.visit_mut(|n, v, _| {
-                        if n == name {
-                            v[j] += delta;
-                        }
-                    });
-                    bce_and_grad(&q, &x, &y, &rows, &stdz, &mut q.zeros_like())
-                };
-                let fd = (at(1e-6) - at(-1e-6)) / 2e-6;
-                assert!(
-                    (fd - a).abs() < 1e-7 * (1.0 + a.abs()),
-                    "{name}[{j}]: {a} vs {fd}"
-                );
-                checked += 1;
-            }
-        }
+        let checked = crate::systems::tests::check_central_differences(
+            &p,
+            &g,
+            &["unary.w1", "unary.b1"],
+            1e-7,
+            |q| bce_and_grad(q, &x, &y, &rows, &stdz, &mut q.zeros_like()),
+        );
         assert_eq!(checked, d * l + l);
     }
 

@@ -393,6 +393,45 @@ pub(crate) mod tests {
     use super::*;
     use cardinal::data::LabelSets;
 
+    /// Checks the analytic gradient `g` of `value` at `p` against central differences (step
+    /// 1e-6, relative tolerance `tol`) in every entry of the named tensors; returns how many
+    /// entries it checked.
+    pub(crate) fn check_central_differences(
+        p: &Params<f64>,
+        g: &Params<f64>,
+        names: &[&str],
+        tol: f64,
+        value: impl Fn(&Params<f64>) -> f64,
+    ) -> usize {
+        let mut checked = 0;
+        for &name in names {
+            let mut analytic = Vec::new();
+            g.visit(|n, v, _| {
+                if n == name {
+                    analytic = v.to_vec();
+                }
+            });
+            for (j, &a) in analytic.iter().enumerate() {
+                let at = |delta: f64| {
+                    let mut q = p.clone();
+                    q.visit_mut(|n, v, _| {
+                        if n == name {
+                            v[j] += delta;
+                        }
+                    });
+                    value(&q)
+                };
+                let fd = (at(1e-6) - at(-1e-6)) / 2e-6;
+                assert!(
+                    (fd - a).abs() < tol * (1.0 + a.abs()),
+                    "{name}[{j}]: {a} vs {fd}"
+                );
+                checked += 1;
+            }
+        }
+        checked
+    }
+
     /// A small dataset whose labels are a function of the features.
     pub(crate) fn toy(n: usize, seed: u64) -> Dataset {
         let (d, l) = (16, 6);

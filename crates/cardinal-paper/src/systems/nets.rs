@@ -457,32 +457,13 @@ mod tests {
             dout.view(),
             MlpGrad::unary(&mut g),
         );
-        let mut checked = 0;
-        for name in ["unary.w1", "unary.b1", "unary.w2", "unary.b2"] {
-            let mut analytic = Vec::new();
-            g.visit(|n, v, _| {
-                if n == name {
-                    analytic = v.to_vec();
-                }
-            });
-            for (j, &a) in analytic.iter().enumerate() {
-                let at = |delta: f64| {
-                    let mut q = p.clone();
-                    q.visit_mut(|n, v, _| {
-                        if n == name {
-                            v[j] += delta;
-                        }
-                    });
-                    value(&q)
-                };
-                let fd = (at(1e-6) - at(-1e-6)) / 2e-6;
-                assert!(
-                    (fd - a).abs() < 1e-6 * (1.0 + a.abs()),
-                    "{name}[{j}]: {a} vs {fd}"
-                );
-                checked += 1;
-            }
-        }
+        let checked = crate::systems::tests::check_central_differences(
+            &p,
+            &g,
+            &["unary.w1", "unary.b1", "unary.w2", "unary.b2"],
+            1e-6,
+            value,
+        );
         assert_eq!(checked, d * h + h + h * l + l);
     }
 }
