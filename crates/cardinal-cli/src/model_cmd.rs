@@ -244,9 +244,10 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
     let z = &r.at_top_round_z;
     outln!("{name} {split}: {} examples", t.n_examples);
     outln!(
-        "  {:<26} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "  {:<26} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "binarisation",
         "example-F1",
+        "(empty=1)",
         "macro-F1",
         "micro-F1",
         "Hamming",
@@ -254,9 +255,10 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
     );
     let row = |label: String, m: &cardinal::metrics::MetricReport| {
         outln!(
-            "  {:<26} {:>10.2} {:>10.2} {:>10.2} {:>10.5} {:>10.2}",
+            "  {:<26} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.5} {:>10.2}",
             label,
             100.0 * m.example_f1,
+            100.0 * m.example_f1_other_empty,
             100.0 * m.macro_f1,
             100.0 * m.micro_f1,
             m.hamming_loss,
@@ -299,7 +301,19 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
         k.min_y,
         k.max_y
     );
+    outln!(
+        "  empty sets: {} of {} rows predicted empty, {} gold empty, {} both (example-F1 scores \
+         them 0; the (empty=1) column scores them 1)",
+        t.n_empty_pred,
+        t.n_examples,
+        t.n_empty_gold,
+        t.n_both_empty
+    );
     outln!("EXAMPLE_F1 {:.2}", 100.0 * t.example_f1);
+    outln!(
+        "EXAMPLE_F1_EMPTY_ONE {:.2}",
+        100.0 * t.example_f1_other_empty
+    );
 }
 
 #[derive(Debug, clap::Args)]

@@ -207,7 +207,7 @@ fn the_search_reports_its_candidates_and_its_choice() {
     );
     let line = err
         .lines()
-        .find(|l| l.starts_with("search: 3-fold CV example-F1 predict "))
+        .find(|l| l.starts_with("search: 3-fold CV example-F1 (empty for empty scores 1) predict "))
         .unwrap_or_else(|| panic!("{err}"));
     let chosen = line.rsplit("; training ").next().unwrap();
     let saved = std::fs::read_to_string(model.join("config.json")).unwrap();

@@ -31,6 +31,7 @@ fn pair() -> impl Strategy<Value = (usize, Vec<bool>, Vec<bool>)> {
 fn all_metrics(r: &MetricReport) -> Vec<(&'static str, f64)> {
     let mut v = vec![
         ("example_f1", r.example_f1),
+        ("example_f1_other_empty", r.example_f1_other_empty),
         ("example_precision", r.example_precision),
         ("example_recall", r.example_recall),
         ("example_jaccard", r.example_jaccard),
@@ -63,6 +64,17 @@ proptest! {
         for (name, v) in all_metrics(&r) {
             prop_assert!((0.0..=1.0).contains(&v), "{name} = {v}");
         }
+    }
+
+    /// The two empty-set conventions differ by exactly the share of both-empty rows, in the
+    /// direction the report's own convention says.
+    #[test]
+    fn the_other_convention_moves_by_the_both_empty_rows((l, p, g) in pair(), e in empties()) {
+        let r = evaluate(&from_dense(&p, l), &from_dense(&g, l), &opts(e));
+        prop_assume!(r.n_examples > 0);
+        let share = r.n_both_empty as f64 / r.n_examples as f64;
+        let sign = if e == EmptyF1::Zero { 1.0 } else { -1.0 };
+        prop_assert!((r.example_f1_other_empty - r.example_f1 - sign * share).abs() < 1e-12);
     }
 
     #[test]

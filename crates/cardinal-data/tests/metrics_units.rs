@@ -53,6 +53,9 @@ fn both_empty_row_follows_the_convention() {
     // Row 1: F1 = 2/3, Jaccard = 1/2, P = 1, R = 1/2.
     assert!((zero.example_f1 - (2.0 / 3.0) / 2.0).abs() < 1e-12);
     assert!((one.example_f1 - (1.0 + 2.0 / 3.0) / 2.0).abs() < 1e-12);
+    // Every report also carries the other convention's example-F1, the same numbers swapped.
+    assert_eq!(zero.example_f1_other_empty, one.example_f1);
+    assert_eq!(one.example_f1_other_empty, zero.example_f1);
     assert!((zero.example_jaccard - 0.25).abs() < 1e-12);
     assert!((one.example_jaccard - 0.75).abs() < 1e-12);
     assert_eq!(zero.n_both_empty, 1);

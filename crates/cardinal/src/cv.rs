@@ -25,6 +25,10 @@ pub struct FoldResult {
     pub dev_rows: usize,
     /// Example-F1 (%) of the held-out fold at the configuration's threshold.
     pub example_f1: f64,
+    /// The same with an empty prediction for an empty gold set scored 1, not 0
+    /// (`MetricReport::example_f1_other_empty`); 0 in reports written by older versions.
+    #[serde(default)]
+    pub example_f1_empty_one: f64,
     /// The grid threshold that is best on this fold, and its example-F1 (%): optimistic, the
     /// threshold being chosen on the rows it is scored on.
     pub best_threshold: f64,
@@ -49,6 +53,10 @@ pub struct CvReport {
     pub mean_example_f1: f64,
     /// Sample standard deviation of the folds' example-F1.
     pub sd_example_f1: f64,
+    /// Mean over folds of [`FoldResult::example_f1_empty_one`]: what the default's search
+    /// ranks candidates by (equal to `mean_example_f1` on data without empty label sets).
+    #[serde(default)]
+    pub mean_example_f1_empty_one: f64,
     /// Mean of the folds' example-F1 at their own best threshold (optimistic).
     pub mean_example_f1_at_best: f64,
     /// Mean precision@1 (%) over folds.
@@ -106,6 +114,7 @@ pub fn cross_validate(
             train_rows: train_idx.len(),
             dev_rows: dev_idx.len(),
             example_f1: 100.0 * report.at_threshold.example_f1,
+            example_f1_empty_one: 100.0 * report.at_threshold.example_f1_other_empty,
             best_threshold: grid_threshold(best_threshold),
             example_f1_at_best: 100.0 * at_best,
             count_mae: report.cardinality.mae,
@@ -123,11 +132,13 @@ pub fn cross_validate(
     let var = f1.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1) as f64;
     let mean_best = folds.iter().map(|f| f.example_f1_at_best).sum::<f64>() / k as f64;
     let mean_p1 = folds.iter().map(|f| f.precision_at_1).sum::<f64>() / k as f64;
+    let mean_empty_one = folds.iter().map(|f| f.example_f1_empty_one).sum::<f64>() / k as f64;
     Ok(CvReport {
         k,
         folds,
         mean_example_f1: mean,
         sd_example_f1: var.sqrt(),
+        mean_example_f1_empty_one: mean_empty_one,
         mean_example_f1_at_best: mean_best,
         mean_precision_at_1: mean_p1,
     })

@@ -69,6 +69,7 @@ pub struct EvalReportFile {
 fn scale_metrics(m: &mut MetricReport, factor: f64) {
     for x in [
         &mut m.example_f1,
+        &mut m.example_f1_other_empty,
         &mut m.example_precision,
         &mut m.example_recall,
         &mut m.example_jaccard,

@@ -1,7 +1,10 @@
 //! The default's data-dependent rule. On a training file of at most `search.max_rows` rows,
 //! the `predict` preset trains whichever of a few fixed candidate configurations scores the
 //! best mean example-F1 (at its threshold) in a `search.folds`-fold cross-validation on the
-//! training file itself; larger files train the configuration as given. The candidates are
+//! training file itself; larger files train the configuration as given. The score counts an
+//! empty prediction for an empty gold set as a success (1): "no labels" is a prediction, and
+//! a candidate that makes it where the data has it must not lose to one that never does (on
+//! data without empty label sets the two conventions agree). The candidates are
 //! the same for every dataset, the choice is made on training data only (never on test), and
 //! it is deterministic for a given seed. The time it costs is that of `folds × candidates`
 //! trainings on `(folds − 1)/folds` of the file, on files small enough for that to take
@@ -86,18 +89,15 @@ pub fn choose(
             &mut |_, _| {},
             &mut |_| {},
         )?;
+        let score = report.mean_example_f1_empty_one;
         tracing::info!(
-            "search: {} scores {:.2} in {}-fold cross-validation",
+            "search: {} scores {score:.2} in {}-fold cross-validation",
             candidate.preset,
-            report.mean_example_f1,
             cfg.search.folds
         );
-        scores.push((candidate.preset.clone(), report.mean_example_f1));
-        if best
-            .as_ref()
-            .is_none_or(|(score, _)| report.mean_example_f1 > *score)
-        {
-            best = Some((report.mean_example_f1, candidate));
+        scores.push((candidate.preset.clone(), score));
+        if best.as_ref().is_none_or(|(best, _)| score > *best) {
+            best = Some((score, candidate));
         }
     }
     let chosen = best.map_or(cfg, |(_, c)| c);
@@ -110,14 +110,15 @@ pub fn choose(
 }
 
 /// The search's choice in one line, as the front ends print it:
-/// `search: 3-fold CV example-F1 predict 63.10, paper-projected 66.02, ...; training paper-wide`.
+/// `search: 3-fold CV example-F1 (empty for empty scores 1) predict 63.10, paper-projected
+/// 66.02, ...; training paper-wide`.
 pub fn summary(scores: &[(String, f64)], folds: usize, chosen: &str) -> String {
     let all: Vec<String> = scores
         .iter()
         .map(|(name, f1)| format!("{name} {f1:.2}"))
         .collect();
     format!(
-        "search: {folds}-fold CV example-F1 {}; training {chosen}",
+        "search: {folds}-fold CV example-F1 (empty for empty scores 1) {}; training {chosen}",
         all.join(", ")
     )
 }

@@ -142,6 +142,14 @@ impl EmptyF1 {
             EmptyF1::One => 1.0,
         }
     }
+
+    /// The other convention.
+    pub fn other(self) -> Self {
+        match self {
+            EmptyF1::Zero => EmptyF1::One,
+            EmptyF1::One => EmptyF1::Zero,
+        }
+    }
 }
 
 impl fmt::Display for EmptyF1 {
@@ -356,6 +364,7 @@ impl Confusion {
             n_labels: l,
             empty_f1: e,
             example_f1: mean(&|c| c.f1(e)),
+            example_f1_other_empty: mean(&|c| c.f1(e.other())),
             example_precision: mean(&|c| c.precision(e)),
             example_recall: mean(&|c| c.recall(e)),
             example_jaccard: mean(&|c| c.jaccard(e)),
@@ -433,8 +442,16 @@ pub struct MetricReport {
     pub n_labels: usize,
     /// The convention used for examples with empty prediction and empty gold.
     pub empty_f1: EmptyF1,
-    /// Mean over examples of `2|P∩G| / (|P|+|G|)`: the paper's metric.
+    /// Mean over examples of `2|P∩G| / (|P|+|G|)`: the paper's metric, with a both-empty
+    /// example scored by [`MetricReport::empty_f1`].
     pub example_f1: f64,
+    /// The same mean under the other convention for both-empty examples (scored 1 where
+    /// `empty_f1` scores 0, and 0 where it scores 1), so that every report carries example-F1
+    /// under both: an empty prediction for an empty gold set is what a user means by
+    /// "correctly predicted no labels" (SPEN's and DVN's convention), and a score of 0 is
+    /// the authors' evaluation. Absent (0) in reports written by older versions.
+    #[serde(default)]
+    pub example_f1_other_empty: f64,
     /// Mean over examples of `|P∩G| / |P|` (sklearn `average='samples'`).
     pub example_precision: f64,
     /// Mean over examples of `|P∩G| / |G|` (sklearn `average='samples'`).
@@ -503,7 +520,13 @@ impl fmt::Display for MetricReport {
             "{} examples x {} labels (both-empty examples score {}: {})",
             self.n_examples, self.n_labels, self.empty_f1, self.n_both_empty
         )?;
-        writeln!(f, "  example F1         {:7.3} %", pct(self.example_f1))?;
+        writeln!(
+            f,
+            "  example F1         {:7.3} %  (both-empty scoring {}: {:.3} %)",
+            pct(self.example_f1),
+            self.empty_f1.other(),
+            pct(self.example_f1_other_empty)
+        )?;
         writeln!(
             f,
             "  example P / R      {:7.3} % / {:.3} %",

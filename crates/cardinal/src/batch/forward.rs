@@ -146,7 +146,7 @@ impl<F: Float> Model<F> {
                     &mut w.p,
                 );
                 for ((zr, pr), &r) in z.iter_mut().zip(w.p.chunks_exact_mut(k)).zip(rows) {
-                    *zr = self.count_of(ndarray::ArrayViewMut1::from(pr));
+                    *zr = self.count_of(ndarray::ArrayViewMut1::from(pr), true);
                     if let Some(counts) = count_override {
                         *zr = counts[r];
                     }

@@ -38,7 +38,7 @@ impl<F: Float> Model<F> {
         );
         ws.z.clear();
         for row in ws.p.outer_iter_mut() {
-            ws.z.push(self.count_of(row));
+            ws.z.push(self.count_of(row, !train));
         }
         if let (false, Some(counts)) = (train, &ws.count_override) {
             for (z, &r) in ws.z.iter_mut().zip(rows) {
@@ -50,12 +50,18 @@ impl<F: Float> Model<F> {
         }
     }
 
-    /// Softmax of the cardinality logits `row` in place, and the count they give.
-    pub(super) fn count_of(&self, mut row: ndarray::ArrayViewMut1<F>) -> F {
+    /// Softmax of the cardinality logits `row` in place, and the count they give; at
+    /// inference, 0 where the rule `inference.empty_at` says "no labels".
+    pub(super) fn count_of(&self, mut row: ndarray::ArrayViewMut1<F>, inference: bool) -> F {
         let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
         row.mapv_inplace(|v| (v - m).exp());
         let s = row.sum();
         row.mapv_inplace(|v| v / s);
+        if let (true, Some(at)) = (inference, self.config.inference.empty_at) {
+            if self.counts[0] == F::zero() && row[0] >= c(at) {
+                return F::zero();
+            }
+        }
         match self.config.model.z_mode {
             ZMode::Expectation => row.iter().zip(&self.counts).map(|(&p, &k)| p * k).sum(),
             ZMode::Argmax => {

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::check::{count, positive, rate};
+use super::check::{check, count, positive, rate};
 use crate::error::Result;
 use cardinal_proj::Method;
 
@@ -33,6 +33,14 @@ pub struct InferenceConfig {
     pub fp_iters: usize,
     /// Temperature `ε` of the smoothed projection (`smooth`), in units of `y`.
     pub smooth_eps: f64,
+    /// "No labels" as a prediction: at inference, a row whose count network gives the count 0
+    /// a probability of at least this value gets `z = 0`, so that `y_T = 0` (on `C(0)`) and
+    /// its label set is empty (`null`: never; the count 0 must be in the model's count range).
+    /// Predicting the empty set is the better decision for example-F1 whenever `P(0) > 1/2`
+    /// and an empty prediction for an empty gold set scores 1: any non-empty prediction then
+    /// scores at most `1 − P(0)` in expectation. Training is unchanged.
+    #[serde(default)]
+    pub empty_at: Option<f64>,
 }
 
 impl Default for InferenceConfig {
@@ -47,6 +55,7 @@ impl Default for InferenceConfig {
             rounds: 2,
             fp_iters: 20,
             smooth_eps: 0.1,
+            empty_at: None,
         }
     }
 }
@@ -60,6 +69,14 @@ impl InferenceConfig {
         rate("inference.momentum", self.momentum)?;
         count("inference.rounds", self.rounds, 1, 1000)?;
         count("inference.fp_iters", self.fp_iters, 1, 200)?;
+        if let Some(p) = self.empty_at {
+            check(
+                p > 0.0 && p <= 1.0,
+                "inference.empty_at",
+                p,
+                "(0, 1] or null",
+            )?;
+        }
         // Checked whatever the projections: a saved configuration may switch to `smooth` later.
         positive("inference.smooth_eps", self.smooth_eps)
     }

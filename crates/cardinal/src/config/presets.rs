@@ -54,6 +54,9 @@ impl Config {
         cfg.model.hidden = 2000;
         cfg.model.dropout = 0.5;
         cfg.loss.unary_bce_weight = 0.003;
+        // "No labels" as a prediction where the data has empty label sets: `z = 0` when the
+        // supervised count network gives the count 0 a probability of at least 1/2.
+        cfg.inference.empty_at = Some(0.5);
         // The data-dependent rule (`crate::search`): on a training file of at most 2000
         // rows, the candidate that cross-validates best on it (docs/RESULTS.md §4).
         cfg.search = SearchConfig::predict();

@@ -348,6 +348,11 @@ fn bad_values() -> Vec<BadValue> {
         plain!(counts, inference.rounds, &[0, 1001]),
         plain!(counts, inference.fp_iters, &[0, 201]),
         plain!(floats, inference.smooth_eps, &[0.0, -0.1]),
+        floats(
+            "inference.empty_at",
+            |c, v| c.inference.empty_at = Some(v),
+            &[0.0, -0.5, 1.5, f64::NAN],
+        ),
         plain!(floats, loss.cardinality_weight, &[-1.0]),
         plain!(floats, loss.f1_weight, &[-1.0]),
         plain!(floats, loss.unary_bce_weight, &[-1.0]),
