@@ -62,7 +62,7 @@ def test_configuration_errors_name_the_field(problem):
 
 def test_degenerate_shapes_raise_instead_of_crashing(problem):
     X, Y, _, _ = problem
-    with pytest.raises(ValueError, match="no rows"):
+    with pytest.raises(ValueError, match="X has 0 rows"):
         CardinalClassifier(**SMALL).fit(X[:0], Y[:0])
     with pytest.raises(ValueError, match="2-D"):
         CardinalClassifier(**SMALL).fit(X[0], Y)
