@@ -4,6 +4,7 @@ import json
 import math
 import numbers
 import os
+import re
 import tempfile
 import warnings
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, TypeVar, Union
@@ -298,6 +299,9 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             return json.loads(_native.check_config(preset, config, overrides, None))
         except ValueError as e:
             msg = str(e)
+            if not isinstance(self.config, str):
+                # Positions in JSON the estimator wrote (from a dict), not the user.
+                msg = re.sub(r" at line \d+, column \d+", "", msg)
             if "preset" in msg and preset is not None and f"`{preset}`" in msg:
                 raise ValueError(f"preset={preset!r}: {msg}") from None
             for param, (path, _) in _FIELDS.items():

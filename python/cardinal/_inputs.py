@@ -102,7 +102,7 @@ def _check_float32_range(values: np.ndarray, shape_rows: Any, what: str) -> None
     pos = int(np.flatnonzero(big.reshape(-1))[0])
     where = shape_rows(pos)
     raise ValueError(
-        f"{what}: {where} holds {values.reshape(-1)[pos]!r}, beyond float32's range "
+        f"{what}: {where} holds {float(values.reshape(-1)[pos])!r}, beyond float32's range "
         f"(±{_F32_MAX:.4g}), in which the model computes: scale the features first"
     )
 
