@@ -15,12 +15,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _native
 from ._inputs import (
-    _MULTILABEL_HINT,
     ArrayLike,
     as_features,
     as_labels,
     digest,
+    cols,
     fitted_rows,
+    label_error,
 )
 
 # The keyword parameters that are training hyper-parameters, the configuration field each
@@ -402,7 +403,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             )
         except ValueError as e:
             if str(e).startswith("Y: ") and "expected a label indicator" in str(e):
-                raise ValueError(f"{e}; {_MULTILABEL_HINT}") from None
+                raise ValueError(label_error(str(e))) from None
             raise
         self._native_runtime_ = runtime
         self._set_fitted_attributes()
@@ -444,6 +445,11 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
                 "X has feature names, but CardinalClassifier was fitted without feature names",
                 UserWarning,
                 stacklevel=3,
+            )
+        if not (names and fitted_names) and cols(features) != self.n_features_in_:
+            raise ValueError(
+                f"X has {cols(features)} features, but CardinalClassifier is expecting "
+                f"{self.n_features_in_} features as input"
             )
         runtime: _Runtime = self._native_runtime_
         key = (digest(features), tuple(names or ()), id(self.model_))
@@ -492,6 +498,8 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_label = True
+        # Every label is binary: a column of Y with values other than 0 and 1 is refused.
+        tags.classifier_tags.multi_class = False
         tags.target_tags.required = True
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = False

@@ -5,6 +5,8 @@ labels, matching shapes) it reports itself; this module refuses what it cannot b
 complex or non-numeric values, numbers beyond float32, missing targets, label sets."""
 
 import hashlib
+import math
+import re
 from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
@@ -38,6 +40,11 @@ def column_names(a: Any) -> Optional[List[str]]:
     return None
 
 
+class NotANumberError(ValueError, TypeError):
+    """A value of an object array that is not a number: a ``ValueError`` (bad input), and a
+    ``TypeError`` as numpy raises for it."""
+
+
 def _is_missing(v: Any) -> bool:
     if v is None:
         return True
@@ -67,8 +74,9 @@ def _numeric(arr: np.ndarray, what: str) -> np.ndarray:
                     f"{what}: {where} holds a missing value ({v!r}): impute it first, e.g. "
                     "with sklearn.impute.SimpleImputer"
                 ) from None
-            raise ValueError(
-                f"{what}: {where} holds {v!r} ({type(v).__name__}): expected numbers"
+            raise NotANumberError(
+                f"{what}: {where} holds {v!r} ({type(v).__name__}): expected numbers (float() "
+                f"argument must be a string or a real number, not '{type(v).__name__}')"
             ) from None
     raise ValueError(f"{what}: expected numbers")  # pragma: no cover
 
@@ -133,7 +141,12 @@ def as_features(X: ArrayLike, when: str) -> Tuple[Native, Optional[List[str]]]:
     if arr.dtype.kind == "O":
         arr = _numeric(arr, "X")
     if arr.ndim != 2:
-        hint = ": a single feature is X.reshape(-1, 1), a single sample X.reshape(1, -1)" if arr.ndim == 1 else ""
+        hint = (
+            ". Reshape your data: a single feature is X.reshape(-1, 1), a single sample "
+            "X.reshape(1, -1)"
+            if arr.ndim == 1
+            else ""
+        )
         raise ValueError(
             f"X: expected a 2-D array or a scipy.sparse matrix, got {arr.ndim} dimensions{hint}"
         )
@@ -170,13 +183,47 @@ def as_labels(Y: ArrayLike) -> Tuple[Native, Optional[List[str]]]:
         else:
             raise ValueError(f"Y: holds {arr.dtype} values: {_MULTILABEL_HINT}")
     if arr.ndim == 1:
+        kind = _target_type(arr)
+        if kind == "multiclass":
+            raise ValueError(
+                "Y: a 1-D multiclass target: Only binary classification is supported, one "
+                "binary label per column of a label indicator matrix; a multiclass target "
+                f"becomes one with sklearn.preprocessing.LabelBinarizer. {_MULTILABEL_HINT}"
+            )
         raise ValueError(
-            "Y: expected a 2-D label indicator matrix, got a 1-D array: a single 0/1 label is "
-            f"Y.reshape(-1, 1); {_MULTILABEL_HINT}"
+            f"Y: expected a 2-D label indicator matrix, got a 1-D array (a {kind} target): for "
+            "binary classification, a single 0/1 label is Y.reshape(-1, 1); "
+            f"{_MULTILABEL_HINT}"
         )
     if arr.ndim != 2:
         raise ValueError(f"Y: expected a 2-D label indicator matrix, got {arr.ndim} dimensions")
     return as_native(arr, np.float64, "Y"), names
+
+
+def _target_type(y: np.ndarray) -> str:
+    """scikit-learn's name of the kind of a target (``binary``, ``multiclass``,
+    ``continuous``...), for messages."""
+    try:
+        from sklearn.utils.multiclass import type_of_target  # noqa: PLC0415
+
+        return str(type_of_target(y))
+    except ValueError:
+        return "unknown"
+
+
+def label_error(message: str) -> str:
+    """The library's refusal of a value of ``Y`` in scikit-learn's words: continuous values are
+    an unknown label type, and label sets a job for MultiLabelBinarizer."""
+    m = re.search(r"holds (\S+): expected a label indicator", message)
+    continuous = False
+    if m:
+        try:
+            v = float(m.group(1))
+            continuous = math.isfinite(v) and v != round(v)
+        except ValueError:
+            pass
+    lead = "Unknown label type: continuous values in Y. " if continuous else ""
+    return f"{lead}{message}; {_MULTILABEL_HINT}"
 
 
 def rows(a: Native) -> int:
@@ -197,7 +244,10 @@ def fitted_rows(x: Native, y: Native) -> None:
     if cols(y) == 0:
         raise ValueError("Y has 0 columns: fit needs at least one label")
     if cols(x) == 0:
-        raise ValueError("X has 0 columns: fit needs at least one feature")
+        raise ValueError(
+            f"X has 0 feature(s) (shape=({rows(x)}, 0)) while a minimum of 1 is required: fit "
+            "needs at least one feature"
+        )
 
 
 def digest(a: Native) -> Tuple[Any, ...]:
