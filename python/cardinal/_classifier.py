@@ -52,7 +52,7 @@ class Predictions(NamedTuple):
 
     labels: np.ndarray
     proba: np.ndarray
-    count: np.ndarray
+    counts: np.ndarray
     decision: np.ndarray
 
 
@@ -466,12 +466,12 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         return out[0].copy(), out[1].copy(), out[2].copy()
 
     def predict_all(self, X: ArrayLike) -> Predictions:
-        """Every output of one inference on ``X``: ``(labels, proba, count, decision)`` as
+        """Every output of one inference on ``X``: ``(labels, proba, counts, decision)`` as
         :meth:`predict`, :meth:`predict_proba`, :meth:`predict_count` and
         :meth:`decision_function` return them."""
         y, z, ranking = self._outputs(X)
         labels = _native.label_sets(y, z, ranking, self._rule())
-        return Predictions(labels=labels, proba=y, count=z, decision=ranking)
+        return Predictions(labels=labels, proba=y, counts=z, decision=ranking)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """The predicted label sets: an ``n × L`` int64 indicator matrix, chosen by

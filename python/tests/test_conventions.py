@@ -228,7 +228,7 @@ def test_one_inference_per_input(problem, monkeypatch):
     assert len(calls) == 1
     np.testing.assert_array_equal(both.labels, labels)
     np.testing.assert_array_equal(both.proba, proba)
-    np.testing.assert_array_equal(both.count, z)
+    np.testing.assert_array_equal(both.counts, z)
     np.testing.assert_array_equal(both.decision, rank)
     # What the caller changes is not the cache; new content is a new inference.
     proba[:] = -1
