@@ -178,6 +178,9 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         One record per epoch of ``fit`` (``phase``, ``epoch``, ``loss``, ``dev_example_f1``,
         ``seconds``), as ``metrics.jsonl`` of the command-line program; empty after ``load``.
 
+    ``fit`` takes no ``sample_weight``: every example weighs the same in the loss (weights
+    are not supported yet; duplicating rows is the workaround for integer weights).
+
     Errors in the input (labels other than 0/1, NaN or infinite features, row counts that
     differ, a feature count at predict other than at fit) and in the parameters raise
     ``ValueError`` naming the argument or parameter. Ctrl-C interrupts ``fit`` after the

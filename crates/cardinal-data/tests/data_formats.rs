@@ -282,8 +282,16 @@ fn gzip_round_trip_through_a_file() {
 fn a_folder_of_variant_train_and_test_files_reads_as_its_split() {
     let dir = tmp("variant-split");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(fx("tiny/tiny-train.arff"), dir.join("Tiny5k-train-sparse.arff")).unwrap();
-    std::fs::copy(fx("tiny/tiny-test.arff"), dir.join("Tiny5k-test-sparse.arff")).unwrap();
+    std::fs::copy(
+        fx("tiny/tiny-train.arff"),
+        dir.join("Tiny5k-train-sparse.arff"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fx("tiny/tiny-test.arff"),
+        dir.join("Tiny5k-test-sparse.arff"),
+    )
+    .unwrap();
     std::fs::copy(fx("tiny/tiny.xml"), dir.join("Tiny5k.xml")).unwrap();
     let want_train = read_mulan(&fx("tiny/tiny-train.arff"), &fx("tiny/tiny.xml")).unwrap();
     let want_test = read_mulan(&fx("tiny/tiny-test.arff"), &fx("tiny/tiny.xml")).unwrap();
