@@ -94,15 +94,26 @@ def test_names_survive_save_load_and_pickle(frames, named, tmp_path):
         )
 
 
-def test_the_cli_prints_the_label_names(frames, named, tmp_path, cli):
+def test_the_cli_prints_the_label_names_and_matches_features_by_name(frames, named, tmp_path, cli):
     _, _, Xt = frames
     named.save(tmp_path / "m")
-    data = tmp_path / "new.svm"
+    # An ARFF file of five rows whose attributes are the DataFrame's columns, reversed.
+    cols = list(reversed(Xt.columns))
+    rows = Xt[cols].to_numpy()[:5]
+    data = tmp_path / "new.arff"
     with open(data, "w") as f:
-        for x in Xt.to_numpy()[:5]:
-            f.write(" ".join(f"{j + 1}:{v:.9g}" for j, v in enumerate(x) if v != 0) + "\n")
-    out = subprocess.run(
-        [cli, "predict", "--model", str(tmp_path / "m"), "--data", str(data), "--all-scores"],
+        f.write("@relation new\n")
+        for c in cols:
+            f.write(f"@attribute {c} numeric\n")
+        f.write("@data\n")
+        for x in rows:
+            f.write(",".join(f"{v:.9g}" for v in x) + "\n")
+    lines = subprocess.run(
+        [cli, "predict", "--model", str(tmp_path / "m"), "--data", str(data)],
         check=True, capture_output=True, text=True,
-    ).stdout
-    assert "label 0" in out and "label 7" in out
+    ).stdout.splitlines()
+    assert len(lines) == 5
+    want = named.predict(Xt.iloc[:5])
+    for line, row in zip(lines, want):
+        # The same labels as Python's, by name: the CLI aligned the reversed columns.
+        assert json.loads(line)["labels"] == [f"label {k}" for k in np.flatnonzero(row)]
