@@ -383,6 +383,10 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         features, names = as_features(X, "fit")
         labels, y_names = as_labels(Y)
         if label_names is not None:
+            if isinstance(label_names, (str, bytes)) or not hasattr(label_names, "__iter__"):
+                raise ValueError(
+                    f"label_names={label_names!r}: expected a list of names, one per column of Y"
+                )
             label_names = [str(n) for n in label_names]
             if y_names and y_names != label_names:
                 raise ValueError(

@@ -43,6 +43,8 @@ def test_fit_on_a_dataframe_records_feature_and_label_names(frames, named):
     assert not hasattr(plain, "feature_names_in_") and plain.label_names_ == []
     given = CardinalClassifier(**SMALL).fit(X.to_numpy(), Y.to_numpy(), label_names=list("abcdefgh"))
     assert given.label_names_ == list("abcdefgh")
+    with pytest.raises(ValueError, match="label_names='abcdefgh': expected a list"):
+        CardinalClassifier(**SMALL).fit(X, Y.to_numpy(), label_names="abcdefgh")
     with pytest.raises(ValueError, match="label_names: 3 names for the 8 columns of Y"):
         CardinalClassifier(**SMALL).fit(X, Y.to_numpy(), label_names=["a", "b", "c"])
 
