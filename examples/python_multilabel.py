@@ -29,9 +29,9 @@ X, Y = make_multilabel_classification(
 X_train, X_test, Y_train, Y_test = train_test_split(X, Y, test_size=0.3, random_state=0)
 
 start = time.perf_counter()
-dense = CardinalClassifier(seed=0).fit(X_train, Y_train)
+dense = CardinalClassifier(random_state=0).fit(X_train, Y_train)
 cardinal_seconds = time.perf_counter() - start
-sparse = CardinalClassifier(seed=0).fit(scipy.sparse.csr_matrix(X_train), Y_train)
+sparse = CardinalClassifier(random_state=0).fit(scipy.sparse.csr_matrix(X_train), Y_train)
 
 pred = dense.predict(X_test)
 same = np.array_equal(pred, sparse.predict(scipy.sparse.csr_matrix(X_test))) and np.array_equal(

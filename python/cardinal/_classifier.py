@@ -1,28 +1,89 @@
 """``CardinalClassifier``: the scikit-learn estimator over the library's engine."""
 
 import json
+import math
+import numbers
 import os
+import re
 import tempfile
-from typing import Any, Dict, Optional, Union
+import warnings
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _native
-from ._arrays import as_native
+from ._inputs import (
+    ArrayLike,
+    as_features,
+    as_labels,
+    digest,
+    cols,
+    fitted_rows,
+    label_error,
+)
 
-# The keyword parameters exposed directly, and the configuration field each sets.
+# The keyword parameters that are training hyper-parameters, the configuration field each
+# sets, and the kind of value each takes.
 _FIELDS = {
-    "hidden": ("model", "hidden"),
-    "dropout": ("model", "dropout"),
-    "steps": ("inference", "steps"),
-    "epochs": ("train", "epochs"),
-    "lr": ("train", "lr"),
-    "batch_size": ("train", "batch_size"),
-    "weight_decay": ("train", "weight_decay"),
-    "threshold": ("threshold",),
+    "hidden": (("model", "hidden"), "int"),
+    "dropout": (("model", "dropout"), "float"),
+    "steps": (("inference", "steps"), "int"),
+    "epochs": (("train", "epochs"), "int"),
+    "lr": (("train", "lr"), "float"),
+    "batch_size": (("train", "batch_size"), "int"),
+    "weight_decay": (("train", "weight_decay"), "float"),
 }
+
+# The configuration fields that do not change what a configuration trains: they never turn
+# the default's search off.
+_NOT_HYPER_PARAMETERS = ("preset", "seed", "search")
+
+# Presets whose configurations derive from `paper` (candidates of the default's search, the
+# Table 1 rows): a saved configuration naming one is read over `paper`.
+_PAPER_DERIVED = ("paper-projected", "paper-wide", "cardinality-only")
+
+Self = TypeVar("Self", bound="CardinalClassifier")
+
+
+class Predictions(NamedTuple):
+    """Every output of one inference (:meth:`CardinalClassifier.predict_all`)."""
+
+    labels: np.ndarray
+    proba: np.ndarray
+    counts: np.ndarray
+    decision: np.ndarray
+
+
+class _Runtime:
+    """What a fitted estimator keeps between calls: its thread pool (one per estimator, not
+    one per call) and the outputs of its last inference, keyed by the input's content."""
+
+    def __init__(self) -> None:
+        self._pool: Optional[_native.NativePool] = None
+        self.last: Optional[Tuple[Any, Tuple[np.ndarray, np.ndarray, np.ndarray]]] = None
+
+    def pool(self, threads: int) -> "_native.NativePool":
+        if self._pool is None or self._pool.threads != threads:
+            self._pool = _native.NativePool(threads)
+        return self._pool
+
+
+def _positive_int(value: Any, name: str, allow_zero: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}={value!r}: expected an int")
+    if value < (0 if allow_zero else 1):
+        raise ValueError(f"{name}={value!r}: expected an int >= {0 if allow_zero else 1}")
+    return int(value)
+
+
+def _finite_float(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}={value!r}: expected a number")
+    if not math.isfinite(float(value)):
+        raise ValueError(f"{name}={value!r}: expected a finite number")
+    return float(value)
 
 
 class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
@@ -32,60 +93,105 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
 
     ``fit`` trains exactly as ``cardinal train`` does: a part of the training data is held out
     (``train.dev_fraction``) for early stopping, then the last epochs train on all of it. The
-    same ``seed`` and configuration give the same weights as the command-line program, for any
-    ``threads``.
+    same ``random_state`` (an int) and configuration give the same weights as the
+    command-line program's ``--seed``, for any ``n_jobs``.
+
+    The targets are a label indicator matrix ``Y`` (``n_samples × n_labels``, 0/1, dense or
+    sparse, or a pandas DataFrame whose columns name the labels); the estimator is multi-label
+    only. Label sets (lists of labels per sample) are turned into such a matrix by
+    :class:`sklearn.preprocessing.MultiLabelBinarizer`.
+
+    The default's search
+    --------------------
+    With the ``predict`` preset and ``search=None``, ``fit`` on a training set of at most 2000
+    rows first scores three candidate configurations by a 3-fold cross-validation on that
+    training set (the configuration itself, and two variants of ``paper``:
+    ``paper-projected`` and ``paper-wide``) and trains the one with the best mean
+    example-F1; this costs a few times the training time. Larger training sets train the
+    configuration as it is. ``search_results_`` records every candidate's score and the one
+    chosen (``config_["preset"]`` names it). The search is switched off by ``search=False``,
+    and by setting a training hyper-parameter (a shortcut below or ``config``) to a value
+    other than the preset's: the candidates would replace it. Prediction-time parameters
+    (``threshold``, ``labels_by``), ``n_jobs``, ``random_state`` and ``verbose`` never change
+    what is trained, and a parameter set to its default value changes nothing.
 
     Parameters
     ----------
     preset : str
         ``"predict"`` (the default configuration) or ``"paper"`` (the authors' configuration).
-    seed : int
-        Seed of the initialisation, the dev split's batch order and dropout.
-    threads : int or None
-        Threads for fit and predict (``None``: all cores).
+    random_state : int, numpy.random.RandomState or None
+        Seed of the initialisation, the dev split, the batch order and dropout. An int is the
+        seed itself (the CLI's ``--seed``); ``None`` draws a fresh seed from numpy's global
+        random state at every ``fit``, a ``RandomState`` draws one from it. The seed used is
+        ``config_["seed"]``.
+    n_jobs : int or None
+        Threads for fit and predict: ``None`` is 1, ``-1`` all cores, ``-2`` all but one (as
+        in joblib). Results are identical for any value. Idle threads sleep, so estimators
+        fitted in parallel (``GridSearchCV(n_jobs=k)``) leave each other the cores.
     config : dict, str or None
         A configuration (a dict, or JSON text) read over the preset, as ``--config``; only the
         fields given change, e.g. ``{"inference": {"steps": 10}}``.
     verbose : int
         0: silent; 1: a line per epoch (loss, dev F1) on ``sys.stderr``; 2: also every batch.
-    hidden, dropout, steps, epochs, lr, batch_size, weight_decay, threshold : optional
+    hidden, dropout, steps, epochs, lr, batch_size, weight_decay : optional
         Shortcuts for ``model.hidden``, ``model.dropout``, ``inference.steps``,
-        ``train.epochs``, ``train.lr``, ``train.batch_size``, ``train.weight_decay`` and
-        ``threshold``, applied over ``config``; ``None`` keeps the configuration's value.
+        ``train.epochs``, ``train.lr``, ``train.batch_size`` and ``train.weight_decay``,
+        applied over ``config``; ``None`` keeps the configuration's value.
+    threshold : float or None
+        Prediction only: ``predict`` labels those with ``y_T >= threshold`` (``None``: the
+        configuration's threshold, 0.5). Saved as the model's threshold by :meth:`save`.
+    labels_by : str or None
+        Prediction only: how ``predict`` chooses labels, as the CLI's ``--labels-by``:
+        ``None`` or ``"threshold"`` (``y_T >= threshold``), ``"round-z"`` (the ``round(z)``
+        best-ranked labels, so that each row has exactly its predicted count) or
+        ``"top-k=K"``.
     search : bool or None
-        The default's search: on a training set of at most 2000 rows, ``fit`` trains whichever
-        of the configuration and two variants of ``paper`` scores best in a 3-fold
-        cross-validation on it (a few times the training time). ``None``: on for the
-        ``predict`` preset unless ``config`` or a shortcut above sets a hyper-parameter (the
-        candidates would replace it); ``True`` or ``False`` decides.
+        The default's search (see above): ``None`` decides as described, ``True`` searches
+        (on at most 2000 rows), ``False`` trains the configuration as it is.
+    seed, threads : deprecated
+        Former names of ``random_state`` and ``n_jobs`` (``threads=None`` meant all cores).
 
     Attributes
     ----------
     n_features_in_ : int
         Features seen by ``fit``.
+    feature_names_in_ : ndarray of str
+        The column names of a DataFrame ``X`` seen by ``fit`` (only then). ``predict`` on a
+        DataFrame then matches its columns by name, as ``cardinal predict`` matches an ARFF
+        file's: reordered columns are aligned; missing, extra or renamed ones raise
+        ``ValueError`` naming them.
     n_labels_ : int
         Labels seen by ``fit``.
     classes_ : ndarray
         The label columns ``0 .. n_labels_ - 1`` (as scikit-learn's multi-label classifiers).
     label_names_ : list of str
-        Label names recorded in a loaded model directory (empty after ``fit`` on arrays).
+        The labels' names: a DataFrame ``Y``'s columns or ``fit``'s ``label_names``; empty
+        when neither gave any. Saved in ``meta.json`` (the CLI prints them).
     config_ : dict
         The full configuration the model was trained with.
+    search_results_ : dict or None
+        What the default's search found: ``candidates`` (their names), ``mean_example_f1``
+        (each one's mean cross-validated example-F1, in percent, in the same order),
+        ``folds``, and ``chosen`` (the candidate trained). ``None`` when no search ran (and
+        after :meth:`load`).
     history_ : list of dict
         One record per epoch of ``fit`` (``phase``, ``epoch``, ``loss``, ``dev_example_f1``,
         ``seconds``), as ``metrics.jsonl`` of the command-line program; empty after ``load``.
 
+    ``fit`` takes no ``sample_weight``: every example weighs the same in the loss (weights
+    are not supported yet; duplicating rows is the workaround for integer weights).
+
     Errors in the input (labels other than 0/1, NaN or infinite features, row counts that
-    differ, a feature count at predict other than at fit, an invalid configuration) raise
-    ``ValueError`` with the library's message. Ctrl-C interrupts ``fit`` after the current
-    epoch with ``KeyboardInterrupt``. The GIL is released while the engine runs.
+    differ, a feature count at predict other than at fit) and in the parameters raise
+    ``ValueError`` naming the argument or parameter. Ctrl-C interrupts ``fit`` after the
+    current epoch with ``KeyboardInterrupt``. The GIL is released while the engine runs.
     """
 
     def __init__(
         self,
         preset: str = "predict",
-        seed: int = 0,
-        threads: Optional[int] = None,
+        random_state: Union[int, np.random.RandomState, None] = None,
+        n_jobs: Optional[int] = None,
         config: Union[Dict[str, Any], str, None] = None,
         verbose: int = 0,
         hidden: Optional[int] = None,
@@ -96,11 +202,14 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         batch_size: Optional[int] = None,
         weight_decay: Optional[float] = None,
         threshold: Optional[float] = None,
+        labels_by: Optional[str] = None,
         search: Optional[bool] = None,
+        seed: Optional[int] = None,
+        threads: Optional[int] = None,
     ):
         self.preset = preset
-        self.seed = seed
-        self.threads = threads
+        self.random_state = random_state
+        self.n_jobs = n_jobs
         self.config = config
         self.verbose = verbose
         self.hidden = hidden
@@ -111,48 +220,211 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         self.batch_size = batch_size
         self.weight_decay = weight_decay
         self.threshold = threshold
+        self.labels_by = labels_by
         self.search = search
+        self.seed = seed
+        self.threads = threads
 
-    # -- configuration ---------------------------------------------------------------------
+    # -- parameters ------------------------------------------------------------------------
 
-    def _config_args(self) -> Dict[str, Any]:
-        """The arguments of the library's configuration resolution."""
-        config = self.config
-        if isinstance(config, dict):
-            config = json.dumps(config)
+    def _seed(self) -> Optional[int]:
+        """The seed of a fit: ``random_state`` (or the deprecated ``seed``)."""
+        rs = self.random_state
+        if self.seed is not None:
+            warnings.warn(
+                "`seed` is deprecated; use `random_state`", FutureWarning, stacklevel=3
+            )
+            if rs is not None:
+                raise ValueError("random_state and seed (its deprecated name) are both set")
+            rs = self.seed
+        if rs is None:
+            rs = np.random.mtrand._rand
+        if isinstance(rs, bool):
+            raise ValueError(f"random_state={rs!r}: expected an int, a RandomState or None")
+        if isinstance(rs, numbers.Integral):
+            if not 0 <= rs < 2**64:
+                raise ValueError(f"random_state={rs!r}: expected an int in [0, 2**64)")
+            return int(rs)
+        if isinstance(rs, np.random.RandomState):
+            return int(rs.randint(np.iinfo(np.int32).max))
+        if isinstance(rs, np.random.Generator):
+            return int(rs.integers(np.iinfo(np.int32).max))
+        raise ValueError(f"random_state={rs!r}: expected an int, a RandomState or None")
+
+    def _threads(self) -> int:
+        """The threads of ``n_jobs`` (or the deprecated ``threads``), as joblib counts."""
+        n = self.n_jobs
+        name = "n_jobs"
+        if self.threads is not None:
+            warnings.warn(
+                "`threads` is deprecated; use `n_jobs`", FutureWarning, stacklevel=3
+            )
+            if n is not None:
+                raise ValueError("n_jobs and threads (its deprecated name) are both set")
+            n, name = self.threads, "threads"
+        if n is None:
+            return 1
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise ValueError(f"{name}={n!r}: expected an int or None")
+        if n == 0:
+            raise ValueError(f"{name}=0: expected an int other than 0 (None is 1 thread)")
+        if n > 0:
+            return int(n)
+        cores = os.cpu_count() or 1
+        threads = cores + 1 + int(n)
+        if threads < 1:
+            raise ValueError(
+                f"{name}={n}: this machine has {cores} cores, so n_jobs must be >= {-cores}"
+            )
+        return threads
+
+    def _overrides(self) -> Dict[str, Any]:
+        """The shortcut parameters that are set, as a nested configuration."""
         overrides: Dict[str, Any] = {}
-        for param, path in _FIELDS.items():
+        for param, (path, kind) in _FIELDS.items():
             value = getattr(self, param)
             if value is None:
                 continue
+            value = (
+                _positive_int(value, param, allow_zero=param == "steps")
+                if kind == "int"
+                else _finite_float(value, param)
+            )
             node = overrides
             for key in path[:-1]:
                 node = node.setdefault(key, {})
             node[path[-1]] = value
-        if self.search is not None:
-            overrides["search"] = {"max_rows": 2000 if self.search else 0}
+        return overrides
+
+    def _check(self, preset: Optional[str], config: Optional[str], overrides: Optional[str]):
+        """The library's configuration for these arguments (a dict); its refusal as a
+        ``ValueError`` naming the parameter that caused it."""
+        try:
+            return json.loads(_native.check_config(preset, config, overrides, None))
+        except ValueError as e:
+            msg = str(e)
+            if not isinstance(self.config, str):
+                # Positions in JSON the estimator wrote (from a dict), not the user.
+                msg = re.sub(r" at line \d+, column \d+", "", msg)
+            if "preset" in msg and preset is not None and f"`{preset}`" in msg:
+                raise ValueError(f"preset={preset!r}: {msg}") from None
+            for param, (path, _) in _FIELDS.items():
+                if getattr(self, param) is not None and ".".join(path) in msg:
+                    raise ValueError(f"{param}={getattr(self, param)!r}: {msg}") from None
+            if config is not None:
+                raise ValueError(f"config: {msg}") from None
+            raise
+
+    def _config_args(self, seed: Optional[int] = None) -> Dict[str, Any]:
+        """The arguments of the library's configuration resolution: the preset, ``config``,
+        the shortcuts, and the default's search on or off (see the class documentation)."""
+        if not isinstance(self.preset, str):
+            raise ValueError(f"preset={self.preset!r}: expected a str (predict or paper)")
+        config = self.config
+        if isinstance(config, dict):
+            config = json.dumps(config)
+        elif config is not None and not isinstance(config, str):
+            raise ValueError(f"config: expected a dict, JSON text or None, got {type(config).__name__}")
+        if self.search is not None and not isinstance(self.search, (bool, np.bool_)):
+            raise ValueError(f"search={self.search!r}: expected True, False or None")
+        overrides = self._overrides()
+        text = json.dumps(overrides) if overrides else None
+        base = self._check(self.preset, None, None)
+        user = self._check(self.preset, config, text)
+        named_search = config is not None and "search" in json.loads(config)
+        if self.search is None and not named_search:
+            # On as the preset has it, unless the parameters change what it trains.
+            same = {k: v for k, v in user.items() if k not in _NOT_HYPER_PARAMETERS} == {
+                k: v for k, v in base.items() if k not in _NOT_HYPER_PARAMETERS
+            }
+            rows = base.get("search", {}).get("max_rows", 0) if same else 0
+            overrides["search"] = {"max_rows": rows}
+        elif self.search is not None:
+            rows = base.get("search", {}).get("max_rows", 0) or 2000
+            overrides["search"] = {"max_rows": rows if self.search else 0}
         return {
             "preset": self.preset,
             "config": config,
             "overrides": json.dumps(overrides) if overrides else None,
-            "seed": None if self.seed is None else int(self.seed),
+            "seed": seed,
         }
 
-    # -- training and inference ------------------------------------------------------------
+    def _rule(self) -> str:
+        """The labelling rule of ``predict``, in the CLI's ``--labels-by`` syntax."""
+        rule = self.labels_by
+        if rule is not None and not isinstance(rule, str):
+            raise ValueError(f"labels_by={rule!r}: expected None, 'threshold', 'round-z' or 'top-k=K'")
+        if rule is None or rule == "threshold":
+            thr = self.threshold
+            if thr is None:
+                thr = self.config_["threshold"]
+            return f"threshold={_finite_float(thr, 'threshold')!r}"
+        if self.threshold is not None and not rule.startswith("threshold"):
+            raise ValueError(
+                f"threshold={self.threshold!r} applies to labels_by='threshold' only, "
+                f"not to labels_by={rule!r}"
+            )
+        return rule
 
-    def fit(self, X: Any, Y: Any) -> "CardinalClassifier":
-        """Trains on features ``X`` (a 2-D array or a scipy.sparse matrix, ``n × d``) and labels
-        ``Y`` (a 0/1 indicator matrix, dense or sparse, ``n × L``). Returns ``self``."""
-        x = as_native(X, np.float32, "X")
-        y = as_native(Y, np.float64, "Y")
-        self.model_ = _native.NativeModel.fit(
-            x, y, threads=self.threads, verbose=int(self.verbose), **self._config_args()
-        )
+    # -- training --------------------------------------------------------------------------
+
+    def fit(
+        self: Self,
+        X: ArrayLike,
+        Y: ArrayLike,
+        *,
+        label_names: Optional[List[str]] = None,
+    ) -> Self:
+        """Trains on features ``X`` (a 2-D array, a scipy.sparse matrix or a pandas
+        DataFrame, ``n × d``) and labels ``Y`` (a 0/1 indicator matrix, dense, sparse or a
+        DataFrame, ``n × L``). The names of a DataFrame's columns are recorded
+        (``feature_names_in_``, ``label_names_``); ``label_names`` names ``Y``'s columns
+        otherwise. Returns ``self``."""
+        features, names = as_features(X, "fit")
+        labels, y_names = as_labels(Y)
+        if label_names is not None:
+            if isinstance(label_names, (str, bytes)) or not hasattr(label_names, "__iter__"):
+                raise ValueError(
+                    f"label_names={label_names!r}: expected a list of names, one per column of Y"
+                )
+            label_names = [str(n) for n in label_names]
+            if y_names and y_names != label_names:
+                raise ValueError(
+                    "label_names differ from the names of Y's columns: pass one or the other"
+                )
+            y_names = label_names
+        fitted_rows(features, labels)
+        args = self._config_args(self._seed())
+        if not isinstance(self.verbose, numbers.Integral) or self.verbose < 0:
+            raise ValueError(f"verbose={self.verbose!r}: expected an int >= 0")
+        runtime = _Runtime()
+        try:
+            self.model_ = _native.NativeModel.fit(
+                features,
+                labels,
+                runtime.pool(self._threads()),
+                verbose=min(int(self.verbose), 2),
+                feature_names=names,
+                label_names=y_names,
+                **args,
+            )
+        except ValueError as e:
+            if str(e).startswith("Y: ") and "expected a label indicator" in str(e):
+                raise ValueError(label_error(str(e))) from None
+            raise
+        self._native_runtime_ = runtime
         self._set_fitted_attributes()
+        search = self.model_.search_json
+        self.search_results_ = None if search is None else json.loads(search)
         return self
 
     def _set_fitted_attributes(self) -> None:
         self.n_features_in_ = self.model_.n_features
+        names = self.model_.feature_names
+        if names:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         self.n_labels_ = self.model_.n_labels
         # The label columns, as scikit-learn's multi-label classifiers name them.
         self.classes_ = np.arange(self.n_labels_)
@@ -160,60 +432,141 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         self.config_ = json.loads(self.model_.config_json)
         self.history_ = json.loads(self.model_.history_json)
 
-    def _infer(self, X: Any):
+    # -- inference -------------------------------------------------------------------------
+
+    def _outputs(self, X: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(y_T, z, ranking)`` of ``X``: one inference, reused while the same content is
+        asked for again (``predict`` then ``predict_proba`` on one ``X`` infer once)."""
         check_is_fitted(self, "model_")
-        return self.model_.predict(as_native(X, np.float32, "X"), threads=self.threads)
+        features, names = as_features(X, "predict")
+        fitted_names = self.model_.feature_names
+        if fitted_names and not names:
+            warnings.warn(
+                "X does not have valid feature names, but CardinalClassifier was fitted with "
+                "feature names",
+                UserWarning,
+                stacklevel=3,
+            )
+        elif names and not fitted_names:
+            warnings.warn(
+                "X has feature names, but CardinalClassifier was fitted without feature names",
+                UserWarning,
+                stacklevel=3,
+            )
+        if not (names and fitted_names) and cols(features) != self.n_features_in_:
+            raise ValueError(
+                f"X has {cols(features)} features, but CardinalClassifier is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        runtime: _Runtime = self._native_runtime_
+        key = (digest(features), tuple(names or ()), id(self.model_))
+        if runtime.last is not None and runtime.last[0] == key:
+            out = runtime.last[1]
+        else:
+            out = tuple(
+                self.model_.predict(
+                    features, runtime.pool(self._threads()), feature_names=names or None
+                )
+            )
+            runtime.last = (key, out)
+        # Copies: the caller may change what it gets without changing the cache.
+        return out[0].copy(), out[1].copy(), out[2].copy()
 
-    def predict(self, X: Any) -> np.ndarray:
-        """The predicted label sets: an ``n × L`` uint8 indicator matrix, ``y_T >= threshold``."""
-        return self._infer(X)[0]
+    def predict_all(self, X: ArrayLike) -> Predictions:
+        """Every output of one inference on ``X``: ``(labels, proba, counts, decision)`` as
+        :meth:`predict`, :meth:`predict_proba`, :meth:`predict_count` and
+        :meth:`decision_function` return them."""
+        y, z, ranking = self._outputs(X)
+        labels = _native.label_sets(y, z, ranking, self._rule())
+        return Predictions(labels=labels, proba=y, counts=z, decision=ranking)
 
-    def predict_proba(self, X: Any) -> np.ndarray:
+    def predict(self, X: ArrayLike) -> np.ndarray:
+        """The predicted label sets: an ``n × L`` int64 indicator matrix, chosen by
+        ``labels_by`` (by default ``y_T >= threshold``)."""
+        y, z, ranking = self._outputs(X)
+        return _native.label_sets(y, z, ranking, self._rule())
+
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """The last iterate ``y_T`` (``n × L``, float32, in ``[0, 1]``, each row summing to
         ``z``): a relaxed label indicator, not calibrated probabilities."""
-        return self._infer(X)[1]
+        return self._outputs(X)[0]
 
-    def predict_count(self, X: Any) -> np.ndarray:
+    def predict_count(self, X: ArrayLike) -> np.ndarray:
         """The predicted label counts ``z`` (``n``, float32)."""
-        return self._infer(X)[2]
+        return self._outputs(X)[1]
 
-    def decision_function(self, X: Any) -> np.ndarray:
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Scores that rank the labels (``n × L``): the last ascent step's point before its
         projection, which orders labels as ``y_T`` does without its ties at 0 and 1."""
-        return self._infer(X)[3]
+        return self._outputs(X)[2]
+
+    # -- tags ------------------------------------------------------------------------------
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        # Every label is binary: a column of Y with values other than 0 and 1 is refused.
+        tags.classifier_tags.multi_class = False
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        tags.target_tags.two_d_labels = True
+        tags.target_tags.one_d_labels = False
+        tags.input_tags.sparse = True
+        tags.input_tags.allow_nan = False
+        return tags
+
+    def _more_tags(self) -> Dict[str, Any]:
+        # The same for scikit-learn before 1.6.
+        return {"multilabel": True, "multioutput_only": True, "requires_y": True}
 
     # -- model directories and pickling ----------------------------------------------------
 
     def save(self, path: Union[str, "os.PathLike[str]"], overwrite: bool = False) -> None:
         """Writes the model directory ``path`` in the command-line program's format
-        (``cardinal eval --model PATH --data ...`` and ``cardinal predict`` read it). A
+        (``cardinal eval --model PATH --data ...`` and ``cardinal predict`` read it), with the
+        feature and label names and, when set, ``threshold`` as the model's threshold. A
         directory holding a model is replaced only with ``overwrite=True``."""
         check_is_fitted(self, "model_")
-        self.model_.save(os.fspath(path), overwrite)
+        thr = None if self.threshold is None else _finite_float(self.threshold, "threshold")
+        self.model_.save(os.fspath(path), overwrite, thr)
 
     @classmethod
     def load(cls, path: Union[str, "os.PathLike[str]"]) -> "CardinalClassifier":
         """Reads a model directory written by :meth:`save` or by ``cardinal train``. The
-        estimator's parameters reproduce its configuration (``config`` holds it whole)."""
+        estimator's parameters reproduce its configuration (``config`` holds it whole), so
+        that ``clone(CardinalClassifier.load(path)).fit(X, Y)`` trains it again, also after
+        the default's search chose it."""
         model = _native.NativeModel.load(os.fspath(path))
         cfg = json.loads(model.config_json)
-        est = cls(preset=cfg["preset"], seed=cfg["seed"], config=model.config_json)
+        name = cfg.get("preset", "predict")
+        preset = "paper" if name == "paper" or name in _PAPER_DERIVED or name.startswith("table1-") else "predict"
+        est = cls(
+            preset=preset,
+            random_state=cfg["seed"],
+            config=model.config_json,
+            search=None if "search" in cfg else False,
+        )
         est.model_ = model
+        est._native_runtime_ = _Runtime()
         est._set_fitted_attributes()
+        est.search_results_ = None
         return est
 
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
+        state.pop("_native_runtime_", None)
         model = state.pop("model_", None)
         if model is not None:
             with tempfile.TemporaryDirectory() as tmp:
                 d = os.path.join(tmp, "model")
-                model.save(d, False)
-                state["_model_files"] = {
-                    name: open(os.path.join(d, name), "rb").read()
-                    for name in sorted(os.listdir(d))
-                    if not name.startswith(".")
-                }
+                model.save(d, False, None)
+                files = {}
+                for name in sorted(os.listdir(d)):
+                    if not name.startswith("."):
+                        with open(os.path.join(d, name), "rb") as f:
+                            files[name] = f.read()
+                state["_model_files"] = files
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
@@ -225,3 +578,4 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
                     with open(os.path.join(tmp, os.path.basename(name)), "wb") as f:
                         f.write(data)
                 self.model_ = _native.NativeModel.load(tmp)
+            self._native_runtime_ = _Runtime()

@@ -26,27 +26,44 @@ class Dataset(NamedTuple):
 
 
 def load_dataset(
-    name_or_path: Union[str, "os.PathLike[str]"],
+    name_or_path: Optional[Union[str, "os.PathLike[str]"]] = None,
     data_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
     train_fraction: float = 0.8,
+    *,
+    train: Optional[Union[str, "os.PathLike[str]"]] = None,
+    test: Optional[Union[str, "os.PathLike[str]"]] = None,
+    labels: Optional[Union[str, "os.PathLike[str]"]] = None,
 ) -> Dataset:
-    """Reads a dataset exactly as ``cardinal train --dataset NAME_OR_PATH`` does.
+    """Reads a dataset exactly as ``cardinal train --dataset NAME_OR_PATH`` does, or as
+    ``cardinal train --train TRAIN --test TEST --labels LABELS`` does.
 
     ``name_or_path`` is a name (looked up in ``data_dir``, else ``$CARDINAL_DATA``, else among
-    the vendored datasets: ``"bibtex"`` is built in) or a path: a MULAN folder, an ARFF file
-    with its XML label file beside it, a LIBSVM multi-label or an Extreme Classification
-    Repository file. A dataset in a single file is split into train and test with
-    ``train_fraction``, as the command-line program splits it. What the readers decided on the
-    way (attributes dropped as identifiers, labels taken from a MEKA header, 0-based LIBSVM) is
-    issued as warnings.
+    the vendored datasets: ``"bibtex"`` is built in) or a path: a MULAN folder (its
+    ``<prefix>-train*.arff`` and ``<prefix>-test*.arff``, e.g. ``Corel5k-train-sparse.arff``,
+    with ``<prefix>.xml``), an ARFF file with its XML label file beside it (or a MEKA header
+    ``-C n`` naming its labels), a LIBSVM multi-label or an Extreme Classification Repository
+    file. A dataset in a single file is split into train and test with ``train_fraction``, as
+    the command-line program splits it. ``train``, ``test`` and ``labels`` (all three, instead
+    of ``name_or_path``) name a MULAN train ARFF file, test ARFF file and XML label file
+    anywhere. What the readers decided on the way (attributes dropped as identifiers, labels
+    taken from a MEKA header, 0-based LIBSVM) is issued as warnings.
 
-    Raises ``ValueError`` for malformed files (the message names the file, line and column) and
-    ``OSError`` when a file cannot be read.
+    Raises ``ValueError`` for malformed files (the message names the file, line and column) or
+    arguments, and ``OSError`` when a file cannot be read.
     """
+    if not 0.0 < float(train_fraction) < 1.0:
+        raise ValueError(f"train_fraction={train_fraction!r}: expected a number in (0, 1)")
+
+    def path(p: Optional[Union[str, "os.PathLike[str]"]]) -> Optional[str]:
+        return None if p is None else os.fspath(p)
+
     d = _native.load_dataset(
-        os.fspath(name_or_path),
-        None if data_dir is None else os.fspath(data_dir),
-        train_fraction,
+        path(name_or_path),
+        path(data_dir),
+        float(train_fraction),
+        train=path(train),
+        test=path(test),
+        labels=path(labels),
     )
     for note in d["notes"]:
         warnings.warn(f"{d['name']}: {note}", stacklevel=2)

@@ -9,22 +9,29 @@ __version__: str
 CsrParts = Tuple[int, int, np.ndarray, np.ndarray, np.ndarray]
 Matrix = Union[np.ndarray, CsrParts]
 
+class NativePool:
+    def __init__(self, threads: int) -> None: ...
+    @property
+    def threads(self) -> int: ...
+
 class NativeModel:
     @staticmethod
     def fit(
         x: Matrix,
         y: Matrix,
+        pool: NativePool,
         preset: Optional[str] = None,
         config: Optional[str] = None,
         overrides: Optional[str] = None,
         seed: Optional[int] = None,
-        threads: Optional[int] = None,
         verbose: int = 0,
+        feature_names: Optional[List[str]] = None,
+        label_names: Optional[List[str]] = None,
     ) -> "NativeModel": ...
     def predict(
-        self, x: Matrix, threads: Optional[int] = None
-    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
-    def save(self, path: str, overwrite: bool = False) -> None: ...
+        self, x: Matrix, pool: NativePool, feature_names: Optional[List[str]] = None
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def save(self, path: str, overwrite: bool = False, threshold: Optional[float] = None) -> None: ...
     @staticmethod
     def load(path: str) -> "NativeModel": ...
     @property
@@ -32,12 +39,17 @@ class NativeModel:
     @property
     def history_json(self) -> str: ...
     @property
+    def search_json(self) -> Optional[str]: ...
+    @property
     def n_features(self) -> int: ...
     @property
     def n_labels(self) -> int: ...
     @property
+    def feature_names(self) -> List[str]: ...
+    @property
     def label_names(self) -> List[str]: ...
 
+def label_sets(y: np.ndarray, z: np.ndarray, ranking: np.ndarray, rule: str) -> np.ndarray: ...
 def check_config(
     preset: Optional[str] = None,
     config: Optional[str] = None,
@@ -45,7 +57,12 @@ def check_config(
     seed: Optional[int] = None,
 ) -> str: ...
 def load_dataset(
-    name_or_path: str, data_dir: Optional[str] = None, train_fraction: float = 0.8
+    name_or_path: Optional[str] = None,
+    data_dir: Optional[str] = None,
+    train_fraction: float = 0.8,
+    train: Optional[str] = None,
+    test: Optional[str] = None,
+    labels: Optional[str] = None,
 ) -> Dict[str, Any]: ...
 def project(
     v: np.ndarray,

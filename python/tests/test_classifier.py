@@ -35,7 +35,7 @@ def test_outputs_have_the_documented_shapes_and_meaning(problem):
     assert set(np.unique(labels)) <= {0, 1}
     # predict is y_T at the model's threshold; y_T lies in the box and sums to z.
     thr = clf.config_["threshold"]
-    np.testing.assert_array_equal(labels, (proba >= thr).astype(np.uint8))
+    np.testing.assert_array_equal(labels, (proba >= thr).astype(np.int64))
     assert proba.min() >= 0.0 and proba.max() <= 1.0
     assert np.abs(proba.sum(axis=1) - z).max() <= 0.01
     # The ranking scores order labels as y_T does where y_T has no ties.
@@ -58,17 +58,17 @@ def test_dense_and_sparse_inputs_give_identical_models(problem):
 
 def test_the_same_seed_gives_the_same_model_for_any_thread_count(problem):
     _, _, Xt, _ = problem
-    a = fitted(problem, seed=3, threads=1).predict_proba(Xt)
-    b = fitted(problem, seed=3, threads=2).predict_proba(Xt)
-    c = fitted(problem, seed=4, threads=2).predict_proba(Xt)
+    a = fitted(problem, random_state=3, n_jobs=1).predict_proba(Xt)
+    b = fitted(problem, random_state=3, n_jobs=2).predict_proba(Xt)
+    c = fitted(problem, random_state=4, n_jobs=2).predict_proba(Xt)
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
 
 
 def test_params_clone_and_set_params(problem):
-    clf = CardinalClassifier(seed=2, hidden=16, config={"inference": {"steps": 5}})
+    clf = CardinalClassifier(random_state=2, hidden=16, config={"inference": {"steps": 5}})
     params = clf.get_params()
-    assert params["seed"] == 2 and params["hidden"] == 16 and params["preset"] == "predict"
+    assert params["random_state"] == 2 and params["hidden"] == 16 and params["preset"] == "predict"
     twin = clone(clf)
     assert twin.get_params() == params and twin is not clf
     twin.set_params(hidden=8, epochs=2)
@@ -90,13 +90,13 @@ def test_pickle_and_joblib_give_identical_predictions(problem, tmp_path):
     loaded = joblib.load(tmp_path / "m.joblib")
     np.testing.assert_array_equal(clf.predict(Xt), loaded.predict(Xt))
     # An unfitted estimator pickles too.
-    assert pickle.loads(pickle.dumps(CardinalClassifier(seed=5))).seed == 5
+    assert pickle.loads(pickle.dumps(CardinalClassifier(random_state=5))).random_state == 5
 
 
 def test_grid_search_with_two_jobs_and_cross_val_score(problem):
     X, Y, _, _ = problem
     search = GridSearchCV(
-        CardinalClassifier(**SMALL, threads=1),
+        CardinalClassifier(**SMALL, n_jobs=1),
         {"hidden": [8, 32]},
         scoring="f1_samples",
         cv=2,
@@ -105,7 +105,7 @@ def test_grid_search_with_two_jobs_and_cross_val_score(problem):
     search.fit(X, Y)
     assert search.best_params_["hidden"] in (8, 32)
     assert 0.0 < search.best_score_ <= 1.0
-    scores = cross_val_score(CardinalClassifier(**SMALL, threads=1), X, Y, cv=3, scoring="f1_samples")
+    scores = cross_val_score(CardinalClassifier(**SMALL, n_jobs=1), X, Y, cv=3, scoring="f1_samples")
     assert scores.shape == (3,) and np.all(scores > 0.2)
 
 
@@ -117,7 +117,7 @@ def test_save_and_load_round_trip_and_refuse_to_overwrite(problem, tmp_path):
     assert (d / "model.safetensors").exists() and (d / "config.json").exists()
     loaded = CardinalClassifier.load(d)
     np.testing.assert_array_equal(clf.predict_proba(Xt), loaded.predict_proba(Xt))
-    assert loaded.get_params()["seed"] == clf.seed
+    assert loaded.get_params()["random_state"] == clf.config_["seed"]
     with pytest.raises(FileExistsError, match="overwrite=True"):
         clf.save(d)
     clf.save(d, overwrite=True)
@@ -151,7 +151,7 @@ def test_the_cli_and_python_train_the_same_weights_and_read_each_others_models(
         check=True, capture_output=True,
     )
     ds = load_dataset(data)
-    py = CardinalClassifier(seed=1, threads=2, config=cfg.read_text()).fit(ds.X_train, ds.Y_train)
+    py = CardinalClassifier(random_state=1, n_jobs=2, config=cfg.read_text()).fit(ds.X_train, ds.Y_train)
     py.save(tmp_path / "py")
     cli_w = (tmp_path / "cli" / "model.safetensors").read_bytes()
     py_w = (tmp_path / "py" / "model.safetensors").read_bytes()
@@ -187,13 +187,13 @@ def test_the_default_search_keeps_the_constraint_and_yields_to_set_parameters(pr
     X, Y, Xt, _ = problem
     # No hyper-parameter set: on 300 rows the default chooses among its candidates by a
     # 3-fold cross-validation, and whichever it chose holds the constraint.
-    clf = CardinalClassifier(seed=0, threads=2).fit(X, Y)
+    clf = CardinalClassifier(random_state=0, n_jobs=2).fit(X, Y)
     assert clf.config_["preset"] in ("predict", "paper-projected", "paper-wide")
     proba, z = clf.predict_proba(Xt), clf.predict_count(Xt)
     assert proba.min() >= 0.0 and proba.max() <= 1.0
     assert np.abs(proba.sum(axis=1) - z).max() <= 0.01
     # A hyper-parameter set by the user turns the search off: it is not replaced.
-    mine = CardinalClassifier(seed=0, hidden=24, epochs=2).fit(X, Y)
+    mine = CardinalClassifier(random_state=0, hidden=24, epochs=2).fit(X, Y)
     assert mine.config_["model"]["hidden"] == 24 and mine.config_["preset"] == "predict"
     # The configuration each asks for: `search` is written out only when it is on.
     def asks(**kw):

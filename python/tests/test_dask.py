@@ -14,11 +14,11 @@ joblib = pytest.importorskip("joblib")
 
 def test_grid_search_on_a_local_cluster_matches_the_local_search(problem):
     X, Y, _, _ = problem
-    grid = {"hidden": [8, 32], "seed": [0, 1]}
+    grid = {"hidden": [8, 32], "random_state": [0, 1]}
 
     def search():
         return GridSearchCV(
-            CardinalClassifier(**SMALL, threads=1), grid, scoring="f1_samples", cv=2
+            CardinalClassifier(**SMALL, n_jobs=1), grid, scoring="f1_samples", cv=2
         )
 
     local = search().fit(X, Y)

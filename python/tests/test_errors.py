@@ -44,9 +44,9 @@ def test_row_counts_that_differ(problem):
 def test_feature_count_at_predict(problem):
     X, Y, Xt, _ = problem
     clf = CardinalClassifier(**SMALL).fit(X, Y)
-    with pytest.raises(ValueError, match="the data has 29 features where the model has 30"):
+    with pytest.raises(ValueError, match="X has 29 features, but CardinalClassifier is expecting 30 features as input"):
         clf.predict(Xt[:, :29])
-    with pytest.raises(ValueError, match="the data has 31 features"):
+    with pytest.raises(ValueError, match="X has 31 features"):
         clf.predict_proba(scipy.sparse.hstack([scipy.sparse.csr_matrix(Xt), np.ones((100, 1))]))
 
 
@@ -62,7 +62,7 @@ def test_configuration_errors_name_the_field(problem):
 
 def test_degenerate_shapes_raise_instead_of_crashing(problem):
     X, Y, _, _ = problem
-    with pytest.raises(ValueError, match="no rows"):
+    with pytest.raises(ValueError, match="X has 0 rows"):
         CardinalClassifier(**SMALL).fit(X[:0], Y[:0])
     with pytest.raises(ValueError, match="2-D"):
         CardinalClassifier(**SMALL).fit(X[0], Y)

@@ -35,7 +35,7 @@ def test_other_python_threads_run_during_fit(bigger):
     t = threading.Thread(target=count)
     t.start()
     start = time.perf_counter()
-    CardinalClassifier(hidden=256, epochs=6, threads=1).fit(X, Y)
+    CardinalClassifier(hidden=256, epochs=6, n_jobs=1).fit(X, Y)
     elapsed = time.perf_counter() - start
     done.set()
     t.join()
@@ -65,7 +65,7 @@ def test_ctrl_c_interrupts_a_fit(bigger):
     start = time.perf_counter()
     try:
         with pytest.raises(KeyboardInterrupt):
-            CardinalClassifier(**LONG, threads=1).fit(X, Y)
+            CardinalClassifier(**LONG, n_jobs=1).fit(X, Y)
     finally:
         stop.set()
         try:

@@ -274,3 +274,36 @@ fn gzip_round_trip_through_a_file() {
     assert_eq!(rows(&back), rows(&small));
     assert_eq!(back.feature_names, small.feature_names);
 }
+
+/// MULAN ships some datasets as `<prefix>-train<variant>.arff` (Corel5k's
+/// `Corel5k-train-sparse.arff`): a folder of such a pair reads as its split, labels from
+/// `<prefix>.xml`, and so does either file given alone.
+#[test]
+fn a_folder_of_variant_train_and_test_files_reads_as_its_split() {
+    let dir = tmp("variant-split");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        fx("tiny/tiny-train.arff"),
+        dir.join("Tiny5k-train-sparse.arff"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fx("tiny/tiny-test.arff"),
+        dir.join("Tiny5k-test-sparse.arff"),
+    )
+    .unwrap();
+    std::fs::copy(fx("tiny/tiny.xml"), dir.join("Tiny5k.xml")).unwrap();
+    let want_train = read_mulan(&fx("tiny/tiny-train.arff"), &fx("tiny/tiny.xml")).unwrap();
+    let want_test = read_mulan(&fx("tiny/tiny-test.arff"), &fx("tiny/tiny.xml")).unwrap();
+    let Resolved::Split(tt) = resolve_dataset(dir.to_str().unwrap(), None).unwrap() else {
+        panic!("a train/test pair reads as a split");
+    };
+    assert_eq!(rows(&tt.train), rows(&want_train));
+    assert_eq!(rows(&tt.test), rows(&want_test));
+    assert_eq!(tt.train.label_names, want_train.label_names);
+    let Resolved::Single(one) = load_file(&dir.join("Tiny5k-train-sparse.arff")).unwrap() else {
+        panic!("one file reads as a single dataset");
+    };
+    assert_eq!(rows(&one), rows(&want_train));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

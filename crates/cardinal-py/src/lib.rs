@@ -32,6 +32,8 @@ mod project;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::NativeModel>()?;
+    m.add_class::<model::NativePool>()?;
+    m.add_function(wrap_pyfunction!(model::label_sets, m)?)?;
     m.add_function(wrap_pyfunction!(datasets::load_dataset, m)?)?;
     m.add_function(wrap_pyfunction!(project::project, m)?)?;
     m.add_function(wrap_pyfunction!(project::project_vjp, m)?)?;

@@ -2,30 +2,90 @@
 
 use std::path::PathBuf;
 
+use cardinal::checkpoint::TrainedOn;
 use cardinal::data::arrays::dataset_from_arrays;
+use cardinal::data::{align_features, InputSchema};
 use cardinal::engine::Engine;
 use cardinal::metrics::{binarize, Binarize};
 use cardinal::pipeline::Model;
 use cardinal::runtime::{Runtime, WaitPolicy};
 use cardinal::train::{EpochRecord, Event};
 use cardinal::Config;
+use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::arrays::{features, indicator_matrix, labels, matrix};
+use crate::arrays::{features, labels, matrix};
 use crate::errors::{data_to_py, panic_to_py, to_py};
 use crate::interruptible;
 
-/// The engine of one call: the product's systems and the paper's Table 1 systems (as the
-/// CLI), on `threads` threads (all cores when `None`).
-fn engine(threads: Option<usize>) -> Engine {
+/// The engine of a call from Python: the product's systems and the paper's Table 1 systems
+/// (as the CLI), on `threads` threads whose idle workers sleep (passive waiting: several
+/// estimators in one process, as under `GridSearchCV(n_jobs=k)`, leave each other the cores).
+fn engine(threads: usize) -> Engine {
     Engine {
         systems: cardinal_paper::systems(),
         runtime: Runtime {
-            threads,
-            wait: WaitPolicy::Active,
+            threads: Some(threads),
+            wait: WaitPolicy::Passive,
         },
     }
+}
+
+/// An estimator's thread pool: built once and used by its every fit and predict (a pool per
+/// call would start and stop its threads every time).
+#[pyclass(module = "cardinal._native", frozen)]
+pub struct NativePool {
+    pool: rayon::ThreadPool,
+    threads: usize,
+}
+
+#[pymethods]
+impl NativePool {
+    /// A pool of `threads` worker threads (at least 1).
+    #[new]
+    pub fn new(threads: usize) -> PyResult<Self> {
+        if threads == 0 {
+            return Err(PyValueError::new_err(
+                "n_jobs: a thread pool needs at least one thread",
+            ));
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            // The main thread's stack size: the whole call runs on a worker.
+            .stack_size(8 << 20)
+            .build()
+            .map_err(|e| {
+                PyRuntimeError::new_err(format!("n_jobs: cannot start {threads} threads: {e}"))
+            })?;
+        Ok(Self { pool, threads })
+    }
+
+    /// The number of worker threads.
+    #[getter]
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+}
+
+/// Refuses names that cannot name `n` columns: a count other than `n`, or a name twice.
+fn check_names(names: &[String], n: usize, what: &str, of: &str) -> PyResult<()> {
+    if names.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "{what}: {} names for the {n} columns of {of}",
+            names.len()
+        )));
+    }
+    let mut seen = std::collections::HashMap::with_capacity(n);
+    for (j, name) in names.iter().enumerate() {
+        if let Some(first) = seen.insert(name.as_str(), j) {
+            return Err(PyValueError::new_err(format!(
+                "{what}: `{name}` names two columns of {of} ({first} and {j})"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The configuration the estimator's parameters describe: `config` (JSON) read over the
@@ -101,39 +161,76 @@ fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
     }
 }
 
-/// A trained model (the library's `Model`), with the label names of the data it came from.
+/// What the default's search found: every candidate's mean cross-validated example-F1 and the
+/// one trained, as JSON for the estimator's `search_results_`.
+fn search_record(scores: &[(String, f64)], folds: usize, chosen: &str) -> String {
+    let (names, f1): (Vec<&str>, Vec<f64>) = scores.iter().map(|(n, s)| (n.as_str(), *s)).unzip();
+    serde_json::json!({
+        "candidates": names,
+        "mean_example_f1": f1,
+        "folds": folds,
+        "chosen": chosen,
+    })
+    .to_string()
+}
+
+/// A trained model (the library's `Model`), with the feature and label names of the data it
+/// came from.
 #[pyclass(module = "cardinal._native", frozen)]
 pub struct NativeModel {
     model: Model<f32>,
+    feature_names: Vec<String>,
     label_names: Vec<String>,
     /// The epochs of the fit that made it (empty for a loaded model).
     history: Vec<EpochRecord>,
+    /// What the default's search found (JSON), when it ran.
+    search: Option<String>,
 }
 
 #[pymethods]
 impl NativeModel {
     /// Trains on `x` (features) and `y` (label indicators), as `cardinal train` trains: the
-    /// configuration's dev part held out for early stopping, then the full-data epochs.
+    /// configuration's dev part held out for early stopping, then the full-data epochs. The
+    /// names, when given, are recorded with the model (`meta.json`).
     #[staticmethod]
-    #[pyo3(signature = (x, y, preset=None, config=None, overrides=None, seed=None, threads=None, verbose=0))]
+    #[pyo3(signature = (x, y, pool, preset=None, config=None, overrides=None, seed=None, verbose=0, feature_names=None, label_names=None))]
     pub fn fit(
         py: Python<'_>,
         x: &Bound<'_, PyAny>,
         y: &Bound<'_, PyAny>,
+        pool: &NativePool,
         preset: Option<&str>,
         config: Option<&str>,
         overrides: Option<&str>,
         seed: Option<u64>,
-        threads: Option<usize>,
         verbose: u8,
+        feature_names: Option<Vec<String>>,
+        label_names: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let cfg = resolve(preset, config, overrides, seed).map_err(to_py)?;
-        let train = dataset_from_arrays("python", features(x, "X")?, labels(y, "Y")?)
-            .map_err(data_to_py)?;
-        let engine = engine(threads);
+        let train =
+            dataset_from_arrays("X", features(x, "X")?, labels(y, "Y")?).map_err(data_to_py)?;
+        let feature_names = feature_names.unwrap_or_default();
+        if !feature_names.is_empty() {
+            check_names(&feature_names, train.n_features(), "feature names", "X")?;
+        }
+        let label_names = label_names.unwrap_or_default();
+        if !label_names.is_empty() {
+            check_names(&label_names, train.n_labels(), "label_names", "Y")?;
+        }
+        let engine = engine(pool.threads);
+        let mut search = None;
         let trained = interruptible::run(py, |say, cancel| {
-            engine.install(|| {
+            pool.pool.install(|| {
                 let mut on_event = |ev: Event| {
+                    if let Event::Searched {
+                        scores,
+                        folds,
+                        chosen,
+                    } = &ev
+                    {
+                        search = Some(search_record(scores, *folds, chosen));
+                    }
                     if verbose > 0 {
                         if let Some(line) = progress_line(&ev, verbose) {
                             say(line);
@@ -143,43 +240,53 @@ impl NativeModel {
                 engine.fit_cancellable(&train, cfg, &mut on_event, cancel)
             })
         })?
-        .and_then(|r| r)
         .map_err(to_py)?;
         Ok(Self {
             model: trained.model,
-            label_names: Vec::new(),
+            feature_names,
+            label_names,
             history: trained.history,
+            search,
         })
     }
 
-    /// Inference on `x`: `(labels, y_T, z, ranking)`: the indicator matrix at the model's
-    /// threshold (`uint8`), the last iterate `y_T` and the counts `z` (`float32`), and the
-    /// scores that rank the labels.
-    #[pyo3(signature = (x, threads=None))]
+    /// Inference on `x`: `(y_T, z, ranking)`: the last iterate and the counts (`float32`), and
+    /// the scores that rank the labels. With `feature_names` (a DataFrame's columns) and a
+    /// model that has names, the columns are matched by name as the CLI matches an ARFF
+    /// file's: reordered columns are aligned, missing, extra or renamed ones refused.
+    #[pyo3(signature = (x, pool, feature_names=None))]
     pub fn predict<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
-        threads: Option<usize>,
+        pool: &NativePool,
+        feature_names: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let x = features(x, "X")?;
-        let engine = engine(threads);
+        let mut x = features(x, "X")?;
+        let names = feature_names.unwrap_or_default();
+        if !names.is_empty() && !self.feature_names.is_empty() {
+            let schema = InputSchema {
+                n_features: self.model.n_features(),
+                n_labels: self.model.n_labels(),
+                feature_names: self.feature_names.clone(),
+                label_names: self.label_names.clone(),
+                libsvm_base: None,
+            };
+            x = align_features(&x, &names, &schema, "X").map_err(data_to_py)?;
+        }
+        let engine = engine(pool.threads);
         let model = &self.model;
         let out = py
             .detach(|| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    engine.install(|| engine.predict(model, &x))
+                    pool.pool.install(|| engine.predict(model, &x))
                 }))
             })
             .map_err(panic_to_py)?
-            .and_then(|r| r)
             .map_err(to_py)?;
         let (n, l) = (x.n_rows, model.n_labels());
-        let rule = Binarize::Threshold(model.config.threshold as f32);
-        let sets = binarize(&out.y, l, &rule, None).map_err(|e| to_py(e.into()))?;
         let ranking = out.ranking_scores().to_vec();
         let items = [
-            indicator_matrix(py, &sets)?.into_any(),
             matrix(py, n, l, out.y)?.into_any(),
             numpy::PyArray1::from_vec(py, out.z).into_any(),
             matrix(py, n, l, ranking)?.into_any(),
@@ -188,23 +295,49 @@ impl NativeModel {
     }
 
     /// Writes the model directory `path` in the CLI's format (`model.safetensors`,
-    /// `config.json`, `meta.json`); an existing model is replaced only when `overwrite`.
-    #[pyo3(signature = (path, overwrite=false))]
-    pub fn save(&self, py: Python<'_>, path: PathBuf, overwrite: bool) -> PyResult<()> {
-        let engine = engine(Some(1));
-        py.detach(|| engine.save_model(&self.model, &path, "", &self.label_names, overwrite))
+    /// `config.json`, `meta.json` with the feature and label names); an existing model is
+    /// replaced only when `overwrite`. `threshold`, when given, is recorded as the model's
+    /// (the CLI's `predict` and `eval` use it).
+    #[pyo3(signature = (path, overwrite=false, threshold=None))]
+    pub fn save(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        overwrite: bool,
+        threshold: Option<f64>,
+    ) -> PyResult<()> {
+        let engine = engine(1);
+        let trained_on = TrainedOn {
+            dataset: String::new(),
+            feature_names: self.feature_names.clone(),
+            label_names: self.label_names.clone(),
+            libsvm_base: None,
+        };
+        let retitled;
+        let model = match threshold {
+            Some(t) if t != self.model.config.threshold => {
+                let mut m = self.model.clone();
+                m.config.threshold = t;
+                retitled = m;
+                &retitled
+            }
+            _ => &self.model,
+        };
+        py.detach(|| engine.save_model_as(model, &path, &trained_on, overwrite))
             .map_err(to_py)
     }
 
     /// Reads the model directory `path` (written by `save` or by `cardinal train`).
     #[staticmethod]
     pub fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let engine = engine(Some(1));
+        let engine = engine(1);
         let (model, meta) = py.detach(|| engine.load(&path)).map_err(to_py)?;
         Ok(Self {
             model,
+            feature_names: meta.feature_names,
             label_names: meta.label_names,
             history: Vec::new(),
+            search: None,
         })
     }
 
@@ -221,6 +354,13 @@ impl NativeModel {
         serde_json::to_string(&self.history).expect("epoch records serialise")
     }
 
+    /// What the default's search found, as JSON (`candidates`, `mean_example_f1`, `folds`,
+    /// `chosen`); `None` when it did not run (and for a loaded model).
+    #[getter]
+    pub fn search_json(&self) -> Option<String> {
+        self.search.clone()
+    }
+
     /// The number of input features.
     #[getter]
     pub fn n_features(&self) -> usize {
@@ -233,9 +373,44 @@ impl NativeModel {
         self.model.n_labels()
     }
 
-    /// The label names recorded with the model (empty for a model trained from arrays).
+    /// The feature names recorded with the model (empty for a model trained on arrays).
+    #[getter]
+    pub fn feature_names(&self) -> Vec<String> {
+        self.feature_names.clone()
+    }
+
+    /// The label names recorded with the model (empty when none were given).
     #[getter]
     pub fn label_names(&self) -> Vec<String> {
         self.label_names.clone()
     }
+}
+
+/// The label sets that `rule` (the CLI's `--labels-by`: `threshold=T`, `round-z`, `top-k=K`)
+/// chooses from an inference's outputs, as an `int64` indicator matrix: a threshold applies to
+/// `y_T`, a ranking rule ranks by the tie-free ranking scores, as in `cardinal predict`.
+#[pyfunction]
+pub fn label_sets<'py>(
+    py: Python<'py>,
+    y: PyReadonlyArray2<'py, f32>,
+    z: PyReadonlyArray1<'py, f32>,
+    ranking: PyReadonlyArray2<'py, f32>,
+    rule: &str,
+) -> PyResult<Bound<'py, PyArray2<i64>>> {
+    let rule: Binarize = rule
+        .parse()
+        .map_err(|e| PyValueError::new_err(format!("labels_by: {e}")))?;
+    let (n, l) = (y.shape()[0], y.shape()[1]);
+    let contiguous = |_| PyValueError::new_err("expected C-contiguous outputs");
+    let scores = match rule {
+        Binarize::Threshold(_) => y.as_slice().map_err(contiguous)?,
+        _ => ranking.as_slice().map_err(contiguous)?,
+    };
+    let sets = binarize(scores, l, &rule, Some(z.as_slice().map_err(contiguous)?))
+        .map_err(|e| to_py(e.into()))?;
+    let mut dense = vec![0u8; n * l];
+    for r in 0..n {
+        sets.write_dense(r, &mut dense[r * l..(r + 1) * l]);
+    }
+    matrix(py, n, l, dense.into_iter().map(i64::from).collect())
 }

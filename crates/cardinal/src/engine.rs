@@ -227,12 +227,6 @@ impl Engine {
         label_names: &[String],
         replace: bool,
     ) -> Result<()> {
-        let existing = if replace {
-            Existing::Replace
-        } else {
-            Existing::Refuse
-        };
-        let _lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
         // Arrays have no feature names and no file index base: new files are read by position,
         // and a LIBSVM file by the loader's own rule.
         let trained_on = TrainedOn {
@@ -240,7 +234,26 @@ impl Engine {
             label_names: label_names.to_vec(),
             ..TrainedOn::default()
         };
-        checkpoint::save(model, dir, &trained_on)
+        self.save_model_as(model, dir, &trained_on, replace)
+    }
+
+    /// [`Engine::save_model`] recording all of `trained_on` in `meta.json`: with feature names
+    /// (those of a pandas DataFrame), new data is matched to the model's columns by name, as
+    /// for an ARFF file.
+    pub fn save_model_as(
+        &self,
+        model: &Model<f32>,
+        dir: &Path,
+        trained_on: &TrainedOn,
+        replace: bool,
+    ) -> Result<()> {
+        let existing = if replace {
+            Existing::Replace
+        } else {
+            Existing::Refuse
+        };
+        let _lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
+        checkpoint::save(model, dir, trained_on)
     }
 
     /// The model's system's inference on every row of `x`.

@@ -267,6 +267,13 @@ fn load_dir_noted(dir: &Path, notes: &mut Vec<LoadNote>) -> Result<Resolved> {
         let test = read_arff_file(&te, xml.as_deref(), &xml_name, notes)?;
         return pair(train, test, &prefix);
     }
+    if let Some((prefix, tr, te)) = find_variant_split(dir)? {
+        let xml_name = format!("{prefix}.xml");
+        let xml = find(dir, &xml_name);
+        let train = read_arff_file(&tr, xml.as_deref(), &xml_name, notes)?;
+        let test = read_arff_file(&te, xml.as_deref(), &xml_name, notes)?;
+        return pair(train, test, &prefix);
+    }
     if let Some(single) = find(dir, &format!("{prefix}.arff")) {
         let mut d = read_arff_file(&single, xml.as_deref(), &xml_name, notes)?;
         d.name = prefix;
@@ -293,6 +300,31 @@ fn load_dir_noted(dir: &Path, notes: &mut Vec<LoadNote>) -> Result<Resolved> {
         ));
     }
     Err(not_found(dir, "no MULAN (<name>-train.arff, <name>-test.arff, <name>.xml / <name>.arff) or LIBSVM/XMC (train.txt, test.txt) files"))
+}
+
+/// The one pair `<prefix>-train<variant>.arff` / `<prefix>-test<variant>.arff` in `dir` (each
+/// optionally `.gz`), as MULAN ships some datasets (`Corel5k-train-sparse.arff`); `None` when
+/// there is no such pair or more than one.
+fn find_variant_split(dir: &Path) -> Result<Option<(String, PathBuf, PathBuf)>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| DataError::Io {
+        path: Some(dir.into()),
+        source: e,
+    })?;
+    let mut pairs: Vec<(String, PathBuf, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let f = e.file_name().to_string_lossy().into_owned();
+            let base = f.strip_suffix(".gz").unwrap_or(&f);
+            let stem = base.strip_suffix(".arff")?;
+            let at = stem.rfind("-train")?;
+            let (prefix, variant) = (&stem[..at], &stem[at + "-train".len()..]);
+            let test = find(dir, &format!("{prefix}-test{variant}.arff"))?;
+            Some((prefix.to_string(), e.path(), test))
+        })
+        .collect();
+    pairs.sort();
+    pairs.dedup_by(|a, b| a.0 == b.0 && a.2 == b.2);
+    Ok((pairs.len() == 1).then(|| pairs.remove(0)))
 }
 
 /// Reads one ARFF file, its labels named by `xml` when there is one, else by the MEKA option of
@@ -362,6 +394,9 @@ fn load_file_noted(path: &Path, notes: &mut Vec<LoadNote>) -> Result<Resolved> {
         for suf in ["-train", "-test"] {
             if let Some(p) = stem.strip_suffix(suf) {
                 cands.push(p.to_string());
+            } else if let Some(at) = stem.rfind(suf) {
+                // `<prefix>-train<variant>.arff` (`Corel5k-train-sparse.arff`).
+                cands.push(stem[..at].to_string());
             }
         }
         let xml = cands.iter().find_map(|c| find(dir, &format!("{c}.xml")));

@@ -1,0 +1,254 @@
+"""scikit-learn's conventions: prediction-time parameters, the default's search as a visible
+part of the estimator, random_state and n_jobs, errors in Python's words, one inference per
+input."""
+
+import json
+import os
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse
+from sklearn.base import clone
+
+from cardinal import CardinalClassifier, _native
+
+from conftest import SMALL
+
+
+def asks(**kw):
+    """The configuration an estimator asks the library for (the seed left out)."""
+    return json.loads(_native.check_config(**CardinalClassifier(**kw)._config_args()))
+
+
+def test_prediction_time_parameters_never_change_training(problem):
+    X, Y, Xt, _ = problem
+    plain = CardinalClassifier(**SMALL).fit(X, Y)
+    for kw in ({"threshold": 0.3}, {"labels_by": "round-z"}, {"threshold": 0.5}):
+        other = CardinalClassifier(**SMALL, **kw).fit(X, Y)
+        np.testing.assert_array_equal(other.predict_proba(Xt), plain.predict_proba(Xt))
+        assert other.config_ == plain.config_
+    # They change predict, and take effect without a refit.
+    proba, z = plain.predict_proba(Xt), plain.predict_count(Xt)
+    plain.set_params(threshold=0.3)
+    np.testing.assert_array_equal(plain.predict(Xt), (proba >= 0.3).astype(np.int64))
+    plain.set_params(threshold=None, labels_by="round-z")
+    counts = plain.predict(Xt).sum(axis=1)
+    np.testing.assert_array_equal(counts, np.clip(np.round(z), 0, Y.shape[1]).astype(np.int64))
+    plain.set_params(labels_by="top-k=2")
+    assert (plain.predict(Xt).sum(axis=1) == 2).all()
+
+
+def test_a_parameter_at_its_default_value_changes_nothing():
+    default = asks()
+    assert default["search"]["max_rows"] == 2000
+    for kw in (
+        {"threshold": 0.5},
+        {"threshold": 0.3},
+        {"labels_by": "round-z"},
+        {"hidden": 2000},
+        {"dropout": 0.5},
+        {"epochs": 60},
+        {"config": {"model": {"hidden": 2000}}},
+        {"n_jobs": 2},
+        {"verbose": 1},
+        {"search": None},
+    ):
+        assert asks(**kw) == default, kw
+    # A hyper-parameter other than the preset's turns the search off; `search` decides.
+    assert "search" not in asks(hidden=24)
+    assert "search" not in asks(config={"train": {"epochs": 3}})
+    assert "search" not in asks(search=False)
+    assert asks(hidden=24, search=True)["search"]["max_rows"] == 2000
+    assert "search" not in asks(preset="paper")
+
+
+def test_the_search_is_recorded_and_a_loaded_model_refits(problem, tmp_path):
+    X, Y, Xt, _ = problem
+    # A quick search: three candidates cross-validated on 300 rows, each trained briefly.
+    searched = CardinalClassifier(random_state=0, epochs=2, search=True).fit(X[:150], Y[:150])
+    res = searched.search_results_
+    assert res["candidates"] == ["predict", "paper-projected", "paper-wide"]
+    assert len(res["mean_example_f1"]) == 3 and res["folds"] == 3
+    assert res["chosen"] == searched.config_["preset"]
+    best = res["candidates"][int(np.argmax(res["mean_example_f1"]))]
+    assert res["chosen"] == best
+    assert CardinalClassifier(**SMALL).fit(X, Y).search_results_ is None
+    # Whatever the search chose (here forced: paper-wide), the saved model refits, and so does
+    # its clone, to the same weights.
+    wide = CardinalClassifier(
+        preset="paper",
+        random_state=0,
+        config={"preset": "paper-wide", "model": {"hidden": 16}, "train": {"epochs": 2}},
+    ).fit(X, Y)
+    assert wide.config_["preset"] == "paper-wide"
+    wide.save(tmp_path / "wide")
+    loaded = CardinalClassifier.load(tmp_path / "wide")
+    for again in (clone(loaded).fit(X, Y), loaded.fit(X, Y)):
+        assert again.config_ == wide.config_
+        np.testing.assert_array_equal(again.predict_proba(Xt), wide.predict_proba(Xt))
+
+
+def test_random_state_conventions(problem):
+    X, Y, Xt, _ = problem
+    a = CardinalClassifier(**{**SMALL, "random_state": 7}).fit(X, Y)
+    b = CardinalClassifier(**{**SMALL, "random_state": 7}).fit(X, Y)
+    np.testing.assert_array_equal(a.predict_proba(Xt), b.predict_proba(Xt))
+    assert a.config_["seed"] == 7
+    # None: a fresh seed at every fit, from numpy's global state.
+    kw = {**SMALL, "random_state": None}
+    s1 = CardinalClassifier(**kw).fit(X, Y).config_["seed"]
+    s2 = CardinalClassifier(**kw).fit(X, Y).config_["seed"]
+    assert s1 != s2
+    np.random.seed(3)
+    s3 = CardinalClassifier(**kw).fit(X, Y).config_["seed"]
+    np.random.seed(3)
+    assert CardinalClassifier(**kw).fit(X, Y).config_["seed"] == s3
+    # A RandomState draws the seed.
+    r1 = CardinalClassifier(**{**SMALL, "random_state": np.random.RandomState(0)}).fit(X, Y)
+    r2 = CardinalClassifier(**{**SMALL, "random_state": np.random.RandomState(0)}).fit(X, Y)
+    assert r1.config_["seed"] == r2.config_["seed"]
+    for bad in (-1, 1.5, "x", True):
+        with pytest.raises(ValueError, match="random_state"):
+            CardinalClassifier(**{**SMALL, "random_state": bad}).fit(X, Y)
+    # The former name still works, with a FutureWarning.
+    with pytest.warns(FutureWarning, match="random_state"):
+        old = CardinalClassifier(hidden=32, epochs=4, seed=7).fit(X, Y)
+    np.testing.assert_array_equal(old.predict_proba(Xt), a.predict_proba(Xt))
+
+
+def test_n_jobs_conventions(problem):
+    X, Y, Xt, _ = problem
+    clf = CardinalClassifier(**SMALL)
+    assert clf._threads() == 1
+    cores = os.cpu_count()
+    assert clf.set_params(n_jobs=-1)._threads() == cores
+    if cores > 1:
+        assert clf.set_params(n_jobs=-2)._threads() == cores - 1
+    assert clf.set_params(n_jobs=3)._threads() == 3
+    for bad in (0, -cores - 1, 1.5, "2"):
+        with pytest.raises(ValueError, match="n_jobs"):
+            CardinalClassifier(**SMALL, n_jobs=bad).fit(X, Y)
+    with pytest.warns(FutureWarning, match="n_jobs"):
+        assert CardinalClassifier(threads=2)._threads() == 2
+    one = CardinalClassifier(**SMALL, n_jobs=1).fit(X, Y)
+    many = CardinalClassifier(**SMALL, n_jobs=-1).fit(X, Y)
+    np.testing.assert_array_equal(one.predict_proba(Xt), many.predict_proba(Xt))
+
+
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"hidden": -1}, "hidden=-1"),
+        ({"hidden": 0}, "hidden=0"),
+        ({"hidden": 2.5}, "hidden=2.5"),
+        ({"epochs": "3"}, "epochs='3'"),
+        ({"dropout": 1.5}, "dropout=1.5"),
+        ({"lr": float("nan")}, "lr=nan"),
+        ({"batch_size": -4}, "batch_size=-4"),
+        ({"threshold": float("inf")}, "threshold=inf"),
+        ({"labels_by": "nope"}, "labels_by"),
+        ({"preset": "nope"}, "preset='nope'"),
+        ({"config": {"nonsense": 1}}, "config: "),
+        ({"config": 3}, "config: "),
+        ({"search": "yes"}, "search='yes'"),
+        ({"verbose": -1}, "verbose=-1"),
+    ],
+)
+def test_bad_parameters_name_the_python_parameter(problem, kw, match):
+    X, Y, _, _ = problem
+    with pytest.raises(ValueError, match=match) as e:
+        clf = CardinalClassifier(**{**SMALL, **kw}).fit(X, Y)
+        clf.predict(X)
+    msg = str(e.value)
+    # Neither the CLI's flags nor the Rust deserializer's words.
+    assert "--" not in msg and "usize" not in msg and "line 1, column" not in msg, msg
+
+
+def test_input_errors_in_python_words(problem):
+    X, Y, _, _ = problem
+    clf = CardinalClassifier(**SMALL)
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        clf.fit(X + 1j, Y)
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        clf.fit(X, None)
+    with pytest.raises(ValueError, match="MultiLabelBinarizer"):
+        clf.fit(X[:3], [[0, 2], [1], [3, 4, 5]])
+    with pytest.raises(ValueError, match="MultiLabelBinarizer"):
+        clf.fit(X[:2], [["sports"], ["arts", "music"]])
+    with pytest.raises(ValueError, match="MultiLabelBinarizer"):
+        clf.fit(X, Y[:, 0])
+    with pytest.raises(ValueError, match="MultiLabelBinarizer"):
+        clf.fit(X[:2], [[0, 2, 1], [1, 0, 3]])
+    with pytest.raises(ValueError, match=r"row 1, column 2 \(from 0\) holds 'a' \(str\)"):
+        bad = X[:3].astype(object)
+        bad[1, 2] = "a"
+        clf.fit(bad, Y[:3])
+    with pytest.raises(ValueError, match=r"row 0, column 4 \(from 0\) holds 1e\+39, beyond float32"):
+        big = X.copy()
+        big[0, 4] = 1e39
+        clf.fit(big, Y)
+    with pytest.raises(ValueError, match="beyond float32"):
+        big = scipy.sparse.csr_matrix(X)
+        big[5, 1] = -1e39
+        clf.fit(big, Y)
+    # Object arrays of numbers are numbers.
+    fitted = clf.fit(X.astype(object), Y)
+    assert fitted.predict(X.astype(object)).dtype == np.int64
+
+
+def test_missing_values_of_pandas_are_named(problem):
+    pd = pytest.importorskip("pandas")
+    X, Y, _, _ = problem
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]).astype("Float64")
+    frame.iloc[2, 5] = pd.NA
+    with pytest.raises(ValueError, match=r"row 2, column 5 .*(missing value|NaN)"):
+        CardinalClassifier(**SMALL).fit(frame, Y)
+
+
+def test_one_inference_per_input(problem, monkeypatch):
+    X, Y, Xt, _ = problem
+    clf = CardinalClassifier(**SMALL).fit(X, Y)
+    calls = []
+    model = clf.model_
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(model, name)
+
+        def predict(self, *a, **kw):
+            calls.append(1)
+            return model.predict(*a, **kw)
+
+    clf.model_ = Counting()
+    labels, proba, z, rank = clf.predict(Xt), clf.predict_proba(Xt), clf.predict_count(Xt), clf.decision_function(Xt)
+    assert len(calls) == 1
+    both = clf.predict_all(Xt)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(both.labels, labels)
+    np.testing.assert_array_equal(both.proba, proba)
+    np.testing.assert_array_equal(both.counts, z)
+    np.testing.assert_array_equal(both.decision, rank)
+    # What the caller changes is not the cache; new content is a new inference.
+    proba[:] = -1
+    assert clf.predict_proba(Xt).min() >= 0
+    Xt2 = Xt.copy()
+    Xt2[0, 0] += 1
+    clf.predict_proba(Xt2)
+    assert len(calls) == 2
+    # The pool is the estimator's, built once.
+    pool = clf._native_runtime_.pool(1)
+    clf.predict(Xt2[:3])
+    assert clf._native_runtime_.pool(1) is pool
+
+
+def test_pickled_estimators_keep_working_and_drop_their_pool(problem):
+    X, Y, Xt, _ = problem
+    clf = CardinalClassifier(**SMALL).fit(X, Y)
+    clf.predict(Xt)
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict(Xt), clf.predict(Xt))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clone(clf).fit(X, Y)
