@@ -139,7 +139,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         applied over ``config``; ``None`` keeps the configuration's value.
     threshold : float or None
         Prediction only: ``predict`` labels those with ``y_T >= threshold`` (``None``: the
-        configuration's threshold, 0.5). Saved as the model's threshold by :meth:`save`.
+        model's own threshold: 0.5, or the one the default's search chose by cross-validation). Saved as the model's threshold by :meth:`save`.
     labels_by : str or None
         Prediction only: how ``predict`` chooses labels, as the CLI's ``--labels-by``:
         ``None`` or ``"threshold"`` (``y_T >= threshold``), ``"round-z"`` (the ``round(z)``
@@ -171,8 +171,10 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         The full configuration the model was trained with.
     search_results_ : dict or None
         What the default's search found: ``candidates`` (their names), ``mean_example_f1``
-        (each one's mean cross-validated example-F1, in percent, in the same order),
-        ``folds``, and ``chosen`` (the candidate trained). ``None`` when no search ran (and
+        (each one's mean cross-validated example-F1, in percent, an empty prediction for an
+        empty label set scored 1, at its best threshold), ``thresholds`` (that decision
+        threshold per candidate, chosen by the same cross-validation), ``folds``, and
+        ``chosen`` (the candidate trained, with its threshold). ``None`` when no search ran (and
         after :meth:`load`).
     history_ : list of dict
         One record per epoch of ``fit`` (``phase``, ``epoch``, ``loss``, ``dev_example_f1``,

@@ -209,11 +209,19 @@ fn the_search_reports_its_candidates_and_its_choice() {
         .lines()
         .find(|l| l.starts_with("search: 3-fold CV example-F1 (empty for empty scores 1) predict "))
         .unwrap_or_else(|| panic!("{err}"));
+    // `; training NAME at THRESHOLD`: both are the saved configuration's.
     let chosen = line.rsplit("; training ").next().unwrap();
+    let (chosen, threshold) = chosen.split_once(" at ").unwrap();
     let saved = std::fs::read_to_string(model.join("config.json")).unwrap();
     assert!(
         saved.contains(&format!("\"preset\": \"{chosen}\"")),
         "{line}\n{saved}"
+    );
+    let saved: serde_json::Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(
+        saved["threshold"].as_f64().unwrap(),
+        threshold.parse::<f64>().unwrap(),
+        "{line}"
     );
     // A configuration file that sets hyper-parameters turns the search off by itself.
     let (_, o) = train(tmp.path(), "n", &["--dataset", d]);

@@ -9,6 +9,7 @@ use cardinal::engine::Engine;
 use cardinal::metrics::{binarize, Binarize};
 use cardinal::pipeline::Model;
 use cardinal::runtime::{Runtime, WaitPolicy};
+use cardinal::search::CandidateScore;
 use cardinal::train::{EpochRecord, Event};
 use cardinal::Config;
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -163,11 +164,14 @@ fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
 
 /// What the default's search found: every candidate's mean cross-validated example-F1 and the
 /// one trained, as JSON for the estimator's `search_results_`.
-fn search_record(scores: &[(String, f64)], folds: usize, chosen: &str) -> String {
-    let (names, f1): (Vec<&str>, Vec<f64>) = scores.iter().map(|(n, s)| (n.as_str(), *s)).unzip();
+fn search_record(scores: &[CandidateScore], folds: usize, chosen: &str) -> String {
+    let names: Vec<&str> = scores.iter().map(|s| s.preset.as_str()).collect();
+    let f1: Vec<f64> = scores.iter().map(|s| s.example_f1).collect();
+    let thresholds: Vec<f64> = scores.iter().map(|s| s.threshold).collect();
     serde_json::json!({
         "candidates": names,
         "mean_example_f1": f1,
+        "thresholds": thresholds,
         "folds": folds,
         "chosen": chosen,
     })

@@ -8,7 +8,9 @@ use crate::config::{Config, DevFold};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, grid_threshold};
-use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
+use crate::metrics::{
+    default_threshold_grid, example_f1_by_threshold, tune_threshold, EmptyF1, MetricOptions,
+};
 use crate::runtime::WaitPolicy;
 use crate::system::System;
 use crate::train::Event;
@@ -29,6 +31,11 @@ pub struct FoldResult {
     /// (`MetricReport::example_f1_other_empty`); 0 in reports written by older versions.
     #[serde(default)]
     pub example_f1_empty_one: f64,
+    /// Example-F1 (%, an empty prediction for an empty gold set scored 1) of the held-out fold
+    /// at each threshold of [`default_threshold_grid`], in grid order: what the default's
+    /// search chooses its decision threshold from. Empty in reports written by older versions.
+    #[serde(default)]
+    pub example_f1_by_threshold: Vec<f64>,
     /// The grid threshold that is best on this fold, and its example-F1 (%): optimistic, the
     /// threshold being chosen on the rows it is scored on.
     pub best_threshold: f64,
@@ -103,6 +110,8 @@ pub fn cross_validate(
         let dev = train.select_rows(&dev_idx);
         let out = system.predict(&model, &dev.features, 256)?;
         let report = evaluate_outputs(&model, &out, &dev.labels);
+        let by_threshold =
+            example_f1_by_threshold(&out.y, &dev.labels, &default_threshold_grid(), EmptyF1::One)?;
         let (best_threshold, at_best) = tune_threshold(
             &out.y,
             &dev.labels,
@@ -115,6 +124,7 @@ pub fn cross_validate(
             dev_rows: dev_idx.len(),
             example_f1: 100.0 * report.at_threshold.example_f1,
             example_f1_empty_one: 100.0 * report.at_threshold.example_f1_other_empty,
+            example_f1_by_threshold: by_threshold.iter().map(|f| 100.0 * f).collect(),
             best_threshold: grid_threshold(best_threshold),
             example_f1_at_best: 100.0 * at_best,
             count_mae: report.cardinality.mae,

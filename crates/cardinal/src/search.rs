@@ -14,6 +14,8 @@ use crate::config::{Config, SearchConfig};
 use crate::cv::cross_validate;
 use crate::data::Dataset;
 use crate::error::Result;
+use crate::eval::grid_threshold;
+use crate::metrics::default_threshold_grid;
 use crate::runtime::WaitPolicy;
 use crate::system::System;
 use crate::train::Event;
@@ -58,8 +60,66 @@ pub fn candidates(cfg: &Config, n: usize) -> Vec<Config> {
     out
 }
 
+/// One candidate's cross-validated result: its mean example-F1 over the folds at every
+/// threshold of the grid, and the threshold where that mean is best.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateScore {
+    /// The candidate's preset name.
+    pub preset: String,
+    /// Mean example-F1 (%) over the folds at `threshold`, an empty prediction for an empty
+    /// gold set scored 1.
+    pub example_f1: f64,
+    /// The decision threshold on `y_T` with the best mean (the grid point nearest 0.5 among
+    /// ties).
+    pub threshold: f64,
+}
+
+/// The decision threshold from `grid` by the one-standard-error rule over `folds` (each a
+/// row of example-F1 scores in grid order): the grid point nearest 0.5 whose mean falls
+/// short of the best mean by no more than the standard error of that shortfall over the
+/// folds (paired, fold by fold), with its mean. The folds' models never saw the rows they are
+/// scored on, so the rule is chosen on training data only, from every row of the file; the
+/// standard error keeps it at 0.5 unless the folds agree that another point is better (a
+/// plain arg-max over 19 thresholds of 3 folds chases noise).
+pub fn best_threshold(grid: &[f32], folds: &[Vec<f64>]) -> (f64, f64) {
+    let k = folds.len().max(1) as f64;
+    let mean = |j: usize| folds.iter().map(|f| f[j]).sum::<f64>() / k;
+    let means: Vec<f64> = (0..grid.len()).map(mean).collect();
+    let dist = |j: usize| (grid[j] as f64 - 0.5).abs();
+    // The best mean, nearest 0.5 among ties.
+    let top = (0..grid.len())
+        .min_by(|&a, &b| {
+            means[b]
+                .total_cmp(&means[a])
+                .then(dist(a).total_cmp(&dist(b)))
+        })
+        .expect("a non-empty grid");
+    let within = |j: usize| {
+        let d: Vec<f64> = folds.iter().map(|f| f[top] - f[j]).collect();
+        let m = d.iter().sum::<f64>() / k;
+        let se = if d.len() > 1 {
+            (d.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (k - 1.0) / k).sqrt()
+        } else {
+            0.0
+        };
+        m <= se + 1e-9
+    };
+    let j = (0..grid.len())
+        .filter(|&j| within(j))
+        .min_by(|&a, &b| {
+            dist(a)
+                .total_cmp(&dist(b))
+                .then(grid[a].total_cmp(&grid[b]))
+        })
+        .expect("the best point is within");
+    (grid_threshold(grid[j]), means[j])
+}
+
 /// The configuration `system` trains on `train` under `cfg`'s rule: `cfg` unchanged when the
-/// rule does not apply, else the candidate with the best cross-validated example-F1.
+/// rule does not apply, else the candidate with the best cross-validated example-F1, with its
+/// decision threshold set to the one where that candidate's cross-validated example-F1 is
+/// best (an F1 decoding chosen on the training file, as GFM and BOOMER's F1 predictor decode
+/// for F1; recorded in the saved configuration like every other choice).
 pub fn choose(
     system: &dyn System,
     train: &Dataset,
@@ -71,7 +131,8 @@ pub fn choose(
         return Ok(cfg);
     }
     let folds = cfg.search.folds;
-    let mut scores = Vec::new();
+    let grid = default_threshold_grid();
+    let mut scores: Vec<CandidateScore> = Vec::new();
     let mut best: Option<(f64, Config)> = None;
     let all = candidates(&cfg, train.n_rows());
     on_event(Event::Searching {
@@ -79,7 +140,7 @@ pub fn choose(
         folds,
         rows: train.n_rows(),
     });
-    for candidate in all {
+    for mut candidate in all {
         let report = cross_validate(
             system,
             train,
@@ -89,13 +150,23 @@ pub fn choose(
             &mut |_, _| {},
             &mut |_| {},
         )?;
-        let score = report.mean_example_f1_empty_one;
+        let by_fold: Vec<Vec<f64>> = report
+            .folds
+            .iter()
+            .map(|f| f.example_f1_by_threshold.clone())
+            .collect();
+        let (threshold, score) = best_threshold(&grid, &by_fold);
         tracing::info!(
-            "search: {} scores {score:.2} in {}-fold cross-validation",
+            "search: {} scores {score:.2} at threshold {threshold} in {}-fold cross-validation",
             candidate.preset,
             cfg.search.folds
         );
-        scores.push((candidate.preset.clone(), score));
+        scores.push(CandidateScore {
+            preset: candidate.preset.clone(),
+            example_f1: score,
+            threshold,
+        });
+        candidate.threshold = threshold;
         if best.as_ref().is_none_or(|(best, _)| score > *best) {
             best = Some((score, candidate));
         }
@@ -109,16 +180,20 @@ pub fn choose(
     Ok(chosen)
 }
 
-/// The search's choice in one line, as the front ends print it:
-/// `search: 3-fold CV example-F1 (empty for empty scores 1) predict 63.10, paper-projected
-/// 66.02, ...; training paper-wide`.
-pub fn summary(scores: &[(String, f64)], folds: usize, chosen: &str) -> String {
+/// The search's choice in one line, as the front ends print it: `search: 3-fold CV
+/// example-F1 (empty for empty scores 1) predict 63.10 at 0.5, paper-projected 66.02 at 0.35,
+/// ...; training paper-projected at 0.35`.
+pub fn summary(scores: &[CandidateScore], folds: usize, chosen: &str) -> String {
     let all: Vec<String> = scores
         .iter()
-        .map(|(name, f1)| format!("{name} {f1:.2}"))
+        .map(|s| format!("{} {:.2} at {}", s.preset, s.example_f1, s.threshold))
         .collect();
+    let at = scores
+        .iter()
+        .find(|s| s.preset == chosen)
+        .map_or(String::new(), |s| format!(" at {}", s.threshold));
     format!(
-        "search: {folds}-fold CV example-F1 (empty for empty scores 1) {}; training {chosen}",
+        "search: {folds}-fold CV example-F1 (empty for empty scores 1) {}; training {chosen}{at}",
         all.join(", ")
     )
 }
@@ -159,6 +234,30 @@ mod tests {
             let text = serde_json::to_string(&c).unwrap();
             assert_eq!(Config::resolve(None, Some(&text), None).unwrap(), c);
         }
+    }
+
+    /// The threshold is the grid point nearest 0.5 within one paired standard error of the
+    /// best mean over the folds, checked against hand-computed means and errors.
+    #[test]
+    fn the_threshold_is_nearest_one_half_within_a_standard_error_of_the_best() {
+        let grid = [0.25f32, 0.5, 0.75];
+        // Means 50, 55, 60. 0.75 beats 0.5 by 10 and 0 on the two folds: mean 5, paired
+        // standard error 5, so 0.5 is within one error of the best and stays.
+        let folds = vec![vec![40.0, 60.0, 70.0], vec![60.0, 50.0, 50.0]];
+        assert_eq!(best_threshold(&grid, &folds), (0.5, 55.0));
+        // When every fold agrees (0.75 better by 5 on each), the error is 0 and 0.75 is taken.
+        let agree = vec![vec![40.0, 60.0, 65.0], vec![40.0, 50.0, 55.0]];
+        assert_eq!(best_threshold(&grid, &agree), (0.75, 60.0));
+        // Ties: 0.5 when it ties; else the point nearer 0.5, the lower of two equally near.
+        let flat = vec![vec![50.0, 50.0, 50.0]];
+        assert_eq!(best_threshold(&grid, &flat), (0.5, 50.0));
+        let grid = default_threshold_grid();
+        let mut one = vec![10.0; grid.len()];
+        one[3] = 20.0; // 0.2
+        one[16] = 20.0; // 0.85
+        assert_eq!(best_threshold(&grid, &[one.clone()]), (0.2, 20.0));
+        one[12] = 20.0; // 0.65: nearer 0.5
+        assert_eq!(best_threshold(&grid, &[one]), (0.65, 20.0));
     }
 
     fn toy(n: usize) -> Dataset {
@@ -223,14 +322,19 @@ mod tests {
             }
         })
         .unwrap();
-        assert!(candidates(&cfg, 60).contains(&chosen));
-        // The event names every candidate's score and the one chosen, the best.
+        // The chosen configuration is a candidate with its decision threshold set.
         let (scores, folds, name) = told.expect("a Searched event");
+        let picked = scores.iter().find(|s| s.preset == name).unwrap();
+        assert_eq!(chosen.threshold, picked.threshold);
+        let mut as_candidate = chosen.clone();
+        as_candidate.threshold = Config::predict().threshold;
+        assert!(candidates(&cfg, 60).contains(&as_candidate));
+        // The event names every candidate's score and the one chosen, the best.
         assert_eq!((folds, name.as_str()), (3, chosen.preset.as_str()));
-        let names: Vec<&str> = scores.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = scores.iter().map(|s| s.preset.as_str()).collect();
         assert_eq!(names, ["predict", "paper-projected", "paper-wide"]);
-        let best = scores.iter().map(|s| s.1).fold(f64::MIN, f64::max);
-        assert_eq!(scores.iter().find(|s| s.0 == name).unwrap().1, best);
+        let best = scores.iter().map(|s| s.example_f1).fold(f64::MIN, f64::max);
+        assert_eq!(picked.example_f1, best);
         assert_eq!(
             choose(&Pnc, &data, cfg, WaitPolicy::Active, &mut |_| {}).unwrap(),
             chosen

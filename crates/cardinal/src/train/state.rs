@@ -67,8 +67,9 @@ pub enum Event<'a> {
     /// The default's search (`crate::search`) scored its candidates and chose one, before
     /// the chosen configuration trains.
     Searched {
-        /// Each candidate's preset name and mean cross-validated example-F1, in order.
-        scores: &'a [(String, f64)],
+        /// Each candidate's preset name, mean cross-validated example-F1 and decision
+        /// threshold, in order.
+        scores: &'a [crate::search::CandidateScore],
         /// Folds of the cross-validation.
         folds: usize,
         /// The preset name of the candidate that trains.
