@@ -1,6 +1,9 @@
 //! `cardinal`: the command-line interface. A thin layer over the `cardinal` library:
 //! parse arguments, call the library, print.
 
+// Every line to standard error goes through `errln!`, which cannot panic.
+#![deny(clippy::print_stderr)]
+
 use std::process::ExitCode;
 
 use cardinal::engine::Engine;
@@ -172,11 +175,11 @@ fn main() -> ExitCode {
         }
         (Ok(()), Some(e)) | (Err(_), Some(e)) if broken_pipe(&e) => ExitCode::SUCCESS,
         (Err(e), _) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             ExitCode::FAILURE
         }
         (Ok(()), Some(e)) => {
-            eprintln!("error: writing standard output: {e}");
+            errln!("error: writing standard output: {e}");
             ExitCode::FAILURE
         }
         (Ok(()), None) => ExitCode::SUCCESS,

@@ -367,7 +367,7 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
         bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
     }
     if tc.full_epochs > 0 {
-        eprintln!(
+        errln!(
             "note: the model's last {} epochs trained on all of train, dev rows included: \
              dev metrics are optimistic",
             tc.full_epochs
@@ -386,7 +386,7 @@ pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
         Some(spec) => {
             let inputs = engine.read_inputs(&meta, spec, args.data_dir.as_deref(), Labels::Read)?;
             for note in &inputs.notes {
-                eprintln!("note: {note}");
+                errln!("note: {note}");
             }
             let data = Dataset {
                 name: inputs.name,

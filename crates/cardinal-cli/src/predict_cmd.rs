@@ -75,7 +75,7 @@ pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
     let (model, meta) = engine.load(&args.model)?;
     let inputs = engine.read_inputs(&meta, &args.data, args.data_dir.as_deref(), Labels::Ignore)?;
     for note in &inputs.notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     if let Some(labels) = &inputs.labels {
         let named = cardinal::data::Dataset {

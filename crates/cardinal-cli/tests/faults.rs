@@ -1,0 +1,78 @@
+//! Faults a hostile or unlucky user meets: output streams that fail, runaway resource
+//! requests, locks and folders in the way. Each must end in a clear message or be survived,
+//! never in a panic or a lost run.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+mod common;
+use common::{arg, tmpdir, train_args, write_config};
+
+/// A small model, two epochs in the first phase and one on all of train.
+const QUICK: &str = r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 2, "full_epochs": 1}}"#;
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The binary with `args`, standard error sent to `err`.
+fn cardinal_with_stderr(args: &[&str], err: Stdio) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cardinal"))
+        .args(args)
+        .stderr(err)
+        .output()
+        .expect("runs")
+}
+
+/// Whether `dir` holds a whole saved model.
+fn saved(dir: &Path) -> bool {
+    ["config.json", "meta.json", "model.safetensors", "eval.json"]
+        .iter()
+        .all(|f| dir.join(f).is_file())
+}
+
+/// `train … 2>/dev/full`: every progress line fails to write; the run still finishes and
+/// is saved, with exit 0.
+#[test]
+fn a_full_stderr_does_not_lose_the_run() {
+    let dir = tmpdir("full-stderr");
+    let cfg = write_config(&dir, QUICK);
+    let out = dir.join("m");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let o = cardinal_with_stderr(&train_args(&cfg, &out, &["-v"]), Stdio::from(full));
+    assert!(o.status.success(), "exit {:?}", o.status.code());
+    assert!(saved(&out));
+}
+
+/// `train … 2>&1 | head -2`: standard error is a pipe whose reader has gone.
+#[test]
+fn a_closed_stderr_pipe_does_not_lose_the_run() {
+    let dir = tmpdir("closed-stderr");
+    let cfg = write_config(&dir, QUICK);
+    let out = dir.join("m");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cardinal"))
+        .args(train_args(&cfg, &out, &["-v"]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    // The reader goes away before the first line.
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit {:?}", status.code());
+    assert!(saved(&out));
+    // An error message that cannot be written does not panic either.
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = cardinal_with_stderr(
+        &["eval", "--model", arg(&dir.join("none"))],
+        Stdio::from(full),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
