@@ -76,3 +76,25 @@ fn a_closed_stderr_pipe_does_not_lose_the_run() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
 
+/// `--threads 100000` is refused at once, with the bound, instead of starting that many.
+#[test]
+fn a_runaway_thread_count_is_refused() {
+    for sub in ["predict", "eval"] {
+        let o = common::cardinal(&[
+            sub,
+            "--model",
+            "none",
+            "--data",
+            "none",
+            "--threads",
+            "100000",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("threads = 100000: at most"),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
