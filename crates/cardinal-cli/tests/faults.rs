@@ -98,3 +98,79 @@ fn a_runaway_thread_count_is_refused() {
     }
 }
 
+/// `--force` replaces a cardinal run only: a project folder with its own `checkpoints/` and
+/// `metrics.jsonl` is refused, named, and left as it was.
+#[test]
+fn force_replaces_only_a_run() {
+    let dir = tmpdir("force-not-a-run");
+    let cfg = write_config(&dir, QUICK);
+    let proj = dir.join("proj");
+    std::fs::create_dir_all(proj.join("checkpoints/resnet")).unwrap();
+    std::fs::write(proj.join("checkpoints/resnet/weights.pt"), b"theirs").unwrap();
+    std::fs::write(proj.join("metrics.jsonl"), b"{}\n").unwrap();
+    let o = common::cardinal(&train_args(&cfg, &proj, &["--force", "--quiet"]));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("is not a cardinal run") && err.contains("checkpoints/"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(proj.join("checkpoints/resnet/weights.pt")).unwrap(),
+        b"theirs"
+    );
+    assert!(proj.join("metrics.jsonl").exists());
+    // A run is replaced.
+    let run = dir.join("run");
+    for extra in [&["--quiet"][..], &["--quiet", "--force", "--seed", "3"]] {
+        let o = common::cardinal(&train_args(
+            &cfg,
+            &run,
+            &[&["--no-checkpoints"], extra].concat(),
+        ));
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+}
+
+/// Four runs started at once into one fresh folder: one writes its model, the others are
+/// refused (busy, or the folder already holds a run).
+#[test]
+fn concurrent_runs_into_one_folder_have_one_winner() {
+    let dir = tmpdir("concurrent");
+    let cfg = write_config(&dir, QUICK);
+    let out = dir.join("y");
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_cardinal"))
+                .args(train_args(
+                    &cfg,
+                    &out,
+                    &["--quiet", "--no-checkpoints", "--threads", "1"],
+                ))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("runs")
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let written = outputs
+        .iter()
+        .filter(|o| String::from_utf8_lossy(&o.stdout).contains("model written to"))
+        .count();
+    let all: Vec<String> = outputs.iter().map(stderr).collect();
+    assert_eq!(written, 1, "{all:?}");
+    for o in outputs.iter().filter(|o| !o.status.success()) {
+        let e = stderr(o);
+        assert!(
+            e.contains("in use by another run")
+                || e.contains("is not empty")
+                || e.contains("holds a model"),
+            "{e}"
+        );
+    }
+    assert!(saved(&out));
+}
