@@ -27,6 +27,7 @@ mod data_cmd;
 mod docs_cmd;
 mod log;
 mod model_cmd;
+mod out_path;
 mod predict_cmd;
 mod progress;
 mod project_cmd;

@@ -377,6 +377,9 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
 }
 
 pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
+    if let Some(p) = args.json.as_ref().filter(|p| p.as_os_str() != "-") {
+        crate::out_path::refuse_inside_model(p, "--json", &args.model)?;
+    }
     if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
         return crate::seg_model_cmd::eval(engine, args);
     }

@@ -69,6 +69,9 @@ struct Predicted<'a> {
 }
 
 pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
+    if let Some(p) = &args.out {
+        crate::out_path::refuse_inside_model(p, "--out", &args.model)?;
+    }
     if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
         return crate::seg_model_cmd::predict(engine, args);
     }

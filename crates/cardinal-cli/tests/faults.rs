@@ -174,3 +174,59 @@ fn concurrent_runs_into_one_folder_have_one_winner() {
     }
     assert!(saved(&out));
 }
+
+/// `predict --out`, `eval --json` and `report --out` never write into the model folder being
+/// read, nor onto its files: refused, and the model stays whole.
+#[test]
+fn outputs_never_land_in_the_model_being_read() {
+    let dir = tmpdir("out-in-model");
+    let cfg = write_config(&dir, QUICK);
+    let m = dir.join("m");
+    let o = common::cardinal(&train_args(&cfg, &m, &["--quiet", "--no-checkpoints"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let before: Vec<Vec<u8>> = ["model.safetensors", "meta.json", "config.json"]
+        .iter()
+        .map(|f| std::fs::read(m.join(f)).unwrap())
+        .collect();
+    let weights = m.join("model.safetensors");
+    let meta = m.join("meta.json");
+    let page = m.join("r.html");
+    let attempts: [Vec<&str>; 4] = [
+        vec![
+            "predict",
+            "--model",
+            arg(&m),
+            "--data",
+            "bibtex",
+            "--out",
+            arg(&weights),
+        ],
+        vec![
+            "predict",
+            "--model",
+            arg(&m),
+            "--data",
+            "bibtex",
+            "--format",
+            "npy",
+            "--out",
+            arg(&m),
+        ],
+        vec!["eval", "--model", arg(&m), "--json", arg(&meta)],
+        vec!["report", "--model", arg(&m), "--out", arg(&page)],
+    ];
+    for args in attempts {
+        let o = common::cardinal(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("into the model folder"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let after: Vec<Vec<u8>> = ["model.safetensors", "meta.json", "config.json"]
+        .iter()
+        .map(|f| std::fs::read(m.join(f)).unwrap())
+        .collect();
+    assert!(before == after && !page.exists());
+}
