@@ -493,6 +493,25 @@ pub(crate) fn read_libsvm_path_evidence(
     Ok((ds, evidence))
 }
 
+/// The feature index base that scikit-learn's comment (`# Column indices are zero-based`, or
+/// `one-based`) declares among the comment lines that open the LIBSVM file at `path`, if any.
+pub(crate) fn declared_base_path(path: &Path) -> Result<Option<IndexBase>> {
+    super::read_file(path, |r| {
+        let mut lines = Lines::new(r);
+        while lines.advance()? {
+            let line = lines.line();
+            if line.first() == Some(&b'#') {
+                if let Some(b) = declared_base(line) {
+                    return Ok(Some(b));
+                }
+            } else if !is_blank(line) {
+                break;
+            }
+        }
+        Ok(None)
+    })
+}
+
 /// [`read_xmc`] for a path (plain or gzip); the dataset is named after the file stem.
 pub fn read_xmc_path(path: &Path, feature_base: IndexBase) -> Result<Dataset> {
     let mut ds = super::read_file(path, |r| read_xmc(r, feature_base))?;
