@@ -230,3 +230,47 @@ fn outputs_never_land_in_the_model_being_read() {
         .collect();
     assert!(before == after && !page.exists());
 }
+
+/// Configuration values that would train or predict nonsense are refused, naming the field:
+/// an unknown preset, a threshold outside (0, 1), a `--labels-by` threshold that is not a
+/// score, a dev split that leaves no training rows.
+#[test]
+fn nonsense_settings_are_refused_by_name() {
+    let dir = tmpdir("nonsense");
+    let data = dir.join("small.svm");
+    let rows: String = (0..10)
+        .map(|r| format!("{} {}:1\n", r % 3, r % 5 + 1))
+        .collect();
+    std::fs::write(&data, rows).unwrap();
+    let out = dir.join("m");
+    for (json, expected) in [
+        (
+            r#"{"preset": "bogus"}"#,
+            r#"preset = "bogus" is not a preset"#,
+        ),
+        (r#"{"threshold": 2}"#, "threshold = 2 is out of range"),
+        (
+            r#"{"train": {"dev_fraction": 0.999}}"#,
+            "train.dev_fraction = 0.999 holds out 8 of the 8 training rows",
+        ),
+    ] {
+        let cfg = write_config(&dir, json);
+        let o = common::cardinal(&train_args(&cfg, &out, &["--dataset", arg(&data)]));
+        assert_eq!(o.status.code(), Some(1), "{json}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expected), "{json}: {}", stderr(&o));
+        assert!(!out.join("meta.json").exists());
+    }
+    for rule in ["threshold=nan", "threshold=inf", "nan"] {
+        let o = common::cardinal(&[
+            "predict",
+            "--model",
+            "m",
+            "--data",
+            "d",
+            "--labels-by",
+            rule,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{rule}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--labels-by"), "{}", stderr(&o));
+    }
+}

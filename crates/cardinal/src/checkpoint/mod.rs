@@ -193,8 +193,7 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
     };
     let (meta_path, meta_bytes) = read(META_FILE)?;
     labels::require_binary(&meta_path, &meta_bytes)?;
-    let meta: Meta = serde_json::from_slice(&meta_bytes)
-        .map_err(|e| ckpt_err(&meta_path, format!("invalid meta data: {e}")))?;
+    let meta = Meta::parse(&meta_path, &meta_bytes)?;
     if meta.format_version != FORMAT_VERSION {
         return Err(ckpt_err(
             &meta_path,
