@@ -274,3 +274,64 @@ fn nonsense_settings_are_refused_by_name() {
         assert!(stderr(&o).contains("--labels-by"), "{}", stderr(&o));
     }
 }
+
+/// Runs the binary with `args`; fails the test if it has not finished within a minute.
+fn cardinal_within_a_minute(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cardinal"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{args:?} hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A tampered model folder: `config.json` a link to a FIFO, `meta.json` a link to
+/// `/dev/zero` or to a JSON file elsewhere. Each is refused at once, naming the file, and the
+/// foreign file's content is never echoed.
+#[cfg(unix)]
+#[test]
+fn a_model_folders_links_are_refused_not_followed() {
+    let dir = tmpdir("tampered");
+    let cfg = write_config(&dir, QUICK);
+    let m = dir.join("m");
+    let o = common::cardinal(&train_args(&cfg, &m, &["--quiet", "--no-checkpoints"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let secret = dir.join("secret.json");
+    std::fs::write(&secret, r#"{"secret_token_1234": "x"}"#).unwrap();
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    for (file, target) in [
+        ("config.json", fifo.as_path()),
+        ("meta.json", Path::new("/dev/zero")),
+        ("meta.json", secret.as_path()),
+    ] {
+        let original = std::fs::read(m.join(file)).unwrap();
+        std::fs::remove_file(m.join(file)).unwrap();
+        std::os::unix::fs::symlink(target, m.join(file)).unwrap();
+        for args in [
+            vec!["predict", "--model", arg(&m), "--data", "bibtex"],
+            vec!["eval", "--model", arg(&m)],
+        ] {
+            let o = cardinal_within_a_minute(&args);
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+            let err = stderr(&o);
+            assert!(err.contains(file) && err.contains("symbolic link"), "{err}");
+            assert!(!err.contains("secret_token"), "{err}");
+        }
+        std::fs::remove_file(m.join(file)).unwrap();
+        std::fs::write(m.join(file), original).unwrap();
+    }
+}

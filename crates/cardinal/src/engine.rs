@@ -567,10 +567,8 @@ fn reopen_run(dir: &Path) -> Result<(RunLock, DataSpec)> {
 /// The data source a run directory records in `run.json`, if it has one.
 fn read_run_spec(dir: &Path) -> Result<Option<DataSpec>> {
     let run_path = dir.join(RUN_FILE);
-    let text = match std::fs::read(&run_path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(&run_path, e)),
+    let Some(text) = checkpoint::read_model_file_if_any(&run_path)? else {
+        return Ok(None);
     };
     serde_json::from_slice(&text)
         .map(Some)
