@@ -51,6 +51,8 @@ pub fn init(format: LogFormat, verbose: u8) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours only on a terminal: a redirected log holds no escape codes.
+        .with_ansi(std::io::stderr().is_terminal())
         // Its report of a failed write is an `eprintln!`, which panics when standard error
         // cannot be written (`2>/dev/full`): a log line that cannot be written is dropped.
         .log_internal_errors(false);

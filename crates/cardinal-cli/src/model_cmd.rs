@@ -409,6 +409,9 @@ pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
             }
         }
     };
+    if data.n_rows() == 0 {
+        bail!("`{}` ({split}) has no rows: nothing to evaluate", data.name);
+    }
     check_labels(&meta, &data, &args.model)?;
     let (mut report, out) = engine.evaluate(&model, &data)?;
     if args.dev_threshold {

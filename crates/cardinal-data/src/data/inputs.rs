@@ -23,6 +23,7 @@ use std::path::Path;
 use super::arff::read_arff_path;
 use super::error::{DataError, Result};
 use super::resolve::{resolve_dataset_noted, LoadNote, Resolved};
+use super::sniff::{csv_refused, sniff, Sniffed};
 use super::svm::{
     declared_base_path, looks_like_xmc, read_libsvm_path, read_xmc_path, IndexBase, SvmOptions,
 };
@@ -138,10 +139,20 @@ fn read_file_for_model(
 ) -> Result<Option<Inputs>> {
     let fname = path.file_name().map(|s| s.to_string_lossy().into_owned());
     let fname = fname.unwrap_or_default();
-    let is_arff = fname
+    let named_arff = fname
         .strip_suffix(".gz")
         .unwrap_or(&fname)
         .ends_with(".arff");
+    // The content decides where the name does not: an ARFF file saved as `.txt`, or CSV.
+    let sniffed = if named_arff {
+        Sniffed::Arff
+    } else {
+        sniff(path)?
+    };
+    if sniffed == Sniffed::Csv {
+        return Err(csv_refused(path));
+    }
+    let is_arff = sniffed == Sniffed::Arff;
     let spec = path.display().to_string();
     let mut label_names = Vec::new();
     let mut libsvm = false;

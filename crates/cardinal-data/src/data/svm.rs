@@ -326,7 +326,8 @@ fn based(c: &Cur<'_>, pos: usize, raw: u64, base: IndexBase, what: &'static str)
                     "a 1-based label id (>= 1)"
                 } else {
                     "a 1-based feature index (>= 1; a file using index 0 is 0-based, as \
-                     scikit-learn writes by default: read it with IndexBase::Zero)"
+                     scikit-learn writes by default: its comment `# Column indices are \
+                     zero-based` says so)"
                 },
                 found: "`0`".into(),
             },
