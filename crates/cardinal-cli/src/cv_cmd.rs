@@ -24,7 +24,7 @@ pub struct CvArgs {
 pub fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
     let cfg = args.cfg.load()?;
     let data = args.data.spec().load()?;
-    eprintln!(
+    errln!(
         "{}: {} training rows, {} folds; preset {}, seed {} (the test split is not used)",
         data.train.name,
         data.train.n_rows(),

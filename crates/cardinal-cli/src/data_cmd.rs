@@ -50,7 +50,7 @@ fn stats(a: &StatsArgs) -> anyhow::Result<()> {
     let (resolved, notes) = resolve_dataset_noted(&a.dataset, a.data_dir.as_deref())
         .with_context(|| format!("loading dataset `{}`", a.dataset))?;
     for note in &notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     let name = resolved.name().to_string();
     let rows: Vec<(&str, DatasetStats)> = match &resolved {

@@ -50,7 +50,12 @@ pub fn init(format: LogFormat, verbose: u8) {
         );
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // Colours only on a terminal: a redirected log holds no escape codes.
+        .with_ansi(std::io::stderr().is_terminal())
+        // Its report of a failed write is an `eprintln!`, which panics when standard error
+        // cannot be written (`2>/dev/full`): a log line that cannot be written is dropped.
+        .log_internal_errors(false);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -60,7 +65,7 @@ pub fn init(format: LogFormat, verbose: u8) {
 /// A line for the user on standard error: as is in text, as a progress event in JSON.
 pub fn note(message: &str) {
     match format() {
-        LogFormat::Text => eprintln!("{message}"),
+        LogFormat::Text => errln!("{message}"),
         LogFormat::Json => tracing::info!(target: PROGRESS_TARGET, "{message}"),
     }
 }

@@ -1,6 +1,9 @@
 //! `cardinal`: the command-line interface. A thin layer over the `cardinal` library:
 //! parse arguments, call the library, print.
 
+// Every line to standard error goes through `errln!`, which cannot panic.
+#![deny(clippy::print_stderr)]
+
 use std::process::ExitCode;
 
 use cardinal::engine::Engine;
@@ -24,6 +27,7 @@ mod data_cmd;
 mod docs_cmd;
 mod log;
 mod model_cmd;
+mod out_path;
 mod predict_cmd;
 mod progress;
 mod project_cmd;
@@ -172,15 +176,33 @@ fn main() -> ExitCode {
         }
         (Ok(()), Some(e)) | (Err(_), Some(e)) if broken_pipe(&e) => ExitCode::SUCCESS,
         (Err(e), _) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {}", message(&e));
             ExitCode::FAILURE
         }
         (Ok(()), Some(e)) => {
-            eprintln!("error: writing standard output: {e}");
+            errln!("error: writing standard output: {e}");
             ExitCode::FAILURE
         }
         (Ok(()), None) => ExitCode::SUCCESS,
     }
+}
+
+/// An error and its causes on one line, `: `-separated, leaving out a cause whose text the
+/// line already holds (a library error that shows its I/O error's text would otherwise
+/// repeat it: "No such file or directory (os error 2): No such file or directory …").
+fn message(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// Dispatches a parsed command to its module.
@@ -204,6 +226,17 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
 mod tests {
     use super::Cli;
     use clap::CommandFactory;
+
+    /// An I/O error's text is shown once, not once per layer that shows it.
+    #[test]
+    fn an_error_line_repeats_no_cause() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let lib = cardinal::Error::io("m/meta.json", io);
+        let e = anyhow::Error::from(lib).context("loading m");
+        let line = super::message(&e);
+        assert_eq!(line.matches("not found").count(), 1, "{line}");
+        assert!(line.starts_with("loading m: m/meta.json: "), "{line}");
+    }
 
     /// Every flag and positional argument of every subcommand says what it is for.
     #[test]

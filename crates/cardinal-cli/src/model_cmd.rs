@@ -381,7 +381,7 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
         bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
     }
     if tc.full_epochs > 0 {
-        eprintln!(
+        errln!(
             "note: the model's last {} epochs trained on all of train, dev rows included: \
              dev metrics are optimistic",
             tc.full_epochs
@@ -391,6 +391,9 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
 }
 
 pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
+    if let Some(p) = args.json.as_ref().filter(|p| p.as_os_str() != "-") {
+        crate::out_path::refuse_inside_model(p, "--json", &args.model)?;
+    }
     if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
         return crate::seg_model_cmd::eval(engine, args);
     }
@@ -400,7 +403,7 @@ pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
         Some(spec) => {
             let inputs = engine.read_inputs(&meta, spec, args.data_dir.as_deref(), Labels::Read)?;
             for note in &inputs.notes {
-                eprintln!("note: {note}");
+                errln!("note: {note}");
             }
             let data = Dataset {
                 name: inputs.name,
@@ -420,6 +423,9 @@ pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
             }
         }
     };
+    if data.n_rows() == 0 {
+        bail!("`{}` ({split}) has no rows: nothing to evaluate", data.name);
+    }
     check_labels(&meta, &data, &args.model)?;
     let (mut report, out) = engine.evaluate(&model, &data)?;
     if args.dev_threshold {

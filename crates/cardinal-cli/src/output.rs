@@ -3,6 +3,10 @@
 //! first write error is kept, later lines are dropped, and `main` reports it once the command
 //! returns: a closed pipe ends quietly, as standard Unix tools do, anything else is a one-line
 //! error.
+//!
+//! Standard error is written the same way through `errln!`, except that its errors are
+//! ignored: a log or progress line that cannot be written (`2>/dev/full`, `2>&1 | head -2`)
+//! must not end a run that is about to be saved.
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -40,5 +44,19 @@ pub fn finish() -> Option<std::io::Error> {
 macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::output::line(format_args!($($arg)*))
+    };
+}
+
+/// Writes one formatted line to standard error, ignoring a failed write (see the module docs).
+pub fn err_line(args: std::fmt::Arguments) {
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(format!("{args}\n").as_bytes());
+}
+
+/// `eprintln!` through [`err_line()`]: never panics.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::output::err_line(format_args!($($arg)*))
     };
 }

@@ -14,7 +14,8 @@ use npyz::WriterBuilder;
 pub enum Format {
     /// One JSON object per row: row, z, labels, scores.
     Jsonl,
-    /// A header and one line per row: row, z, labels (space-separated), then with
+    /// A header and one line per row: row, z, labels (space-separated; a name holding a
+    /// space, quote or backslash is written as a JSON string, `"big truck"`), then with
     /// --all-scores one score column per label.
     Csv,
     /// NumPy arrays in the --out folder: labels.npy (uint8, rows × labels), scores.npy (float32,
@@ -69,13 +70,16 @@ struct Predicted<'a> {
 }
 
 pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
+    if let Some(p) = &args.out {
+        crate::out_path::refuse_inside_model(p, "--out", &args.model)?;
+    }
     if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
         return crate::seg_model_cmd::predict(engine, args);
     }
     let (model, meta) = engine.load(&args.model)?;
     let inputs = engine.read_inputs(&meta, &args.data, args.data_dir.as_deref(), Labels::Ignore)?;
     for note in &inputs.notes {
-        eprintln!("note: {note}");
+        errln!("note: {note}");
     }
     if let Some(labels) = &inputs.labels {
         let named = cardinal::data::Dataset {
@@ -190,11 +194,11 @@ fn csv_text(p: &Predicted, args: &PredictArgs) -> anyhow::Result<Vec<u8>> {
         rec.clear();
         rec.push(r.to_string());
         rec.push(p.z[r].to_string());
-        let names: Vec<&str> = p
+        let names: Vec<String> = p
             .chosen
             .row(r)
             .iter()
-            .map(|&i| p.label_names[i as usize].as_str())
+            .map(|&i| csv_label(&p.label_names[i as usize]))
             .collect();
         rec.push(names.join(" "));
         if args.all_scores {
@@ -206,6 +210,19 @@ fn csv_text(p: &Predicted, args: &PredictArgs) -> anyhow::Result<Vec<u8>> {
         w.write_record(&rec)?;
     }
     w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// A label name in the space-separated `labels` column: as it is, or as a JSON string when
+/// it holds whitespace, a quote or a backslash (or is empty), so the column splits
+/// unambiguously.
+fn csv_label(name: &str) -> String {
+    let plain =
+        !name.is_empty() && !name.contains(|c: char| c.is_whitespace() || c == '"' || c == '\\');
+    if plain {
+        name.to_string()
+    } else {
+        serde_json::to_string(name).expect("a string serialises")
+    }
 }
 
 /// One `.npy` file's bytes.
@@ -248,4 +265,16 @@ fn npy(dir: &Path, p: &Predicted, ranking: bool) -> anyhow::Result<()> {
         write_atomic(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Label names with spaces cannot be confused with two labels in the CSV `labels` column.
+    #[test]
+    fn csv_label_names_split_unambiguously() {
+        assert_eq!(super::csv_label("car"), "car");
+        assert_eq!(super::csv_label("big truck"), "\"big truck\"");
+        assert_eq!(super::csv_label("a\"b"), "\"a\\\"b\"");
+        assert_eq!(super::csv_label(""), "\"\"");
+    }
 }

@@ -203,7 +203,7 @@ impl TrainProgress {
                         "all of train"
                     };
                     match log::format() {
-                        LogFormat::Text => eprintln!(
+                        LogFormat::Text => errln!(
                             "phase {phase}: up to {epochs} epochs of {batches_per_epoch} batches on {what}"
                         ),
                         LogFormat::Json => tracing::info!(
@@ -239,7 +239,7 @@ impl TrainProgress {
                 rows,
             } => {
                 if !self.quiet && log::format() == LogFormat::Text {
-                    eprintln!(
+                    errln!(
                         "search: {candidates} candidate configurations, {folds}-fold CV on the {rows} training rows (--no-search trains `predict` as it is)"
                     );
                 }
@@ -255,7 +255,7 @@ impl TrainProgress {
                 let line = cardinal::search::summary(scores, folds, chosen);
                 match (&self.bar, log::format()) {
                     (Some(bar), _) => bar.println(line),
-                    (None, LogFormat::Text) => eprintln!("{line}"),
+                    (None, LogFormat::Text) => errln!("{line}"),
                     (None, LogFormat::Json) => tracing::info!(
                         target: PROGRESS_TARGET,
                         event = "search",
@@ -285,7 +285,7 @@ impl TrainProgress {
                 );
                 match (&self.bar, log::format()) {
                     (Some(bar), _) => bar.println(line),
-                    (None, LogFormat::Text) => eprintln!("{line}  {eta_text}"),
+                    (None, LogFormat::Text) => errln!("{line}  {eta_text}"),
                     (None, LogFormat::Json) => tracing::info!(
                         target: PROGRESS_TARGET,
                         event = "epoch",

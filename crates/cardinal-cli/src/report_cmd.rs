@@ -32,5 +32,8 @@ pub fn write_report(engine: &Engine, dirs: &[PathBuf], out: &Path) -> anyhow::Re
 }
 
 pub fn run(engine: &Engine, args: &ReportArgs) -> anyhow::Result<()> {
+    for model in &args.models {
+        crate::out_path::refuse_inside_model(&args.out, "--out", model)?;
+    }
     write_report(engine, &args.models, &args.out)
 }

@@ -188,7 +188,7 @@ fn table1(
         let data = match cardinal::data::resolve_dataset(spec, dir.as_deref()) {
             Ok(r) => r.into_paper_split(0.8, 0)?,
             Err(e) => {
-                eprintln!("skipping {spec}: {e}");
+                errln!("skipping {spec}: {e}");
                 continue;
             }
         };
@@ -219,7 +219,7 @@ fn table1(
                 } else if !wanted {
                     continue;
                 } else {
-                    eprintln!("training {} on {} (seed {seed})", row.system, DATASETS[col]);
+                    errln!("training {} on {} (seed {seed})", row.system, DATASETS[col]);
                     let report = run_cell(&data, &cfg, row.protocol)?;
                     std::fs::create_dir_all(&cell)?;
                     write_atomic(

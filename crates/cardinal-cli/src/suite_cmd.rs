@@ -90,7 +90,7 @@ pub fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
         let data = match cardinal::data::resolve_dataset(spec, dir.as_deref()) {
             Ok(r) => r.into_train_test(0.8, 0)?,
             Err(e) => {
-                eprintln!("skipping {spec}: {e}");
+                errln!("skipping {spec}: {e}");
                 continue;
             }
         };
@@ -110,7 +110,7 @@ pub fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
                     if file.exists() {
                         continue;
                     }
-                    eprintln!("training {} on {name} (seed {seed})", entry.name);
+                    errln!("training {} on {name} (seed {seed})", entry.name);
                     let mut cfg = entry.config.clone();
                     cfg.seed = seed;
                     let cell = run_cell(engine, &data, &cfg)

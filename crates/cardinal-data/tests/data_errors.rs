@@ -242,3 +242,28 @@ fn label_spec_larger_than_header() {
     let e = read_arff(HEAD.as_bytes(), &LabelSpec::Last(9)).unwrap_err();
     at(&e, 5, 1, &["9 labels requested", "only 3 attributes"]);
 }
+
+/// A value beyond the 32-bit range is called that, not "non-numeric"; NaN and infinities are
+/// named; a word is non-numeric. A 0 index in a 1-based read names scikit-learn's comment, not
+/// an internal type.
+#[test]
+fn out_of_range_values_are_not_called_non_numeric() {
+    let svm = |text: &str| {
+        read_libsvm(text.as_bytes(), &SvmOptions::new(IndexBase::One))
+            .expect_err("must fail")
+            .to_string()
+    };
+    let e = svm("0 1:1e39\n");
+    assert!(
+        e.contains("`1e39` is outside the range of a 32-bit float") && !e.contains("non-numeric"),
+        "{e}"
+    );
+    assert!(svm("0 1:nan\n").contains("`nan` is NaN"));
+    assert!(svm("0 1:-inf\n").contains("`-inf` is infinite"));
+    assert!(svm("0 1:abc\n").contains("non-numeric value `abc`"));
+    let e = svm("0 0:1\n");
+    assert!(
+        e.contains("# Column indices are zero-based") && !e.contains("IndexBase"),
+        "{e}"
+    );
+}

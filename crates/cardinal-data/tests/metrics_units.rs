@@ -291,6 +291,16 @@ fn parse_rules() {
     }
     assert_eq!("0.5".parse::<Binarize>().unwrap(), Binarize::Threshold(0.5));
     assert!("top-k=x".parse::<Binarize>().is_err());
+    // A threshold is a score in [0, 1]: NaN, infinities and values outside are refused.
+    for bad in [
+        "threshold=nan",
+        "threshold=inf",
+        "threshold=-0.1",
+        "threshold=2",
+        "NaN",
+    ] {
+        assert!(bad.parse::<Binarize>().is_err(), "{bad}");
+    }
     assert_eq!("one".parse::<EmptyF1>().unwrap(), EmptyF1::One);
     assert_eq!("Zero".parse::<EmptyF1>().unwrap(), EmptyF1::Zero);
     assert!("half".parse::<EmptyF1>().is_err());

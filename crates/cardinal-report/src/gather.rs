@@ -121,12 +121,11 @@ pub fn best_epoch(history: &[EpochRecord]) -> Option<usize> {
 /// Reads `metrics.jsonl` of `dir` (empty when absent); a bad line is named.
 pub fn read_history(dir: &Path) -> Result<Vec<EpochRecord>> {
     let path = dir.join(METRICS_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(cardinal::Error::io(&path, e).into()),
+    let Some(bytes) = cardinal::checkpoint::read_model_file_if_any(&path)? else {
+        return Ok(Vec::new());
     };
-    text.lines()
+    String::from_utf8_lossy(&bytes)
+        .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, line)| {
@@ -141,22 +140,21 @@ pub fn read_history(dir: &Path) -> Result<Vec<EpochRecord>> {
 /// Reads `eval.json` of `dir` (either F1 unit), `None` when absent.
 pub fn read_eval(dir: &Path) -> Result<Option<EvalReport>> {
     let path = dir.join(EVAL_FILE);
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
+    match cardinal::checkpoint::read_model_file_if_any(&path)? {
+        Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| Error::File {
                 path,
                 message: format!("not an evaluation report ({e})"),
             }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(cardinal::Error::io(&path, e).into()),
+        None => Ok(None),
     }
 }
 
 /// The system and dataset a directory's `config.json` / `meta.json` name, where readable.
 fn read_names(dir: &Path) -> (String, String) {
     let field = |file: &str, key: &str| -> Option<String> {
-        let text = std::fs::read(dir.join(file)).ok()?;
+        let text = cardinal::checkpoint::read_model_file(&dir.join(file)).ok()?;
         let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
         v.get(key)?.as_str().map(str::to_owned)
     };

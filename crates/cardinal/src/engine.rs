@@ -180,7 +180,7 @@ impl Engine {
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Trained> {
         let system = self.systems.for_config(&cfg)?;
-        require_rows(train)?;
+        require_rows(train, &cfg.train)?;
         let mut hooks = Hooks {
             on_event,
             after_epoch: &mut |_| Ok(()),
@@ -200,7 +200,7 @@ impl Engine {
         cancel: &AtomicBool,
     ) -> Result<Trained> {
         let system = self.systems.for_config(&cfg)?;
-        require_rows(train)?;
+        require_rows(train, &cfg.train)?;
         let mut epochs = 0;
         let mut hooks = Hooks {
             on_event,
@@ -392,7 +392,7 @@ impl Engine {
     ) -> Result<PreparedRun> {
         self.systems.for_config(&cfg)?;
         let (data, notes) = spec.load_noted()?;
-        require_rows(&data.train)?;
+        require_rows(&data.train, &cfg.train)?;
         log_data(&data);
         let lock = open_new_run(dir, spec, replace)?;
         Ok(PreparedRun {
@@ -531,8 +531,9 @@ fn log_data(data: &TrainTest) {
 }
 
 /// Refuses training data without rows (it would train nothing and save a random model) or
-/// without label columns.
-fn require_rows(train: &Dataset) -> Result<()> {
+/// without label columns, or with a dev split that leaves no rows to train on.
+fn require_rows(train: &Dataset, tc: &crate::config::TrainConfig) -> Result<()> {
+    tc.check_rows(train.n_rows())?;
     if train.n_rows() == 0 {
         return Err(Error::Mismatch(format!(
             "the training data `{}` has no rows",
@@ -579,10 +580,8 @@ fn reopen_run(dir: &Path) -> Result<(RunLock, DataSpec)> {
 /// The data source a run directory records in `run.json`, if it has one.
 fn read_run_spec(dir: &Path) -> Result<Option<DataSpec>> {
     let run_path = dir.join(RUN_FILE);
-    let text = match std::fs::read(&run_path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(&run_path, e)),
+    let Some(text) = checkpoint::read_model_file_if_any(&run_path)? else {
+        return Ok(None);
     };
     serde_json::from_slice(&text)
         .map(Some)

@@ -67,6 +67,17 @@ pub enum Error {
         /// What it holds.
         what: String,
     },
+    /// A folder that replacing a run would delete is not a run (or is a filesystem root or
+    /// the home folder).
+    #[error(
+        "{path} {why}: only a folder holding a cardinal run is replaced; choose another folder"
+    )]
+    NotARun {
+        /// The folder.
+        path: PathBuf,
+        /// What it is, or what is in it.
+        why: String,
+    },
     /// Another live process is writing into the run directory.
     #[error(
         "{path} is in use by another run (process {pid}); wait for it or choose another directory"

@@ -37,13 +37,42 @@ pub struct Runtime {
     pub wait: WaitPolicy,
 }
 
+/// The most worker threads a runtime may ask for, per core: more only slows every thread
+/// down (and a typo like `--threads 100000` would otherwise start that many).
+pub const MAX_THREADS_PER_CORE: usize = 4;
+
+/// The most worker threads a runtime may ask for on a machine of `cores` cores.
+pub fn max_threads(cores: usize) -> usize {
+    MAX_THREADS_PER_CORE.saturating_mul(cores.max(1))
+}
+
+/// The cores this process may run on (1 when that cannot be told).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 impl Runtime {
-    /// Runs `f` on a worker of a pool of this runtime's threads.
+    /// Checks the thread count asked for: at most [`max_threads`] of this machine's cores.
+    pub fn check(&self) -> Result<()> {
+        match self.threads {
+            Some(n) if n > max_threads(cores()) => Err(Error::Config(format!(
+                "threads = {n}: at most {} may be asked for ({MAX_THREADS_PER_CORE} per core, \
+                 {} cores here); leave it out to use one per core",
+                max_threads(cores()),
+                cores()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs `f` on a worker of a pool of this runtime's threads (refused when the thread
+    /// count is out of bounds: see [`Runtime::check`]).
     ///
     /// `f` runs on a worker, not on the calling thread: a batch has dozens of short parallel
     /// sections, and entered from outside the pool each one would wake a worker and put the
     /// caller to sleep (futex calls were 6-8 % of a one-thread training epoch).
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Result<R> {
+        self.check()?;
         let threads = self.threads.map_or(0, |n| n.max(1));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -102,6 +131,28 @@ impl Drop for ReleaseOnDrop<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `threads = 100000` (the CLI's `--threads`, the Python estimator's `threads`) is
+    /// refused before any thread starts, with a message that gives the bound.
+    #[test]
+    fn a_runaway_thread_count_is_refused() {
+        let rt = Runtime {
+            threads: Some(100_000),
+            wait: WaitPolicy::Passive,
+        };
+        let e = rt.install(|| ()).unwrap_err().to_string();
+        let bound = max_threads(cores());
+        assert!(
+            e.contains("threads = 100000") && e.contains(&format!("at most {bound}")),
+            "{e}"
+        );
+        let ok = Runtime {
+            threads: Some(bound),
+            wait: WaitPolicy::Passive,
+        };
+        assert_eq!(ok.install(rayon::current_num_threads).unwrap(), bound);
+        assert_eq!(max_threads(0), MAX_THREADS_PER_CORE);
+    }
 
     #[test]
     fn a_panic_under_active_workers_reaches_the_caller_instead_of_hanging() {

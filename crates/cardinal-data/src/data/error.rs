@@ -115,8 +115,9 @@ pub enum ParseErrorKind {
         /// The repeated label id, as written.
         label: u64,
     },
-    /// A value that does not parse as a number.
-    #[error("non-numeric value `{found}`: expected a number")]
+    /// A value that does not parse as a finite 32-bit number (not a number, NaN, an
+    /// infinity, or beyond the `f32` range).
+    #[error("{}", non_numeric(found))]
     NonNumeric {
         /// The token found.
         found: String,
@@ -338,4 +339,21 @@ pub(crate) fn show(tok: &[u8]) -> String {
     }
     out.push('`');
     out
+}
+
+/// What is wrong with the value `found` that did not parse as a finite `f32`.
+fn non_numeric(found: &str) -> String {
+    match found.trim().parse::<f64>() {
+        Ok(v) if v.is_nan() => format!("value `{found}` is NaN: expected a finite number"),
+        // `inf`, `infinity`: written infinite, not a number too large.
+        Ok(v) if v.is_infinite() && found.to_ascii_lowercase().contains("inf") => {
+            format!("value `{found}` is infinite: expected a finite number")
+        }
+        Ok(_) => format!(
+            "value `{found}` is outside the range of a 32-bit float (magnitude at most {:e}): \
+             expected a number in that range",
+            f32::MAX
+        ),
+        Err(_) => format!("non-numeric value `{found}`: expected a number"),
+    }
 }

@@ -27,6 +27,7 @@ pub mod inputs;
 mod lex;
 pub mod multi_target;
 pub mod resolve;
+mod sniff;
 pub mod split;
 pub mod stats;
 pub mod svm;

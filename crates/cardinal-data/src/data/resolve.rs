@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::arff::{read_arff_path_noted, read_mulan_noted};
 use super::error::{DataError, ParseErrorKind, Result};
+use super::sniff::{csv_refused, sniff, Sniffed};
 use super::svm::{
     looks_like_xmc, read_libsvm_path, read_libsvm_path_evidence, read_xmc_path, IndexBase,
     SvmOptions, MAX_NAMED_LABELS,
@@ -190,6 +191,12 @@ pub fn resolve_dataset_noted(
     if path.is_file() {
         return Ok((load_file_noted(path, &mut notes)?, notes));
     }
+    if path.exists() {
+        return Err(DataError::Invalid(format!(
+            "{spec} is neither a file nor a folder (a device, FIFO or socket): data is read \
+             from files"
+        )));
+    }
     let mut looked = Vec::new();
     let env_dir = std::env::var_os("CARDINAL_DATA").map(PathBuf::from);
     let dir = data_dir.map(Path::to_path_buf).or(env_dir);
@@ -338,14 +345,11 @@ fn read_arff_file(
     let (ds, found) = match xml {
         Some(xml) => read_mulan_noted(arff, xml)?,
         None => read_arff_path_noted(arff, &LabelSpec::Meka).map_err(|e| match e.parse_kind() {
-            Some(ParseErrorKind::NoMekaLabels { relation }) => not_found(
-                arff,
-                &format!(
-                    "no label file {xml_name} beside it, and its relation name \
-                         `{relation}` has no MEKA option `-C n` saying which attributes are \
-                         labels"
-                ),
-            ),
+            Some(ParseErrorKind::NoMekaLabels { relation }) => DataError::Invalid(format!(
+                "{}: cannot tell which attributes are labels: no label file {xml_name} \
+                 beside it, and its relation name `{relation}` has no MEKA option `-C n`",
+                arff.display()
+            )),
             _ => e,
         })?,
     };
@@ -388,7 +392,18 @@ fn load_file_noted(path: &Path, notes: &mut Vec<LoadNote>) -> Result<Resolved> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let base = fname.strip_suffix(".gz").unwrap_or(&fname);
-    if let Some(stem) = base.strip_suffix(".arff") {
+    let named_arff = base.strip_suffix(".arff");
+    let sniffed = match named_arff {
+        Some(_) => Sniffed::Arff,
+        None => sniff(path)?,
+    };
+    if sniffed == Sniffed::Csv {
+        return Err(csv_refused(path));
+    }
+    // An ARFF file by its content, whatever its name (`.txt`): its label file is looked for
+    // under its stem.
+    let stem = named_arff.unwrap_or_else(|| base.rsplit_once('.').map_or(base, |(s, _)| s));
+    if sniffed == Sniffed::Arff {
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut cands = vec![stem.to_string()];
         for suf in ["-train", "-test"] {

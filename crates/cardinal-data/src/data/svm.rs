@@ -326,7 +326,8 @@ fn based(c: &Cur<'_>, pos: usize, raw: u64, base: IndexBase, what: &'static str)
                     "a 1-based label id (>= 1)"
                 } else {
                     "a 1-based feature index (>= 1; a file using index 0 is 0-based, as \
-                     scikit-learn writes by default: read it with IndexBase::Zero)"
+                     scikit-learn writes by default: its comment `# Column indices are \
+                     zero-based` says so)"
                 },
                 found: "`0`".into(),
             },
@@ -491,6 +492,25 @@ pub(crate) fn read_libsvm_path_evidence(
     let (mut ds, evidence) = super::read_file(path, |r| read_libsvm_evidence(r, opts))?;
     ds.name = super::file_stem(path);
     Ok((ds, evidence))
+}
+
+/// The feature index base that scikit-learn's comment (`# Column indices are zero-based`, or
+/// `one-based`) declares among the comment lines that open the LIBSVM file at `path`, if any.
+pub(crate) fn declared_base_path(path: &Path) -> Result<Option<IndexBase>> {
+    super::read_file(path, |r| {
+        let mut lines = Lines::new(r);
+        while lines.advance()? {
+            let line = lines.line();
+            if line.first() == Some(&b'#') {
+                if let Some(b) = declared_base(line) {
+                    return Ok(Some(b));
+                }
+            } else if !is_blank(line) {
+                break;
+            }
+        }
+        Ok(None)
+    })
 }
 
 /// [`read_xmc`] for a path (plain or gzip); the dataset is named after the file stem.

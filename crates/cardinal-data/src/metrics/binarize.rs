@@ -42,7 +42,8 @@ impl fmt::Display for Binarize {
     }
 }
 
-/// Parses `threshold=0.5` (or a bare number), `top-k=3` and `round-z`.
+/// Parses `threshold=0.5` (or a bare number; a threshold lies in `[0, 1]`), `top-k=3` and
+/// `round-z`.
 impl FromStr for Binarize {
     type Err = MetricsError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -51,13 +52,18 @@ impl FromStr for Binarize {
         if t == "round-z" || t == "top-round-z" {
             return Ok(Binarize::TopRoundZ);
         }
+        // A threshold is a score in [0, 1] (NaN would pass no score, infinities all or none).
+        let threshold = |v: &str| match v.parse::<f32>() {
+            Ok(t) if (0.0..=1.0).contains(&t) => Ok(Binarize::Threshold(t)),
+            _ => Err(bad()),
+        };
         if let Some(v) = t.strip_prefix("threshold=") {
-            return v.parse().map(Binarize::Threshold).map_err(|_| bad());
+            return threshold(v);
         }
         if let Some(v) = t.strip_prefix("top-k=") {
             return v.parse().map(Binarize::TopK).map_err(|_| bad());
         }
-        t.parse().map(Binarize::Threshold).map_err(|_| bad())
+        threshold(t)
     }
 }
 

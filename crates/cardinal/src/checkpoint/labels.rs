@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::{ckpt_err, META_FILE};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The value of `labels` in a multi-target model's `meta.json`.
 pub const MULTI_TARGET: &str = "multi_target";
@@ -83,7 +83,7 @@ pub(crate) fn of_meta_bytes(path: &Path, bytes: &[u8]) -> Result<LabelStructure>
 /// The label structure of the model directory `dir`, from its `meta.json`.
 pub fn label_structure(dir: &Path) -> Result<LabelStructure> {
     let path = dir.join(META_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let bytes = super::read_model_file(&path)?;
     of_meta_bytes(&path, &bytes)
 }
 

@@ -54,6 +54,40 @@ impl Meta {
         }
     }
 
+    /// The fields a binary model's `meta.json` may hold: [`Meta`]'s, and `labels` (set to
+    /// `"binary"`; see [`super::labels`]).
+    const FIELDS: &'static [&'static str] = &[
+        "format_version",
+        "cardinal_version",
+        "dataset",
+        "n_features",
+        "n_labels",
+        "label_names",
+        "feature_names",
+        "libsvm_feature_base",
+        "train_mean_cardinality",
+        "count_min",
+        "count_max",
+        "labels",
+    ];
+
+    /// Reads `meta.json`'s bytes (`path` names the file in errors), refusing a field this
+    /// version does not know: a misspelt or foreign key is not silently ignored.
+    pub(super) fn parse(path: &std::path::Path, bytes: &[u8]) -> crate::error::Result<Self> {
+        let invalid =
+            |e: &dyn std::fmt::Display| super::ckpt_err(path, format!("invalid meta data: {e}"));
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| invalid(&e))?;
+        if let Some(fields) = value.as_object() {
+            if let Some(k) = fields.keys().find(|k| !Self::FIELDS.contains(&k.as_str())) {
+                return Err(invalid(&format!(
+                    "unknown field `{k}`, expected one of {}",
+                    Self::FIELDS.join(", ")
+                )));
+            }
+        }
+        serde_json::from_value(value).map_err(|e| invalid(&e))
+    }
+
     /// Why this meta data cannot describe a model, if it cannot (sizes that disagree, an
     /// index base other than 0 or 1).
     pub(super) fn inconsistency(&self) -> Option<String> {
@@ -172,5 +206,25 @@ mod tests {
         };
         let t = TrainedOn::of(&ds).with_notes(&[note]);
         assert_eq!(t.libsvm_base, Some(IndexBase::Zero));
+    }
+
+    /// `meta.json` refuses a field it does not know, naming it; what this version writes,
+    /// older models without `feature_names` and `"labels": "binary"` still load.
+    #[test]
+    fn unknown_fields_are_refused() {
+        let p = std::path::Path::new("m/meta.json");
+        let mut v = serde_json::to_value(meta()).unwrap();
+        assert_eq!(Meta::parse(p, v.to_string().as_bytes()).unwrap(), meta());
+        v.as_object_mut().unwrap().remove("feature_names");
+        v["labels"] = "binary".into();
+        assert!(Meta::parse(p, v.to_string().as_bytes()).is_ok());
+        v["n_labelz"] = 3.into();
+        let e = Meta::parse(p, v.to_string().as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("m/meta.json: invalid meta data: unknown field `n_labelz`"),
+            "{e}"
+        );
     }
 }

@@ -19,11 +19,13 @@ use crate::pipeline::Model;
 
 mod labels;
 mod meta;
+mod read;
 mod run_state;
 
 pub(crate) use labels::of_meta_bytes as labels_of;
 pub use labels::{label_structure, LabelStructure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
+pub use read::{read_model_file, read_model_file_if_any, MAX_JSON_BYTES, MAX_TENSOR_BYTES};
 pub(crate) use run_state::write_checkpoint;
 pub use run_state::{latest_checkpoint, load_state, save_state, LATEST_FILE};
 
@@ -188,13 +190,12 @@ pub(crate) fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
 pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
     let read = |name: &str| -> Result<(PathBuf, Vec<u8>)> {
         let p = dir.join(name);
-        let bytes = std::fs::read(&p).map_err(|e| Error::io(&p, e))?;
+        let bytes = read_model_file(&p)?;
         Ok((p, bytes))
     };
     let (meta_path, meta_bytes) = read(META_FILE)?;
     labels::require_binary(&meta_path, &meta_bytes)?;
-    let meta: Meta = serde_json::from_slice(&meta_bytes)
-        .map_err(|e| ckpt_err(&meta_path, format!("invalid meta data: {e}")))?;
+    let meta = Meta::parse(&meta_path, &meta_bytes)?;
     if meta.format_version != FORMAT_VERSION {
         return Err(ckpt_err(
             &meta_path,
@@ -341,7 +342,7 @@ fn params_tensors(p: &Params<f32>) -> Vec<(String, Vec<usize>, Vec<u8>)> {
 
 /// Reads a tensor file written by [`write_tensors`] into parameters shaped like `like`.
 fn read_params(path: &Path, like: &Params<f32>) -> Result<Params<f32>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = read_model_file(path)?;
     let st = SafeTensors::deserialize(&bytes)
         .map_err(|e| ckpt_err(path, format!("not a valid safetensors file: {e}")))?;
     let shapes = like.shapes();

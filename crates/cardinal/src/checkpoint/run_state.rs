@@ -88,8 +88,9 @@ pub(crate) fn write_checkpoint(
 pub fn latest_checkpoint(dir: &Path) -> Result<Option<PathBuf>> {
     let root = dir.join("checkpoints");
     let latest = root.join(LATEST_FILE);
-    match std::fs::read_to_string(&latest) {
-        Ok(name) => {
+    match super::read_model_file_if_any(&latest)? {
+        Some(name) => {
+            let name = String::from_utf8_lossy(&name);
             // A model directory is untrusted input: LATEST may only name a checkpoint of
             // this directory (`epoch-NNNN`), never a path elsewhere.
             let name = name.trim();
@@ -104,8 +105,7 @@ pub fn latest_checkpoint(dir: &Path) -> Result<Option<PathBuf>> {
             }
             Ok(Some(root.join(name)))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(latest, e)),
+        None => Ok(None),
     }
 }
 
@@ -150,7 +150,7 @@ pub fn load_state(dir: &Path) -> Result<(TrainState, Meta)> {
         None
     };
     let p = ckpt.join("progress.json");
-    let bytes = std::fs::read(&p).map_err(|e| Error::io(&p, e))?;
+    let bytes = super::read_model_file(&p)?;
     let progress: Progress = serde_json::from_slice(&bytes)
         .map_err(|e| ckpt_err(&p, format!("invalid progress record: {e}")))?;
     let optimizer = Adagrad {

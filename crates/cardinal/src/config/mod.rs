@@ -93,17 +93,27 @@ impl Config {
         let named = overrides
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
             .and_then(|v| v.get("preset").and_then(|p| p.as_str()).map(str::to_owned));
+        // `paper-projected`, `paper-wide`: candidates of the default's search
+        // (`crate::search`); `mlp`, `br-logistic`: the baselines' saved configurations.
+        let from_paper = |n: &str| {
+            n.starts_with("table1-")
+                || ["cardinality-only", "paper-projected", "paper-wide"].contains(&n)
+        };
+        if let Some(n) = named.as_deref() {
+            let known =
+                Self::PRESETS.contains(&n) || from_paper(n) || ["mlp", "br-logistic"].contains(&n);
+            if !known {
+                return Err(Error::Config(format!(
+                    "preset = \"{n}\" is not a preset; known presets: {} (a saved \
+                     configuration may also name the one it derives from, e.g. table1-spen)",
+                    Self::PRESETS.join(", ")
+                )));
+            }
+        }
         let base = match (preset, named.as_deref()) {
             (Some(p), _) => Self::preset(p)?,
             (None, Some(n)) if Self::PRESETS.contains(&n) => Self::preset(n)?,
-            // `paper-projected`, `paper-wide`: candidates of the default's search
-            // (`crate::search`).
-            (None, Some(n))
-                if n.starts_with("table1-")
-                    || ["cardinality-only", "paper-projected", "paper-wide"].contains(&n) =>
-            {
-                Self::paper()
-            }
+            (None, Some(n)) if from_paper(n) => Self::paper(),
             _ => Self::predict(),
         };
         let mut cfg = match overrides {
@@ -196,11 +206,13 @@ impl Config {
             ));
         }
         self.train.validate()?;
+        // Labels with y_T >= threshold are predicted, y_T in [0, 1]: at 0 every label, above 1
+        // none.
         check(
-            self.threshold.is_finite(),
+            self.threshold > 0.0 && self.threshold < 1.0,
             "threshold",
             self.threshold,
-            "a finite number",
+            "a number in (0, 1)",
         )?;
         check(
             !self.system.is_empty(),

@@ -119,6 +119,30 @@ fn out_of_range_fields_are_named() {
     assert!(err.contains("bogus"), "{err}");
 }
 
+/// A configuration naming a preset that does not exist is refused, naming it; the names saved
+/// configurations carry still load.
+#[test]
+fn an_unknown_preset_named_in_the_configuration_is_refused() {
+    let e = Config::resolve(None, Some(r#"{"preset": "bogus"}"#), None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"bogus\" is not a preset") && e.contains("paper, predict"),
+        "{e}"
+    );
+    for saved in [
+        "paper",
+        "predict",
+        "paper-wide",
+        "table1-spen",
+        "mlp",
+        "br-logistic",
+    ] {
+        let text = format!(r#"{{"preset": "{saved}"}}"#);
+        assert!(Config::resolve(None, Some(&text), None).is_ok(), "{saved}");
+    }
+}
+
 /// The refusal of `text` read over the `paper` preset.
 fn refusal_over_paper(text: &str) -> String {
     Config::from_json_over(&Config::paper(), text)
@@ -409,7 +433,7 @@ fn bad_values() -> Vec<BadValue> {
             |c, v| c.train.average_epochs = Some(v),
             &[0.0, -1.0],
         ),
-        plain!(floats, threshold, &[]),
+        plain!(floats, threshold, &[0.0, 1.0, 2.0, -0.5]),
         other("system", |c| c.system.clear()),
         plain!(counts, baseline.pretrain_epochs, &[E]),
         plain!(floats, baseline.pretrain_lr, &[0.0, -1.0]),

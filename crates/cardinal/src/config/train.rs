@@ -80,6 +80,27 @@ impl TrainConfig {
         }
     }
 
+    /// Refuses a dev split that leaves none of a training file's `n` rows to train on in the
+    /// first phase (`train.dev_fraction` 0.999 on 65 rows: epochs of 0 batches).
+    pub fn check_rows(&self, n: usize) -> Result<()> {
+        if !self.has_dev() || self.epochs == 0 || n == 0 {
+            return Ok(());
+        }
+        let (train, dev) = self.dev_split(n);
+        if !train.is_empty() {
+            return Ok(());
+        }
+        let field = match self.dev_fold {
+            Some(f) => format!("train.dev_fold = {{k: {}, index: {}}}", f.k, f.index),
+            None => format!("train.dev_fraction = {}", self.dev_fraction),
+        };
+        Err(crate::error::Error::Config(format!(
+            "{field} holds out {} of the {n} training rows as dev data, leaving none to train \
+             on: lower it",
+            dev.len()
+        )))
+    }
+
     /// Whether a dev split is held out at all.
     pub fn has_dev(&self) -> bool {
         self.dev_fold.is_some() || self.dev_fraction > 0.0
@@ -184,5 +205,24 @@ mod tests {
             err.starts_with("train.patience = 3 is out of range"),
             "{err}"
         );
+    }
+
+    /// `train.dev_fraction` 0.999 on 65 rows would train epochs of 0 batches: refused,
+    /// naming the field and the rows.
+    #[test]
+    fn a_dev_split_that_leaves_no_training_rows_is_refused() {
+        let tc = TrainConfig {
+            dev_fraction: 0.999,
+            ..TrainConfig::default()
+        };
+        tc.validate().unwrap();
+        let err = tc.check_rows(65).unwrap_err().to_string();
+        assert!(
+            err.starts_with("train.dev_fraction = 0.999 holds out 65 of the 65 training rows"),
+            "{err}"
+        );
+        assert!(tc.check_rows(100_000).is_ok());
+        let usual = TrainConfig::default();
+        assert!(usual.check_rows(65).is_ok() && usual.check_rows(1).is_ok());
     }
 }

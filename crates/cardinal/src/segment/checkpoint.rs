@@ -13,7 +13,7 @@ use super::saved::{self, read_f64, stage_f64, SegMeta};
 use super::train::{SegConfig, SegEpoch, SegState};
 use crate::checkpoint::{ckpt_err, latest_checkpoint, write_atomic, write_checkpoint};
 use crate::data::multi_target::MultiTargetDataset;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The optimizer's file in a checkpoint.
 const OPTIMIZER_FILE: &str = "optimizer.safetensors";
@@ -65,7 +65,7 @@ pub fn load_state(dir: &Path) -> Result<(SegState, SegConfig, SegMeta)> {
     let (model, cfg, meta) = saved::load(&ckpt)?;
     let n = model.n_params();
     let path = ckpt.join(OPTIMIZER_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let bytes = crate::checkpoint::read_model_file(&path)?;
     let st = SafeTensors::deserialize(&bytes)
         .map_err(|e| ckpt_err(&path, format!("not a valid safetensors file: {e}")))?;
     let (mut m1, mut m2) = (vec![0.0; n], vec![0.0; n]);
@@ -75,7 +75,7 @@ pub fn load_state(dir: &Path) -> Result<(SegState, SegConfig, SegMeta)> {
         return Err(ckpt_err(&path, "`adam.m2` holds negative values"));
     }
     let path = ckpt.join(PROGRESS_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let bytes = crate::checkpoint::read_model_file(&path)?;
     let progress: SegProgress = serde_json::from_slice(&bytes)
         .map_err(|e| ckpt_err(&path, format!("invalid progress record: {e}")))?;
     let numbered = progress

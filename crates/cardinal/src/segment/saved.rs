@@ -240,7 +240,7 @@ pub fn save(
 pub fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
     let read = |name: &str| -> Result<(PathBuf, Vec<u8>)> {
         let p = dir.join(name);
-        let bytes = std::fs::read(&p).map_err(|e| Error::io(&p, e))?;
+        let bytes = crate::checkpoint::read_model_file(&p)?;
         Ok((p, bytes))
     };
     let (meta_path, meta_bytes) = read(META_FILE)?;

@@ -1,0 +1,105 @@
+//! Messages that say what is wrong, once, in the user's terms: no repeated OS text, no
+//! internal type names, formats told by their content, "not found" only when nothing is
+//! there, no escape codes in a redirected log.
+
+mod common;
+use common::{arg, cardinal, tmpdir, train_args, write_config};
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const QUICK: &str = r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 2, "full_epochs": 1}}"#;
+
+#[test]
+fn an_io_error_is_told_once() {
+    let o = cardinal(&["eval", "--model", "/nonexistent-model-folder"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
+}
+
+/// ARFF saved as `.txt` is read as ARFF; CSV is named as CSV; a device is not "not found";
+/// an ARFF file whose labels cannot be told says so, not "not found".
+#[test]
+fn formats_are_told_by_their_content() {
+    let dir = tmpdir("sniff");
+    let arff = "@relation 'x: -C 1'\n@attribute y {0,1}\n@attribute a numeric\n@data\n1,0.5\n0,1\n";
+    std::fs::write(dir.join("x.txt"), arff).unwrap();
+    let o = cardinal(&["data", "stats", arg(&dir.join("x.txt")), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::write(dir.join("t.csv"), "a,b,labels\n1,2,x\n").unwrap();
+    let o = cardinal(&["data", "stats", arg(&dir.join("t.csv"))]);
+    assert!(stderr(&o).contains("looks like CSV"), "{}", stderr(&o));
+    let o = cardinal(&["data", "stats", "/dev/zero"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("neither a file nor a folder") && !err.contains("not found"),
+        "{err}"
+    );
+    std::fs::write(
+        dir.join("n.arff"),
+        "@relation x\n@attribute a numeric\n@data\n1\n",
+    )
+    .unwrap();
+    let o = cardinal(&["data", "stats", arg(&dir.join("n.arff"))]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot tell which attributes are labels") && !err.contains("not found"),
+        "{err}"
+    );
+}
+
+/// Eval on data of no rows is refused instead of printing F1 0.00 and "range inf..-inf";
+/// `-v` into a file writes no escape codes; a 1e39 value is called out of range.
+#[test]
+fn empty_evaluations_escape_codes_and_huge_values() {
+    let dir = tmpdir("messages");
+    let data = dir.join("small.svm");
+    let rows: String = (0..40)
+        .map(|r| format!("{} {}:1 {}:2\n", r % 3, r % 5 + 1, r % 7 + 6))
+        .collect();
+    std::fs::write(&data, rows).unwrap();
+    let cfg = write_config(&dir, QUICK);
+    let m = dir.join("m");
+    let o = cardinal(&train_args(
+        &cfg,
+        &m,
+        &[
+            "--dataset",
+            arg(&data),
+            "--no-checkpoints",
+            "--no-search",
+            "-v",
+        ],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains('\u{1b}'),
+        "escape codes in: {}",
+        stderr(&o)
+    );
+    std::fs::write(dir.join("empty.svm"), "# nothing\n").unwrap();
+    let o = cardinal(&[
+        "eval",
+        "--model",
+        arg(&m),
+        "--data",
+        arg(&dir.join("empty.svm")),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("has no rows"), "{}", stderr(&o));
+    std::fs::write(dir.join("huge.svm"), "0 1:1e39\n").unwrap();
+    let o = cardinal(&[
+        "predict",
+        "--model",
+        arg(&m),
+        "--data",
+        arg(&dir.join("huge.svm")),
+    ]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("outside the range of a 32-bit float") && !err.contains("non-numeric"),
+        "{err}"
+    );
+}
