@@ -42,10 +42,11 @@ import time
 from importlib import metadata
 
 # One thread for every method: BLAS/OpenMP pools in the children this script starts and in
-# itself (set before numpy is imported).
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-             "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "RAYON_NUM_THREADS"):
-    os.environ[_var] = "1"
+# itself (set before numpy is imported; not when imported as a module, e.g. by the tests).
+if __name__ == "__main__":
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                 "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS", "RAYON_NUM_THREADS"):
+        os.environ[_var] = "1"
 
 import numpy as np  # noqa: E402
 
@@ -152,23 +153,36 @@ class ConstantLabels:
 
 
 def _gfm_class():
-    """``ExampleWiseF1Maximizer``, adapted to the installed scikit-learn: version 0.1.5 calls
-    ``BaseEstimator._validate_data``, which scikit-learn 1.6 replaced by the function
-    ``sklearn.utils.validation.validate_data`` (same arguments). Nothing else changes."""
+    """``ExampleWiseF1Maximizer``, adapted to the installed scikit-learn (0.1.5 was written for
+    scikit-learn 1.2). Two things changed under it: ``BaseEstimator._validate_data`` became the
+    function ``sklearn.utils.validation.validate_data`` (same arguments) in 1.6, and
+    ``sklearn.multiclass._estimators_has``, which guards its ``predict`` and
+    ``predict_proba``, now asks the first fitted sub-estimator only, which GFM stores as a
+    plain 0 when its sub-problem has no positive example (1.2 asked the base estimator first).
+    The adapted class calls the same methods without that guard; nothing else changes."""
     try:
-        from example_wise_f1_maximizer import ExampleWiseF1Maximizer
+        from example_wise_f1_maximizer import ExampleWiseF1Maximizer as Base
     except ImportError as e:
         raise Unavailable(str(e)) from e
-    if hasattr(ExampleWiseF1Maximizer, "_validate_data"):
-        return ExampleWiseF1Maximizer
-    from sklearn.utils.validation import validate_data
 
-    class Adapted(ExampleWiseF1Maximizer):
-        def _validate_data(self, X, **kwargs):
-            return validate_data(self, X, **kwargs)
+    def unguarded(name):
+        attr = Base.__dict__[name]
+        return getattr(attr, "fn", attr)  # the function under `available_if`
 
-    Adapted.__name__ = "ExampleWiseF1Maximizer"
-    return Adapted
+    class ExampleWiseF1Maximizer(Base):
+        if not hasattr(Base, "_validate_data"):
+            def _validate_data(self, X, **kwargs):
+                from sklearn.utils.validation import validate_data
+
+                return validate_data(self, X, **kwargs)
+
+        def predict_proba(self, x):
+            return unguarded("predict_proba")(self, x)
+
+        def predict(self, x):
+            return unguarded("predict")(self, x)
+
+    return ExampleWiseF1Maximizer
 
 
 class GFMWithCV:
