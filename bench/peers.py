@@ -385,6 +385,20 @@ def versions():
     return out
 
 
+def git_commit():
+    """The checkout's commit (short), with ``+dirty`` for uncommitted changes; None outside
+    a git checkout."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (rev + ("+dirty" if dirty else "")) or None
+
+
 def fmt(v, digits=2):
     return "" if v is None else f"{v:.{digits}f}"
 
@@ -392,7 +406,7 @@ def fmt(v, digits=2):
 def markdown(report):
     lines = []
     datasets = list(report["datasets"])
-    methods = report["methods"]
+    methods = [m for m in METHODS if m in report["methods"]]
     lines.append("Example-F1 (%), empty prediction on empty truth scores 0 (the project's "
                  "convention) / scores 1 (SPEN/DVN); best peer in bold.\n")
     lines.append("| method | " + " | ".join(datasets) + " |")
@@ -420,6 +434,21 @@ def markdown(report):
                     parts.append(s)
                 row.append(" / ".join(parts))
         lines.append("| " + " | ".join(row) + " |")
+    if "cardinal" in methods:
+        lines.append("")
+        lines.append("Best peer per dataset and convention against cardinal's default (example-F1, %):\n")
+        lines.append("| dataset | best peer (empty=0) | cardinal (empty=0) | best peer (empty=1) "
+                     "| cardinal (empty=1) |")
+        lines.append("| --- | --- | ---: | --- | ---: |")
+        for ds in datasets:
+            cells = report["results"].get(ds, {})
+            row = [ds]
+            for key in ("ex_f1_e0", "ex_f1_e1"):
+                ok = [(c[key], m) for m, c in cells.items() if m != "cardinal" and c.get("status") == "ok"]
+                row.append(f"{fmt(max(ok)[0])} ({max(ok)[1]})" if ok else "")
+                c = cells.get("cardinal", {})
+                row.append(fmt(c[key]) if c.get("status") == "ok" else c.get("status", ""))
+            lines.append("| " + " | ".join(row) + " |")
     for ds in datasets:
         info = report["datasets"][ds]
         lines.append("")
@@ -459,12 +488,19 @@ def main(argv=None):
                     help="seconds per (method, dataset) cell: load, fit and predict")
     ap.add_argument("--resume", action="store_true",
                     help="keep the cells of an existing --out that finished ok")
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="run nothing: join earlier reports (later files win a cell) into --out "
+                    "and its markdown")
     ap.add_argument("--worker", nargs=3, metavar=("METHOD", "DATASET", "RESULT"),
                     help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     if args.worker:
         worker(*args.worker[:2], args.data_dir, args.worker[2])
+        return 0
+
+    if args.merge:
+        write(merge_reports(args.merge), args.out)
         return 0
 
     methods = []
@@ -479,7 +515,7 @@ def main(argv=None):
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
 
     report = {"command": "python bench/peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
-              "versions": versions(), "seed": SEED, "threads": 1,
+              "commit": git_commit(), "versions": versions(), "seed": SEED, "threads": 1,
               "timeout_s": args.timeout, "gfm_grid": list(GFM_GRID),
               "methods": methods, "method_descriptions": {m: METHODS[m][0] for m in methods},
               "datasets": {}, "results": {}}
@@ -520,13 +556,39 @@ def main(argv=None):
             with open(args.out, "w") as f:  # after every cell: an interrupted run keeps its cells
                 json.dump(report, f, indent=1)
 
+    write(report, args.out)
+    return 0
+
+
+def write(report, out):
+    """``out`` (JSON) and the markdown beside it; the markdown also on stdout."""
     md = markdown(report)
-    with open(os.path.splitext(args.out)[0] + ".md", "w") as f:
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(os.path.splitext(out)[0] + ".md", "w") as f:
         f.write(md)
-    with open(args.out, "w") as f:
+    with open(out, "w") as f:
         json.dump(report, f, indent=1)
     print(md)
-    return 0
+
+
+def merge_reports(paths):
+    """One report from several: datasets in order of appearance, every cell from the last file
+    that has it; each part's command, commit and versions kept under ``parts``."""
+    merged = {"parts": [], "methods": [], "datasets": {}, "results": {}}
+    for path in paths:
+        with open(path) as f:
+            rep = json.load(f)
+        merged["parts"].append({k: rep.get(k) for k in ("command", "commit", "versions", "timeout_s")}
+                               | {"file": os.path.basename(path)})
+        for k in ("seed", "threads", "gfm_grid"):
+            merged.setdefault(k, rep.get(k))
+        kept = set(merged["methods"]) | set(rep.get("methods", []))
+        merged["methods"] = [m for m in METHODS if m in kept]
+        for ds, info in rep.get("datasets", {}).items():
+            merged["datasets"][ds] = info
+            merged["results"].setdefault(ds, {}).update(rep.get("results", {}).get(ds, {}))
+    merged["method_descriptions"] = {m: METHODS[m][0] for m in merged["methods"]}
+    return merged
 
 
 if __name__ == "__main__":
