@@ -541,7 +541,7 @@ def main(argv=None):
             report["datasets"][ds] = {"error": f"{type(e).__name__}: {e}"}
             print(f"{ds}: cannot be read: {e}", file=sys.stderr)
             continue
-        report["results"][ds] = {}
+        report["results"][ds] = dict(old.get(ds, {}))  # with --resume, other methods' cells stay
         for m in methods:
             prev = old.get(ds, {}).get(m)
             if prev is not None and prev.get("status") == "ok":

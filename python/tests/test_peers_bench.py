@@ -145,6 +145,10 @@ def test_missing_package_is_reported(tmp_path, data_dir):
     assert "mlrl hidden" in cells["boomer"]["error"]
     check_ok(cells["knn"])
     assert "| boomer |" in md and "unavailable" in md
+    # --resume keeps the finished cells (not run again) and the other methods' cells.
+    again, _, _ = run_peers(tmp_path, data_dir, ["knn"], "--resume", env=env)
+    assert again["results"]["small"]["knn"] == cells["knn"]
+    assert again["results"]["small"]["boomer"]["status"] == "unavailable"
 
 
 def test_timeout_is_reported(tmp_path, data_dir):
