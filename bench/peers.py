@@ -8,6 +8,10 @@ Seed 0 and one thread for every method. Each (method, dataset) cell runs in a ch
 its own, so that a peer that crashes, or runs past ``--timeout``, is reported as such and the
 benchmark goes on.
 
+The linear, neural and neighbour methods (GFM, logistic regression, LinearSVC, MLP, kNN, MLkNN)
+get dense features with every numeric column standardised on the training split (0/1 columns
+as they are); RandomForest, BOOMER and cardinal get the loader's features unchanged.
+
 Metrics are computed here, in numpy, independently of cardinal's own metric code (F1 values in
 percent, as everywhere in the project):
 
@@ -276,8 +280,9 @@ def make_method(name):
 
 def prepare(X_train, X_test, how):
     """Features for a method: ``raw`` (the loader's CSR matrices), or ``scaled`` (dense,
-    float64, each column standardised with the training mean and standard deviation; constant
-    columns centred only)."""
+    float64, each numeric column standardised with the training mean and standard deviation;
+    a column whose training values are all 0 or 1, such as a bag-of-words indicator, is left
+    as it is; constant columns are centred only)."""
     if how == "raw":
         return X_train, X_test
     A = X_train.toarray().astype(np.float64)
@@ -285,6 +290,9 @@ def prepare(X_train, X_test, how):
     mean = A.mean(axis=0)
     std = A.std(axis=0)
     std[std == 0] = 1.0
+    binary = ((A == 0) | (A == 1)).all(axis=0)
+    mean[binary] = 0.0
+    std[binary] = 1.0
     return (A - mean) / std, (B - mean) / std
 
 
