@@ -335,3 +335,48 @@ fn a_model_folders_links_are_refused_not_followed() {
         std::fs::write(m.join(file), original).unwrap();
     }
 }
+
+/// The data a run trained on is recorded (`data.json`: a SHA-256 of its content): `eval`
+/// without `--data` and `--resume` refuse other data found under the same name (an edited
+/// file), naming both.
+#[test]
+fn other_data_under_the_runs_name_is_refused() {
+    let dir = tmpdir("identity");
+    let data = dir.join("small.svm");
+    let rows = |k: usize| -> String {
+        (0..40)
+            .map(|r| format!("{} {}:1 {}:2\n", r % 3, (r + k) % 5 + 1, r % 7 + 6))
+            .collect()
+    };
+    std::fs::write(&data, rows(0)).unwrap();
+    let cfg = write_config(&dir, QUICK);
+    let m = dir.join("m");
+    let o = common::cardinal(&train_args(
+        &cfg,
+        &m,
+        &[
+            "--dataset",
+            arg(&data),
+            "--quiet",
+            "--checkpoint-every",
+            "0",
+        ],
+    ));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(m.join("data.json").is_file());
+    let o = common::cardinal(&["eval", "--model", arg(&m)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::write(&data, rows(1)).unwrap();
+    for args in [
+        vec!["eval", "--model", arg(&m)],
+        vec!["train", "--resume", arg(&m), "--quiet"],
+    ] {
+        let o = common::cardinal(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("is not the data the run") && err.matches("SHA-256").count() == 2,
+            "{err}"
+        );
+    }
+}

@@ -49,8 +49,11 @@ use crate::system::{Hooks, Start, Systems};
 use crate::train::{EpochRecord, Event, TrainState, Trained};
 
 mod data_spec;
+mod run_files;
 mod segment;
 mod segment_run;
+
+use run_files::{check_identity, open_new_run, read_run_spec, record_identity, reopen_run};
 
 pub use data_spec::{data_dir_or_env, DataSpec, MultiTargetFiles};
 pub use segment_run::{SegOutcome, SegRun};
@@ -64,6 +67,7 @@ pub const RUN_FILE: &str = "run.json";
 pub const METRICS_FILE: &str = "metrics.jsonl";
 /// The name of the final evaluation in a run directory.
 pub const EVAL_FILE: &str = "eval.json";
+pub use run_files::DATA_FILE;
 
 /// A run directory ready to train: its data, and where training starts.
 #[derive(Debug)]
@@ -252,7 +256,11 @@ impl Engine {
         } else {
             Existing::Refuse
         };
-        let _lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
+        let _lock = run_dir::prepare(
+            dir,
+            existing,
+            &[RUN_FILE, DATA_FILE, METRICS_FILE, EVAL_FILE],
+        )?;
         checkpoint::save(model, dir, trained_on)
     }
 
@@ -369,7 +377,7 @@ impl Engine {
         let Some(spec) = read_run_spec(dir)? else {
             return Ok(None);
         };
-        spec.load().map(Some).map_err(|_| Error::Checkpoint {
+        let data = spec.load().map_err(|_| Error::Checkpoint {
             path: dir.join(RUN_FILE),
             message: format!(
                 "the data it records (`{}`) cannot be read; pass the data explicitly",
@@ -377,7 +385,9 @@ impl Engine {
                     .as_ref()
                     .map_or(spec.dataset.clone(), |p| p.display().to_string())
             ),
-        })
+        })?;
+        check_identity(dir, &spec, &data)?;
+        Ok(Some(data))
     }
 
     /// Creates the run directory `dir` for `cfg` on the data of `spec`, and records the data
@@ -395,6 +405,7 @@ impl Engine {
         require_rows(&data.train, &cfg.train)?;
         log_data(&data);
         let lock = open_new_run(dir, spec, replace)?;
+        record_identity(dir, spec, &data)?;
         Ok(PreparedRun {
             dir: dir.to_path_buf(),
             data,
@@ -408,6 +419,7 @@ impl Engine {
     pub fn resume_run(&self, dir: &Path) -> Result<PreparedRun> {
         let (lock, spec) = reopen_run(dir)?;
         let (data, notes) = spec.load_noted()?;
+        check_identity(dir, &spec, &data)?;
         log_data(&data);
         let (state, meta) = checkpoint::load_state(dir)?;
         tracing::info!(
@@ -548,47 +560,6 @@ fn require_rows(train: &Dataset, tc: &crate::config::TrainConfig) -> Result<()> 
         )));
     }
     Ok(())
-}
-
-/// Creates (or, with `replace`, clears) the run directory `dir`, locks it and records the data
-/// source `spec` in its `run.json`. A directory that already holds a run is refused unless
-/// `replace`.
-fn open_new_run(dir: &Path, spec: &DataSpec, replace: bool) -> Result<RunLock> {
-    let existing = if replace {
-        Existing::Replace
-    } else {
-        Existing::Refuse
-    };
-    let lock = run_dir::prepare(dir, existing, &[RUN_FILE, METRICS_FILE, EVAL_FILE])?;
-    let json = serde_json::to_string_pretty(spec).expect("serialisable");
-    write_atomic(&dir.join(RUN_FILE), json.as_bytes())?;
-    Ok(lock)
-}
-
-/// Locks the existing run directory `dir` to continue its run, and reads its data source.
-fn reopen_run(dir: &Path) -> Result<(RunLock, DataSpec)> {
-    let lock = run_dir::prepare(dir, Existing::Continue, &[])?;
-    let spec = read_run_spec(dir)?.ok_or_else(|| {
-        Error::io(
-            dir.join(RUN_FILE),
-            std::io::Error::from(std::io::ErrorKind::NotFound),
-        )
-    })?;
-    Ok((lock, spec))
-}
-
-/// The data source a run directory records in `run.json`, if it has one.
-fn read_run_spec(dir: &Path) -> Result<Option<DataSpec>> {
-    let run_path = dir.join(RUN_FILE);
-    let Some(text) = checkpoint::read_model_file_if_any(&run_path)? else {
-        return Ok(None);
-    };
-    serde_json::from_slice(&text)
-        .map(Some)
-        .map_err(|e| Error::Checkpoint {
-            path: run_path,
-            message: format!("invalid data source record: {e}"),
-        })
 }
 
 /// Refuses data whose label names differ from those the model in `model_dir` was trained on.

@@ -82,7 +82,7 @@ pub(crate) fn of_meta_bytes(path: &Path, bytes: &[u8]) -> Result<LabelStructure>
 
 /// The label structure of the model directory `dir`, from its `meta.json`.
 pub fn label_structure(dir: &Path) -> Result<LabelStructure> {
-    let path = dir.join(META_FILE);
+    let path = super::current(dir, META_FILE)?;
     let bytes = super::read_model_file(&path)?;
     of_meta_bytes(&path, &bytes)
 }

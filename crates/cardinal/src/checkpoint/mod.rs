@@ -17,11 +17,14 @@ use crate::error::{Error, Result};
 use crate::model::{Params, Standardizer};
 use crate::pipeline::Model;
 
+mod commit;
 mod labels;
 mod meta;
 mod read;
 mod run_state;
 
+pub use commit::SAVE_JOURNAL;
+pub(crate) use commit::{commit_all, current, recover};
 pub(crate) use labels::of_meta_bytes as labels_of;
 pub use labels::{label_structure, LabelStructure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
@@ -127,6 +130,7 @@ pub fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<()> {
         });
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    recover(dir)?;
     let mut tensors = params_tensors(&model.params);
     let d = model.standardizer.mean.len();
     tensors.push((
@@ -174,9 +178,8 @@ pub fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<()> {
         bytes(serde_json::to_string_pretty(&meta).expect("serialisable")),
     )?;
     let weights = stage_tensors(&dir.join(WEIGHTS_FILE), &tensors)?;
-    config.commit()?;
-    meta.commit()?;
-    weights.commit()
+    // One unit: a save killed at any instant leaves the old model or the new one, whole.
+    commit_all(dir, vec![config, meta, weights])
 }
 
 pub(crate) fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -189,7 +192,7 @@ pub(crate) fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
 /// Loads a model directory written by [`save`], with its meta data.
 pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
     let read = |name: &str| -> Result<(PathBuf, Vec<u8>)> {
-        let p = dir.join(name);
+        let p = current(dir, name)?;
         let bytes = read_model_file(&p)?;
         Ok((p, bytes))
     };

@@ -216,6 +216,7 @@ pub fn save(
     }
     meta.check_data(train)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    crate::checkpoint::recover(dir)?;
     let tensors: Vec<_> = shapes(&meta, model.energy.terms(), model.grid.is_some())
         .into_iter()
         .zip(params)
@@ -228,9 +229,7 @@ pub fn save(
         text(serde_json::to_string_pretty(&meta).expect("serialisable")),
     )?;
     let weights = stage_f64(&dir.join(WEIGHTS_FILE), &tensors)?;
-    config.commit()?;
-    meta_file.commit()?;
-    weights.commit()?;
+    crate::checkpoint::commit_all(dir, vec![config, meta_file, weights])?;
     Ok(meta)
 }
 
@@ -239,7 +238,7 @@ pub fn save(
 /// weights of the wrong shape or not finite are refused, naming the file.
 pub fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
     let read = |name: &str| -> Result<(PathBuf, Vec<u8>)> {
-        let p = dir.join(name);
+        let p = crate::checkpoint::current(dir, name)?;
         let bytes = crate::checkpoint::read_model_file(&p)?;
         Ok((p, bytes))
     };

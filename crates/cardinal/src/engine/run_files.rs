@@ -1,0 +1,198 @@
+//! The files that describe a run directory's data: `run.json` (where the data came from) and
+//! `data.json` (what it was: a SHA-256 of its content, its data folder and sizes, recorded at
+//! the start of the run). `--resume`, and evaluating a run on its own data, refuse data found
+//! under the same name that is not what the run trained on (another `CARDINAL_DATA`, an
+//! edited file), naming both.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{DataSpec, EVAL_FILE, METRICS_FILE, RUN_FILE};
+use crate::checkpoint::{self, write_atomic};
+use crate::data::{Dataset, TrainTest};
+use crate::error::{Error, Result};
+use crate::run_dir::{self, Existing, RunLock};
+
+/// The name of the file in a run directory that records what its data was.
+pub const DATA_FILE: &str = "data.json";
+
+/// What a run's data was, as `data.json` records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DataIdentity {
+    /// SHA-256 (hex) of the train and test data's content: every feature value, label and
+    /// name, in order.
+    sha256: String,
+    /// The data folder names were looked up in (`--data-dir`, else `CARDINAL_DATA`), made
+    /// absolute; `null` when there was none.
+    data_dir: Option<PathBuf>,
+    /// Train and test rows.
+    rows: [usize; 2],
+}
+
+impl DataIdentity {
+    fn of(spec: &DataSpec, data: &TrainTest) -> Self {
+        let mut h = Sha256::new();
+        for ds in [&data.train, &data.test] {
+            hash_dataset(&mut h, ds);
+        }
+        Self {
+            sha256: h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+            data_dir: spec
+                .data_dir()
+                .map(|d| std::path::absolute(&d).unwrap_or(d)),
+            rows: [data.train.n_rows(), data.test.n_rows()],
+        }
+    }
+
+    fn describe(&self) -> String {
+        let dir = self.data_dir.as_ref().map_or("no data folder".into(), |d| {
+            format!("data folder {}", d.display())
+        });
+        format!(
+            "{} train / {} test rows, {dir}, SHA-256 {}",
+            self.rows[0], self.rows[1], self.sha256
+        )
+    }
+}
+
+fn hash_dataset(h: &mut Sha256, ds: &Dataset) {
+    let x = &ds.features;
+    for n in [x.n_rows, x.n_cols, ds.labels.n_labels] {
+        h.update((n as u64).to_le_bytes());
+    }
+    x.indptr
+        .iter()
+        .for_each(|&p| h.update((p as u64).to_le_bytes()));
+    x.indices.iter().for_each(|&i| h.update(i.to_le_bytes()));
+    x.values
+        .iter()
+        .for_each(|&v| h.update(v.to_bits().to_le_bytes()));
+    for r in 0..ds.labels.n_rows {
+        let row = ds.labels.row(r);
+        h.update((row.len() as u64).to_le_bytes());
+        row.iter().for_each(|&l| h.update(l.to_le_bytes()));
+    }
+    for names in [&ds.feature_names, &ds.label_names] {
+        h.update((names.len() as u64).to_le_bytes());
+        for n in names {
+            h.update((n.len() as u64).to_le_bytes());
+            h.update(n.as_bytes());
+        }
+    }
+}
+
+/// Records in `dir` what the run's data `data` (read from `spec`) is.
+pub(super) fn record_identity(dir: &Path, spec: &DataSpec, data: &TrainTest) -> Result<()> {
+    let json = serde_json::to_string_pretty(&DataIdentity::of(spec, data)).expect("serialisable");
+    write_atomic(&dir.join(DATA_FILE), json.as_bytes())
+}
+
+/// Refuses `data` (read from `spec`) when it is not what the run in `dir` recorded at its
+/// start. Runs written before `data.json` was recorded are not checked.
+pub(super) fn check_identity(dir: &Path, spec: &DataSpec, data: &TrainTest) -> Result<()> {
+    let path = dir.join(DATA_FILE);
+    let Some(bytes) = checkpoint::read_model_file_if_any(&path)? else {
+        return Ok(());
+    };
+    let recorded: DataIdentity = serde_json::from_slice(&bytes).map_err(|e| Error::Checkpoint {
+        path: path.clone(),
+        message: format!("invalid data record: {e}"),
+    })?;
+    let found = DataIdentity::of(spec, data);
+    if found.sha256 != recorded.sha256 {
+        return Err(Error::Mismatch(format!(
+            "the data found for `{}` is not the data the run in {} trained on: it trained on \
+             {}; found {}. Restore that data (or its data folder), or start a new run",
+            spec.dataset,
+            dir.display(),
+            recorded.describe(),
+            found.describe()
+        )));
+    }
+    Ok(())
+}
+
+/// Creates (or, with `replace`, clears) the run directory `dir`, locks it and records the data
+/// source `spec` in its `run.json`. A directory that already holds a run is refused unless
+/// `replace`.
+pub(super) fn open_new_run(dir: &Path, spec: &DataSpec, replace: bool) -> Result<RunLock> {
+    let existing = if replace {
+        Existing::Replace
+    } else {
+        Existing::Refuse
+    };
+    let lock = run_dir::prepare(
+        dir,
+        existing,
+        &[RUN_FILE, DATA_FILE, METRICS_FILE, EVAL_FILE],
+    )?;
+    let json = serde_json::to_string_pretty(spec).expect("serialisable");
+    write_atomic(&dir.join(RUN_FILE), json.as_bytes())?;
+    Ok(lock)
+}
+
+/// Locks the existing run directory `dir` to continue its run, and reads its data source.
+pub(super) fn reopen_run(dir: &Path) -> Result<(RunLock, DataSpec)> {
+    let lock = run_dir::prepare(dir, Existing::Continue, &[])?;
+    let spec = read_run_spec(dir)?.ok_or_else(|| {
+        Error::io(
+            dir.join(RUN_FILE),
+            std::io::Error::from(std::io::ErrorKind::NotFound),
+        )
+    })?;
+    Ok((lock, spec))
+}
+
+/// The data source a run directory records in `run.json`, if it has one.
+pub(super) fn read_run_spec(dir: &Path) -> Result<Option<DataSpec>> {
+    let run_path = dir.join(RUN_FILE);
+    let Some(text) = checkpoint::read_model_file_if_any(&run_path)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&text)
+        .map(Some)
+        .map_err(|e| Error::Checkpoint {
+            path: run_path,
+            message: format!("invalid data source record: {e}"),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::synthetic::{synthetic, SyntheticShape};
+
+    #[test]
+    fn other_data_under_the_same_name_is_refused_naming_both() {
+        let dir = std::env::temp_dir().join(format!("cardinal-identity-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let spec = DataSpec::named("toy");
+        let data = |rows: usize, seed: u64| {
+            synthetic(&SyntheticShape {
+                train_rows: rows,
+                test_rows: 10,
+                features: 20,
+                labels: 5,
+                density: 0.2,
+                seed,
+            })
+        };
+        // No record (a run of an earlier version): not checked.
+        check_identity(&dir, &spec, &data(30, 1)).unwrap();
+        record_identity(&dir, &spec, &data(30, 1)).unwrap();
+        check_identity(&dir, &spec, &data(30, 1)).unwrap();
+        let e = check_identity(&dir, &spec, &data(30, 2))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("is not the data the run") && e.matches("SHA-256").count() == 2,
+            "{e}"
+        );
+        assert!(check_identity(&dir, &spec, &data(31, 1)).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
