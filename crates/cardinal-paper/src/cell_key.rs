@@ -2,7 +2,7 @@
 
 use sha2::{Digest, Sha256};
 
-use cardinal::data::{Dataset, TrainTest};
+use cardinal::data::TrainTest;
 use cardinal::Config;
 
 use crate::reproduce::Protocol;
@@ -14,7 +14,7 @@ use crate::reproduce::Protocol;
 pub fn cell_key(data: &TrainTest, cfg: &Config, protocol: Protocol) -> String {
     let mut h = Sha256::new();
     for ds in [&data.train, &data.test] {
-        hash_dataset(&mut h, ds);
+        cardinal::engine::hash_dataset(&mut h, ds);
     }
     h.update(serde_json::to_vec(cfg).expect("serialisable"));
     h.update(serde_json::to_vec(&protocol).expect("serialisable"));
@@ -33,44 +33,17 @@ pub fn suite_cell_key(data: &TrainTest, cfg: &Config) -> String {
     };
     let mut h = Sha256::new();
     for ds in [&data.train, &data.test] {
-        hash_dataset(&mut h, ds);
+        cardinal::engine::hash_dataset(&mut h, ds);
     }
     h.update(unseeded(cfg));
     let n = data.train.n_rows();
     if cfg.search.applies(n) {
+        h.update(cardinal::search::RULE.as_bytes());
         for candidate in cardinal::search::candidates(cfg, n) {
             h.update(unseeded(&candidate));
         }
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn hash_dataset(h: &mut Sha256, ds: &Dataset) {
-    let x = &ds.features;
-    let lens = |h: &mut Sha256, v: &[u64]| v.iter().for_each(|n| h.update(n.to_le_bytes()));
-    lens(
-        h,
-        &[x.n_rows as u64, x.n_cols as u64, ds.labels.n_labels as u64],
-    );
-    x.indptr
-        .iter()
-        .for_each(|&p| h.update((p as u64).to_le_bytes()));
-    x.indices.iter().for_each(|&i| h.update(i.to_le_bytes()));
-    x.values
-        .iter()
-        .for_each(|&v| h.update(v.to_bits().to_le_bytes()));
-    for r in 0..ds.labels.n_rows {
-        let row = ds.labels.row(r);
-        h.update((row.len() as u64).to_le_bytes());
-        row.iter().for_each(|&l| h.update(l.to_le_bytes()));
-    }
-    for names in [&ds.feature_names, &ds.label_names] {
-        h.update((names.len() as u64).to_le_bytes());
-        for n in names {
-            h.update((n.len() as u64).to_le_bytes());
-            h.update(n.as_bytes());
-        }
-    }
 }
 
 #[cfg(test)]

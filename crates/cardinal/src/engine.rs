@@ -67,7 +67,7 @@ pub const RUN_FILE: &str = "run.json";
 pub const METRICS_FILE: &str = "metrics.jsonl";
 /// The name of the final evaluation in a run directory.
 pub const EVAL_FILE: &str = "eval.json";
-pub use run_files::DATA_FILE;
+pub use run_files::{hash_dataset, DATA_FILE};
 
 /// A run directory ready to train: its data, and where training starts.
 #[derive(Debug)]

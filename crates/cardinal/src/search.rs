@@ -21,6 +21,10 @@ use crate::system::System;
 use crate::train::Event;
 use cardinal_proj::Method;
 
+/// How [`choose`] scores and decides, for caches keyed by the rule's inputs (the suite's
+/// cells): changed whenever the same candidates could be chosen or decoded differently.
+pub const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard error";
+
 /// Fewest dev rows worth early stopping on: a 5 % dev split of a small training file (7 rows
 /// of Flags' 129) decides by one or two rows, so small files hold out up to a fifth instead.
 const MIN_DEV_ROWS: f64 = 100.0;

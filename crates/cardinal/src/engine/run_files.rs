@@ -58,7 +58,9 @@ impl DataIdentity {
     }
 }
 
-fn hash_dataset(h: &mut Sha256, ds: &Dataset) {
+/// Feeds `ds` to `h`: its shape, CSR features (values by their bits), label rows and names,
+/// each length-prefixed, so that two datasets hash alike only when their contents are equal.
+pub fn hash_dataset(h: &mut Sha256, ds: &Dataset) {
     let x = &ds.features;
     for n in [x.n_rows, x.n_cols, ds.labels.n_labels] {
         h.update((n as u64).to_le_bytes());
