@@ -382,7 +382,10 @@ mod tests {
         ] {
             let e = with_sample_weights(labels.clone(), "sample_weight", bad).unwrap_err();
             let msg = e.to_string();
-            assert!(msg.contains("sample_weight: ") && msg.contains(says), "{msg}");
+            assert!(
+                msg.contains("sample_weight: ") && msg.contains(says),
+                "{msg}"
+            );
         }
     }
 
