@@ -320,7 +320,7 @@ pub fn dataset_from_arrays(name: &str, features: CsrMatrix, labels: LabelSets) -
 }
 
 /// `labels` with the per-example loss weights `weights` ([`LabelSets::weights`]): one per row,
-/// finite, `>= 0`, not all zero (errors name `what`, e.g. `"sample_weight"`, and the first bad
+/// finite (as float32), `>= 0`, not all zero (errors name `what`, e.g. `"sample_weight"`, and the first bad
 /// entry).
 pub fn with_sample_weights(labels: LabelSets, what: &str, weights: &[f64]) -> Result<LabelSets> {
     if weights.len() != labels.n_rows {
@@ -336,11 +336,16 @@ pub fn with_sample_weights(labels: LabelSets, what: &str, weights: &[f64]) -> Re
     if let Some((i, w)) = weights
         .iter()
         .enumerate()
-        .find(|(_, w)| !w.is_finite() || **w < 0.0)
+        .find(|(_, w)| !w.is_finite() || **w < 0.0 || **w > f32::MAX as f64)
     {
+        let range = if w.is_finite() && *w > 0.0 {
+            " (within float32's range, in which the model computes)"
+        } else {
+            ""
+        };
         return Err(invalid(
             what,
-            format!("entry {i} (from 0) is {w}: expected a finite number >= 0"),
+            format!("entry {i} (from 0) is {w}: expected a finite number >= 0{range}"),
         ));
     }
     if weights.iter().all(|&w| w == 0.0) {
@@ -378,6 +383,7 @@ mod tests {
             (&[1.0, f64::NAN, 1.0][..], "entry 1 (from 0) is NaN"),
             (&[1.0, 1.0, f64::INFINITY][..], "entry 2 (from 0) is inf"),
             (&[1.0, -0.5, 1.0][..], "entry 1 (from 0) is -0.5"),
+            (&[1.0, 1e39, 1.0][..], "within float32's range"),
             (&[0.0, 0.0, 0.0][..], "every weight is 0"),
         ] {
             let e = with_sample_weights(labels.clone(), "sample_weight", bad).unwrap_err();
