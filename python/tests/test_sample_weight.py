@@ -62,7 +62,7 @@ def test_a_zero_weight_removes_the_rows_labels_from_training(problem):
         (np.r_[np.inf, np.ones(299)], "entry 0 (from 0) is inf"),
         (np.r_[np.ones(10), -1.0, np.ones(289)], "entry 10 (from 0) is -1"),
         (np.r_[np.ones(299), 1e39], "float32"),
-        (np.zeros(300), "every weight is 0"),
+        (np.zeros(300), "all weights are zero"),
         (np.array(["1"] * 300), "holds strings"),
         (np.ones(300) * 1j, "Complex data not supported"),
         (np.ones(300, dtype=bool), "booleans"),

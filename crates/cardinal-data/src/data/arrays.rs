@@ -351,7 +351,7 @@ pub fn with_sample_weights(labels: LabelSets, what: &str, weights: &[f64]) -> Re
     if weights.iter().all(|&w| w == 0.0) {
         return Err(invalid(
             what,
-            "every weight is 0: at least one example must weigh more than 0".into(),
+            "all weights are zero: at least one example must weigh more than 0".into(),
         ));
     }
     Ok(LabelSets {
@@ -384,7 +384,7 @@ mod tests {
             (&[1.0, 1.0, f64::INFINITY][..], "entry 2 (from 0) is inf"),
             (&[1.0, -0.5, 1.0][..], "entry 1 (from 0) is -0.5"),
             (&[1.0, 1e39, 1.0][..], "within float32's range"),
-            (&[0.0, 0.0, 0.0][..], "every weight is 0"),
+            (&[0.0, 0.0, 0.0][..], "all weights are zero"),
         ] {
             let e = with_sample_weights(labels.clone(), "sample_weight", bad).unwrap_err();
             let msg = e.to_string();
