@@ -184,9 +184,9 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     --------------
     ``fit(X, Y, sample_weight=w)`` weighs each example's training loss: its relaxed-F1 terms,
     its supervised count term and its unary cross-entropy are multiplied by its weight, and a
-    batch's mean loss divides by the batch's total weight, so that an integer weight trains as
-    that many copies of the row would (to rounding) and a weight of 0 leaves the row's labels
-    out of every gradient. ``None`` and all-ones weights train the same model, to the byte.
+    batch's mean loss divides by the batch's total weight, so that in the loss an integer
+    weight counts as that many copies of the row (to rounding; the batches differ) and a
+    weight of 0 leaves the row's labels out of every gradient. ``None`` and all-ones weights train the same model, to the byte.
     What the weights do not change: the dev split and the folds of the default's search (rows,
     not weight, are split), the feature standardisation, the range of counts and the mean
     count (from every row), and the scores the dev part and the search's held-out folds are
