@@ -18,10 +18,12 @@ from ._inputs import (
     ArrayLike,
     as_features,
     as_labels,
+    as_sample_weight,
     digest,
     cols,
     fitted_rows,
     label_error,
+    rows as row_count,
 )
 
 # The keyword parameters that are training hyper-parameters, the configuration field each
@@ -180,8 +182,18 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         One record per epoch of ``fit`` (``phase``, ``epoch``, ``loss``, ``dev_example_f1``,
         ``seconds``), as ``metrics.jsonl`` of the command-line program; empty after ``load``.
 
-    ``fit`` takes no ``sample_weight``: every example weighs the same in the loss (weights
-    are not supported yet; duplicating rows is the workaround for integer weights).
+    Sample weights
+    --------------
+    ``fit(X, Y, sample_weight=w)`` weighs each example's training loss: its relaxed-F1 terms,
+    its supervised count term and its unary cross-entropy are multiplied by its weight, and a
+    batch's mean loss divides by the batch's total weight, so that in the loss an integer
+    weight counts as that many copies of the row (to rounding; the batches differ) and a
+    weight of 0 leaves the row's labels out of every gradient. ``None`` and all-ones weights train the same model, to the byte.
+    What the weights do not change: the dev split and the folds of the default's search (rows,
+    not weight, are split), the feature standardisation, the range of counts and the mean
+    count (from every row), and the scores the dev part and the search's held-out folds are
+    judged by (unweighted example-F1). The search's and the early stopping's training folds are
+    weighted. ``GridSearchCV(...).fit(X, Y, sample_weight=w)`` passes each fold its weights.
 
     Errors in the input (labels other than 0/1, NaN or infinite features, row counts that
     differ, a feature count at predict other than at fit) and in the parameters raise
@@ -374,14 +386,17 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         self: Self,
         X: ArrayLike,
         Y: ArrayLike,
+        sample_weight: Optional[ArrayLike] = None,
         *,
         label_names: Optional[List[str]] = None,
     ) -> Self:
         """Trains on features ``X`` (a 2-D array, a scipy.sparse matrix or a pandas
         DataFrame, ``n × d``) and labels ``Y`` (a 0/1 indicator matrix, dense, sparse or a
-        DataFrame, ``n × L``). The names of a DataFrame's columns are recorded
-        (``feature_names_in_``, ``label_names_``); ``label_names`` names ``Y``'s columns
-        otherwise. Returns ``self``."""
+        DataFrame, ``n × L``). ``sample_weight`` (``n`` numbers, finite, ``>= 0``, not all
+        0; ``None``: every example weighs 1) weighs each example's loss (see "Sample
+        weights" in the class documentation). The names of a DataFrame's columns are
+        recorded (``feature_names_in_``, ``label_names_``); ``label_names`` names ``Y``'s
+        columns otherwise. Returns ``self``."""
         features, names = as_features(X, "fit")
         labels, y_names = as_labels(Y)
         if label_names is not None:
@@ -396,6 +411,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
                 )
             y_names = label_names
         fitted_rows(features, labels)
+        weights = as_sample_weight(sample_weight, row_count(features))
         args = self._config_args(self._seed())
         if not isinstance(self.verbose, numbers.Integral) or self.verbose < 0:
             raise ValueError(f"verbose={self.verbose!r}: expected an int >= 0")
@@ -408,6 +424,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
                 verbose=min(int(self.verbose), 2),
                 feature_names=names,
                 label_names=y_names,
+                sample_weight=weights,
                 **args,
             )
         except ValueError as e:

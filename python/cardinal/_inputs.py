@@ -200,6 +200,35 @@ def as_labels(Y: ArrayLike) -> Tuple[Native, Optional[List[str]]]:
     return as_native(arr, np.float64, "Y"), names
 
 
+def as_sample_weight(sample_weight: Any, n_rows: int) -> Optional[np.ndarray]:
+    """``sample_weight`` as a contiguous 1-D float64 array of ``n_rows`` weights (a number is
+    that weight for every row), or ``None``. Its values (finite, ``>= 0``, not all zero) are
+    checked by the library."""
+    if sample_weight is None:
+        return None
+    if scipy.sparse.issparse(sample_weight):
+        raise ValueError("sample_weight: a sparse matrix: expected a 1-D array of weights")
+    arr = np.asarray(sample_weight)
+    _check_kind(arr.dtype, "sample_weight")
+    if arr.dtype.kind == "O":
+        arr = _numeric(arr, "sample_weight")
+    if arr.dtype.kind == "b":
+        raise ValueError("sample_weight: holds booleans: expected numbers (weights >= 0)")
+    if arr.ndim == 0:
+        arr = np.full(n_rows, float(arr))
+    if arr.ndim != 1:
+        raise ValueError(
+            f"sample_weight: expected a 1-D array of {n_rows} weights (one per row of X), "
+            f"got shape {arr.shape}"
+        )
+    if arr.shape[0] != n_rows:
+        raise ValueError(
+            f"sample_weight: {arr.shape[0]} weights for the {n_rows} rows of X: expected one "
+            "per row"
+        )
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
 def _target_type(y: np.ndarray) -> str:
     """scikit-learn's name of the kind of a target (``binary``, ``multiclass``,
     ``continuous``...), for messages."""

@@ -27,6 +27,7 @@ class NativeModel:
         verbose: int = 0,
         feature_names: Optional[List[str]] = None,
         label_names: Optional[List[str]] = None,
+        sample_weight: Optional[np.ndarray] = None,
     ) -> "NativeModel": ...
     def predict(
         self, x: Matrix, pool: NativePool, feature_names: Optional[List[str]] = None

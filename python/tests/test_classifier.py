@@ -168,7 +168,8 @@ def test_the_cli_and_python_train_the_same_weights_and_read_each_others_models(
         check=True, capture_output=True, text=True,
     ).stdout.splitlines()
     z_cli = np.array([json.loads(line)["z"] for line in lines], dtype=np.float32)
-    X_all = np.vstack([ds.X_train.toarray(), ds.X_test.toarray()])
+    # load_dataset gives dense data as an array, sparse data as CSR: either here.
+    X_all = scipy.sparse.vstack([scipy.sparse.csr_matrix(ds.X_train), ds.X_test]).toarray()
     assert len(z_cli) == X_all.shape[0]
     # `predict` numbers the rows as in the file; the split reorders them: compare as multisets.
     z_py = from_cli.predict_count(scipy.sparse.csr_matrix(X_all))

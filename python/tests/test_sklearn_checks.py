@@ -16,6 +16,11 @@ _Y_NOT_0_1 = (
     "its y, made binary as {y.min(), y.min() + 1}, holds 1 and 2, not a 0/1 label indicator"
 )
 
+# The y of these sample-weight checks holds the classes 1 and 2 (a column of them for a
+# multi-output estimator); the weights themselves are checked on 0/1 targets in
+# test_sample_weight.py (pandas Series, lists, shapes, bad values).
+_Y_1_2 = "its y holds the classes 1 and 2, not a 0/1 label indicator"
+
 EXPECTED_FAILED_CHECKS = {
     "check_estimators_dtypes": _Y_NOT_0_1,
     "check_classifier_data_not_an_array": _Y_NOT_0_1,
@@ -33,6 +38,18 @@ EXPECTED_FAILED_CHECKS = {
     "check_classifier_multioutput": "expects decision_function > 0 to equal predict and "
     "round(predict_proba) to equal predict; decision_function ranks labels (the last ascent "
     "step before the projection), and predict is y_T >= threshold (0.5 included)",
+    "check_sample_weights_pandas_series": _Y_1_2,
+    "check_sample_weights_not_an_array": _Y_1_2,
+    "check_sample_weights_shape": _Y_1_2,
+    "check_sample_weights_not_overwritten": _Y_1_2,
+    "check_classifiers_one_label_sample_weights": "fits a 1-D binary y; the targets are a "
+    "2-D label indicator matrix",
+    "check_sample_weight_equivalence_on_dense_data": "passes a 1-D multiclass target as the "
+    "keyword y; the targets are a 2-D label indicator matrix Y. (The loss and its gradient "
+    "equal those of repeated rows: crates/cardinal/tests/sample_weights.rs.)",
+    "check_sample_weight_equivalence_on_sparse_data": "passes a 1-D multiclass target as the "
+    "keyword y; the targets are a 2-D label indicator matrix Y. (The loss and its gradient "
+    "equal those of repeated rows: crates/cardinal/tests/sample_weights.rs.)",
 }
 
 if "expected_failed_checks" not in inspect.signature(parametrize_with_checks).parameters:

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use cardinal::checkpoint::TrainedOn;
-use cardinal::data::arrays::dataset_from_arrays;
+use cardinal::data::arrays::{dataset_from_arrays, with_sample_weights};
 use cardinal::data::{align_features, InputSchema};
 use cardinal::engine::Engine;
 use cardinal::metrics::{binarize, Binarize};
@@ -195,9 +195,10 @@ pub struct NativeModel {
 impl NativeModel {
     /// Trains on `x` (features) and `y` (label indicators), as `cardinal train` trains: the
     /// configuration's dev part held out for early stopping, then the full-data epochs. The
-    /// names, when given, are recorded with the model (`meta.json`).
+    /// names, when given, are recorded with the model (`meta.json`). `sample_weight`, when
+    /// given, weighs each example's training loss (`LabelSets::weights`).
     #[staticmethod]
-    #[pyo3(signature = (x, y, pool, preset=None, config=None, overrides=None, seed=None, verbose=0, feature_names=None, label_names=None))]
+    #[pyo3(signature = (x, y, pool, preset=None, config=None, overrides=None, seed=None, verbose=0, feature_names=None, label_names=None, sample_weight=None))]
     pub fn fit(
         py: Python<'_>,
         x: &Bound<'_, PyAny>,
@@ -210,10 +211,18 @@ impl NativeModel {
         verbose: u8,
         feature_names: Option<Vec<String>>,
         label_names: Option<Vec<String>>,
+        sample_weight: Option<PyReadonlyArray1<'_, f64>>,
     ) -> PyResult<Self> {
         let cfg = resolve(preset, config, overrides, seed).map_err(to_py)?;
-        let train =
+        let mut train =
             dataset_from_arrays("X", features(x, "X")?, labels(y, "Y")?).map_err(data_to_py)?;
+        if let Some(w) = sample_weight {
+            let w = w.as_slice().map_err(|_| {
+                PyValueError::new_err("sample_weight: expected a contiguous 1-D float64 array")
+            })?;
+            let labels = std::mem::take(&mut train.labels);
+            train.labels = with_sample_weights(labels, "sample_weight", w).map_err(data_to_py)?;
+        }
         let feature_names = feature_names.unwrap_or_default();
         if !feature_names.is_empty() {
             check_names(&feature_names, train.n_features(), "feature names", "X")?;

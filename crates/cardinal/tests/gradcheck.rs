@@ -63,8 +63,7 @@ struct Case {
 }
 
 impl Case {
-    fn new(cfg: &Config) -> Self {
-        let data = tiny_dataset();
+    fn new(data: Dataset, cfg: &Config) -> Self {
         let model = f64_model(&data, cfg);
         let rows: Vec<usize> = (0..data.n_rows()).collect();
         let mut ws = Workspace::default();
@@ -101,7 +100,11 @@ impl Case {
 }
 
 fn check(cfg: &Config, label: &str) {
-    let case = Case::new(cfg);
+    check_on(tiny_dataset(), cfg, label);
+}
+
+fn check_on(data: Dataset, cfg: &Config, label: &str) {
+    let case = Case::new(data, cfg);
     let mut analytic: Vec<(&'static str, Vec<f64>)> = Vec::new();
     case.grad
         .visit(|name, g, _| analytic.push((name, g.to_vec())));
@@ -222,7 +225,7 @@ fn gradient_matches_finite_differences_fp() {
 #[test]
 #[should_panic(expected = "finite difference")]
 fn gradient_check_detects_a_missing_gradient() {
-    let mut case = Case::new(&tiny_config(Method::Exact));
+    let mut case = Case::new(tiny_dataset(), &tiny_config(Method::Exact));
     case.grad.eta[0] = 0.0;
     let fd = case.finite_difference(|m, delta| m.params.eta[0] += delta);
     assert!(
@@ -248,7 +251,7 @@ fn dropout_changes_training_gradients_but_not_inference() {
         model: plain,
         rows,
         ..
-    } = Case::new(&cfg);
+    } = Case::new(tiny_dataset(), &cfg);
     cfg.model.dropout = 0.5;
     let mut dropped = plain.clone();
     dropped.config = cfg;
@@ -275,4 +278,23 @@ fn dropout_changes_training_gradients_but_not_inference() {
         "a new key draws new masks"
     );
     assert_eq!(loss(&plain, 0), loss(&plain, 1));
+}
+
+/// Per-example loss weights (the Python package's `sample_weight`), fractional and one of
+/// them 0, with every per-row term on (relaxed F1, unary BCE, supervised count), averaged over
+/// the batch (divided by the weights' sum).
+#[test]
+fn gradient_matches_finite_differences_with_sample_weights() {
+    let data = tiny_dataset();
+    let weights = [0.5, 2.25, 0.0, 1.0, 3.5, 0.75];
+    let labels = cardinal::data::arrays::with_sample_weights(data.labels.clone(), "w", &weights);
+    let data = Dataset {
+        labels: labels.unwrap(),
+        ..data
+    };
+    for method in [Method::DykstraSoft, Method::Exact] {
+        let mut cfg = tiny_config(method);
+        cfg.loss.sum_over_batch = false;
+        check_on(data.clone(), &cfg, &format!("{method:?}, weighted"));
+    }
 }

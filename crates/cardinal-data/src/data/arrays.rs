@@ -319,9 +319,81 @@ pub fn dataset_from_arrays(name: &str, features: CsrMatrix, labels: LabelSets) -
     })
 }
 
+/// `labels` with the per-example loss weights `weights` ([`LabelSets::weights`]): one per row,
+/// finite (as float32), `>= 0`, not all zero (errors name `what`, e.g. `"sample_weight"`, and the first bad
+/// entry).
+pub fn with_sample_weights(labels: LabelSets, what: &str, weights: &[f64]) -> Result<LabelSets> {
+    if weights.len() != labels.n_rows {
+        return Err(invalid(
+            what,
+            format!(
+                "{} weights for {} rows: expected one weight per example",
+                weights.len(),
+                labels.n_rows
+            ),
+        ));
+    }
+    if let Some((i, w)) = weights
+        .iter()
+        .enumerate()
+        .find(|(_, w)| !w.is_finite() || **w < 0.0 || **w > f32::MAX as f64)
+    {
+        let range = if w.is_finite() && *w > 0.0 {
+            " (within float32's range, in which the model computes)"
+        } else {
+            ""
+        };
+        return Err(invalid(
+            what,
+            format!("entry {i} (from 0) is {w}: expected a finite number >= 0{range}"),
+        ));
+    }
+    if weights.iter().all(|&w| w == 0.0) {
+        return Err(invalid(
+            what,
+            "all weights are zero: at least one example must weigh more than 0".into(),
+        ));
+    }
+    Ok(LabelSets {
+        weights: Some(weights.to_vec()),
+        ..labels
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Weights travel with their rows through `select_rows`; a pushed row weighs 1; bad
+    /// weights are refused, naming the argument.
+    #[test]
+    fn sample_weights_are_checked_and_follow_their_rows() {
+        let labels = labels_from_dense("Y", 3, 2, &[1.0, 0.0, 0.0, 1.0, 1.0, 1.0]).unwrap();
+        let w = with_sample_weights(labels.clone(), "sample_weight", &[0.5, 0.0, 2.0]).unwrap();
+        assert_eq!(w.weight(2), Some(2.0));
+        assert_eq!(labels.weight(2), None);
+        let mut sel = w.select_rows(&[2, 0]);
+        assert_eq!(sel.weights, Some(vec![2.0, 0.5]));
+        assert_eq!(sel.row(0), &[0, 1]);
+        sel.push_row(&[1]);
+        assert_eq!(sel.weights, Some(vec![2.0, 0.5, 1.0]));
+        assert_eq!(labels.select_rows(&[1]).weights, None);
+        for (bad, says) in [
+            (&[1.0, 1.0][..], "2 weights for 3 rows"),
+            (&[1.0, f64::NAN, 1.0][..], "entry 1 (from 0) is NaN"),
+            (&[1.0, 1.0, f64::INFINITY][..], "entry 2 (from 0) is inf"),
+            (&[1.0, -0.5, 1.0][..], "entry 1 (from 0) is -0.5"),
+            (&[1.0, 1e39, 1.0][..], "within float32's range"),
+            (&[0.0, 0.0, 0.0][..], "all weights are zero"),
+        ] {
+            let e = with_sample_weights(labels.clone(), "sample_weight", bad).unwrap_err();
+            let msg = e.to_string();
+            assert!(
+                msg.contains("sample_weight: ") && msg.contains(says),
+                "{msg}"
+            );
+        }
+    }
 
     /// The dense matrix of `m`, by its rows (an independent route to the entries).
     fn dense_of(m: &CsrMatrix) -> Vec<f32> {

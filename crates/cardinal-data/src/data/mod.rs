@@ -234,6 +234,12 @@ pub struct LabelSets {
     pub indptr: Vec<usize>,
     /// The labels of every example, row by row, each row strictly increasing.
     pub indices: Vec<u32>,
+    /// Per-example weights of the training loss (`n_rows` entries, finite and `>= 0`), or
+    /// `None`: every example weighs 1. Only training reads them (each example's terms of the
+    /// batch loss are multiplied by its weight); evaluation and the metrics ignore them.
+    /// [`Self::select_rows`] keeps each selected row's weight, so training folds and dev
+    /// splits carry them. Set them with [`arrays::with_sample_weights`], which checks them.
+    pub weights: Option<Vec<f64>>,
 }
 
 impl LabelSets {
@@ -244,16 +250,27 @@ impl LabelSets {
             n_labels,
             indptr: vec![0],
             indices: Vec::new(),
+            weights: None,
         }
     }
 
-    /// Appends the label set of one example; `labels` strictly increasing, `< n_labels`.
+    /// Appends the label set of one example; `labels` strictly increasing, `< n_labels`. With
+    /// weights, the new example weighs 1.
     pub fn push_row(&mut self, labels: &[u32]) {
         debug_assert!(labels.windows(2).all(|w| w[0] < w[1]));
         debug_assert!(labels.iter().all(|&i| (i as usize) < self.n_labels));
         self.indices.extend_from_slice(labels);
         self.indptr.push(self.indices.len());
         self.n_rows += 1;
+        if let Some(w) = self.weights.as_mut() {
+            w.push(1.0);
+        }
+    }
+
+    /// The loss weight of example `r`, or `None` when the examples are unweighted (see
+    /// [`Self::weights`]).
+    pub fn weight(&self, r: usize) -> Option<f64> {
+        self.weights.as_ref().map(|w| w[r])
     }
 
     /// Labels of example `r`.
@@ -272,6 +289,10 @@ impl LabelSets {
         for &r in rows {
             out.push_row(self.row(r));
         }
+        out.weights = self
+            .weights
+            .as_ref()
+            .map(|w| rows.iter().map(|&r| w[r]).collect());
         out
     }
 

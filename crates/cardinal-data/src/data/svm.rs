@@ -158,6 +158,7 @@ impl Builder {
             n_labels,
             indptr: self.lptr,
             indices: self.li,
+            weights: None,
         };
         // The ids as names, for display; above MAX_NAMED_LABELS none (a few-byte file naming a
         // label id near MAX_LABELS would otherwise cost gigabytes of strings).

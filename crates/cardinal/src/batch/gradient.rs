@@ -1,5 +1,7 @@
 //! The training loss of a batch and its gradient: the weighted negative relaxed F1 of the
-//! iterates, the optional unary BCE and supervised cardinality terms, and weight decay.
+//! iterates, the optional unary BCE and supervised cardinality terms, and weight decay. With
+//! per-example weights ([`LabelSets::weights`]) each example's terms are multiplied by its
+//! weight.
 
 use cardinal_proj::lanes::SoftDykstraLanes;
 use ndarray::linalg::general_mat_mul;
@@ -113,10 +115,32 @@ impl<F: Float> Model<F> {
             self.params.wp.ncols(),
             cfg.inference.steps,
         );
-        let batch_scale: F = if cfg.loss.sum_over_batch {
-            F::one()
-        } else {
-            c(1.0 / b as f64)
+        // Per-example loss weights (`LabelSets::weights`): each row's terms are multiplied by
+        // its weight, and a mean over the batch divides by the weights' sum (so that an
+        // integer weight is the row repeated). Without weights nothing is multiplied: the
+        // same numbers as before weights existed.
+        let row_w: Option<Vec<F>> = labels
+            .weights
+            .as_ref()
+            .map(|w| rows.iter().map(|&r| c(w[r])).collect());
+        let batch_scale: F = match (cfg.loss.sum_over_batch, &labels.weights) {
+            (true, _) => F::one(),
+            (false, None) => c(1.0 / b as f64),
+            (false, Some(w)) => {
+                let total: f64 = rows.iter().map(|&r| w[r]).sum();
+                if total > 0.0 {
+                    c(1.0 / total)
+                } else {
+                    F::zero()
+                }
+            }
+        };
+        // Row r's weight times `x`, or `x` itself without weights.
+        let weigh = |r: usize, x: F| -> F {
+            match &row_w {
+                Some(w) => x * w[r],
+                None => x,
+            }
         };
         ensure_shape(&mut ws.gu, b, l);
         // At least one step's room per row: rayon cannot split into empty chunks (steps = 0,
@@ -144,6 +168,7 @@ impl<F: Float> Model<F> {
         let bce = |r: usize, gu: &mut [F]| -> F {
             let mut loss = F::zero();
             if bce_w > F::zero() {
+                let bce_w = weigh(r, bce_w);
                 let urow = &u[r * l..(r + 1) * l];
                 for i in 0..l {
                     let x = urow[i];
@@ -179,7 +204,7 @@ impl<F: Float> Model<F> {
             gys.clear();
             gys.resize(steps * l, F::zero());
             for t in 1..=steps {
-                let w = weights[t - 1];
+                let w = weigh(r, weights[t - 1]);
                 let f1 = soft_f1(tape.y(t, l), gold, Some((&mut gys[(t - 1) * l..t * l], -w)));
                 loss -= w * f1;
             }
@@ -223,6 +248,9 @@ impl<F: Float> Model<F> {
                         .is_err()
                     {
                         return false;
+                    }
+                    if let Some(w) = &row_w {
+                        bt.scale_rows(&w[r0..r0 + n]);
                     }
                     un.backward_block(lanes, bt);
                     un.energy_block(bt);
@@ -309,6 +337,7 @@ impl<F: Float> Model<F> {
                 }
             }
             if card_w > F::zero() {
+                let card_w = weigh(r, card_w);
                 let count: F = c(labels.count(rows[r]) as f64);
                 let target = (count.max(kmin).min(kmax) - kmin).to_usize().unwrap();
                 loss.card_loss -= (card_w * batch_scale * pr[target].max(c(1e-30)).ln())

@@ -120,6 +120,20 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
         (self.gz[r], self.geta[r])
     }
 
+    /// Multiplies row `r`'s loss and its seeds `∂ℓ/∂y_t` by `weights[r]` (per-example loss
+    /// weights), between [`Unroll::forward_block_tape`] and [`Unroll::backward_block`]: the
+    /// backward pass is linear in the seeds, so every gradient of row `r` is scaled too.
+    pub fn scale_rows(&mut self, weights: &[F]) {
+        assert_eq!(weights.len(), self.rows, "one weight per row of the block");
+        for (w, &s) in weights.iter().enumerate() {
+            self.loss[w] *= s;
+            for [common, on] in &mut self.f1 {
+                common[w] *= s;
+                on[w] *= s;
+            }
+        }
+    }
+
     /// Copies row `r`'s `∂ℓ/∂u` out of the lanes.
     pub fn write_gu(&self, r: usize, gu: &mut [F]) {
         lane_to_row(&self.gu, r, gu);
