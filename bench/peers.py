@@ -303,7 +303,9 @@ def load(dataset, data_dir):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the readers' notes (identifier attributes dropped)
-        d = cardinal.load_dataset(dataset, data_dir=data_dir)
+        # CSR for every dataset, as the recorded runs read them (`load_dataset` gives dense
+        # data as an array by default).
+        d = cardinal.load_dataset(dataset, data_dir=data_dir, sparse=True)
     return d
 
 
