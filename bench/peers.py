@@ -247,7 +247,7 @@ def make_method(name):
         if name == "cardinal":
             from cardinal import CardinalClassifier
 
-            return CardinalClassifier(seed=SEED, threads=1)
+            return CardinalClassifier(random_state=SEED, n_jobs=1)
         if name in ("mlknn", "rakeld-lr", "br-svc"):
             from skmultilearn.adapt import MLkNN
             from skmultilearn.ensemble import RakelD

@@ -8,7 +8,7 @@ Usage (with the package installed and the CLI built: `cargo build --release`):
 
 Each pair runs `cardinal --threads 1 train --seed 0 --no-checkpoints` under `/usr/bin/time`
 (user + system CPU of the whole command, data loading and the final test evaluation
-included) and `CardinalClassifier(seed=0, threads=1).fit` (the process's CPU time around the
+included) and `CardinalClassifier(random_state=0, n_jobs=1).fit` (the process's CPU time around the
 fit alone, from `getrusage`).
 """
 
@@ -43,7 +43,7 @@ def main():
         )
         u, s, e = map(float, p.stderr.strip().splitlines()[-1].split())
         c0, w0 = cpu(), time.perf_counter()
-        CardinalClassifier(seed=0, threads=1).fit(d.X_train, d.Y_train)
+        CardinalClassifier(random_state=0, n_jobs=1).fit(d.X_train, d.Y_train)
         c1, w1 = cpu(), time.perf_counter()
         print(f"| {pair} | {u + s:.1f} s | {e:.1f} s | {c1 - c0:.1f} s | {w1 - w0:.1f} s "
               f"| {(c1 - c0) / (u + s):.3f} |")

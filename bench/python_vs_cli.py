@@ -6,7 +6,7 @@ Usage (with the package installed and the CLI built: `cargo build --release`):
     python bench/python_vs_cli.py [--pairs 3] [--threads 2] [--cli target/release/cardinal]
 
 Each pair runs `cardinal train --seed 0 --threads T --out DIR` and
-`CardinalClassifier(seed=0, threads=T).fit(X_train, Y_train)` on `load_dataset("bibtex")`,
+`CardinalClassifier(random_state=0, n_jobs=T).fit(X_train, Y_train)` on `load_dataset("bibtex")`,
 alternating which goes first. The Python model is saved and scored by `cardinal eval`, so both
 example-F1s come from the same code; its `model.safetensors` is compared byte for byte with
 the CLI's. Prints one Markdown table.
@@ -43,7 +43,7 @@ def run_cli(cli, threads, out):
 
 def run_python(cli, threads, data, out):
     start = time.perf_counter()
-    clf = CardinalClassifier(seed=0, threads=threads).fit(data.X_train, data.Y_train)
+    clf = CardinalClassifier(random_state=0, n_jobs=threads).fit(data.X_train, data.Y_train)
     wall = time.perf_counter() - start
     clf.save(out)
     proc = subprocess.run(
