@@ -183,14 +183,7 @@ impl Engine {
         cfg: Config,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<Trained> {
-        let system = self.systems.for_config(&cfg)?;
-        require_rows(train, &cfg.train)?;
-        let mut hooks = Hooks {
-            on_event,
-            after_epoch: &mut |_| Ok(()),
-            wait: self.runtime.wait,
-        };
-        system.fit(train, Start::Fresh(cfg), &mut hooks)
+        self.fit_cancellable(train, cfg, on_event, &AtomicBool::new(false))
     }
 
     /// [`Engine::fit`] that stops with [`Error::Interrupted`] when `cancel` is set, checked
