@@ -244,7 +244,8 @@ fn a_bad_multi_target_configuration_is_refused_naming_the_field() {
     };
     let e = refused(r#"{"multi_target": {"steps": 0}}"#);
     assert!(
-        e.contains("bad.json") && e.contains("multi_target.steps = 0: expected 1..=100"),
+        e.contains("bad.json")
+            && e.contains("multi_target.steps = 0 is out of range: expected 1..=100"),
         "{e}"
     );
     let e = refused(r#"{"multi_target": {"lr": -1}}"#);

@@ -10,14 +10,14 @@ use crate::error::{Error, Result};
 pub(super) const MAX_EPOCHS: usize = 100_000;
 
 /// The refusal of `value` for `field`, which expects `range`.
-pub(super) fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
+pub(crate) fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
     Error::Config(format!(
         "{field} = {value} is out of range: expected {range}"
     ))
 }
 
 /// `Ok` when `ok`, else the refusal of `value` for `field`.
-pub(super) fn check(ok: bool, field: &str, value: impl Display, range: &str) -> Result<()> {
+pub(crate) fn check(ok: bool, field: &str, value: impl Display, range: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
@@ -26,7 +26,7 @@ pub(super) fn check(ok: bool, field: &str, value: impl Display, range: &str) -> 
 }
 
 /// `value` is a finite number above 0.
-pub(super) fn positive(field: &str, value: f64) -> Result<()> {
+pub(crate) fn positive(field: &str, value: f64) -> Result<()> {
     check(
         value.is_finite() && value > 0.0,
         field,
@@ -36,7 +36,7 @@ pub(super) fn positive(field: &str, value: f64) -> Result<()> {
 }
 
 /// `value` is a finite number of at least 0.
-pub(super) fn non_negative(field: &str, value: f64) -> Result<()> {
+pub(crate) fn non_negative(field: &str, value: f64) -> Result<()> {
     check(
         value.is_finite() && value >= 0.0,
         field,
@@ -64,7 +64,7 @@ pub(super) fn rate(field: &str, value: f64) -> Result<()> {
 }
 
 /// `value` lies in `min..=max`.
-pub(super) fn count(field: &str, value: usize, min: usize, max: usize) -> Result<()> {
+pub(crate) fn count(field: &str, value: usize, min: usize, max: usize) -> Result<()> {
     check(
         (min..=max).contains(&value),
         field,

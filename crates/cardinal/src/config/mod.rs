@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use check::{check, out_of_range};
 
 mod baseline;
-mod check;
+pub(crate) mod check;
 mod inference;
 mod loss;
 mod model;

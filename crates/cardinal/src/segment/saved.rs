@@ -435,7 +435,7 @@ mod tests {
         .unwrap();
         let e = load(dir.path()).unwrap_err().to_string();
         assert!(
-            e.contains("config.json") && e.contains("steps = 0: expected 1..=100"),
+            e.contains("config.json") && e.contains("steps = 0 is out of range: expected 1..=100"),
             "{e}"
         );
         std::fs::write(&cfg_path, cfg.to_json()).unwrap();

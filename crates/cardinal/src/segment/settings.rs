@@ -2,7 +2,7 @@
 //! model directory, and what `cardinal train --config FILE` reads when the data is
 //! multi-target. The document is one section, `{"multi_target": {...}}`; a field left out
 //! keeps its default ([`SegConfig::default`]), an unknown field is refused, and every value is
-//! range-checked, the error naming the field (`multi_target.steps = 0: expected 1..=100`).
+//! range-checked, the error naming the field (`multi_target.steps = 0 is out of range: expected 1..=100`).
 //!
 //! It is a section of its own rather than part of [`crate::Config`]: the binary model's
 //! presets, systems, networks and schedules do not apply to it (docs/DESIGN.md).
@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::Mode;
 use super::train::SegConfig;
+use crate::config::check;
 use crate::error::{Error, Result};
 use cardinal_proj::matrix::{AnyMatrixProjector, MatrixMethod};
 
@@ -81,24 +82,18 @@ pub fn parse_mode(s: &str) -> Result<Mode> {
         })
 }
 
+/// `multi_target.FIELD`, checked by the configuration's own range checks (one message format
+/// for every section).
 fn in_range(field: &str, v: usize, lo: usize, hi: usize) -> Result<()> {
-    if (lo..=hi).contains(&v) {
-        Ok(())
-    } else {
-        Err(Error::Config(format!(
-            "{SECTION}.{field} = {v}: expected {lo}..={hi}"
-        )))
-    }
+    check::count(&format!("{SECTION}.{field}"), v, lo, hi)
 }
 
 fn positive(field: &str, v: f64, zero_ok: bool) -> Result<()> {
-    if v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0)) {
-        Ok(())
+    let field = format!("{SECTION}.{field}");
+    if zero_ok {
+        check::non_negative(&field, v)
     } else {
-        let want = if zero_ok { ">= 0" } else { "> 0" };
-        Err(Error::Config(format!(
-            "{SECTION}.{field} = {v}: expected a finite number {want}"
-        )))
+        check::positive(&field, v)
     }
 }
 
@@ -196,13 +191,13 @@ mod tests {
         let bad = cfg().to_json().replace("\"eta\": 0.5", "\"eta\": -1.0");
         let e = SegConfig::from_json(&bad).unwrap_err().to_string();
         assert!(
-            e.contains("multi_target.eta = -1: expected a finite number > 0"),
+            e.contains("multi_target.eta = -1 is out of range: expected a finite number > 0"),
             "{e}"
         );
         let bad = cfg().to_json().replace("\"steps\": 4", "\"steps\": 0");
         let e = SegConfig::from_json(&bad).unwrap_err().to_string();
         assert!(
-            e.contains("multi_target.steps = 0: expected 1..=100"),
+            e.contains("multi_target.steps = 0 is out of range: expected 1..=100"),
             "{e}"
         );
         let bad = cfg()
