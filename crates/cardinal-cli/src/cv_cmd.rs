@@ -22,6 +22,15 @@ pub struct CvArgs {
 }
 
 pub fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
+    if args.data.spec().multi_target_files()?.is_some() {
+        anyhow::bail!(
+            "`{}` is multi-target (Section 6) data: `cv` cross-validates binary multi-label \
+             data only; train it with `cardinal train --dataset {}` and score it with \
+             `cardinal eval`",
+            args.data.dataset,
+            args.data.dataset
+        );
+    }
     let cfg = args.cfg.load()?;
     let data = args.data.spec().load()?;
     errln!(

@@ -262,3 +262,27 @@ fn a_bad_multi_target_configuration_is_refused_naming_the_field() {
     assert!(e.contains("multi_target.energy = 2"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `cv` and `data stats` handle binary multi-label data only: on multi-target data each says
+/// so and what to run instead, rather than "not found".
+#[test]
+fn cv_and_data_stats_refuse_multi_target_data_saying_what_is_supported() {
+    let dir = tmpdir("seg-cv-stats");
+    let data = small_benchmark(&dir);
+    for args in [
+        vec!["cv", "--dataset", data.as_str(), "--folds", "2"],
+        vec!["data", "stats", data.as_str()],
+    ] {
+        let o = cardinal(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(
+            err.contains("is multi-target (Section 6) data")
+                && err.contains("binary multi-label data only")
+                && err.contains("cardinal train --dataset")
+                && !err.contains("not found"),
+            "{args:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
