@@ -34,6 +34,15 @@ pub fn write_report(engine: &Engine, dirs: &[PathBuf], out: &Path) -> anyhow::Re
 pub fn run(engine: &Engine, args: &ReportArgs) -> anyhow::Result<()> {
     for model in &args.models {
         crate::out_path::refuse_inside_model(&args.out, "--out", model)?;
+        if engine.is_multi_target_run(model) {
+            anyhow::bail!(
+                "{} is a multi-target (Section 6) model: `report` draws binary multi-label \
+                 models only; `cardinal eval --model {}` prints its scores (mean IoU, per \
+                 class) and its `metrics.jsonl` holds the training curve",
+                model.display(),
+                model.display()
+            );
+        }
     }
     write_report(engine, &args.models, &args.out)
 }

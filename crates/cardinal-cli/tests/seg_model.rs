@@ -56,6 +56,23 @@ fn a_saved_multi_target_model_is_evaluated_and_predicted_through_eval_and_predic
     let eval: serde_json::Value = serde_json::from_str(&eval).unwrap();
     assert_eq!(eval["mean_iou"], seg["test"]["mean_iou"]);
     assert_eq!(eval["class_iou"], seg["test"]["class_iou"]);
+    // report draws binary models only, and says so (it failed on the training log).
+    let html = dir.join("r.html");
+    let o = cardinal(&[
+        "report",
+        "--model",
+        model_s,
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && !html.exists());
+    assert!(
+        err.contains("is a multi-target (Section 6) model")
+            && err.contains("cardinal eval --model")
+            && !err.contains("epoch record"),
+        "{err}"
+    );
     // Without --data: the run's own test data, from its run.json.
     let own = stdout(&cardinal(&["eval", "--model", model_s, "--json", "-"]));
     let own: serde_json::Value = serde_json::from_str(&own).unwrap();
