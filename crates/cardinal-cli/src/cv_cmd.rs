@@ -22,17 +22,21 @@ pub struct CvArgs {
 }
 
 pub fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
-    if args.data.spec().multi_target_files()?.is_some() {
-        anyhow::bail!(
-            "`{}` is multi-target (Section 6) data: `cv` cross-validates binary multi-label \
-             data only; train it with `cardinal train --dataset {}` and score it with \
-             `cardinal eval`",
-            args.data.dataset,
-            args.data.dataset
-        );
-    }
     let cfg = args.cfg.load()?;
-    let data = args.data.spec().load()?;
+    let data = match args.data.spec().load() {
+        Ok(data) => data,
+        // Multi-target data is not binary data the readers failed on: say what it is.
+        Err(e) => match args.data.spec().multi_target_files() {
+            Ok(Some(_)) => anyhow::bail!(
+                "`{}` is multi-target (Section 6) data: `cv` cross-validates binary \
+                 multi-label data only; train it with `cardinal train --dataset {}` and score \
+                 it with `cardinal eval`",
+                args.data.dataset,
+                args.data.dataset
+            ),
+            _ => return Err(e.into()),
+        },
+    };
     errln!(
         "{}: {} training rows, {} folds; preset {}, seed {} (the test split is not used)",
         data.train.name,

@@ -49,19 +49,24 @@ pub fn run(args: &DataArgs) -> anyhow::Result<()> {
 }
 
 fn stats(a: &StatsArgs) -> anyhow::Result<()> {
-    let mut spec = DataSpec::named(&a.dataset);
-    spec.data_dir.clone_from(&a.data_dir);
-    if spec.multi_target_files()?.is_some() {
-        anyhow::bail!(
-            "`{}` is multi-target (Section 6) data: `data stats` describes binary multi-label \
-             data only; `cardinal train --dataset {}` prints its shape (rows, positions, \
-             classes)",
-            a.dataset,
-            a.dataset
-        );
-    }
-    let (resolved, notes) = resolve_dataset_noted(&a.dataset, a.data_dir.as_deref())
-        .with_context(|| format!("loading dataset `{}`", a.dataset))?;
+    let (resolved, notes) = match resolve_dataset_noted(&a.dataset, a.data_dir.as_deref()) {
+        Ok(found) => found,
+        Err(e) => {
+            // Multi-target data is not binary data the readers failed on: say what it is.
+            let mut spec = DataSpec::named(&a.dataset);
+            spec.data_dir.clone_from(&a.data_dir);
+            if matches!(spec.multi_target_files(), Ok(Some(_))) {
+                anyhow::bail!(
+                    "`{}` is multi-target (Section 6) data: `data stats` describes binary \
+                     multi-label data only; `cardinal train --dataset {}` prints its shape \
+                     (rows, positions, classes)",
+                    a.dataset,
+                    a.dataset
+                );
+            }
+            return Err(e).with_context(|| format!("loading dataset `{}`", a.dataset));
+        }
+    };
     for note in &notes {
         errln!("note: {note}");
     }

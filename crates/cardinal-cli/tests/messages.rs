@@ -31,12 +31,25 @@ fn formats_are_told_by_their_content() {
     std::fs::write(dir.join("t.csv"), "a,b,labels\n1,2,x\n").unwrap();
     let o = cardinal(&["data", "stats", arg(&dir.join("t.csv"))]);
     assert!(stderr(&o).contains("looks like CSV"), "{}", stderr(&o));
-    let o = cardinal(&["data", "stats", "/dev/zero"]);
-    let err = stderr(&o);
-    assert!(
-        err.contains("neither a file nor a folder") && !err.contains("not found"),
-        "{err}"
-    );
+    // Refused by name, and never read as a header (of a multi-target file or any other).
+    for args in [
+        &["data", "stats", "/dev/zero"][..],
+        &["cv", "--dataset", "/dev/zero"],
+        &[
+            "train",
+            "--dataset",
+            "/dev/zero",
+            "--out",
+            arg(&dir.join("z")),
+        ],
+    ] {
+        let o = cardinal(args);
+        let err = stderr(&o);
+        assert!(
+            err.contains("neither a file nor a folder") && !err.contains("not found"),
+            "{args:?}: {err}"
+        );
+    }
     std::fs::write(
         dir.join("n.arff"),
         "@relation x\n@attribute a numeric\n@data\n1\n",

@@ -94,6 +94,11 @@ impl DataSpec {
             (false, Some(dir)) if dir.join(&self.dataset).exists() => dir.join(&self.dataset),
             _ => return Ok(None),
         };
+        // A device, FIFO or socket is no multi-target file: the binary readers refuse it by
+        // name (reading its "header" could block or never end).
+        if !(path.is_dir() || path.is_file()) {
+            return Ok(None);
+        }
         let files = if path.is_dir() {
             let (train, test) = (path.join("train.arff"), path.join("test.arff"));
             if !(train.is_file() && test.is_file()) {
