@@ -9,12 +9,7 @@ use cardinal::pipeline::{batch_loss, Model, Workspace};
 use cardinal::proj::Method;
 use cardinal::train::init_model;
 
-fn lcg(seed: &mut u64) -> f64 {
-    *seed = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (*seed >> 11) as f64 / (1u64 << 53) as f64
-}
+use cardinal_testkit::lcg;
 
 fn tiny_dataset() -> Dataset {
     let (n, d, l) = (6, 12, 7);

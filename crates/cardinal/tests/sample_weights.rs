@@ -14,12 +14,7 @@ use cardinal::pipeline::{BatchLoss, Model, Workspace};
 use cardinal::proj::Method;
 use cardinal::train::init_model;
 
-fn lcg(seed: &mut u64) -> f64 {
-    *seed = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (*seed >> 11) as f64 / (1u64 << 53) as f64
-}
+use cardinal_testkit::lcg;
 
 /// 20 rows of 12 features and 7 labels (1 to 4 a row).
 fn rows20() -> Dataset {
