@@ -142,6 +142,15 @@ pub fn apply_edit(text: &mut Vec<u8>, e: &Edit, dict: &[&[u8]], numbers_end: usi
     }
 }
 
+/// A seeded uniform draw in `[0, 1)` (Knuth's 64-bit LCG, top 53 bits): reproducible test data
+/// without a random-number crate, the same stream in every test that shares a seed.
+pub fn lcg(seed: &mut u64) -> f64 {
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (*seed >> 11) as f64 / (1u64 << 53) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,13 +210,4 @@ mod tests {
         assert_eq!(edited(t, any_run, 4), "aXb345");
         assert_eq!(edited(t, second, 1), t, "no digits before position 1");
     }
-}
-
-/// A seeded uniform draw in `[0, 1)` (Knuth's 64-bit LCG, top 53 bits): reproducible test data
-/// without a random-number crate, the same stream in every test that shares a seed.
-pub fn lcg(seed: &mut u64) -> f64 {
-    *seed = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (*seed >> 11) as f64 / (1u64 << 53) as f64
 }
