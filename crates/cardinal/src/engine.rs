@@ -43,7 +43,7 @@ use crate::data::{read_inputs, CsrMatrix, Dataset, Inputs, Labels, LoadNote, Tra
 use crate::error::{Error, Result};
 use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_counts, EvalReport};
 use crate::pipeline::{check_dims, Model, Outputs};
-use crate::run_dir::{self, Existing, RunLock};
+use crate::run_dir::{self, Existing, RunDir};
 use crate::runtime::Runtime;
 use crate::system::{Hooks, Start, Systems};
 use crate::train::{EpochRecord, Event, TrainState, Trained};
@@ -78,8 +78,9 @@ pub struct PreparedRun {
     pub data: TrainTest,
     /// A fresh configuration, or the state of the interrupted run.
     pub start: Start,
-    /// Held until the run is finished: no other process writes into `dir` meanwhile.
-    pub lock: RunLock,
+    /// Held until the run is finished: no other process writes into `dir` meanwhile. The
+    /// run's files go to its [`RunDir::path`], which becomes `dir` when the run is finished.
+    pub run_dir: RunDir,
     /// What the data readers decided (see [`DataSpec::load_noted`]), for the user.
     pub notes: Vec<LoadNote>,
 }
@@ -249,12 +250,9 @@ impl Engine {
         } else {
             Existing::Refuse
         };
-        let _lock = run_dir::prepare(
-            dir,
-            existing,
-            &[RUN_FILE, DATA_FILE, METRICS_FILE, EVAL_FILE],
-        )?;
-        checkpoint::save(model, dir, trained_on)
+        let run_dir = run_dir::prepare(dir, existing)?;
+        checkpoint::save(model, run_dir.path(), trained_on)?;
+        run_dir.commit()
     }
 
     /// The model's system's inference on every row of `x`.
@@ -397,20 +395,20 @@ impl Engine {
         let (data, notes) = spec.load_noted()?;
         require_rows(&data.train, &cfg.train)?;
         log_data(&data);
-        let lock = open_new_run(dir, spec, replace)?;
-        record_identity(dir, spec, &data)?;
+        let run_dir = open_new_run(dir, spec, replace)?;
+        record_identity(run_dir.path(), spec, &data)?;
         Ok(PreparedRun {
             dir: dir.to_path_buf(),
             data,
             start: Start::Fresh(cfg),
-            lock,
+            run_dir,
             notes,
         })
     }
 
     /// Reopens the interrupted run in `dir` at its latest checkpoint, with the same data.
     pub fn resume_run(&self, dir: &Path) -> Result<PreparedRun> {
-        let (lock, spec) = reopen_run(dir)?;
+        let (run_dir, spec) = reopen_run(dir)?;
         let (data, notes) = spec.load_noted()?;
         check_identity(dir, &spec, &data)?;
         log_data(&data);
@@ -438,7 +436,7 @@ impl Engine {
             dir: dir.to_path_buf(),
             data,
             start: Start::Resume(Box::new(state)),
-            lock,
+            run_dir,
             notes,
         })
     }
@@ -455,12 +453,13 @@ impl Engine {
     ) -> Result<RunOutcome> {
         let system = self.systems.for_config(run.config())?;
         let PreparedRun {
-            dir,
             data,
             start,
-            lock: _lock,
+            run_dir,
             notes,
+            ..
         } = run;
+        let dir = run_dir.path().to_path_buf();
         let metrics_path = dir.join(METRICS_FILE);
         let mut metrics_lines: String = match &start {
             Start::Resume(state) => state
@@ -515,6 +514,7 @@ impl Engine {
                 .expect("serialisable")
                 .as_bytes(),
         )?;
+        run_dir.commit()?;
         Ok(RunOutcome {
             model: trained.model,
             history: trained.history,

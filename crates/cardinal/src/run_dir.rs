@@ -1,13 +1,15 @@
 //! Run directories that never lose a model: an existing directory is only reused when the
 //! caller says so, one process at a time writes into it (a lock file, with stale locks of
-//! killed processes detected), and a replaced run's state is cleared while its model stays
-//! until the new one is saved over it.
+//! killed processes detected), and a replaced run stays whole until the new one is whole:
+//! the new run is written beside it and swapped in with one rename ([`swap`]).
 
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{META_FILE, WEIGHTS_FILE};
 use crate::engine::RUN_FILE;
 use crate::error::{Error, Result};
+
+mod swap;
 
 /// The lock file of a run directory (it holds the owner's process id).
 pub const LOCK_FILE: &str = ".cardinal.lock";
@@ -17,8 +19,8 @@ pub const LOCK_FILE: &str = ".cardinal.lock";
 pub enum Existing {
     /// Refuse it (the default: never overwrite a model without being asked).
     Refuse,
-    /// Replace the run: its checkpoints, metrics and evaluation are removed now, its model
-    /// only when the new one is saved over it.
+    /// Replace the run: the new run is written into a fresh sibling folder and swapped in
+    /// whole by [`RunDir::commit`]; until then the old run stays as it was.
     Replace,
     /// Continue it (`--resume`).
     Continue,
@@ -231,10 +233,55 @@ fn holds_anything(dir: &Path) -> Result<bool> {
     }
 }
 
-/// Creates (or reuses, as `existing` allows) the run directory `dir` and locks it. The files
-/// that only describe a run (`files`, and `checkpoints/`) of a replaced run are removed; its
-/// model files stay until the new model replaces them.
-pub fn prepare(dir: &Path, existing: Existing, files: &[&str]) -> Result<RunLock> {
+/// A run directory held for writing: the lock of the run directory as named, and the folder
+/// the run's files are written into until [`RunDir::commit`] makes them the run.
+#[derive(Debug)]
+pub struct RunDir {
+    target: PathBuf,
+    lock: RunLock,
+    /// When replacing a run: the sibling folder the new run is written into, and its lock.
+    staging: Option<(PathBuf, RunLock)>,
+}
+
+impl RunDir {
+    /// Where the run's files are written: the run directory itself, or, while an existing run
+    /// is being replaced, the sibling folder that becomes it at [`RunDir::commit`].
+    pub fn path(&self) -> &Path {
+        match &self.staging {
+            Some((staging, _)) => staging,
+            None => &self.target,
+        }
+    }
+
+    /// Makes what was written the run: a replacement is swapped in with one rename (the old
+    /// run is then removed, keeping any files cardinal did not write); otherwise nothing is
+    /// left to do. Dropped without it, a replacement is abandoned and the old run stays whole.
+    pub fn commit(mut self) -> Result<()> {
+        if let Some((staging, mut staging_lock)) = self.staging.take() {
+            let lock = &mut self.lock;
+            swap::swap_in(&staging, &self.target, &mut || {
+                // The two folders changed names: so did their lock files.
+                std::mem::swap(&mut lock.path, &mut staging_lock.path);
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        // A replacement that was never committed (its run failed): the old run stays, and
+        // the half-written new one goes.
+        if let Some((staging, _lock)) = self.staging.take() {
+            let _ = std::fs::remove_dir_all(&staging);
+        }
+    }
+}
+
+/// Creates (or reuses, as `existing` allows) the run directory `dir` and locks it. Replacing
+/// an existing run writes the new one into a fresh sibling folder (see [`RunDir`]), so that
+/// the old run stays whole until [`RunDir::commit`].
+pub fn prepare(dir: &Path, existing: Existing) -> Result<RunDir> {
     // Looked at before locking (a run in the way is refused without touching its folder),
     // and again once locked: another run may have finished there meanwhile.
     refuse_unless_allowed(dir, existing)?;
@@ -248,20 +295,21 @@ pub fn prepare(dir: &Path, existing: Existing, files: &[&str]) -> Result<RunLock
                 why,
             });
         }
-        for name in files {
-            let p = dir.join(name);
-            match std::fs::remove_file(&p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(&p, e)),
-            }
-        }
-        let ckpt = dir.join("checkpoints");
-        if ckpt.is_dir() {
-            std::fs::remove_dir_all(&ckpt).map_err(|e| Error::io(&ckpt, e))?;
-        }
+        // The folder itself, where `dir` is a link to it: that is what gets replaced.
+        let real = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
+        let path = swap::fresh_staging(&real)?;
+        let staging_lock = self::lock(&path)?;
+        return Ok(RunDir {
+            target: real,
+            lock,
+            staging: Some((path, staging_lock)),
+        });
     }
-    Ok(lock)
+    Ok(RunDir {
+        target: dir.to_path_buf(),
+        lock,
+        staging: None,
+    })
 }
 
 /// Why the occupied folder `dir` is not a run that may be replaced, if it is not: a
@@ -347,22 +395,108 @@ mod tests {
         d
     }
 
-    #[test]
-    fn an_existing_run_is_refused_unless_replaced_and_its_model_stays() {
-        let d = tmp("existing");
+    /// Files of a run folder, sorted, with their content (folders end in `/`).
+    fn files(d: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let name = e.file_name().to_string_lossy().into_owned();
+                match e.file_type().unwrap().is_dir() {
+                    true => (format!("{name}/"), Vec::new()),
+                    false => (name, std::fs::read(e.path()).unwrap()),
+                }
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// A folder holding a run, with a file of the user's.
+    fn old_run(d: &Path) {
         std::fs::create_dir_all(d.join("checkpoints/epoch-0001")).unwrap();
         std::fs::write(d.join(WEIGHTS_FILE), b"old weights").unwrap();
         std::fs::write(d.join("metrics.jsonl"), b"{}").unwrap();
         std::fs::write(d.join("notes.txt"), b"mine").unwrap();
         std::fs::write(d.join(RUN_FILE), r#"{"dataset": "bibtex", "train": null, "test": null, "labels": null, "data_dir": null, "train_fraction": 0.8}"#).unwrap();
-        let err = prepare(&d, Existing::Refuse, &["metrics.jsonl"]).unwrap_err();
+    }
+
+    #[test]
+    fn an_existing_run_is_refused_unless_replaced_and_stays_whole_until_committed() {
+        let d = tmp("existing");
+        old_run(&d);
+        let before = files(&d);
+        let err = prepare(&d, Existing::Refuse).unwrap_err();
         assert!(err.to_string().contains("holds a model"), "{err}");
-        let lock = prepare(&d, Existing::Replace, &["metrics.jsonl"]).unwrap();
-        assert!(!d.join("metrics.jsonl").exists() && !d.join("checkpoints").exists());
-        assert_eq!(std::fs::read(d.join(WEIGHTS_FILE)).unwrap(), b"old weights");
-        assert_eq!(std::fs::read(d.join("notes.txt")).unwrap(), b"mine");
-        drop(lock);
-        assert!(!d.join(LOCK_FILE).exists());
+        let run = prepare(&d, Existing::Replace).unwrap();
+        let staging = run.path().to_path_buf();
+        assert_ne!(staging, d);
+        std::fs::write(staging.join(WEIGHTS_FILE), b"new weights").unwrap();
+        std::fs::write(staging.join(RUN_FILE), b"{}").unwrap();
+        // Until the commit, the old run is all there is under its name.
+        let mut held = files(&d);
+        held.retain(|(n, _)| n != LOCK_FILE);
+        assert_eq!(held, before);
+        run.commit().unwrap();
+        assert_eq!(
+            files(&d),
+            vec![
+                ("model.safetensors".into(), b"new weights".to_vec()),
+                ("notes.txt".into(), b"mine".to_vec()),
+                (RUN_FILE.into(), b"{}".to_vec()),
+            ]
+        );
+        assert!(!staging.exists());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn an_abandoned_replacement_leaves_the_old_run_and_no_trace() {
+        let d = tmp("abandoned");
+        old_run(&d);
+        let before = files(&d);
+        let run = prepare(&d, Existing::Replace).unwrap();
+        let staging = run.path().to_path_buf();
+        std::fs::write(staging.join(WEIGHTS_FILE), b"half").unwrap();
+        drop(run);
+        assert_eq!(files(&d), before);
+        assert!(!staging.exists());
+        // A killed one (no drop) leaves its folder, which the next replacement clears.
+        let run = prepare(&d, Existing::Replace).unwrap();
+        std::fs::write(run.path().join(WEIGHTS_FILE), b"half").unwrap();
+        std::mem::forget(run);
+        std::fs::remove_file(d.join(LOCK_FILE)).unwrap();
+        assert!(staging.join(WEIGHTS_FILE).exists());
+        let run = prepare(&d, Existing::Replace).unwrap();
+        assert_eq!(run.path(), staging);
+        assert!(!staging.join(WEIGHTS_FILE).exists());
+        drop(run);
+        // ... unless it holds a file cardinal does not write: then it is refused, named.
+        std::fs::create_dir(&staging).unwrap();
+        std::fs::write(staging.join("moved-here.txt"), b"theirs").unwrap();
+        let err = prepare(&d, Existing::Replace).unwrap_err().to_string();
+        assert!(
+            err.contains("interrupted replacement") && err.contains("moved-here.txt"),
+            "{err}"
+        );
+        assert!(staging.join("moved-here.txt").exists());
+        std::fs::remove_dir_all(&staging).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Through a link to the run folder, the folder is replaced and the link kept.
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_run_folder_is_replaced_in_place() {
+        let (d, link) = (tmp("linked"), tmp("link"));
+        old_run(&d);
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        let run = prepare(&link, Existing::Replace).unwrap();
+        std::fs::write(run.path().join(WEIGHTS_FILE), b"new weights").unwrap();
+        run.commit().unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read(d.join(WEIGHTS_FILE)).unwrap(), b"new weights");
+        std::fs::remove_file(&link).unwrap();
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -396,7 +530,7 @@ mod tests {
         std::fs::write(d.join("checkpoints/resnet/weights.pt"), b"theirs").unwrap();
         std::fs::write(d.join("metrics.jsonl"), b"{}").unwrap();
         std::fs::write(d.join(RUN_FILE), b"{\"epochs\": 3}").unwrap();
-        let err = prepare(&d, Existing::Replace, &["metrics.jsonl"]).unwrap_err();
+        let err = prepare(&d, Existing::Replace).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, Error::NotARun { .. }), "{msg}");
         assert!(
@@ -415,8 +549,8 @@ mod tests {
             b"{\"format_version\": 2, \"cardinal_version\": \"0.1.0\"}",
         )
         .unwrap();
-        drop(prepare(&d, Existing::Replace, &["metrics.jsonl"]).unwrap());
-        assert!(!d.join("metrics.jsonl").exists());
+        prepare(&d, Existing::Replace).unwrap().commit().unwrap();
+        assert!(!d.join("metrics.jsonl").exists() && !d.join("checkpoints").exists());
         std::fs::remove_dir_all(&d).unwrap();
         assert_eq!(
             not_a_run(Path::new("/")).as_deref(),

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{DataSpec, EVAL_FILE, METRICS_FILE, RUN_FILE};
+use super::{DataSpec, RUN_FILE};
 use crate::checkpoint::{self, write_atomic};
 use crate::data::{Dataset, TrainTest};
 use crate::error::{Error, Result};
-use crate::run_dir::{self, Existing, RunLock};
+use crate::run_dir::{self, Existing, RunDir};
 
 /// The name of the file in a run directory that records what its data was.
 pub const DATA_FILE: &str = "data.json";
@@ -117,28 +117,24 @@ pub(super) fn check_identity(dir: &Path, spec: &DataSpec, data: &TrainTest) -> R
     Ok(())
 }
 
-/// Creates (or, with `replace`, clears) the run directory `dir`, locks it and records the data
-/// source `spec` in its `run.json`. A directory that already holds a run is refused unless
-/// `replace`.
-pub(super) fn open_new_run(dir: &Path, spec: &DataSpec, replace: bool) -> Result<RunLock> {
+/// Creates the run directory `dir` (or, with `replace`, the folder that replaces its run when
+/// committed), locks it and records the data source `spec` in its `run.json`. A directory that
+/// already holds a run is refused unless `replace`.
+pub(super) fn open_new_run(dir: &Path, spec: &DataSpec, replace: bool) -> Result<RunDir> {
     let existing = if replace {
         Existing::Replace
     } else {
         Existing::Refuse
     };
-    let lock = run_dir::prepare(
-        dir,
-        existing,
-        &[RUN_FILE, DATA_FILE, METRICS_FILE, EVAL_FILE],
-    )?;
+    let run_dir = run_dir::prepare(dir, existing)?;
     let json = serde_json::to_string_pretty(spec).expect("serialisable");
-    write_atomic(&dir.join(RUN_FILE), json.as_bytes())?;
-    Ok(lock)
+    write_atomic(&run_dir.path().join(RUN_FILE), json.as_bytes())?;
+    Ok(run_dir)
 }
 
 /// Locks the existing run directory `dir` to continue its run, and reads its data source.
-pub(super) fn reopen_run(dir: &Path) -> Result<(RunLock, DataSpec)> {
-    let lock = run_dir::prepare(dir, Existing::Continue, &[])?;
+pub(super) fn reopen_run(dir: &Path) -> Result<(RunDir, DataSpec)> {
+    let lock = run_dir::prepare(dir, Existing::Continue)?;
     let spec = read_run_spec(dir)?.ok_or_else(|| {
         Error::io(
             dir.join(RUN_FILE),

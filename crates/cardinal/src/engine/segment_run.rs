@@ -2,7 +2,8 @@
 //! [`Engine::resume_run`], [`Engine::finish_run`]): `run.json` (the data source), per-epoch
 //! `metrics.jsonl`, resumable checkpoints under `checkpoints/` (same writer, same `LATEST`),
 //! the model (staged and renamed into place) and `eval.json`. An existing run is refused
-//! unless replaced; a resumed run ends bit-identical to an uninterrupted one.
+//! unless replaced, and a replaced one stays whole until the new run is (see
+//! [`crate::run_dir`]); a resumed run ends bit-identical to an uninterrupted one.
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +14,7 @@ use super::{EVAL_FILE, METRICS_FILE, RUN_FILE};
 use crate::checkpoint::{self, write_atomic, LabelStructure};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::{Error, Result};
-use crate::run_dir::RunLock;
+use crate::run_dir::RunDir;
 use crate::segment::checkpoint as seg_checkpoint;
 use crate::segment::train::{fit_from, start, SegEpoch, SegState};
 use crate::segment::{SegConfig, SegMetrics, SegModel};
@@ -31,8 +32,9 @@ pub struct SegRun {
     pub config: SegConfig,
     /// Where training starts: the initial state, or the interrupted run's.
     pub state: SegState,
-    /// Held until the run is finished: no other process writes into `dir` meanwhile.
-    pub lock: RunLock,
+    /// Held until the run is finished: no other process writes into `dir` meanwhile. The
+    /// run's files go to its [`RunDir::path`], which becomes `dir` when the run is finished.
+    pub run_dir: RunDir,
 }
 
 /// What a finished multi-target run produced (all of it also written to its directory).
@@ -116,8 +118,7 @@ impl Engine {
 
     /// Creates the run directory `dir` for the Section 6 model `cfg` on the multi-target data
     /// of `spec`, and records the data source in it. A directory that already holds a run is
-    /// refused unless `replace`; then its run state is cleared and its model stays until the
-    /// new one is saved over it.
+    /// refused unless `replace`; then the old run stays whole until the new one replaces it.
     pub fn start_segmentation_run(
         &self,
         dir: &Path,
@@ -134,21 +135,21 @@ impl Engine {
             return Err(Error::Config(format!("{}: no training rows", train.name)));
         }
         let state = start(&train, &cfg)?;
-        let lock = open_new_run(dir, spec, replace)?;
+        let run_dir = open_new_run(dir, spec, replace)?;
         Ok(SegRun {
             dir: dir.to_path_buf(),
             train,
             test,
             config: cfg,
             state,
-            lock,
+            run_dir,
         })
     }
 
     /// Reopens the interrupted multi-target run in `dir` at its latest checkpoint, with the
     /// same data and configuration.
     pub fn resume_segmentation_run(&self, dir: &Path) -> Result<SegRun> {
-        let (lock, spec) = reopen_run(dir)?;
+        let (run_dir, spec) = reopen_run(dir)?;
         let (train, test) = self.recorded_data(dir, &spec)?;
         let (state, config, meta) = seg_checkpoint::load_state(dir)?;
         meta.check_data(&train)?;
@@ -163,7 +164,7 @@ impl Engine {
             test,
             config,
             state,
-            lock,
+            run_dir,
         })
     }
 
@@ -177,13 +178,14 @@ impl Engine {
         on_epoch: &mut dyn FnMut(&SegEpoch),
     ) -> Result<SegOutcome> {
         let SegRun {
-            dir,
             train,
             test,
             config,
             state,
-            lock: _lock,
+            run_dir,
+            ..
         } = run;
+        let dir = run_dir.path().to_path_buf();
         let metrics_path = dir.join(METRICS_FILE);
         let line = |r: &SegEpoch| serde_json::to_string(r).expect("serialisable") + "\n";
         let mut metrics_lines: String = state.history.iter().map(line).collect();
@@ -210,6 +212,7 @@ impl Engine {
                 .expect("serialisable")
                 .as_bytes(),
         )?;
+        run_dir.commit()?;
         Ok(SegOutcome {
             model: state.model,
             history: state.history,
