@@ -128,8 +128,9 @@ pub struct TrainArgs {
         "train_fraction", "system", "search", "no_search",
     ])]
     pub resume: Option<PathBuf>,
-    /// Replace the run in an existing --out directory (its model stays until the new one is
-    /// saved over it); without it an existing run is refused.
+    /// Replace the run in an existing --out directory (the new run is written beside it and
+    /// swapped in whole when finished; a failed run leaves the old one as it was); without it
+    /// an existing run is refused.
     #[arg(long, conflicts_with = "resume")]
     pub force: bool,
     /// Do not write resumable checkpoints (an interrupted run then starts over).
