@@ -206,7 +206,7 @@ fn read_file_for_model(
 /// Most names listed in one error message.
 const SHOWN_NAMES: usize = 8;
 
-fn listed(names: &[&str]) -> String {
+pub(crate) fn listed(names: &[&str]) -> String {
     let mut s: Vec<String> = names
         .iter()
         .take(SHOWN_NAMES)

@@ -152,7 +152,7 @@ impl Engine {
         let (run_dir, spec) = reopen_run(dir)?;
         let (train, test) = self.recorded_data(dir, &spec)?;
         let (state, config, meta) = seg_checkpoint::load_state(dir)?;
-        meta.check_data(&train)?;
+        let (train, _) = meta.align(train)?;
         tracing::info!(
             dir = %dir.display(),
             epochs_run = state.epochs_run(),
