@@ -171,3 +171,63 @@ fn multi_target_data_is_matched_by_name() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A multi-target run records what its data was: `eval` without `--data` and `--resume`
+/// refuse an edited file found under the same name, naming both.
+#[test]
+fn a_multi_target_run_refuses_other_data_under_its_name() {
+    let dir = tmpdir("seg-identity");
+    let (data, model) = (dir.join("data"), dir.join("model"));
+    ok(cardinal(&[
+        "data",
+        "synth-seg",
+        "--out",
+        arg(&data),
+        "--size",
+        "3",
+        "--classes",
+        "3",
+        "--train",
+        "20",
+        "--test",
+        "5",
+    ]));
+    let cfg = dir.join("cfg.json");
+    std::fs::write(&cfg, r#"{"multi_target": {"epochs": 2}}"#).unwrap();
+    let m = arg(&model);
+    ok(cardinal(&[
+        "train",
+        "--dataset",
+        arg(&data),
+        "--config",
+        arg(&cfg),
+        "--out",
+        m,
+        "--quiet",
+        "--checkpoint-every",
+        "0",
+    ]));
+    assert!(model.join("data.json").is_file());
+    ok(cardinal(&["eval", "--model", m]));
+    // One feature value of one training row changed.
+    let train = data.join("train.arff");
+    let text = std::fs::read_to_string(&train).unwrap();
+    let last = text.trim_end().rsplit_once(',').unwrap().0.to_string();
+    std::fs::write(&train, format!("{last},12345\n")).unwrap();
+    let edited = std::fs::read_to_string(&train).unwrap();
+    assert_ne!(edited, text);
+    for args in [
+        vec!["eval", "--model", m],
+        vec!["train", "--resume", m, "--quiet"],
+    ] {
+        let o = cardinal(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success()
+                && err.contains("is not the data the run")
+                && err.matches("SHA-256").count() == 2,
+            "{args:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
