@@ -5,9 +5,6 @@ use std::time::Instant;
 
 use anyhow::Context;
 use cardinal::data::synthetic::SyntheticShape;
-use cardinal::eval::predict;
-use cardinal::pipeline::Workspace;
-use cardinal::train::{epoch_over_all, TrainState};
 use cardinal::Config;
 
 /// Fraction of Bibtex's 1836 features present in a row on average (68.4 non-zeros).
@@ -116,19 +113,11 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
         cfg.inference.steps = t;
         cfg.validate()?;
     }
-    let mut state = TrainState::new(&data.train, &cfg)?;
-    let mut ws = Workspace::default();
-    let mut grad = state.model.params.zeros_like();
+    let mut bench = engine.epoch_bench(&data.train, &cfg)?;
     let mut epochs = Vec::new();
     for rep in 0..=args.train_reps.max(1) {
         let t = Instant::now();
-        epoch_over_all(
-            &data.train,
-            &mut state,
-            &mut ws,
-            &mut grad,
-            engine.runtime.wait,
-        )?;
+        bench.epoch(&data.train)?;
         if rep > 0 {
             epochs.push(t.elapsed().as_secs_f64());
         }
@@ -136,7 +125,7 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
     let mut infers = Vec::new();
     for rep in 0..=args.infer_reps.max(1) {
         let t = Instant::now();
-        let out = predict(&state.model, &data.test.features, args.infer_batch)?;
+        let out = bench.predict(&data.test.features, args.infer_batch)?;
         std::hint::black_box(&out);
         if rep > 0 {
             infers.push(t.elapsed().as_secs_f64());

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use cardinal::checkpoint::write_atomic;
+use cardinal::engine::write_atomic;
 use cardinal::engine::Engine;
 use cardinal::segment::{SegConfig, SegMetrics};
 

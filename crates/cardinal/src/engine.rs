@@ -36,18 +36,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::checkpoint::{self, write_atomic, Meta, TrainedOn};
+use crate::checkpoint;
 use crate::config::Config;
 use crate::cv::{cross_validate, CvReport, FoldResult};
 use crate::data::{read_inputs, CsrMatrix, Dataset, Inputs, Labels, LoadNote, TrainTest};
 use crate::error::{Error, Result};
 use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_counts, EvalReport};
-use crate::pipeline::{check_dims, Model, Outputs};
+use crate::pipeline::check_dims;
 use crate::run_dir::{self, Existing, RunDir};
 use crate::runtime::Runtime;
 use crate::system::{Hooks, Start, Systems};
-use crate::train::{EpochRecord, Event, TrainState, Trained};
+use crate::train::TrainState;
 
+mod bench;
 mod data_spec;
 mod run_files;
 mod segment;
@@ -55,8 +56,17 @@ mod segment_run;
 
 use run_files::{check_identity, open_new_run, read_run_spec, record_identity, reopen_run};
 
+pub use bench::EpochBench;
 pub use data_spec::{data_dir_or_env, DataSpec, MultiTargetFiles};
 pub use segment_run::{SegOutcome, SegRun};
+
+// What the front ends need of the rest of the library, at the front door: a model folder's
+// files and what they record, the events of a training run, and a model with its outputs.
+pub use crate::checkpoint::{
+    read_model_file, read_model_file_if_any, write_atomic, Meta, TrainedOn, WEIGHTS_FILE,
+};
+pub use crate::pipeline::{Model, Outputs};
+pub use crate::train::{EpochRecord, Event, Progress, Trained};
 
 /// Rows per inference batch.
 pub const PREDICT_BATCH: usize = 256;
