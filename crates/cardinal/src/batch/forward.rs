@@ -145,8 +145,17 @@ impl<F: Float> Model<F> {
                     &mut w.hc,
                     &mut w.p,
                 );
-                for ((zr, pr), &r) in z.iter_mut().zip(w.p.chunks_exact_mut(k)).zip(rows) {
-                    *zr = self.count_of(ndarray::ArrayViewMut1::from(pr), true);
+                let f1_count = self.config.inference.expected_f1_count;
+                for (i, ((zr, pr), &r)) in z
+                    .iter_mut()
+                    .zip(w.p.chunks_exact_mut(k))
+                    .zip(rows)
+                    .enumerate()
+                {
+                    *zr = self.count_of(ndarray::ArrayViewMut1::from(&mut *pr), true);
+                    if f1_count {
+                        *zr = self.expected_f1_z(pr, &u[i * l..(i + 1) * l]);
+                    }
                     if let Some(counts) = count_override {
                         *zr = counts[r];
                     }

@@ -9,6 +9,7 @@ use super::Workspace;
 use crate::config::ZMode;
 use crate::data::CsrMatrix;
 use crate::inference::{Kernel, RowTape, Unroll};
+use crate::model::expected_f1::expected_f1_count;
 use crate::model::{c, Float, Model, TwoLayer};
 
 impl<F: Float> Model<F> {
@@ -40,6 +41,12 @@ impl<F: Float> Model<F> {
         for row in ws.p.outer_iter_mut() {
             ws.z.push(self.count_of(row, !train));
         }
+        if !train && self.config.inference.expected_f1_count {
+            for (i, z) in ws.z.iter_mut().enumerate() {
+                let (p, u) = (ws.p.row(i), ws.u.row(i));
+                *z = self.expected_f1_z(p.as_slice().unwrap(), u.as_slice().unwrap());
+            }
+        }
         if let (false, Some(counts)) = (train, &ws.count_override) {
             for (z, &r) in ws.z.iter_mut().zip(rows) {
                 *z = counts[r];
@@ -48,6 +55,36 @@ impl<F: Float> Model<F> {
         if ws.tapes.len() < b {
             ws.tapes.resize_with(b, RowTape::default);
         }
+    }
+
+    /// The cardinality network's distribution over [`Model::counts`] for every row of `x`:
+    /// `n × K` softmax probabilities, row-major (no `inference.empty_at` rule applied; the
+    /// count `z` of a row is their mean, or their arg-max, per `model.z_mode`).
+    pub fn count_distribution(&self, x: &CsrMatrix) -> Vec<F> {
+        let rows: Vec<usize> = (0..x.n_rows).collect();
+        let card = TwoLayer::card(&self.params);
+        let (mut pre, mut hidden, mut p) = (
+            Array2::zeros((0, 0)),
+            Array2::zeros((0, 0)),
+            Array2::zeros((0, 0)),
+        );
+        card.forward(
+            x,
+            &rows,
+            &self.standardizer,
+            None,
+            None,
+            &mut pre,
+            &mut hidden,
+            &mut p,
+        );
+        for mut row in p.outer_iter_mut() {
+            let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
+            row.mapv_inplace(|v| (v - m).exp());
+            let s = row.sum();
+            row.mapv_inplace(|v| v / s);
+        }
+        p.into_raw_vec_and_offset().0
     }
 
     /// Softmax of the cardinality logits `row` in place, and the count they give; at
@@ -74,6 +111,17 @@ impl<F: Float> Model<F> {
                 self.counts[best]
             }
         }
+    }
+
+    /// The count of `inference.expected_f1_count`: the set size with the highest expected
+    /// example-F1 given the count distribution `p` (softmaxed, over [`Model::counts`]) and the
+    /// unary scores `u` of a row (marginals `σ(u)`).
+    pub(super) fn expected_f1_z(&self, p: &[F], u: &[F]) -> F {
+        let to = |v: &F| v.to_f64().unwrap_or(0.0);
+        let probs: Vec<f64> = p.iter().map(to).collect();
+        let counts: Vec<f64> = self.counts.iter().map(to).collect();
+        let marginals: Vec<f64> = u.iter().map(|v| 1.0 / (1.0 + (-to(v)).exp())).collect();
+        c(expected_f1_count(&probs, &counts, &marginals) as f64)
     }
 
     /// The projection of the ascent steps, in training or at test time.
