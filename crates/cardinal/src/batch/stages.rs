@@ -57,36 +57,6 @@ impl<F: Float> Model<F> {
         }
     }
 
-    /// The cardinality network's distribution over [`Model::counts`] for every row of `x`:
-    /// `n × K` softmax probabilities, row-major (no `inference.empty_at` rule applied; the
-    /// count `z` of a row is their mean, or their arg-max, per `model.z_mode`).
-    pub fn count_distribution(&self, x: &CsrMatrix) -> Vec<F> {
-        let rows: Vec<usize> = (0..x.n_rows).collect();
-        let card = TwoLayer::card(&self.params);
-        let (mut pre, mut hidden, mut p) = (
-            Array2::zeros((0, 0)),
-            Array2::zeros((0, 0)),
-            Array2::zeros((0, 0)),
-        );
-        card.forward(
-            x,
-            &rows,
-            &self.standardizer,
-            None,
-            None,
-            &mut pre,
-            &mut hidden,
-            &mut p,
-        );
-        for mut row in p.outer_iter_mut() {
-            let m = row.fold(F::neg_infinity(), |m, &v| m.max(v));
-            row.mapv_inplace(|v| (v - m).exp());
-            let s = row.sum();
-            row.mapv_inplace(|v| v / s);
-        }
-        p.into_raw_vec_and_offset().0
-    }
-
     /// Softmax of the cardinality logits `row` in place, and the count they give; at
     /// inference, 0 where the rule `inference.empty_at` says "no labels".
     pub(super) fn count_of(&self, mut row: ndarray::ArrayViewMut1<F>, inference: bool) -> F {
