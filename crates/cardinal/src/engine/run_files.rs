@@ -148,7 +148,7 @@ pub(super) fn check_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) ->
     };
     let recorded: DataIdentity = serde_json::from_slice(&bytes).map_err(|e| Error::Checkpoint {
         path: path.clone(),
-        message: format!("invalid data record: {e}"),
+        message: format!("invalid data record: {}", checkpoint::json_problem(&e)),
     })?;
     let found = DataIdentity::of(spec, data);
     if found.sha256 != recorded.sha256 {
@@ -201,7 +201,10 @@ pub(super) fn read_run_spec(dir: &Path) -> Result<Option<DataSpec>> {
         .map(Some)
         .map_err(|e| Error::Checkpoint {
             path: run_path,
-            message: format!("invalid data source record: {e}"),
+            message: format!(
+                "invalid data source record: {}",
+                checkpoint::json_problem(&e)
+            ),
         })
 }
 

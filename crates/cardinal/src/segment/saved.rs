@@ -310,8 +310,10 @@ pub fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
              `Engine::load`",
         ));
     }
-    let meta: SegMeta = serde_json::from_slice(&meta_bytes)
-        .map_err(|e| ckpt_err(&meta_path, format!("invalid meta data: {e}")))?;
+    let meta: SegMeta = serde_json::from_slice(&meta_bytes).map_err(|e| {
+        let why = crate::checkpoint::json_problem(&e);
+        ckpt_err(&meta_path, format!("invalid meta data: {why}"))
+    })?;
     if meta.format_version != FORMAT_VERSION {
         return Err(ckpt_err(
             &meta_path,
@@ -472,6 +474,17 @@ mod tests {
         };
         let e = tamper("\"channels\": 3", "\"channels\": 4");
         assert!(
+            e.contains("108 feature names for positions × channels = 144"),
+            "{e}"
+        );
+        // Without names (a model of an earlier version), the tensors' shapes still tell.
+        let mut unnamed: serde_json::Value = serde_json::from_str(&good).unwrap();
+        unnamed["channels"] = 4.into();
+        unnamed["feature_names"] = serde_json::json!([]);
+        std::fs::write(&meta_path, unnamed.to_string()).unwrap();
+        let e = load(dir.path()).unwrap_err().to_string();
+        std::fs::write(&meta_path, &good).unwrap();
+        assert!(
             e.contains("tensor `unary.w` is F64 [3, 3], but meta.json implies F64 [4, 3]"),
             "{e}"
         );
@@ -486,7 +499,10 @@ mod tests {
             "{e}"
         );
         let e = tamper("\"dataset\"", "\"extra\": 1, \"dataset\"");
-        assert!(e.contains("unknown field `extra`"), "{e}");
+        assert!(
+            e.contains("is not one this version writes") && !e.contains("extra"),
+            "{e}"
+        );
         let cfg_path = dir.path().join(CONFIG_FILE);
         std::fs::write(
             &cfg_path,
