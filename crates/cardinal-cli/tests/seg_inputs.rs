@@ -3,7 +3,7 @@
 //! or its targets last (`-C -L`) or left out (`-C 0`), predicts the same; renamed columns are
 //! refused, named.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
@@ -62,9 +62,9 @@ impl Arff {
     }
 }
 
-#[test]
-fn multi_target_data_is_matched_by_name() {
-    let dir = tmpdir("seg-inputs");
+/// A synthetic multi-target benchmark (3 × 3 images, 3 classes) of `train` and `test` images
+/// in `dir/data`, and a model trained on it for 2 epochs in `dir/model`.
+fn trained(dir: &Path, train: &str, test: &str) -> (PathBuf, PathBuf) {
     let (data, model) = (dir.join("data"), dir.join("model"));
     ok(cardinal(&[
         "data",
@@ -76,13 +76,12 @@ fn multi_target_data_is_matched_by_name() {
         "--classes",
         "3",
         "--train",
-        "30",
+        train,
         "--test",
-        "6",
+        test,
     ]));
     let cfg = dir.join("cfg.json");
     std::fs::write(&cfg, r#"{"multi_target": {"epochs": 2}}"#).unwrap();
-    let m = arg(&model);
     ok(cardinal(&[
         "train",
         "--dataset",
@@ -90,9 +89,19 @@ fn multi_target_data_is_matched_by_name() {
         "--config",
         arg(&cfg),
         "--out",
-        m,
+        arg(&model),
         "--quiet",
+        "--checkpoint-every",
+        "0",
     ]));
+    (data, model)
+}
+
+#[test]
+fn multi_target_data_is_matched_by_name() {
+    let dir = tmpdir("seg-inputs");
+    let (data, model) = trained(&dir, "30", "6");
+    let m = arg(&model);
     let eval = |f: &Path| cardinal(&["eval", "--model", m, "--data", arg(f), "--json", "-"]);
     // The metrics without the time they took.
     let metrics = |o: Output| {
@@ -177,36 +186,8 @@ fn multi_target_data_is_matched_by_name() {
 #[test]
 fn a_multi_target_run_refuses_other_data_under_its_name() {
     let dir = tmpdir("seg-identity");
-    let (data, model) = (dir.join("data"), dir.join("model"));
-    ok(cardinal(&[
-        "data",
-        "synth-seg",
-        "--out",
-        arg(&data),
-        "--size",
-        "3",
-        "--classes",
-        "3",
-        "--train",
-        "20",
-        "--test",
-        "5",
-    ]));
-    let cfg = dir.join("cfg.json");
-    std::fs::write(&cfg, r#"{"multi_target": {"epochs": 2}}"#).unwrap();
+    let (data, model) = trained(&dir, "20", "5");
     let m = arg(&model);
-    ok(cardinal(&[
-        "train",
-        "--dataset",
-        arg(&data),
-        "--config",
-        arg(&cfg),
-        "--out",
-        m,
-        "--quiet",
-        "--checkpoint-every",
-        "0",
-    ]));
     assert!(model.join("data.json").is_file());
     ok(cardinal(&["eval", "--model", m]));
     // One feature value of one training row changed.

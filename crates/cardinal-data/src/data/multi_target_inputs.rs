@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::error::{DataError, Result};
-use super::inputs::listed;
+use super::inputs::{listed, match_by_name as order};
 use super::multi_target::MultiTargetDataset;
 
 /// The names a multi-target model was trained with.
@@ -18,62 +18,6 @@ pub struct MultiTargetSchema<'a> {
     pub target_names: &'a [String],
     /// Its classes, in the order of its outputs.
     pub class_names: &'a [String],
-}
-
-/// For each of `model`'s names, its index among `data`'s (`None`: the same order already);
-/// `what` (features, targets) and `source` name them in errors.
-fn order(
-    data: &[String],
-    model: &[String],
-    what: &str,
-    source: &str,
-) -> Result<Option<Vec<usize>>> {
-    if data == model {
-        return Ok(None);
-    }
-    let mut at: HashMap<&str, usize> = HashMap::with_capacity(data.len());
-    for (j, n) in data.iter().enumerate() {
-        if let Some(first) = at.insert(n.as_str(), j) {
-            return Err(DataError::Invalid(format!(
-                "{source}: {what} `{n}` appears twice (columns {} and {})",
-                first + 1,
-                j + 1
-            )));
-        }
-    }
-    let missing: Vec<&str> = model
-        .iter()
-        .map(String::as_str)
-        .filter(|n| !at.contains_key(n))
-        .collect();
-    let known: std::collections::HashSet<&str> = model.iter().map(String::as_str).collect();
-    let extra: Vec<&str> = data
-        .iter()
-        .map(String::as_str)
-        .filter(|n| !known.contains(n))
-        .collect();
-    if !missing.is_empty() || !extra.is_empty() {
-        let mut why = Vec::new();
-        if !missing.is_empty() {
-            why.push(format!(
-                "{} of the model's {what} missing: {}",
-                missing.len(),
-                listed(&missing)
-            ));
-        }
-        if !extra.is_empty() {
-            why.push(format!(
-                "{} {what} the model does not know: {}",
-                extra.len(),
-                listed(&extra)
-            ));
-        }
-        return Err(DataError::Invalid(format!(
-            "{source}: the {what} differ from the model's ({})",
-            why.join("; ")
-        )));
-    }
-    Ok(Some(model.iter().map(|n| at[n.as_str()]).collect()))
 }
 
 impl MultiTargetDataset {
