@@ -127,10 +127,9 @@ pub enum Checkpoints {
 }
 
 impl Checkpoints {
-    /// The default: at most every 30 s. A checkpoint of the Bibtex default holds four copies
-    /// of the weights (about 60 MB with the optimizer, best and averaged weights), which
-    /// costs far more than the README's main job can afford after every epoch (see
-    /// docs/RESULTS.md, "Reliability").
+    /// The default: at most every 30 s. A checkpoint holds four copies of the weights (with
+    /// the optimizer, best and averaged weights), which after every epoch costs more than
+    /// the README's main job can afford (measured in docs/RESULTS.md, "Reliability").
     pub const DEFAULT: Self = Self::AtMostEvery(std::time::Duration::from_secs(30));
 }
 

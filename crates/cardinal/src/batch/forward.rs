@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::inference::{BlockScratch, Kernel, RowTape};
 use crate::model::{first_layer_shift, Float, Model, Outputs, TwoLayer};
 
-/// Rows per lockstep block in inference (64 measured 6 % faster than 32 on Bibtex).
+/// Rows per lockstep block in inference (the widths compared: docs/journal/2026-11-26-speed.md).
 pub const INFER_LANES: usize = LANES;
 
 impl<F: Float> Model<F> {
