@@ -392,7 +392,8 @@ impl Engine {
 
     /// Creates the run directory `dir` for `cfg` on the data of `spec`, and records the data
     /// source in it. A directory that already holds a run is refused unless `replace`; then
-    /// its run state is cleared and its model stays until the new one is saved over it.
+    /// the new run is written beside it and replaces it whole when [`Engine::finish_run`]
+    /// ends (a run that fails or is killed leaves the old one as it was).
     pub fn start_run(
         &self,
         dir: &Path,

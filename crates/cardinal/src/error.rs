@@ -81,8 +81,8 @@ pub enum Error {
     },
     /// A run directory already holds a run, and replacing it was not asked for.
     #[error(
-        "{path} {what}; pass --force to replace it (its model stays until the new one is \
-         saved) or --resume to continue its run"
+        "{path} {what}; pass --force to replace it (the old run stays until the new one is \
+         finished) or --resume to continue its run"
     )]
     RunExists {
         /// The run directory.
