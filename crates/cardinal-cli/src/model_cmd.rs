@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use cardinal::config::ConfigRequest;
 use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
 use cardinal::engine::write_atomic;
 use cardinal::engine::Meta;
@@ -82,8 +83,8 @@ pub struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    /// The preset, the configuration file read over it, and the seed (see
-    /// [`Config::resolve`]).
+    /// The configuration these options ask for, by the library's one rule
+    /// ([`ConfigRequest`]).
     pub fn load(&self) -> anyhow::Result<Config> {
         let text = match &self.config {
             Some(path) => Some(
@@ -92,22 +93,23 @@ impl ConfigArgs {
             ),
             None => None,
         };
-        let mut cfg = Config::resolve(self.preset.as_deref(), text.as_deref(), self.seed)
-            .with_context(|| {
-                self.config
-                    .as_ref()
-                    .map_or_else(String::new, |p| format!("in {}", p.display()))
-            })?;
-        if let Some(system) = &self.system {
-            cfg.system = system.clone();
-        }
-        if self.search {
-            cfg.search = cardinal::config::SearchConfig::predict();
-        }
-        if self.no_search {
-            cfg.search = cardinal::config::SearchConfig::default();
-        }
-        Ok(cfg)
+        let request = ConfigRequest {
+            preset: self.preset.as_deref(),
+            file: text.as_deref(),
+            system: self.system.as_deref(),
+            search: match (self.search, self.no_search) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
+            seed: self.seed,
+            ..ConfigRequest::default()
+        };
+        request.resolve().with_context(|| {
+            self.config
+                .as_ref()
+                .map_or_else(String::new, |p| format!("in {}", p.display()))
+        })
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use cardinal::config::ConfigRequest;
 use cardinal::data::arrays::{dataset_from_arrays, with_sample_weights};
 use cardinal::data::{align_features, InputSchema};
 use cardinal::engine::Engine;
@@ -98,15 +99,14 @@ fn resolve(
     overrides: Option<&str>,
     seed: Option<u64>,
 ) -> cardinal::Result<Config> {
-    let mut cfg = Config::resolve(preset, config, seed)?;
-    if let Some(text) = overrides {
-        cfg = cfg.with_overrides(text)?;
-        if let Some(seed) = seed {
-            cfg.seed = seed;
-        }
-        cfg.validate()?;
+    ConfigRequest {
+        preset,
+        file: config,
+        overrides,
+        seed,
+        ..ConfigRequest::default()
     }
-    Ok(cfg)
+    .resolve()
 }
 
 /// Checks the configuration the arguments describe and returns it as JSON (the estimator

@@ -19,6 +19,7 @@ mod inference;
 mod loss;
 mod model;
 mod presets;
+mod request;
 mod search;
 mod strict;
 mod train;
@@ -27,6 +28,7 @@ pub use baseline::{Activation, BaselineConfig, Optimizer, TaskLoss};
 pub use inference::InferenceConfig;
 pub use loss::{IterateWeights, LossConfig};
 pub use model::{resolve_counts, CountRange, ModelConfig, ZMode};
+pub use request::ConfigRequest;
 pub use search::SearchConfig;
 pub use train::{DevFold, TrainConfig};
 
@@ -90,6 +92,18 @@ impl Config {
         overrides: Option<&str>,
         seed: Option<u64>,
     ) -> Result<Self> {
+        ConfigRequest {
+            preset,
+            file: overrides,
+            seed,
+            ..ConfigRequest::default()
+        }
+        .resolve()
+    }
+
+    /// The preset (given, named by `overrides`, else `predict`) with `overrides` read over it,
+    /// not yet validated: [`ConfigRequest::resolve`]'s first two steps.
+    fn unvalidated(preset: Option<&str>, overrides: Option<&str>) -> Result<Self> {
         let named = overrides
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
             .and_then(|v| v.get("preset").and_then(|p| p.as_str()).map(str::to_owned));
@@ -116,15 +130,10 @@ impl Config {
             (None, Some(n)) if from_paper(n) => Self::paper(),
             _ => Self::predict(),
         };
-        let mut cfg = match overrides {
-            Some(text) => base.with_overrides(text)?,
-            None => base,
-        };
-        if let Some(seed) = seed {
-            cfg.seed = seed;
+        match overrides {
+            Some(text) => base.with_overrides(text),
+            None => Ok(base),
         }
-        cfg.validate()?;
-        Ok(cfg)
     }
 
     /// The user's JSON `text` read over `self` ([`Config::from_json_over`]), with one rule

@@ -1,0 +1,117 @@
+//! The one place a front end's configuration options become a validated [`Config`].
+
+use super::{Config, SearchConfig};
+use crate::error::Result;
+
+/// Everything a front end may say about the configuration, as data (the CLI's `--preset`,
+/// `--config`, `--system`, `--search`/`--no-search` and `--seed`; Python's `preset`, `config`,
+/// keyword parameters and `random_state`). [`ConfigRequest::resolve`] applies them in this
+/// order, each over the one before:
+///
+/// 1. the preset: `preset`, else the one `file` names, else `predict` (see
+///    [`Config::resolve`]);
+/// 2. `file`, a JSON configuration read over it (one that sets a hyper-parameter turns the
+///    default's search off unless it names `search`: [`Config::with_overrides`]);
+/// 3. `overrides`, JSON read over that by the same rule (Python's keyword parameters);
+/// 4. `system`, then `search` (`Some(true)`: the default's search on, `Some(false)`: off);
+/// 5. `seed`;
+///
+/// and the result is validated once.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConfigRequest<'a> {
+    /// A preset by name.
+    pub preset: Option<&'a str>,
+    /// A JSON configuration file's text.
+    pub file: Option<&'a str>,
+    /// More JSON, read over the file.
+    pub overrides: Option<&'a str>,
+    /// The system to train (`config.system`).
+    pub system: Option<&'a str>,
+    /// The default's search on or off.
+    pub search: Option<bool>,
+    /// The seed.
+    pub seed: Option<u64>,
+}
+
+impl ConfigRequest<'_> {
+    /// The validated configuration this request describes (see the type's docs).
+    ///
+    /// ```
+    /// use cardinal::config::ConfigRequest;
+    ///
+    /// let cfg = ConfigRequest {
+    ///     file: Some(r#"{"model": {"hidden": 32}}"#),
+    ///     seed: Some(3),
+    ///     ..Default::default()
+    /// }
+    /// .resolve()
+    /// .unwrap();
+    /// assert_eq!((cfg.preset.as_str(), cfg.model.hidden, cfg.seed), ("predict", 32, 3));
+    /// ```
+    pub fn resolve(&self) -> Result<Config> {
+        let mut cfg = Config::unvalidated(self.preset, self.file)?;
+        if let Some(text) = self.overrides {
+            cfg = cfg.with_overrides(text)?;
+        }
+        if let Some(system) = self.system {
+            cfg.system = system.to_string();
+        }
+        match self.search {
+            Some(true) => cfg.search = SearchConfig::predict(),
+            Some(false) => cfg.search = SearchConfig::default(),
+            None => {}
+        }
+        if let Some(seed) = self.seed {
+            cfg.seed = seed;
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each step overrides the one before: overrides over the file, the front end's options
+    /// over both, the seed last; a value out of range is refused, named.
+    #[test]
+    fn each_step_overrides_the_one_before() {
+        let file = r#"{"preset": "paper", "seed": 5, "model": {"hidden": 40}, "system": "mlp"}"#;
+        let cfg = ConfigRequest {
+            file: Some(file),
+            overrides: Some(r#"{"model": {"hidden": 20}}"#),
+            system: Some("pnc"),
+            search: Some(true),
+            seed: Some(9),
+            ..ConfigRequest::default()
+        }
+        .resolve()
+        .unwrap();
+        assert_eq!(
+            (
+                cfg.preset.as_str(),
+                cfg.model.hidden,
+                cfg.system.as_str(),
+                cfg.seed
+            ),
+            ("paper", 20, "pnc", 9)
+        );
+        assert_eq!(cfg.search, SearchConfig::predict());
+        let off = ConfigRequest {
+            preset: Some("predict"),
+            search: Some(false),
+            ..ConfigRequest::default()
+        }
+        .resolve()
+        .unwrap();
+        assert_eq!(off.search, SearchConfig::default());
+        let e = ConfigRequest {
+            overrides: Some(r#"{"model": {"dropout": 1.5}}"#),
+            ..ConfigRequest::default()
+        }
+        .resolve()
+        .unwrap_err();
+        assert!(e.to_string().contains("model.dropout = 1.5"), "{e}");
+    }
+}
