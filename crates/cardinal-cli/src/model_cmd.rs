@@ -379,10 +379,9 @@ fn own_data(engine: &Engine, args: &EvalArgs, meta: &Meta) -> anyhow::Result<Tra
 /// The dev rows of the model's training data (its configuration's split).
 fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
     let tc = &cfg.train;
-    let (_, dev_rows) = tc.dev_split(train.n_rows());
-    if dev_rows.is_empty() {
+    let Some(dev) = cardinal::engine::dev_split(train, cfg) else {
         bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
-    }
+    };
     if tc.full_epochs > 0 {
         errln!(
             "note: the model's last {} epochs trained on all of train, dev rows included: \
@@ -390,7 +389,7 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
             tc.full_epochs
         );
     }
-    Ok(train.select_rows(&dev_rows))
+    Ok(dev)
 }
 
 pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {

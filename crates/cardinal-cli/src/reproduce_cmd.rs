@@ -7,6 +7,7 @@ use cardinal::engine::write_atomic;
 use cardinal::eval::EvalReport;
 use cardinal_paper::cell_key::cell_key;
 use cardinal_paper::reproduce::{cardinality_analysis, run_cell, table1_rows, Protocol, DATASETS};
+use cardinal_paper::suite::mean_sd;
 
 #[derive(Debug, clap::Args)]
 pub struct ReproduceArgs {
@@ -73,17 +74,6 @@ fn slug(s: &str) -> String {
 fn dataset_column(name: &str) -> Option<usize> {
     let stem = Path::new(name).file_name()?.to_str()?.to_ascii_lowercase();
     DATASETS.iter().position(|d| stem.starts_with(d))
-}
-
-fn mean_sd(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len() as f64;
-    let m = xs.iter().sum::<f64>() / n;
-    let v = if xs.len() > 1 {
-        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    (m, v.sqrt())
 }
 
 /// `mean ± sd`, or the value alone for a single seed (whose sd is not zero but unknown).

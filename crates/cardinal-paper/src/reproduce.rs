@@ -7,14 +7,12 @@ use cardinal::config::{
     Activation, Config, CountRange, IterateWeights, Optimizer, TaskLoss, ZMode,
 };
 use cardinal::data::TrainTest;
+use cardinal::engine::{dev_split, Engine};
 use cardinal::error::Result;
-use cardinal::eval::{add_dev_threshold, evaluate_outputs, EvalReport};
-use cardinal::system::{Hooks, Start};
+use cardinal::eval::{evaluate_outputs, EvalReport};
 
 use crate::systems::{systems, DVN, LOGIT, SC, SPEN_SSVM, TOPZ_HINGE};
-use cardinal::eval::predict;
 use cardinal::proj::Method;
-use cardinal::train::train;
 
 /// Epochs of unary pre-training (the MLP row's schedule) before a SPEN's own training.
 const PRETRAIN_EPOCHS: usize = 20;
@@ -325,24 +323,14 @@ pub fn table1_rows() -> Vec<Row> {
 /// of train afterwards, as every run here, so the dev predictions come from the final model
 /// and are optimistic: noted in the results).
 pub fn run_cell(data: &TrainTest, cfg: &Config, protocol: Protocol) -> Result<EvalReport> {
-    let registry = systems();
-    let system = registry.for_config(cfg)?;
-    let trained = system.fit(&data.train, Start::Fresh(cfg.clone()), &mut Hooks::silent())?;
-    let model = trained.model;
-    let out = system.predict(&model, &data.test.features, 256)?;
+    let engine = Engine::new(systems());
+    let model = engine.fit(&data.train, cfg.clone(), &mut |_| {})?.model;
+    let out = engine.predict(&model, &data.test.features)?;
     let mut report = evaluate_outputs(&model, &out, &data.test.labels);
     if protocol == Protocol::ThresholdGrid {
-        let (_, dev_idx) = cfg.train.dev_split(data.train.n_rows());
-        let dev = data.train.select_rows(&dev_idx);
-        let dev_out = system.predict(&model, &dev.features, 256)?;
-        add_dev_threshold(
-            &model,
-            &mut report,
-            &dev_out,
-            &dev.labels,
-            &out,
-            &data.test.labels,
-        )?;
+        if let Some(dev) = dev_split(&data.train, cfg) {
+            engine.add_dev_threshold(&model, &mut report, &dev, &out, &data.test.labels)?;
+        }
     }
     Ok(report)
 }
@@ -398,12 +386,13 @@ pub fn cardinality_analysis(data: &TrainTest, seed: u64) -> Result<CardinalityAn
     cfg.loss.cardinality_weight = 1.0;
     cfg.loss.sum_over_batch = false;
     cfg.train.unary_weight_decay_mult = 1.0;
-    let mut model = train(&data.train, &cfg, &mut |_| {})?.model;
+    let engine = Engine::new(systems());
+    let mut model = engine.fit(&data.train, cfg, &mut |_| {})?.model;
     let mut mse = [0.0; 2];
     for (i, mode) in [ZMode::Expectation, ZMode::Argmax].into_iter().enumerate() {
         // Training does not depend on how z is read off the softmax (no F1 loss): one model.
         model.config.model.z_mode = mode;
-        let out = predict(&model, &data.test.features, 256)?;
+        let out = engine.predict(&model, &data.test.features)?;
         mse[i] = out
             .z
             .iter()

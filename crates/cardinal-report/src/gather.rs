@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cardinal::data::{Dataset, LabelSets};
+use cardinal::data::LabelSets;
 use cardinal::engine::EpochRecord;
 use cardinal::engine::Outputs;
 use cardinal::engine::WEIGHTS_FILE;
@@ -223,15 +223,16 @@ pub fn gather(engine: &Engine, dir: &Path, name: String) -> Result<RunView> {
     view.counts = Some(count_matrix(&out.z, &tt.test.labels));
     view.labels = label_points(&pred, &tt.test.labels, &tt.train.labels)?;
     view.reliability = reliability(&out.y, &tt.test.labels);
-    let (_, dev_rows) = model.config.train.dev_split(tt.train.n_rows());
-    let dev = if dev_rows.is_empty() {
-        view.notes
-            .push("the configuration holds out no dev split: no dev threshold curve".into());
-        None
-    } else {
-        let dev: Dataset = tt.train.select_rows(&dev_rows);
-        let dev_out = engine.predict(&model, &dev.features)?;
-        Some(f1_curve(&dev_out, &dev.labels)?)
+    let dev = match cardinal::engine::dev_split(&tt.train, &model.config) {
+        None => {
+            view.notes
+                .push("the configuration holds out no dev split: no dev threshold curve".into());
+            None
+        }
+        Some(dev) => {
+            let dev_out = engine.predict(&model, &dev.features)?;
+            Some(f1_curve(&dev_out, &dev.labels)?)
+        }
     };
     view.thresholds = Some(ThresholdCurve {
         grid: threshold_grid()

@@ -565,6 +565,14 @@ fn require_rows(train: &Dataset, tc: &crate::config::TrainConfig) -> Result<()> 
     Ok(())
 }
 
+/// The dev rows `cfg` holds out of `train` (its split: the rows early stopping scored), or
+/// `None` when it holds out none. The one definition of "a run's dev data" for every front
+/// end (`eval --split dev`, the report's threshold curve, Table 1's dev-tuned threshold).
+pub fn dev_split(train: &Dataset, cfg: &Config) -> Option<Dataset> {
+    let (_, dev_rows) = cfg.train.dev_split(train.n_rows());
+    (!dev_rows.is_empty()).then(|| train.select_rows(&dev_rows))
+}
+
 /// Refuses data whose label names differ from those the model in `model_dir` was trained on.
 pub fn check_labels(meta: &Meta, data: &Dataset, model_dir: &Path) -> Result<()> {
     if !meta.label_names.is_empty()
