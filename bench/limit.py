@@ -96,6 +96,7 @@ def shapes_of(bench: dict) -> dict:
         "E": bench["energy_hidden"], "T": bench["steps"], "R": bench["rounds"],
         "B": bench["batch_size"], "nnz": bench["train_nnz"],
         "final": bench.get("final_projection"), "average": bench.get("average", False),
+        "dropout": bench.get("dropout", 0.0),
     }
 
 
@@ -122,12 +123,14 @@ def count_epoch(s: dict) -> dict:
         blocks = -(-b // TRAIN_LANES)
         lanes = blocks * TRAIN_LANES  # spare lanes of a block are computed too
         for net, hid, out in (("unary", H, L), ("count", Hc, K)):
+            # model/dropout.rs: a SplitMix64 hash per unit and row, in both passes (unary net)
+            drop = 12 * b * hid if net == "unary" and s["dropout"] > 0 else 0
             # model/sparse_layer.rs: the standardisation shift (mean ⊙ scale)ᵀW, a pass over
             # every row of W per batch, then Σ_d x_d scale_d W_d over the row's non-zeros.
             st[f"{net}_forward"] += [
                 ("gather", (f"1x{hid}", 1), 2 * D * hid, 4 * D * hid),
                 ("gather", (f"{B}x{hid}", b / B), 2 * nz * hid, 4 * nz * hid),
-                ("lanes", None, 2 * b * hid, 0),  # ReLU (and dropout on the unary net)
+                ("lanes", None, 2 * b * hid + drop, 0),  # ReLU, dropout
                 ("gemm", (f"{B}x{hid}x{out}", b / B), 2 * b * hid * out, 4 * hid * out),
             ]
             # model/networks.rs: ∂W2 = hᵀ·∂out and ∂h = ∂out·W2ᵀ, ReLU mask, dropout;
@@ -135,7 +138,7 @@ def count_epoch(s: dict) -> dict:
             st[f"{net}_backward"] += [
                 ("gemm", (f"{hid}x{B}x{out}", b / B), 2 * b * hid * out, 4 * hid * out),
                 ("gemm", (f"{B}x{out}x{hid}", b / B), 2 * b * hid * out, 4 * hid * out),
-                ("lanes", None, 4 * b * hid, 0),
+                ("lanes", None, 4 * b * hid + drop, 0),
             ]
         # inference/block_step.rs: a = Wpᵀy and g = u + Wp·act per step (4EL flops per lane),
         # v = μv + ηg, x = y + v; cardinal-proj lanes/vjp.rs forward_tape: the indexed sorting
@@ -175,6 +178,12 @@ def count_epoch(s: dict) -> dict:
         if s["average"]:
             st["average"] += [("average", ("all", 1), 3 * n_par, 12 * n_par)]
     return st
+
+
+def gemm_flops(key: str) -> int:
+    """2mkn of a GEMM named `mxkxn`."""
+    m, k, n = map(int, key.split("x"))
+    return 2 * m * k * n
 
 
 def totals(st: dict) -> dict:
@@ -338,6 +347,38 @@ def report(rows: list, counts: dict, threads: int) -> str:
     return "\n".join(lines)
 
 
+def print_report(dataset: str, results: dict, splits: list) -> None:
+    """The tables of every thread count (medians over rounds) and the final projection's
+    share, from the raw results (the attainable times recomputed from the kernel timings)."""
+    for rows in results.values():
+        for r in rows:
+            r["attainable"] = attainable(count_epoch(shapes_of(r["bench"])), r["kernels"])
+    s = shapes_of(results[list(results)[0]][0]["bench"])
+    counts = totals(count_epoch(s))
+    print(f"\nshapes: {json.dumps(s)}; sorting network: {batcher_comparators(s['L'])} "
+          "comparators")
+    for t in list(results):
+        rows = results[t]
+        k = rows[0]["kernels"]
+        print(f"\n## {dataset}, {t} thread(s): medians over {len(rows)} rounds "
+              f"(peak sgemm {med([r['kernels']['peak_flops'] for r in rows]) / 1e9:.0f} "
+              f"GFLOP/s, DRAM triad {med([r['kernels']['dram_bw'] for r in rows]) / 1e9:.1f} "
+              f"GB/s, tape stream {med([r['kernels']['tape_bw'] for r in rows]) / 1e9:.1f} "
+              f"GB/s; OpenBLAS at the batch's shapes: "
+              + ", ".join(f"{key} {gemm_flops(key) / med([r['kernels']['gemm'][key] for r in rows]) / 1e9:.0f} GFLOP/s"
+                          for key in k["gemm"]) + ")\n")
+        print(report(rows, counts, t))
+    if splits:
+        one = results.get(1, [])
+        if one:
+            fw = med([r["bench"]["stages_s"]["unroll_forward"] for r in one])
+            bw = med([r["bench"]["stages_s"]["unroll_backward"] for r in one])
+            fw0 = med([r["stages_s"]["unroll_forward"] for r in splits])
+            bw0 = med([r["stages_s"]["unroll_backward"] for r in splits])
+            print(f"\nfinal projection by difference (1 thread): forward {fw - fw0:.3f} s of "
+                  f"{fw:.3f}, backward {bw - bw0:.3f} s of {bw:.3f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dataset", default="bibtex")
@@ -350,12 +391,20 @@ def main() -> int:
     ap.add_argument("--count-only", metavar="BENCH_JSON",
                     help="print the counts of a `cardinal bench` JSON line and exit")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--from-json", metavar="FILE",
+                    help="print the tables of raw results written by --json, and exit")
     args = ap.parse_args()
 
     if args.count_only:
         s = shapes_of(json.loads(Path(args.count_only).read_text()))
         for k, (fl, by) in totals(count_epoch(s)).items():
             print(f"{k:16s} {fl / 1e9:9.3f} GFLOP {by / 1e9:9.3f} GB")
+        return 0
+
+    if args.from_json:
+        raw = json.loads(Path(args.from_json).read_text())
+        results = {int(t): rows for t, rows in raw["results"].items()}
+        print_report(raw.get("dataset", args.dataset), results, raw["no_final"])
         return 0
 
     if not args.no_build:
@@ -394,32 +443,10 @@ def main() -> int:
             if no_final:
                 nf = run_bench(binary, args.dataset, 1, args.epochs, str(no_final))
                 splits.append(nf)
-    s = shapes_of(results[args.threads[0]][0]["bench"])
-    counts = totals(count_epoch(s))
-    print(f"\nshapes: {json.dumps(s)}; sorting network: {batcher_comparators(s['L'])} "
-          "comparators")
-    for t in args.threads:
-        rows = results[t]
-        k = rows[0]["kernels"]
-        print(f"\n## {args.dataset}, {t} thread(s): medians over {len(rows)} rounds "
-              f"(peak sgemm {med([r['kernels']['peak_flops'] for r in rows]) / 1e9:.0f} "
-              f"GFLOP/s, DRAM triad {med([r['kernels']['dram_bw'] for r in rows]) / 1e9:.1f} "
-              f"GB/s, tape stream {med([r['kernels']['tape_bw'] for r in rows]) / 1e9:.1f} "
-              f"GB/s; OpenBLAS at the batch's shapes: "
-              + ", ".join(f"{key} {2 * eval(key.replace('x', '*')) / v / 1e9:.0f} GFLOP/s"
-                          for key, v in k["gemm"].items()) + ")\n")
-        print(report(rows, counts, t))
-    if splits:
-        one = results.get(1, [])
-        if one:
-            fw = med([r["bench"]["stages_s"]["unroll_forward"] for r in one])
-            bw = med([r["bench"]["stages_s"]["unroll_backward"] for r in one])
-            fw0 = med([r["stages_s"]["unroll_forward"] for r in splits])
-            bw0 = med([r["stages_s"]["unroll_backward"] for r in splits])
-            print(f"\nfinal projection by difference (1 thread): forward {fw - fw0:.3f} s of "
-                  f"{fw:.3f}, backward {bw - bw0:.3f} s of {bw:.3f}")
+    print_report(args.dataset, results, splits)
     if args.json:
-        Path(args.json).write_text(json.dumps({"results": results, "no_final": splits},
+        Path(args.json).write_text(json.dumps({"dataset": args.dataset, "results": results,
+                                               "no_final": splits},
                                               indent=1))
     return 0
 
