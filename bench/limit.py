@@ -105,7 +105,8 @@ def count_epoch(s: dict) -> dict:
 
     `kind` says which reference bounds it: a measured kernel ("gemm": numpy, "gather": the C
     sparse first layer, "adagrad" and "average": the C kernels over every weight) whose time
-    per call `shape = (key, scale)` names and scales (a partial batch), or a rate: "lanes"
+    per call `shape = (key, scale)` names and scales (a partial batch, more bytes per weight),
+    or a rate: "lanes"
     and "scalar" (SIMD ops at half the peak flop rate), "fma" (the peak flop rate), "tape"
     (bytes at the stream rate of a block's tape).
     `flops` counts a multiply-add as 2 and any other arithmetic, compare or select as 1;
@@ -114,7 +115,9 @@ def count_epoch(s: dict) -> dict:
     N, D, L, H, Hc, K, E, T, R, B = (s[x] for x in "N D L H Hc K E T R B".split())
     nnz_row = s["nnz"] / N
     C = batcher_comparators(L)
-    n_par = sum(params_of(s).values())
+    par = params_of(s)
+    n_par = sum(par.values())
+    opt_bytes = 16 * n_par + 4 * (n_par - par["unary.w1"] - par["card.w1"])
     st: dict[str, list] = {k: [] for k in (
         "unary_forward", "count_forward", "unroll_forward", "unroll_backward", "energy_grad",
         "unary_backward", "count_backward", "optimizer", "average")}
@@ -168,10 +171,12 @@ def count_epoch(s: dict) -> dict:
         # over the T·32 step-lanes of each block.
         st["energy_grad"] += [("fma", None, blocks * 2 * 2 * L * E * T * TRAIN_LANES, 0)]
         # train/optim.rs step_fused: every weight read and written with its accumulator (16
-        # bytes), ~12 flops (sqrt and division counted 1 each); the touched rows of the first
-        # layers' gradients formed from the batch's non-zeros (sparse_row: 2·nnz·H flops).
+        # bytes), and the dense gradient of every tensor but the first layers' read (4 more),
+        # ~12 flops (sqrt and division counted 1 each); the touched rows of the first layers'
+        # gradients formed from the batch's non-zeros (sparse_row: 2·nnz·H flops). The C
+        # kernel streams 16 bytes per weight: the bound is its byte rate.
         st["optimizer"] += [
-            ("adagrad", ("all", 1), 12 * n_par, 16 * n_par),
+            ("adagrad", ("all", opt_bytes / (16 * n_par)), 12 * n_par, opt_bytes),
             ("fma", None, 2 * nz * (H + Hc), 0),
         ]
         # train/average.rs: a ← d·a + e·w over every weight, after every batch.
@@ -278,7 +283,7 @@ def attainable(st: dict, m: dict) -> dict:
                 key, scale = shape
                 t += m[kind][key] * scale
             elif kind in ("adagrad", "average"):
-                t += m[kind]
+                t += m[kind] * shape[1]
             elif kind == "fma":
                 t += flops / m["peak_flops"]
             elif kind in ("lanes", "scalar"):
@@ -338,11 +343,13 @@ def report(rows: list, counts: dict, threads: int) -> str:
         ratio = f"{ach[top] / a_top:.1f}×" if a_top > 0 else "–"
         lines.append(f"| **{top}** | {fl / 1e9:.2f} | {by / 1e9:.2f} | {ach[top]:.3f} | "
                      f"{a_top:.3f} | {ratio} |")
-        if parts:
-            for p in parts:
-                r = f"{ach[p] / att[p]:.1f}×" if att.get(p) else "–"
-                lines.append(f"| &nbsp; {p} (thread-s) | {counts[p][0] / 1e9:.2f} | "
-                             f"{counts[p][1] / 1e9:.2f} | {ach[p]:.3f} | {att[p]:.3f} | {r} |")
+        # A part's time is summed over threads: its attainable time too (the wall time at
+        # `threads` threads times the threads).
+        for p in parts:
+            a_p = att.get(p, 0.0) * threads
+            r = f"{ach[p] / a_p:.1f}×" if a_p else "–"
+            lines.append(f"| &nbsp; {p} (thread-s) | {counts[p][0] / 1e9:.2f} | "
+                         f"{counts[p][1] / 1e9:.2f} | {ach[p]:.3f} | {a_p:.3f} | {r} |")
     lines.append(f"| **epoch** | | | {epoch:.3f} | {tot_att:.3f} | {epoch / tot_att:.1f}× |")
     return "\n".join(lines)
 
