@@ -10,6 +10,11 @@ Each pair runs `cardinal train --seed 0 --threads T --out DIR` and
 alternating which goes first. The Python model is saved and scored by `cardinal eval`, so both
 example-F1s come from the same code; its `model.safetensors` is compared byte for byte with
 the CLI's. Prints one Markdown table.
+
+Then prediction (`--predict-reps R`, default 5): the test set of Bibtex predicted R times, by
+`cardinal predict --model DIR --data bibtex --format npy` (the whole command: start, model,
+data, inference, output) and by the fitted estimator's `predict(X_test)`, alternating; the two
+label matrices are compared. Prints a second table with the medians and their ratio.
 """
 
 import argparse
@@ -21,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import numpy as np
 
 from cardinal import CardinalClassifier, load_dataset
 
@@ -50,7 +57,30 @@ def run_python(cli, threads, data, out):
         [cli, "eval", "--model", out, "--data", "bibtex"], check=True, capture_output=True, text=True
     )
     epochs = sum(r["seconds"] for r in clf.history_)
-    return {"wall": wall, "epochs": epochs, "f1": example_f1(proc.stdout)}
+    return {"wall": wall, "epochs": epochs, "f1": example_f1(proc.stdout), "clf": clf}
+
+
+def compare_predict(cli, threads, clf, model_dir, data, reps, tmp):
+    """Median wall times of the CLI's and the estimator's test-set prediction, and whether the
+    two agree label for label."""
+    cli_times, py_times, same = [], [], True
+    for k in range(reps):
+        out = os.path.join(tmp, f"pred{k}")
+        order = ("cli", "py") if k % 2 == 0 else ("py", "cli")
+        for who in order:
+            start = time.perf_counter()
+            if who == "cli":
+                subprocess.run(
+                    [cli, "--threads", str(threads), "predict", "--model", model_dir,
+                     "--data", "bibtex", "--format", "npy", "--out", out],
+                    check=True, capture_output=True,
+                )
+                cli_times.append(time.perf_counter() - start)
+            else:
+                labels = clf.predict(data.X_test)
+                py_times.append(time.perf_counter() - start)
+        same = same and np.array_equal(np.load(os.path.join(out, "labels.npy")), labels)
+    return statistics.median(cli_times), statistics.median(py_times), same
 
 
 def main():
@@ -58,6 +88,7 @@ def main():
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cli", default="target/release/cardinal")
+    ap.add_argument("--predict-reps", type=int, default=5)
     args = ap.parse_args()
     data = load_dataset("bibtex")
     rows = []
@@ -75,6 +106,11 @@ def main():
             ).read()
             rows.append((c, p, same))
             print(f"pair {i}: cli {c} python {p} identical weights {same}", file=sys.stderr)
+        predicted = None
+        if args.predict_reps > 0:
+            predicted = compare_predict(
+                args.cli, args.threads, rows[-1][1]["clf"], py_dir, data, args.predict_reps, tmp
+            )
     print("| pair | CLI example-F1 | Python example-F1 | identical weights | CLI train wall (s) | Python fit wall (s) | ratio | CLI Σ epochs (s) | Python Σ epochs (s) | ratio |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for i, (c, p, same) in enumerate(rows):
@@ -88,6 +124,12 @@ def main():
         f"{med([p['wall'] / c['wall'] for c, p, _ in rows]):.3f} | {med([c['epochs'] for c, _, _ in rows]):.2f} | "
         f"{med([p['epochs'] for _, p, _ in rows]):.2f} | {med([p['epochs'] / c['epochs'] for c, p, _ in rows]):.3f} |"
     )
+    if predicted is not None:
+        cli_s, py_s, same = predicted
+        print()
+        print("| test-set prediction, median of reps | CLI `predict` (s) | estimator `predict` (s) | ratio | same labels |")
+        print("| --- | --- | --- | --- | --- |")
+        print(f"| {args.predict_reps} reps | {cli_s:.3f} | {py_s:.3f} | {py_s / cli_s:.3f} | {same} |")
 
 
 if __name__ == "__main__":

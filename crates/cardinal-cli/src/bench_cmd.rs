@@ -6,9 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use cardinal::data::synthetic::SyntheticShape;
-use cardinal::eval::predict;
-use cardinal::pipeline::{Stage, Workspace};
-use cardinal::train::{epoch_over_all, TrainState};
+use cardinal::pipeline::Stage;
 use cardinal::Config;
 
 /// Fraction of Bibtex's 1836 features present in a row on average (68.4 non-zeros).
@@ -121,26 +119,18 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
         cfg.inference.steps = t;
         cfg.validate()?;
     }
-    let mut state = TrainState::new(&data.train, &cfg)?;
-    let mut ws = Workspace::default();
-    let mut grad = state.model.params.zeros_like();
+    let mut bench = engine.epoch_bench(&data.train, &cfg)?;
     let mut epochs = Vec::new();
     // Per timed epoch, the seconds of every stage (`StageClock`).
     let mut stages: Vec<Vec<f64>> = vec![Vec::new(); Stage::ALL.len()];
     for rep in 0..=args.train_reps.max(1) {
-        ws.clock.reset();
+        bench.clock().reset();
         let t = Instant::now();
-        epoch_over_all(
-            &data.train,
-            &mut state,
-            &mut ws,
-            &mut grad,
-            engine.runtime.wait,
-        )?;
+        bench.epoch(&data.train)?;
         if rep > 0 {
             epochs.push(t.elapsed().as_secs_f64());
             for (s, &stage) in stages.iter_mut().zip(&Stage::ALL) {
-                s.push(ws.clock.seconds(stage));
+                s.push(bench.clock().seconds(stage));
             }
         }
     }
@@ -153,7 +143,7 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
     let mut infers = Vec::new();
     for rep in 0..=args.infer_reps.max(1) {
         let t = Instant::now();
-        let out = predict(&state.model, &data.test.features, args.infer_batch)?;
+        let out = bench.predict(&data.test.features, args.infer_batch)?;
         std::hint::black_box(&out);
         if rep > 0 {
             infers.push(t.elapsed().as_secs_f64());
@@ -179,7 +169,7 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
         "train_label_entries": (0..data.train.n_rows())
             .map(|r| data.train.labels.count(r))
             .sum::<usize>(),
-        "n_counts": state.model.counts.len(),
+        "n_counts": bench.n_counts(),
         "energy_hidden": cfg.model.energy_hidden,
         "card_hidden": cfg.model.card_hidden,
         "batch_size": cfg.train.batch_size,

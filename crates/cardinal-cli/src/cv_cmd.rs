@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use cardinal::checkpoint::write_atomic;
+use cardinal::engine::write_atomic;
 use cardinal::engine::Engine;
 
 use crate::model_cmd::{ConfigArgs, DataSource};

@@ -11,8 +11,8 @@ use cardinal::runtime::{Runtime, WaitPolicy};
 use clap::{Parser, Subcommand};
 
 /// mimalloc keeps freed pages for reuse: with the system allocator each prediction's large
-/// output buffers come back from the kernel as fresh, zero-filled pages (page faults measured
-/// at up to 15 % of Bibtex inference; docs/journal).
+/// output buffers come back from the kernel as fresh, zero-filled pages (measured in
+/// docs/journal).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

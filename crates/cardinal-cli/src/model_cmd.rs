@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use cardinal::checkpoint::write_atomic;
-use cardinal::checkpoint::Meta;
 use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
+use cardinal::engine::write_atomic;
+use cardinal::engine::Meta;
 use cardinal::engine::{check_labels, data_dir_or_env, Checkpoints, Engine};
 use cardinal::eval::EvalReport;
 use cardinal::{Config, DataSpec};

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use cardinal::checkpoint::write_atomic;
 use cardinal::data::Labels;
+use cardinal::engine::write_atomic;
 use cardinal::engine::{check_labels, Engine};
 use cardinal::metrics::{binarize, Binarize};
 use npyz::WriterBuilder;

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use cardinal::train::{Event, Progress};
+use cardinal::engine::{Event, Progress};
 use cardinal::Config;
 use indicatif::{ProgressBar, ProgressStyle};
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use cardinal::checkpoint::write_atomic;
+use cardinal::engine::write_atomic;
 use cardinal::engine::Engine;
 
 /// Arguments of `cardinal report`.

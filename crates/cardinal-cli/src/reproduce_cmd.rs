@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use cardinal::checkpoint::write_atomic;
+use cardinal::engine::write_atomic;
 use cardinal::eval::EvalReport;
 use cardinal_paper::cell_key::cell_key;
 use cardinal_paper::reproduce::{cardinality_analysis, run_cell, table1_rows, Protocol, DATASETS};

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use cardinal::checkpoint::write_atomic;
+use cardinal::engine::write_atomic;
 use cardinal::engine::Engine;
 use cardinal::segment::{SegConfig, SegMetrics};
 
@@ -171,7 +171,7 @@ pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     }
     let (model, _, meta) = engine.load_segmentation(&args.model)?;
     let test = match &args.data {
-        Some(data) => engine.read_multi_target(Path::new(data))?,
+        Some(data) => engine.multi_target_inputs(Path::new(data), &model, &meta, true)?,
         // The run's own data, split as its training split it.
         None => {
             let Some((train, test)) = engine.segmentation_run_data(&args.model)? else {
@@ -181,17 +181,17 @@ pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
                     args.model.display()
                 );
             };
-            match args.split.as_str() {
+            let split = match args.split.as_str() {
                 "train" => train,
                 "test" => test,
                 other => bail!(
                     "--split {other} applies to binary multi-label models only (a multi-target \
                      run holds out no dev rows)"
                 ),
-            }
+            };
+            meta.align(split)?.0
         }
     };
-    meta.check_data(&test)?;
     let metrics = engine.evaluate_segmentation(&model, &test)?;
     let json = serde_json::to_string_pretty(&metrics)?;
     match &args.json {
@@ -227,8 +227,7 @@ pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
         );
     }
     let (model, _, meta) = engine.load_segmentation(&args.model)?;
-    let data = engine.read_multi_target(Path::new(&args.data))?;
-    meta.check_data(&data)?;
+    let data = engine.multi_target_inputs(Path::new(&args.data), &model, &meta, false)?;
     let rows = engine.predict_segmentation(&model, &data)?;
     let mut text = String::new();
     for r in &rows {

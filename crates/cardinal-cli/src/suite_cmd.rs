@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use cardinal::checkpoint::write_atomic;
+use cardinal::engine::write_atomic;
 use cardinal::engine::{data_dir_or_env, Engine};
 use cardinal_paper::cell_key::suite_cell_key;
 use cardinal_paper::suite::{entries, mean_sd, run_cell, Cell, DATASETS};

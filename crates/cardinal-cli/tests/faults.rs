@@ -253,6 +253,11 @@ fn nonsense_settings_are_refused_by_name() {
             r#"{"train": {"dev_fraction": 0.999}}"#,
             "train.dev_fraction = 0.999 holds out 8 of the 8 training rows",
         ),
+        // A Table 1 setting does nothing for P&C: refused, not ignored.
+        (
+            r#"{"baseline": {"optimizer": "adam"}}"#,
+            "baseline.optimizer is set, but system `pnc` does not read it",
+        ),
     ] {
         let cfg = write_config(&dir, json);
         let o = common::cardinal(&train_args(&cfg, &out, &["--dataset", arg(&data)]));

@@ -15,9 +15,9 @@ use pyo3::prelude::*;
 
 /// The allocator of the library's own allocations, as in the `cardinal` binary: mimalloc keeps
 /// freed pages for reuse, where the system allocator hands each training batch's and
-/// prediction's large buffers back as fresh zero-filled pages (17 % more CPU time for a
-/// Bibtex fit than the CLI's training, measured side by side). Memory handed to numpy is
-/// freed by this library's allocator too, through the array's owner object.
+/// prediction's large buffers back as fresh zero-filled pages (measured side by side with the
+/// CLI: docs/results/python.md). Memory handed to numpy is freed by this library's allocator
+/// too, through the array's owner object.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

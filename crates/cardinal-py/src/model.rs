@@ -2,15 +2,15 @@
 
 use std::path::PathBuf;
 
-use cardinal::checkpoint::TrainedOn;
 use cardinal::data::arrays::{dataset_from_arrays, with_sample_weights};
 use cardinal::data::{align_features, InputSchema};
 use cardinal::engine::Engine;
+use cardinal::engine::Model;
+use cardinal::engine::TrainedOn;
+use cardinal::engine::{EpochRecord, Event};
 use cardinal::metrics::{binarize, Binarize};
-use cardinal::pipeline::Model;
 use cardinal::runtime::{Runtime, WaitPolicy};
 use cardinal::search::CandidateScore;
-use cardinal::train::{EpochRecord, Event};
 use cardinal::Config;
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};

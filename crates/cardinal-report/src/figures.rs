@@ -6,7 +6,7 @@ use plotters::prelude::*;
 
 use crate::gather::{best_epoch, CountMatrix, LabelPoint, ReliabilityBin, ThresholdCurve};
 use crate::{Error, Result};
-use cardinal::train::EpochRecord;
+use cardinal::engine::EpochRecord;
 
 const FONT: &str = "sans-serif";
 /// A figure's size in pixels: one panel, or two side by side.

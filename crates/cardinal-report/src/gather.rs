@@ -4,15 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
-use cardinal::checkpoint::WEIGHTS_FILE;
 use cardinal::data::{Dataset, LabelSets};
+use cardinal::engine::EpochRecord;
+use cardinal::engine::Outputs;
+use cardinal::engine::WEIGHTS_FILE;
 use cardinal::engine::{check_labels, Engine, EVAL_FILE, METRICS_FILE};
 use cardinal::eval::EvalReport;
 use cardinal::metrics::{
     binarize, example_f1_by_threshold, round_cardinality, Binarize, Confusion, MetricOptions,
 };
-use cardinal::pipeline::Outputs;
-use cardinal::train::EpochRecord;
 
 use crate::{Error, Result};
 
@@ -121,7 +121,7 @@ pub fn best_epoch(history: &[EpochRecord]) -> Option<usize> {
 /// Reads `metrics.jsonl` of `dir` (empty when absent); a bad line is named.
 pub fn read_history(dir: &Path) -> Result<Vec<EpochRecord>> {
     let path = dir.join(METRICS_FILE);
-    let Some(bytes) = cardinal::checkpoint::read_model_file_if_any(&path)? else {
+    let Some(bytes) = cardinal::engine::read_model_file_if_any(&path)? else {
         return Ok(Vec::new());
     };
     String::from_utf8_lossy(&bytes)
@@ -140,7 +140,7 @@ pub fn read_history(dir: &Path) -> Result<Vec<EpochRecord>> {
 /// Reads `eval.json` of `dir` (either F1 unit), `None` when absent.
 pub fn read_eval(dir: &Path) -> Result<Option<EvalReport>> {
     let path = dir.join(EVAL_FILE);
-    match cardinal::checkpoint::read_model_file_if_any(&path)? {
+    match cardinal::engine::read_model_file_if_any(&path)? {
         Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| Error::File {
@@ -154,7 +154,7 @@ pub fn read_eval(dir: &Path) -> Result<Option<EvalReport>> {
 /// The system and dataset a directory's `config.json` / `meta.json` name, where readable.
 fn read_names(dir: &Path) -> (String, String) {
     let field = |file: &str, key: &str| -> Option<String> {
-        let text = cardinal::checkpoint::read_model_file(&dir.join(file)).ok()?;
+        let text = cardinal::engine::read_model_file(&dir.join(file)).ok()?;
         let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
         v.get(key)?.as_str().map(str::to_owned)
     };

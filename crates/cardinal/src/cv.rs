@@ -1,6 +1,6 @@
 //! K-fold cross-validation on the training file: a less noisy way to choose between
-//! configurations than one 5 % dev split (on Delicious that split moves by ±0.3-0.5 F1 from
-//! epoch to epoch, the size of the differences being chosen).
+//! configurations than one small dev split, whose score moves from epoch to epoch by as much
+//! as the differences being chosen (docs/journal).
 
 use serde::{Deserialize, Serialize};
 

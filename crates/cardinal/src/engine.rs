@@ -36,18 +36,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::checkpoint::{self, write_atomic, Meta, TrainedOn};
+use crate::checkpoint;
 use crate::config::Config;
 use crate::cv::{cross_validate, CvReport, FoldResult};
 use crate::data::{read_inputs, CsrMatrix, Dataset, Inputs, Labels, LoadNote, TrainTest};
 use crate::error::{Error, Result};
 use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_counts, EvalReport};
-use crate::pipeline::{check_dims, Model, Outputs};
+use crate::pipeline::check_dims;
 use crate::run_dir::{self, Existing, RunDir};
 use crate::runtime::Runtime;
 use crate::system::{Hooks, Start, Systems};
-use crate::train::{EpochRecord, Event, TrainState, Trained};
+use crate::train::TrainState;
 
+mod bench;
 mod data_spec;
 mod run_files;
 mod segment;
@@ -55,8 +56,17 @@ mod segment_run;
 
 use run_files::{check_identity, open_new_run, read_run_spec, record_identity, reopen_run};
 
+pub use bench::EpochBench;
 pub use data_spec::{data_dir_or_env, DataSpec, MultiTargetFiles};
 pub use segment_run::{SegOutcome, SegRun};
+
+// What the front ends need of the rest of the library, at the front door: a model folder's
+// files and what they record, the events of a training run, and a model with its outputs.
+pub use crate::checkpoint::{
+    read_model_file, read_model_file_if_any, write_atomic, Meta, TrainedOn, WEIGHTS_FILE,
+};
+pub use crate::pipeline::{Model, Outputs};
+pub use crate::train::{EpochRecord, Event, Progress, Trained};
 
 /// Rows per inference batch.
 pub const PREDICT_BATCH: usize = 256;
@@ -117,10 +127,9 @@ pub enum Checkpoints {
 }
 
 impl Checkpoints {
-    /// The default: at most every 30 s. A checkpoint of the Bibtex default holds four copies
-    /// of the weights (about 60 MB with the optimizer, best and averaged weights), which
-    /// costs far more than the README's main job can afford after every epoch (see
-    /// docs/RESULTS.md, "Reliability").
+    /// The default: at most every 30 s. A checkpoint holds four copies of the weights (with
+    /// the optimizer, best and averaged weights), which after every epoch costs more than
+    /// the README's main job can afford (measured in docs/RESULTS.md, "Reliability").
     pub const DEFAULT: Self = Self::AtMostEvery(std::time::Duration::from_secs(30));
 }
 
@@ -383,7 +392,8 @@ impl Engine {
 
     /// Creates the run directory `dir` for `cfg` on the data of `spec`, and records the data
     /// source in it. A directory that already holds a run is refused unless `replace`; then
-    /// its run state is cleared and its model stays until the new one is saved over it.
+    /// the new run is written beside it and replaces it whole when [`Engine::finish_run`]
+    /// ends (a run that fails or is killed leaves the old one as it was).
     pub fn start_run(
         &self,
         dir: &Path,

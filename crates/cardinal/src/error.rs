@@ -10,6 +10,29 @@ pub enum Error {
     /// names the field, the value and what is allowed.
     #[error("{0}")]
     Config(String),
+    /// A configuration field set to a value outside what it allows.
+    #[error("{field} = {value} is out of range: expected {allowed}")]
+    OutOfRange {
+        /// The field's full dotted path (`inference.smooth_eps`).
+        field: String,
+        /// The value given, as written.
+        value: String,
+        /// What the field allows (`a finite number > 0`, `1..=1000`).
+        allowed: String,
+    },
+    /// A configuration field set for a system that does not read it.
+    #[error(
+        "{field} is set, but system `{system}` does not read it ({why}); remove it, or choose \
+         a system that reads it"
+    )]
+    NotRead {
+        /// The field's full dotted path (`baseline.optimizer`).
+        field: String,
+        /// The system the configuration trains.
+        system: String,
+        /// Which systems read it.
+        why: String,
+    },
     /// Reading or checking a dataset failed.
     #[error(transparent)]
     Data(#[from] cardinal_data::data::DataError),
@@ -58,8 +81,8 @@ pub enum Error {
     },
     /// A run directory already holds a run, and replacing it was not asked for.
     #[error(
-        "{path} {what}; pass --force to replace it (its model stays until the new one is \
-         saved) or --resume to continue its run"
+        "{path} {what}; pass --force to replace it (the old run stays until the new one is \
+         finished) or --resume to continue its run"
     )]
     RunExists {
         /// The run directory.

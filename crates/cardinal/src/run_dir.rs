@@ -1,7 +1,7 @@
 //! Run directories that never lose a model: an existing directory is only reused when the
 //! caller says so, one process at a time writes into it (a lock file, with stale locks of
 //! killed processes detected), and a replaced run stays whole until the new one is whole:
-//! the new run is written beside it and swapped in with one rename ([`swap`]).
+//! the new run is written beside it and swapped in with one rename ([`RunDir::commit`]).
 
 use std::path::{Path, PathBuf};
 

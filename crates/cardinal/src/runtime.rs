@@ -70,7 +70,7 @@ impl Runtime {
     ///
     /// `f` runs on a worker, not on the calling thread: a batch has dozens of short parallel
     /// sections, and entered from outside the pool each one would wake a worker and put the
-    /// caller to sleep (futex calls were 6-8 % of a one-thread training epoch).
+    /// caller to sleep (measured in docs/journal/2026-11-26-speed.md).
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Result<R> {
         self.check()?;
         let threads = self.threads.map_or(0, |n| n.max(1));

@@ -23,7 +23,8 @@ use cardinal_proj::Method;
 
 /// How [`choose`] scores and decides, for caches keyed by the rule's inputs (the suite's
 /// cells): changed whenever the same candidates could be chosen or decoded differently.
-pub const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard error";
+pub const RULE: &str =
+    "cv example-F1, empty=1; threshold by one paired standard error; predict counts by expected F1";
 
 /// Fewest dev rows worth early stopping on: a 5 % dev split of a small training file (7 rows
 /// of Flags' 129) decides by one or two rows, so small files hold out up to a fifth instead.
@@ -37,7 +38,10 @@ pub fn scaled_dev_fraction(configured: f64, n: usize) -> f64 {
 }
 
 /// The candidates for `cfg` on a training file of `n` rows, in order of preference (the first
-/// wins a tie): `cfg` itself; the authors' configuration with the exact projection in every
+/// wins a tie): `cfg` itself, with the count at inference chosen for the expected example-F1
+/// (`inference.expected_f1_count`) where its count network is supervised (the count
+/// distribution is then a prediction of the count, which the unsupervised `paper` count is
+/// not; measured in docs/journal/2026-11-27-decoding.md); the authors' configuration with the exact projection in every
 /// step (`paper-projected`; the authors' soft Dykstra steps leave `y_T` off `C(z)`, so that
 /// every candidate's output holds `Σy = z` and `y ∈ [0, 1]` exactly, as `cfg`'s does); and
 /// that with 500 hidden units and dropout 0.3 (`paper-wide`). Each has the search off,
@@ -45,6 +49,9 @@ pub fn scaled_dev_fraction(configured: f64, n: usize) -> f64 {
 pub fn candidates(cfg: &Config, n: usize) -> Vec<Config> {
     let mut plain = cfg.clone();
     plain.search = SearchConfig::default();
+    if plain.loss.cardinality_weight > 0.0 {
+        plain.inference.expected_f1_count = true;
+    }
     let mut paper = Config::paper();
     paper.preset = "paper-projected".into();
     paper.seed = cfg.seed;
@@ -159,7 +166,17 @@ pub fn choose(
             .iter()
             .map(|f| f.example_f1_by_threshold.clone())
             .collect();
-        let (threshold, score) = best_threshold(&grid, &by_fold);
+        // A count chosen for the expected F1 already decides the label set (`y_T` on `C(z)`
+        // for an integer `z`): its threshold stays at 0.5, not tuned a second time.
+        let (threshold, score) = if candidate.inference.expected_f1_count {
+            let half = (0..grid.len())
+                .min_by(|&a, &b| (grid[a] - 0.5).abs().total_cmp(&(grid[b] - 0.5).abs()))
+                .expect("a non-empty grid");
+            let at: Vec<Vec<f64>> = by_fold.iter().map(|f| vec![f[half]]).collect();
+            best_threshold(&grid[half..=half], &at)
+        } else {
+            best_threshold(&grid, &by_fold)
+        };
         tracing::info!(
             "search: {} scores {score:.2} at threshold {threshold} in {}-fold cross-validation",
             candidate.preset,
@@ -227,6 +244,10 @@ mod tests {
         assert!(!Config::paper().search.applies(129));
         let all = candidates(&predict, 400);
         assert_eq!(all.len(), 3);
+        // The count-supervised candidate counts for the expected F1; the `paper` ones do not.
+        let f1: Vec<bool> = all.iter().map(|c| c.inference.expected_f1_count).collect();
+        assert_eq!(f1, [true, false, false]);
+        assert!(!predict.inference.expected_f1_count);
         assert!(predict.inference.final_projection.is_some());
         for c in all {
             c.validate().unwrap();

@@ -64,13 +64,22 @@ impl System for Pnc {
         PNC
     }
 
+    /// Refuses a `baseline` section that differs from the default: only the Table 1 systems
+    /// read it, and a setting that does nothing must not pass for one that does.
     fn validate(&self, cfg: &Config) -> Result<()> {
-        if cfg.baseline.pretrain_epochs > 0 {
-            return Err(Error::Config(format!(
-                "baseline.pretrain_epochs = {} is read by the Table 1 systems only (E2E-SPEN \
-                 is system `e2e-spen`); expected 0 for system `pnc`",
-                cfg.baseline.pretrain_epochs
-            )));
+        let given = serde_json::to_value(&cfg.baseline).expect("serialisable");
+        let default =
+            serde_json::to_value(crate::config::BaselineConfig::default()).expect("serialisable");
+        let (Some(given), Some(default)) = (given.as_object(), default.as_object()) else {
+            return Ok(());
+        };
+        if let Some(field) = given.keys().find(|k| given.get(*k) != default.get(*k)) {
+            return Err(Error::NotRead {
+                field: format!("baseline.{field}"),
+                system: PNC.into(),
+                why: "the `baseline` section configures the Table 1 systems (`--system`) only"
+                    .into(),
+            });
         }
         Ok(())
     }

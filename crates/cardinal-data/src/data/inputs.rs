@@ -206,7 +206,7 @@ fn read_file_for_model(
 /// Most names listed in one error message.
 const SHOWN_NAMES: usize = 8;
 
-fn listed(names: &[&str]) -> String {
+pub(crate) fn listed(names: &[&str]) -> String {
     let mut s: Vec<String> = names
         .iter()
         .take(SHOWN_NAMES)
@@ -216,6 +216,63 @@ fn listed(names: &[&str]) -> String {
         s.push(format!("and {} more", names.len() - SHOWN_NAMES));
     }
     s.join(", ")
+}
+
+/// For each of `model`'s names, its column among `data`'s (`None`: the same order already).
+/// Missing, extra and repeated names are refused, named; `what` (features, targets) and
+/// `source` name them in errors.
+pub(crate) fn match_by_name(
+    data: &[String],
+    model: &[String],
+    what: &str,
+    source: &str,
+) -> Result<Option<Vec<usize>>> {
+    if data == model {
+        return Ok(None);
+    }
+    let mut at: HashMap<&str, usize> = HashMap::with_capacity(data.len());
+    for (j, n) in data.iter().enumerate() {
+        if let Some(first) = at.insert(n.as_str(), j) {
+            return Err(DataError::Invalid(format!(
+                "{source}: `{n}` appears twice among the {what} (columns {} and {})",
+                first + 1,
+                j + 1
+            )));
+        }
+    }
+    let missing: Vec<&str> = model
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !at.contains_key(n))
+        .collect();
+    let known: std::collections::HashSet<&str> = model.iter().map(String::as_str).collect();
+    let extra: Vec<&str> = data
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !known.contains(n))
+        .collect();
+    if !missing.is_empty() || !extra.is_empty() {
+        let mut why = Vec::new();
+        if !missing.is_empty() {
+            why.push(format!(
+                "{} of the model's {what} missing: {}",
+                missing.len(),
+                listed(&missing)
+            ));
+        }
+        if !extra.is_empty() {
+            why.push(format!(
+                "{} {what} the model does not know: {}",
+                extra.len(),
+                listed(&extra)
+            ));
+        }
+        return Err(DataError::Invalid(format!(
+            "{source}: the {what} differ from the model's ({})",
+            why.join("; ")
+        )));
+    }
+    Ok(Some(model.iter().map(|n| at[n.as_str()]).collect()))
 }
 
 /// `x`, whose columns are named `names` (empty: no names), laid out in the columns of a model
@@ -246,51 +303,14 @@ pub fn align_features(
     if names == model.as_slice() {
         return Ok(x.clone());
     }
-    let model_col: HashMap<&str, u32> = model
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.as_str(), i as u32))
-        .collect();
-    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(names.len());
-    for (j, n) in names.iter().enumerate() {
-        if let Some(first) = seen.insert(n.as_str(), j) {
-            return Err(DataError::Invalid(format!(
-                "{source}: feature `{n}` appears twice (columns {first} and {j})"
-            )));
-        }
+    let Some(cols) = match_by_name(names, model, "features", source)? else {
+        return Ok(x.clone());
+    };
+    // Data column -> model column.
+    let mut to = vec![0u32; names.len()];
+    for (model_col, &data_col) in cols.iter().enumerate() {
+        to[data_col] = model_col as u32;
     }
-    let extra: Vec<&str> = names
-        .iter()
-        .map(String::as_str)
-        .filter(|n| !model_col.contains_key(n))
-        .collect();
-    let missing: Vec<&str> = model
-        .iter()
-        .map(String::as_str)
-        .filter(|n| !seen.contains_key(n))
-        .collect();
-    if !extra.is_empty() || !missing.is_empty() {
-        let mut why = Vec::new();
-        if !missing.is_empty() {
-            why.push(format!(
-                "{} of the model's features missing: {}",
-                missing.len(),
-                listed(&missing)
-            ));
-        }
-        if !extra.is_empty() {
-            why.push(format!(
-                "{} features the model does not know: {}",
-                extra.len(),
-                listed(&extra)
-            ));
-        }
-        return Err(DataError::Invalid(format!(
-            "{source}: the features differ from the model's ({})",
-            why.join("; ")
-        )));
-    }
-    let to: Vec<u32> = names.iter().map(|n| model_col[n.as_str()]).collect();
     let mut out = CsrMatrix {
         n_rows: x.n_rows,
         n_cols: schema.n_features,

@@ -26,6 +26,7 @@ pub mod error;
 pub mod inputs;
 mod lex;
 pub mod multi_target;
+pub mod multi_target_inputs;
 pub mod resolve;
 mod sniff;
 pub mod split;

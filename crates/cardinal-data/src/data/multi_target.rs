@@ -23,9 +23,13 @@ pub struct MultiTargetDataset {
 }
 
 impl MultiTargetDataset {
-    /// Number of examples.
+    /// Number of examples (counted by the targets, or, for new data without targets, by the
+    /// features).
     pub fn n_rows(&self) -> usize {
-        self.targets.len() / self.positions().max(1)
+        match self.positions() {
+            0 => self.features.len() / self.n_features().max(1),
+            l => self.targets.len() / l,
+        }
     }
     /// Number of features.
     pub fn n_features(&self) -> usize {

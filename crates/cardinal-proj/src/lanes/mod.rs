@@ -38,8 +38,8 @@ pub use vjp::{LanesTape, LanesVjpScratch};
 
 use crate::Real;
 
-/// Rows per block: four AVX-512 registers of `f32` per entry (measured on Bibtex: 64 lanes run
-/// 1.7× faster than 16 and 1.5× faster than 128, whose blocks leave the L2 cache).
+/// Rows per block: four AVX-512 registers of `f32` per entry; wider blocks leave the L2 cache
+/// (the widths compared: docs/journal/2026-11-26-speed.md).
 pub const LANES: usize = 64;
 
 /// One entry of each of the [`LANES`] rows of a block.

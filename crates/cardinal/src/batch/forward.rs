@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::inference::{BlockScratch, Kernel, RowTape};
 use crate::model::{first_layer_shift, Float, Model, Outputs, TwoLayer};
 
-/// Rows per lockstep block in inference (64 measured 6 % faster than 32 on Bibtex).
+/// Rows per lockstep block in inference (the widths compared: docs/journal/2026-11-26-speed.md).
 pub const INFER_LANES: usize = LANES;
 
 impl<F: Float> Model<F> {
@@ -145,8 +145,17 @@ impl<F: Float> Model<F> {
                     &mut w.hc,
                     &mut w.p,
                 );
-                for ((zr, pr), &r) in z.iter_mut().zip(w.p.chunks_exact_mut(k)).zip(rows) {
-                    *zr = self.count_of(ndarray::ArrayViewMut1::from(pr), true);
+                let f1_count = self.config.inference.expected_f1_count;
+                for (i, ((zr, pr), &r)) in z
+                    .iter_mut()
+                    .zip(w.p.chunks_exact_mut(k))
+                    .zip(rows)
+                    .enumerate()
+                {
+                    *zr = self.count_of(ndarray::ArrayViewMut1::from(&mut *pr), true);
+                    if f1_count {
+                        *zr = self.expected_f1_z(pr, &u[i * l..(i + 1) * l]);
+                    }
                     if let Some(counts) = count_override {
                         *zr = counts[r];
                     }

@@ -19,8 +19,8 @@ use crate::model::{
     c, decay_coefficient, ensure_shape, Float, Model, Params, TwoLayer, TwoLayerGrad,
 };
 
-/// Rows per lockstep block in training (each lane's arithmetic is the same for any width; 32
-/// lanes train as fast as 64 at one thread on Bibtex, 16 are 15 % slower).
+/// Rows per lockstep block in training (each lane's arithmetic is the same for any width; the
+/// widths compared: docs/journal/2026-11-26-speed.md).
 pub const TRAIN_LANES: usize = 32;
 
 #[derive(Debug, Clone, Copy, Default)]

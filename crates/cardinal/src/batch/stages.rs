@@ -9,6 +9,7 @@ use super::{Stage, Workspace};
 use crate::config::ZMode;
 use crate::data::CsrMatrix;
 use crate::inference::{Kernel, RowTape, Unroll};
+use crate::model::expected_f1::expected_f1_count;
 use crate::model::{c, Float, Model, TwoLayer};
 
 impl<F: Float> Model<F> {
@@ -49,6 +50,12 @@ impl<F: Float> Model<F> {
         for row in ws.p.outer_iter_mut() {
             ws.z.push(self.count_of(row, !train));
         }
+        if !train && self.config.inference.expected_f1_count {
+            for (i, z) in ws.z.iter_mut().enumerate() {
+                let (p, u) = (ws.p.row(i), ws.u.row(i));
+                *z = self.expected_f1_z(p.as_slice().unwrap(), u.as_slice().unwrap());
+            }
+        }
         if let (false, Some(counts)) = (train, &ws.count_override) {
             for (z, &r) in ws.z.iter_mut().zip(rows) {
                 *z = counts[r];
@@ -83,6 +90,17 @@ impl<F: Float> Model<F> {
                 self.counts[best]
             }
         }
+    }
+
+    /// The count of `inference.expected_f1_count`: the set size with the highest expected
+    /// example-F1 given the count distribution `p` (softmaxed, over [`Model::counts`]) and the
+    /// unary scores `u` of a row (marginals `σ(u)`).
+    pub(super) fn expected_f1_z(&self, p: &[F], u: &[F]) -> F {
+        let to = |v: &F| v.to_f64().unwrap_or(0.0);
+        let probs: Vec<f64> = p.iter().map(to).collect();
+        let counts: Vec<f64> = self.counts.iter().map(to).collect();
+        let marginals: Vec<f64> = u.iter().map(|v| 1.0 / (1.0 + (-to(v)).exp())).collect();
+        c(expected_f1_count(&probs, &counts, &marginals) as f64)
     }
 
     /// The projection of the ascent steps, in training or at test time.

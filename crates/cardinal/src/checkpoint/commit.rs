@@ -27,8 +27,12 @@ fn read_journal(dir: &Path) -> Result<Journal> {
     let Some(bytes) = read_model_file_if_any(&path)? else {
         return Ok(Vec::new());
     };
-    let journal: Journal = serde_json::from_slice(&bytes)
-        .map_err(|e| ckpt_err(&path, format!("invalid save journal: {e}")))?;
+    let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| {
+        ckpt_err(
+            &path,
+            format!("invalid save journal: {}", super::json_problem(&e)),
+        )
+    })?;
     if journal
         .iter()
         .any(|(a, b)| !plain_name(a) || !plain_name(b))

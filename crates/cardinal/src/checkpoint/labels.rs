@@ -49,8 +49,12 @@ impl std::fmt::Display for LabelStructure {
 
 /// The label structure `meta.json`'s bytes declare (`path` names the file in errors).
 pub(crate) fn of_meta_bytes(path: &Path, bytes: &[u8]) -> Result<LabelStructure> {
-    let value: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| ckpt_err(path, format!("invalid meta data: {e}")))?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        ckpt_err(
+            path,
+            format!("invalid meta data: {}", super::json_problem(&e)),
+        )
+    })?;
     let size = |field: &str| -> Result<usize> {
         value
             .get(field)

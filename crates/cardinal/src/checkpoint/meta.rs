@@ -76,16 +76,22 @@ impl Meta {
     pub(super) fn parse(path: &std::path::Path, bytes: &[u8]) -> crate::error::Result<Self> {
         let invalid =
             |e: &dyn std::fmt::Display| super::ckpt_err(path, format!("invalid meta data: {e}"));
-        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| invalid(&e))?;
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| invalid(&super::json_problem(&e)))?;
         if let Some(fields) = value.as_object() {
-            if let Some(k) = fields.keys().find(|k| !Self::FIELDS.contains(&k.as_str())) {
+            // Named by position, never quoted: the file may be someone else's.
+            if let Some(i) = fields
+                .keys()
+                .position(|k| !Self::FIELDS.contains(&k.as_str()))
+            {
                 return Err(invalid(&format!(
-                    "unknown field `{k}`, expected one of {}",
+                    "its field number {} is not one this version writes (it writes only {})",
+                    i + 1,
                     Self::FIELDS.join(", ")
                 )));
             }
         }
-        serde_json::from_value(value).map_err(|e| invalid(&e))
+        serde_json::from_value(value).map_err(|e| invalid(&super::json_problem(&e)))
     }
 
     /// Why this meta data cannot describe a model, if it cannot (sizes that disagree, an
@@ -223,7 +229,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("m/meta.json: invalid meta data: unknown field `n_labelz`"),
+            e.contains("m/meta.json: invalid meta data: its field number")
+                && e.contains("is not one this version writes")
+                && !e.contains("n_labelz"),
+            "{e}"
+        );
+        // A value of the wrong type is not quoted either.
+        let mut v = serde_json::to_value(meta()).unwrap();
+        v["dataset"] = 7.into();
+        v["cardinal_version"] = serde_json::json!({"secret_token": "s3cr3t"});
+        let e = Meta::parse(p, v.to_string().as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("wrong type") && !e.contains("secret") && !e.contains("s3cr3t"),
             "{e}"
         );
     }

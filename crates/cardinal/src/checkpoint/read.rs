@@ -75,6 +75,24 @@ pub fn read_model_file_if_any(path: &Path) -> Result<Option<Vec<u8>>> {
     }
 }
 
+/// What is wrong with a model folder's JSON file, in words that never quote it (the file may
+/// be someone else's, and its keys and values are not echoed): which kind of problem, and
+/// where. A missing field is named, since the name is this library's.
+pub(crate) fn json_problem(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let text = e.to_string();
+    let what = match e.classify() {
+        Category::Io => "it cannot be read",
+        Category::Syntax => "it is not valid JSON",
+        Category::Eof => "it ends early",
+        Category::Data if text.starts_with("missing field") => {
+            return text;
+        }
+        Category::Data => "a field is not one this version writes, or has the wrong type or value",
+    };
+    format!("{what} (line {}, column {})", e.line(), e.column())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -151,8 +151,12 @@ pub fn load_state(dir: &Path) -> Result<(TrainState, Meta)> {
     };
     let p = ckpt.join("progress.json");
     let bytes = super::read_model_file(&p)?;
-    let progress: Progress = serde_json::from_slice(&bytes)
-        .map_err(|e| ckpt_err(&p, format!("invalid progress record: {e}")))?;
+    let progress: Progress = serde_json::from_slice(&bytes).map_err(|e| {
+        ckpt_err(
+            &p,
+            format!("invalid progress record: {}", super::json_problem(&e)),
+        )
+    })?;
     let optimizer = Adagrad {
         lr: model.config.train.lr as f32,
         acc,

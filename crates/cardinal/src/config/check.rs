@@ -11,9 +11,11 @@ pub(super) const MAX_EPOCHS: usize = 100_000;
 
 /// The refusal of `value` for `field`, which expects `range`.
 pub(crate) fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
-    Error::Config(format!(
-        "{field} = {value} is out of range: expected {range}"
-    ))
+    Error::OutOfRange {
+        field: field.to_string(),
+        value: value.to_string(),
+        allowed: range.to_string(),
+    }
 }
 
 /// `Ok` when `ok`, else the refusal of `value` for `field`.

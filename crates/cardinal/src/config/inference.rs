@@ -41,6 +41,14 @@ pub struct InferenceConfig {
     /// scores at most `1 − P(0)` in expectation. Training is unchanged.
     #[serde(default)]
     pub empty_at: Option<f64>,
+    /// At inference, the count `z` of a row is the set size with the highest expected
+    /// example-F1 (`crate::model::expected_f1`) under the count network's distribution and the
+    /// unary marginals `σ(u)`, instead of the distribution's mean (an empty prediction for an
+    /// empty gold set counting 1, this also decides "no labels", over `empty_at`). `y_T`
+    /// then lies on `C(z)` for that integer `z`. Training is unchanged. Off unless set (and
+    /// then not written), so that configurations without it read and write as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expected_f1_count: bool,
 }
 
 impl Default for InferenceConfig {
@@ -56,6 +64,7 @@ impl Default for InferenceConfig {
             fp_iters: 20,
             smooth_eps: 0.1,
             empty_at: None,
+            expected_f1_count: false,
         }
     }
 }

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::{DataSpec, RUN_FILE};
 use crate::checkpoint::{self, write_atomic};
+use crate::data::multi_target::MultiTargetDataset;
 use crate::data::{Dataset, TrainTest};
 use crate::error::{Error, Result};
 use crate::run_dir::{self, Existing, RunDir};
@@ -32,18 +33,45 @@ struct DataIdentity {
     rows: [usize; 2],
 }
 
+/// A run's train and test data, as far as its identity goes: binary multi-label data
+/// ([`TrainTest`]) or multi-target data (a train and a test [`MultiTargetDataset`]).
+pub(super) trait RunData {
+    /// Feeds the content of the train and then the test data to `h`.
+    fn hash_into(&self, h: &mut Sha256);
+    /// Train and test rows.
+    fn rows(&self) -> [usize; 2];
+}
+
+impl RunData for TrainTest {
+    fn hash_into(&self, h: &mut Sha256) {
+        hash_dataset(h, &self.train);
+        hash_dataset(h, &self.test);
+    }
+    fn rows(&self) -> [usize; 2] {
+        [self.train.n_rows(), self.test.n_rows()]
+    }
+}
+
+impl RunData for (MultiTargetDataset, MultiTargetDataset) {
+    fn hash_into(&self, h: &mut Sha256) {
+        hash_multi_target(h, &self.0);
+        hash_multi_target(h, &self.1);
+    }
+    fn rows(&self) -> [usize; 2] {
+        [self.0.n_rows(), self.1.n_rows()]
+    }
+}
+
 impl DataIdentity {
-    fn of(spec: &DataSpec, data: &TrainTest) -> Self {
+    fn of(spec: &DataSpec, data: &dyn RunData) -> Self {
         let mut h = Sha256::new();
-        for ds in [&data.train, &data.test] {
-            hash_dataset(&mut h, ds);
-        }
+        data.hash_into(&mut h);
         Self {
             sha256: h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
             data_dir: spec
                 .data_dir()
                 .map(|d| std::path::absolute(&d).unwrap_or(d)),
-            rows: [data.train.n_rows(), data.test.n_rows()],
+            rows: data.rows(),
         }
     }
 
@@ -86,22 +114,41 @@ pub fn hash_dataset(h: &mut Sha256, ds: &Dataset) {
     }
 }
 
+/// Feeds the multi-target `ds` to `h` as [`hash_dataset`] feeds binary data: its shape,
+/// features (by their bits), targets and names, each length-prefixed.
+fn hash_multi_target(h: &mut Sha256, ds: &MultiTargetDataset) {
+    for n in [ds.n_rows(), ds.n_features(), ds.positions(), ds.classes()] {
+        h.update((n as u64).to_le_bytes());
+    }
+    ds.features
+        .iter()
+        .for_each(|&v| h.update(v.to_bits().to_le_bytes()));
+    ds.targets.iter().for_each(|&c| h.update(c.to_le_bytes()));
+    for names in [&ds.feature_names, &ds.target_names, &ds.class_names] {
+        h.update((names.len() as u64).to_le_bytes());
+        for n in names {
+            h.update((n.len() as u64).to_le_bytes());
+            h.update(n.as_bytes());
+        }
+    }
+}
+
 /// Records in `dir` what the run's data `data` (read from `spec`) is.
-pub(super) fn record_identity(dir: &Path, spec: &DataSpec, data: &TrainTest) -> Result<()> {
+pub(super) fn record_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
     let json = serde_json::to_string_pretty(&DataIdentity::of(spec, data)).expect("serialisable");
     write_atomic(&dir.join(DATA_FILE), json.as_bytes())
 }
 
 /// Refuses `data` (read from `spec`) when it is not what the run in `dir` recorded at its
 /// start. Runs written before `data.json` was recorded are not checked.
-pub(super) fn check_identity(dir: &Path, spec: &DataSpec, data: &TrainTest) -> Result<()> {
+pub(super) fn check_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
     let path = dir.join(DATA_FILE);
     let Some(bytes) = checkpoint::read_model_file_if_any(&path)? else {
         return Ok(());
     };
     let recorded: DataIdentity = serde_json::from_slice(&bytes).map_err(|e| Error::Checkpoint {
         path: path.clone(),
-        message: format!("invalid data record: {e}"),
+        message: format!("invalid data record: {}", checkpoint::json_problem(&e)),
     })?;
     let found = DataIdentity::of(spec, data);
     if found.sha256 != recorded.sha256 {
@@ -154,7 +201,10 @@ pub(super) fn read_run_spec(dir: &Path) -> Result<Option<DataSpec>> {
         .map(Some)
         .map_err(|e| Error::Checkpoint {
             path: run_path,
-            message: format!("invalid data source record: {e}"),
+            message: format!(
+                "invalid data source record: {}",
+                checkpoint::json_problem(&e)
+            ),
         })
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::Engine;
 use crate::checkpoint::{self, LabelStructure};
-use crate::data::arff::read_multi_target_arff;
+use crate::data::arff::{read_multi_target_arff, read_multi_target_inputs};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::{Error, Result};
 use crate::segment::{self, SegConfig, SegMeta, SegMetrics, SegModel, SegRow};
@@ -14,17 +14,35 @@ use crate::segment::{self, SegConfig, SegMeta, SegMetrics, SegModel, SegRow};
 impl Engine {
     /// Reads a multi-target (MEKA) ARFF file, naming it in errors.
     pub fn read_multi_target(&self, path: &Path) -> Result<MultiTargetDataset> {
-        if path.is_dir() {
-            return Err(Error::Config(format!(
-                "{} is a folder: expected a multi-target ARFF file (such as its test.arff)",
+        read_named(path, read_multi_target_arff)
+    }
+
+    /// New data for the multi-target model `model` (described by `meta`) from the MEKA ARFF
+    /// file `path`, laid out as the model's inputs: features, targets and classes matched by
+    /// name ([`SegMeta::align`]). The targets may be left out (no `-C` option, or `-C 0`)
+    /// unless `need_targets` (evaluation) or the model reads the gold class sizes.
+    pub fn multi_target_inputs(
+        &self,
+        path: &Path,
+        model: &SegModel,
+        meta: &SegMeta,
+        need_targets: bool,
+    ) -> Result<MultiTargetDataset> {
+        let data = read_named(path, |r| read_multi_target_inputs(r, &meta.target_names))?;
+        let (data, has_targets) = meta.align(data)?;
+        if !has_targets {
+            let why = match (need_targets, model.mode) {
+                (true, _) => "evaluation compares with them",
+                (false, segment::Mode::Gold) => {
+                    "this model reads the gold class sizes (mode gold) when it predicts"
+                }
+                (false, _) => return Ok(data),
+            };
+            return Err(Error::Mismatch(format!(
+                "{} holds no targets (no `-C` option in its relation name, and no nominal \
+                 attribute named as one of the model's targets), and {why}",
                 path.display()
             )));
-        }
-        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut data = read_multi_target_arff(std::io::BufReader::new(file))
-            .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
-        if data.name.is_empty() {
-            data.name = path.display().to_string();
         }
         Ok(data)
     }
@@ -81,4 +99,27 @@ impl Engine {
     pub fn label_structure(&self, dir: &Path) -> Result<LabelStructure> {
         checkpoint::label_structure(dir)
     }
+}
+
+/// Reads the multi-target ARFF file `path` with `read`, naming the file in errors and naming
+/// the data after it when its relation has no name.
+fn read_named(
+    path: &Path,
+    read: impl FnOnce(
+        std::io::BufReader<std::fs::File>,
+    ) -> std::result::Result<MultiTargetDataset, crate::data::DataError>,
+) -> Result<MultiTargetDataset> {
+    if path.is_dir() {
+        return Err(Error::Config(format!(
+            "{} is a folder: expected a multi-target ARFF file (such as its test.arff)",
+            path.display()
+        )));
+    }
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut data = read(std::io::BufReader::new(file))
+        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+    if data.name.is_empty() {
+        data.name = path.display().to_string();
+    }
+    Ok(data)
 }

@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    open_new_run, read_run_spec, reopen_run, Checkpoints, DataSpec, Engine, MultiTargetFiles,
+    check_identity, open_new_run, read_run_spec, record_identity, reopen_run, Checkpoints,
+    DataSpec, Engine, MultiTargetFiles,
 };
 use super::{EVAL_FILE, METRICS_FILE, RUN_FILE};
 use crate::checkpoint::{self, write_atomic, LabelStructure};
@@ -87,7 +88,8 @@ impl Engine {
         }
     }
 
-    /// The data of `spec`, which the run directory `dir` records, named in errors.
+    /// The data of `spec`, which the run directory `dir` records, named in errors; refused
+    /// when it is not the data the run trained on (its `data.json`).
     fn recorded_data(
         &self,
         dir: &Path,
@@ -102,7 +104,9 @@ impl Engine {
                     spec.dataset
                 ),
             })?;
-        self.read_multi_target_files(&files, spec.train_fraction)
+        let data = self.read_multi_target_files(&files, spec.train_fraction)?;
+        check_identity(dir, spec, &data)?;
+        Ok(data)
     }
 
     /// Whether the run directory `dir` holds a multi-target run: what its latest checkpoint
@@ -136,6 +140,9 @@ impl Engine {
         }
         let state = start(&train, &cfg)?;
         let run_dir = open_new_run(dir, spec, replace)?;
+        let data = (train, test);
+        record_identity(run_dir.path(), spec, &data)?;
+        let (train, test) = data;
         Ok(SegRun {
             dir: dir.to_path_buf(),
             train,
@@ -152,7 +159,7 @@ impl Engine {
         let (run_dir, spec) = reopen_run(dir)?;
         let (train, test) = self.recorded_data(dir, &spec)?;
         let (state, config, meta) = seg_checkpoint::load_state(dir)?;
-        meta.check_data(&train)?;
+        let (train, _) = meta.align(train)?;
         tracing::info!(
             dir = %dir.display(),
             epochs_run = state.epochs_run(),

@@ -16,6 +16,7 @@
 //! adds its methods to [`Model`].
 
 mod dropout;
+pub mod expected_f1;
 mod networks;
 mod params;
 mod sparse_layer;

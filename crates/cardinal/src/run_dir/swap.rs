@@ -158,7 +158,11 @@ pub(super) fn swap_in(staging: &Path, target: &Path, swapped: &mut dyn FnMut()) 
                     false => std::fs::rename(&from, &to),
                 };
                 if let Err(e) = moved {
-                    tracing::warn!("could not move {} into {}: {e}", from.display(), target.display());
+                    tracing::warn!(
+                        "could not move {} into {}: {e}",
+                        from.display(),
+                        target.display()
+                    );
                     return Ok(());
                 }
             }

@@ -76,8 +76,10 @@ pub fn load_state(dir: &Path) -> Result<(SegState, SegConfig, SegMeta)> {
     }
     let path = ckpt.join(PROGRESS_FILE);
     let bytes = crate::checkpoint::read_model_file(&path)?;
-    let progress: SegProgress = serde_json::from_slice(&bytes)
-        .map_err(|e| ckpt_err(&path, format!("invalid progress record: {e}")))?;
+    let progress: SegProgress = serde_json::from_slice(&bytes).map_err(|e| {
+        let why = crate::checkpoint::json_problem(&e);
+        ckpt_err(&path, format!("invalid progress record: {why}"))
+    })?;
     let numbered = progress
         .history
         .iter()

@@ -18,6 +18,7 @@ use crate::checkpoint::{
     ckpt_err, stage, LabelStructure, Staged, CONFIG_FILE, FORMAT_VERSION, META_FILE, WEIGHTS_FILE,
 };
 use crate::data::multi_target::MultiTargetDataset;
+use crate::data::multi_target_inputs::MultiTargetSchema;
 use crate::error::{Error, Result};
 
 /// What a multi-target model directory says about itself.
@@ -40,6 +41,13 @@ pub struct SegMeta {
     pub dataset: String,
     /// The classes' names (empty when the data had none).
     pub class_names: Vec<String>,
+    /// The targets' names, by which new data's targets are matched (empty in models of
+    /// earlier versions, whose data is matched by position).
+    #[serde(default)]
+    pub target_names: Vec<String>,
+    /// The features' names, by which new data's features are matched (empty as above).
+    #[serde(default)]
+    pub feature_names: Vec<String>,
 }
 
 impl SegMeta {
@@ -62,6 +70,20 @@ impl SegMeta {
                 self.class_names.len(),
                 self.classes
             ))
+        } else if !self.target_names.is_empty() && self.target_names.len() != self.positions {
+            Some(format!(
+                "{} target names for positions = {}",
+                self.target_names.len(),
+                self.positions
+            ))
+        } else if !self.feature_names.is_empty()
+            && self.feature_names.len() != self.positions * self.channels
+        {
+            Some(format!(
+                "{} feature names for positions × channels = {}",
+                self.feature_names.len(),
+                self.positions * self.channels
+            ))
         } else {
             None
         }
@@ -82,6 +104,42 @@ impl SegMeta {
             )));
         }
         Ok(())
+    }
+
+    /// `data` laid out as this model's inputs: features, targets and classes matched by name
+    /// where the model records names (models of earlier versions: by position), then its
+    /// shape checked. Data without targets gets placeholder targets (class 0) and `false`;
+    /// only a prediction that does not read them may use it.
+    pub fn align(&self, data: MultiTargetDataset) -> Result<(MultiTargetDataset, bool)> {
+        let mut data = match self.feature_names.is_empty() || self.target_names.is_empty() {
+            true => data,
+            false => {
+                let name = data.name.clone();
+                let schema = MultiTargetSchema {
+                    feature_names: &self.feature_names,
+                    target_names: &self.target_names,
+                    class_names: &self.class_names,
+                };
+                data.aligned_to(&schema, &name)?
+            }
+        };
+        let has_targets = data.positions() > 0;
+        if !has_targets {
+            let n = data.n_rows();
+            data.target_names = match self.target_names.is_empty() {
+                true => (0..self.positions)
+                    .map(|k| format!("position {k}"))
+                    .collect(),
+                false => self.target_names.clone(),
+            };
+            data.class_names = match self.class_names.is_empty() {
+                true => (0..self.classes).map(|k| k.to_string()).collect(),
+                false => self.class_names.clone(),
+            };
+            data.targets = vec![0; n * self.positions];
+        }
+        self.check_data(&data)?;
+        Ok((data, has_targets))
     }
 }
 
@@ -210,6 +268,8 @@ pub fn save(
         channels: model.channels,
         dataset: train.name.clone(),
         class_names: train.class_names.clone(),
+        target_names: train.target_names.clone(),
+        feature_names: train.feature_names.clone(),
     };
     if let Some(why) = meta.inconsistency() {
         return Err(ckpt_err(dir, format!("refusing to save: {why}")));
@@ -250,8 +310,10 @@ pub fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
              `Engine::load`",
         ));
     }
-    let meta: SegMeta = serde_json::from_slice(&meta_bytes)
-        .map_err(|e| ckpt_err(&meta_path, format!("invalid meta data: {e}")))?;
+    let meta: SegMeta = serde_json::from_slice(&meta_bytes).map_err(|e| {
+        let why = crate::checkpoint::json_problem(&e);
+        ckpt_err(&meta_path, format!("invalid meta data: {why}"))
+    })?;
     if meta.format_version != FORMAT_VERSION {
         return Err(ckpt_err(
             &meta_path,
@@ -412,6 +474,17 @@ mod tests {
         };
         let e = tamper("\"channels\": 3", "\"channels\": 4");
         assert!(
+            e.contains("108 feature names for positions × channels = 144"),
+            "{e}"
+        );
+        // Without names (a model of an earlier version), the tensors' shapes still tell.
+        let mut unnamed: serde_json::Value = serde_json::from_str(&good).unwrap();
+        unnamed["channels"] = 4.into();
+        unnamed["feature_names"] = serde_json::json!([]);
+        std::fs::write(&meta_path, unnamed.to_string()).unwrap();
+        let e = load(dir.path()).unwrap_err().to_string();
+        std::fs::write(&meta_path, &good).unwrap();
+        assert!(
             e.contains("tensor `unary.w` is F64 [3, 3], but meta.json implies F64 [4, 3]"),
             "{e}"
         );
@@ -426,7 +499,10 @@ mod tests {
             "{e}"
         );
         let e = tamper("\"dataset\"", "\"extra\": 1, \"dataset\"");
-        assert!(e.contains("unknown field `extra`"), "{e}");
+        assert!(
+            e.contains("is not one this version writes") && !e.contains("extra"),
+            "{e}"
+        );
         let cfg_path = dir.path().join(CONFIG_FILE);
         std::fs::write(
             &cfg_path,

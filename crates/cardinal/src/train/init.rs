@@ -9,6 +9,11 @@ use crate::error::{Error, Result};
 use crate::model::{Params, Standardizer};
 use crate::pipeline::{count_values, Model};
 
+/// Bytes of unrolled inference and projection tape per row, label and step while training
+/// (the memory guard's estimate; measured with the `paper` preset in
+/// docs/results/reliability.md).
+const TAPE_BYTES: f64 = 84.0;
+
 /// A freshly initialised model for `train` under `cfg`.
 pub fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
     cfg.validate()?;
@@ -23,9 +28,8 @@ pub fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
     let m = &cfg.model;
     // Memory guard: refuse sizes whose training state cannot fit, before allocating any of it.
     // Estimate: f32 parameters x4 (weights, gradient, Adagrad, best epoch) plus the unrolled
-    // inference and projection tapes of one batch, measured at about 84 bytes per row, label
-    // and step with the paper preset (peak RSS 13.1 GB for L = 200000, batch 50, 15 steps;
-    // docs/results/reliability.md). Budget: env
+    // inference and projection tapes of one batch, at `TAPE_BYTES` per row, label and step
+    // (measured in docs/results/reliability.md). Budget: env
     // CARDINAL_MEMORY_BUDGET in bytes with an optional K/M/G/T suffix (binary), `0` = no limit;
     // default 16G.
     {
@@ -37,7 +41,8 @@ pub fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
         );
         let k = (kmax - kmin + 1) as f64;
         let n_params = d * h + h + h * l + l + l * e + e + d * hc + hc + hc * k + k + 1.0;
-        let tapes = cfg.train.batch_size as f64 * (cfg.inference.steps as f64 + 1.0) * l * 84.0;
+        let tapes =
+            cfg.train.batch_size as f64 * (cfg.inference.steps as f64 + 1.0) * l * TAPE_BYTES;
         let need = 16.0 * n_params + tapes;
         let var = std::env::var("CARDINAL_MEMORY_BUDGET").ok();
         let budget = match var.as_deref().map(str::trim) {

@@ -49,7 +49,10 @@ use std::io::BufRead;
 use std::path::Path;
 
 pub use header::{meka_label_spec, LabelSpec};
-pub use multi_target::{declares_multi_target, read_multi_target_arff, write_multi_target_arff};
+pub use multi_target::{
+    declares_multi_target, read_multi_target_arff, read_multi_target_inputs,
+    write_multi_target_arff,
+};
 pub use nominal::{DropReason, DroppedAttribute, MAX_NOMINAL_VALUES};
 
 use super::error::{DataError, ParseErrorKind, Result};

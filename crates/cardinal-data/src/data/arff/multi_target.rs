@@ -1,12 +1,16 @@
 //! MEKA's multi-target ARFF: the relation name's `-C L` makes the first `L` attributes the
-//! targets, each nominal over the same `M` class names; the other attributes are numeric
-//! features. Rows are dense (`v_1,v_2,...`); sparse rows and missing values (`?`) are refused,
-//! since a segmentation has a class at every position.
+//! targets (`-C -L`: the last `L`), each nominal over the same `M` class names; the other
+//! attributes are numeric features. Rows are dense (`v_1,v_2,...`); sparse rows and missing
+//! values (`?`) are refused, since a segmentation has a class at every position.
+//!
+//! New data for a trained model ([`read_multi_target_inputs`]) may leave the targets out:
+//! without a `-C` option (or with `-C 0`), the targets are the nominal attributes named as the
+//! model's, and there may be none.
 
 use super::super::error::{show, DataError, ParseErrorKind, Result};
 use super::super::lex::{is_blank, parse_f32, Lines};
 use super::super::multi_target::MultiTargetDataset;
-use super::header::{meka_label_spec, read_header, AttrType, LabelSpec};
+use super::header::{meka_label_spec, read_header, Attr, AttrType, LabelSpec};
 use std::io::{BufRead, Write};
 
 /// `tok` without one pair of enclosing single or double quotes (class names need no escapes).
@@ -17,18 +21,32 @@ fn unquote(tok: &[u8]) -> &[u8] {
     }
 }
 
-/// Whether an ARFF file's header declares multi-target labels: MEKA's `-C L` (`L > 0`) with
-/// the first `L` attributes nominal over the same classes, other than `{0, 1}` (binary labels,
-/// which the multi-label readers take). Only the header is read.
+/// The target attributes MEKA's `-C` option in `relation` names among `n` attributes: the
+/// first `L` (`-C L`) or the last `L` (`-C -L`). `None` without the option, with `-C 0`, or
+/// when `L` exceeds `n`.
+fn meka_targets(relation: &str, n: usize) -> Option<std::ops::Range<usize>> {
+    match meka_label_spec(relation)? {
+        LabelSpec::First(l) if l <= n => Some(0..l),
+        LabelSpec::Last(l) if l <= n => Some(n - l..n),
+        _ => None,
+    }
+}
+
+/// Whether an ARFF file's header declares multi-target labels: MEKA's `-C L` or `-C -L`
+/// (`L > 0`) with those `L` attributes nominal over the same classes, other than `{0, 1}`
+/// (binary labels, which the multi-label readers take). Only the header is read.
 pub fn declares_multi_target<R: BufRead>(reader: R) -> Result<bool> {
     let mut lines = Lines::new(reader);
     let (relation, attrs) = read_header(&mut lines)?;
-    let l = match meka_label_spec(&relation) {
-        Some(LabelSpec::First(l)) if l <= attrs.len() => l,
-        _ => return Ok(false),
+    let Some(range) = meka_targets(&relation, attrs.len()) else {
+        return Ok(false);
     };
-    let classes = &attrs[0].nominal.values;
-    let same = attrs[..l]
+    let targets = &attrs[range];
+    let Some(first) = targets.first() else {
+        return Ok(false);
+    };
+    let classes = &first.nominal.values;
+    let same = targets
         .iter()
         .all(|a| a.ty == AttrType::Nominal && a.nominal.values == *classes);
     let mut sorted = classes.clone();
@@ -39,24 +57,60 @@ pub fn declares_multi_target<R: BufRead>(reader: R) -> Result<bool> {
 
 /// Reads a multi-target ARFF file (see the module documentation).
 pub fn read_multi_target_arff<R: BufRead>(reader: R) -> Result<MultiTargetDataset> {
+    read_with(reader, None)
+}
+
+/// Reads new data for a model whose targets are named `model_targets`: targets as MEKA's `-C`
+/// option says, or, without it, the nominal attributes named as the model's targets (possibly
+/// none: then the dataset has features only, and no targets).
+pub fn read_multi_target_inputs<R: BufRead>(
+    reader: R,
+    model_targets: &[String],
+) -> Result<MultiTargetDataset> {
+    read_with(reader, Some(model_targets))
+}
+
+/// Which attributes are targets: MEKA's option; else, reading inputs, the nominal attributes
+/// named as the model's targets; else an error.
+fn target_flags(
+    relation: &str,
+    attrs: &[Attr],
+    model_targets: Option<&[String]>,
+    data_line: usize,
+) -> Result<Vec<bool>> {
+    if let Some(range) = meka_targets(relation, attrs.len()) {
+        return Ok((0..attrs.len()).map(|k| range.contains(&k)).collect());
+    }
+    match model_targets {
+        Some(names) => Ok(attrs
+            .iter()
+            .map(|a| a.ty == AttrType::Nominal && names.contains(&a.name))
+            .collect()),
+        None => Err(DataError::parse(
+            data_line,
+            1,
+            ParseErrorKind::NoMekaLabels {
+                relation: relation.to_string(),
+            },
+        )),
+    }
+}
+
+fn read_with<R: BufRead>(
+    reader: R,
+    model_targets: Option<&[String]>,
+) -> Result<MultiTargetDataset> {
     let mut lines = Lines::new(reader);
     let (relation, attrs) = read_header(&mut lines)?;
-    let data_line = lines.line_no;
-    let positions = match meka_label_spec(&relation) {
-        Some(LabelSpec::First(l)) if l <= attrs.len() => l,
-        _ => {
-            return Err(DataError::parse(
-                data_line,
-                1,
-                ParseErrorKind::NoMekaLabels {
-                    relation: relation.clone(),
-                },
-            ))
-        }
-    };
-    let (targets, features) = attrs.split_at(positions);
-    let classes = &targets[0].nominal.values;
-    for a in targets {
+    let is_target = target_flags(&relation, &attrs, model_targets, lines.line_no)?;
+    let targets: Vec<&Attr> = attrs
+        .iter()
+        .zip(&is_target)
+        .filter_map(|(a, &t)| t.then_some(a))
+        .collect();
+    let no_classes = Vec::new();
+    let classes = targets.first().map_or(&no_classes, |a| &a.nominal.values);
+    for a in &targets {
         if a.ty != AttrType::Nominal || a.nominal.values != *classes {
             return Err(DataError::parse(
                 a.line,
@@ -68,15 +122,27 @@ pub fn read_multi_target_arff<R: BufRead>(reader: R) -> Result<MultiTargetDatase
             ));
         }
     }
+    let features: Vec<&Attr> = attrs
+        .iter()
+        .zip(&is_target)
+        .filter_map(|(a, &t)| (!t).then_some(a))
+        .collect();
     if let Some(a) = features.iter().find(|a| a.ty != AttrType::Numeric) {
         return Err(DataError::parse(
             a.line,
             a.col,
             ParseErrorKind::Expected {
-                expected: "a numeric feature after the targets",
+                expected: "a numeric feature (the targets are the attributes `-C` names)",
                 found: show(a.ty_text.as_bytes()),
             },
         ));
+    }
+    // Each attribute's place among the targets (or the features).
+    let mut place = Vec::with_capacity(attrs.len());
+    let (mut t, mut f) = (0, 0);
+    for &target in &is_target {
+        place.push(if target { t } else { f });
+        (t, f) = if target { (t + 1, f) } else { (t, f + 1) };
     }
     let width = attrs.len();
     let mut ds = MultiTargetDataset {
@@ -94,6 +160,7 @@ pub fn read_multi_target_arff<R: BufRead>(reader: R) -> Result<MultiTargetDatase
         features: Vec::new(),
         targets: Vec::new(),
     };
+    let (mut row_targets, mut row_features) = (vec![0; t], vec![0.0; f]);
     while lines.advance()? {
         let line = lines.line();
         if is_blank(line) || line.trim_ascii_start().starts_with(b"%") {
@@ -119,20 +186,21 @@ pub fn read_multi_target_arff<R: BufRead>(reader: R) -> Result<MultiTargetDatase
                     found: show(tok),
                 });
             }
-            if k < positions {
-                match targets[k].nominal.index(tok) {
-                    Some(c) => ds.targets.push(c),
+            if is_target[k] {
+                let a = &attrs[k];
+                match a.nominal.index(tok) {
+                    Some(c) => row_targets[place[k]] = c,
                     None => {
                         return err(ParseErrorKind::BadNominal {
-                            name: targets[k].name.clone(),
+                            name: a.name.clone(),
                             found: show(tok),
-                            expected: targets[k].nominal.shown(),
+                            expected: a.nominal.shown(),
                         })
                     }
                 }
             } else {
                 match parse_f32(tok).filter(|x| x.is_finite()) {
-                    Some(x) => ds.features.push(x),
+                    Some(x) => row_features[place[k]] = x,
                     None => return err(ParseErrorKind::NonNumeric { found: show(tok) }),
                 }
             }
@@ -148,6 +216,8 @@ pub fn read_multi_target_arff<R: BufRead>(reader: R) -> Result<MultiTargetDatase
                 },
             ));
         }
+        ds.targets.extend_from_slice(&row_targets);
+        ds.features.extend_from_slice(&row_features);
     }
     Ok(ds)
 }
@@ -253,6 +323,36 @@ mod tests {
         seen.sort_by(|x, y| x.partial_cmp(y).unwrap());
         all.sort_by(|x, y| x.partial_cmp(y).unwrap());
         assert_eq!(seen, all);
+    }
+
+    /// `-C -L` names the last `L` attributes, which may come after the features; new data
+    /// may leave the targets out (`-C 0`, or no option), or name them without the option.
+    #[test]
+    fn targets_last_or_left_out_read_as_the_same_data() {
+        let first = "@relation 'r: -C 2'\n@attribute a {x,y}\n@attribute b {x,y}\n\
+                     @attribute f numeric\n@data\nx,y,1\ny,x,2\n";
+        let last = "@relation 'r: -C -2'\n@attribute f numeric\n@attribute a {x,y}\n\
+                    @attribute b {x,y}\n@data\n1,x,y\n2,y,x\n";
+        let want = read_multi_target_arff(first.as_bytes()).unwrap();
+        assert!(declares_multi_target(last.as_bytes()).unwrap());
+        assert_eq!(read_multi_target_arff(last.as_bytes()).unwrap(), want);
+        let model = [String::from("a"), String::from("b")];
+        let named = "@relation r\n@attribute b {x,y}\n@attribute f numeric\n\
+                     @attribute a {x,y}\n@data\ny,1,x\nx,2,y\n";
+        let got = read_multi_target_inputs(named.as_bytes(), &model).unwrap();
+        assert_eq!(got.target_names, ["b", "a"]);
+        assert_eq!(
+            (got.targets.clone(), got.features.clone()),
+            (vec![1, 0, 0, 1], vec![1.0, 2.0])
+        );
+        for bare in [
+            "@relation 'r: -C 0'\n@attribute f numeric\n@data\n1\n2\n",
+            "@relation r\n@attribute f numeric\n@data\n1\n2\n",
+        ] {
+            let got = read_multi_target_inputs(bare.as_bytes(), &model).unwrap();
+            assert_eq!((got.positions(), got.n_rows()), (0, 2), "{bare}");
+            assert!(read_multi_target_arff(bare.as_bytes()).is_err());
+        }
     }
 
     fn read(text: &str) -> String {
