@@ -23,8 +23,8 @@ The attainable time of a stage is the sum over its kernels of the time the refer
 of that shape takes; where no library kernel exists (the unroll's lockstep work: sorting
 networks, projections, masks, all SIMD over 32 rows), it is the op count at one 16-wide f32
 vector instruction per FMA slot, i.e. half the best GEMM flop rate measured in the same run
-(the FMAs of the energy's matvecs at the full GEMM rate), or the bytes of its tape at the
-measured L3 stream rate, whichever is longer.
+(the FMAs of the energy's matvecs at the full GEMM rate), plus the bytes of its tape at the
+measured stream rate (no overlap assumed).
 
 Usage (numpy in a venv of its own; gcc with OpenMP):
     python3 -m venv .venv-limit && .venv-limit/bin/pip install -r bench/requirements-limit.txt
