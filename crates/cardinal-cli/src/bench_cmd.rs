@@ -1,10 +1,12 @@
-//! `cardinal bench`: training-epoch and inference timings with the faithful configuration,
-//! printed as one JSON line (field names are relied on by scripts: keep them).
+//! `cardinal bench`: training-epoch and inference timings with the faithful configuration (or
+//! another preset), and the epoch's time per stage, printed as one JSON line (field names are
+//! relied on by scripts: keep them).
 
 use std::time::Instant;
 
 use anyhow::Context;
 use cardinal::data::synthetic::SyntheticShape;
+use cardinal::pipeline::Stage;
 use cardinal::Config;
 
 /// Fraction of Bibtex's 1836 features present in a row on average (68.4 non-zeros).
@@ -27,7 +29,10 @@ pub struct BenchArgs {
     /// Inference batch size.
     #[arg(long, default_value_t = 256, value_parser = sized(1, 1 << 20))]
     pub infer_batch: usize,
-    /// JSON configuration instead of the `paper` preset.
+    /// Preset timed (`--config` is read over it).
+    #[arg(long, default_value = "paper", value_name = "NAME")]
+    pub preset: String,
+    /// JSON configuration read over `--preset`.
     #[arg(long, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
     /// Time on synthetic data with this many labels instead of `--dataset` (Bibtex's feature
@@ -105,9 +110,10 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
                 .into_train_test(0.8, 0)?
         }
     };
+    let base = Config::preset(&args.preset)?;
     let mut cfg = match &args.config {
-        Some(p) => Config::from_json_over(&Config::paper(), &std::fs::read_to_string(p)?)?,
-        None => Config::paper(),
+        Some(p) => Config::from_json_over(&base, &std::fs::read_to_string(p)?)?,
+        None => base,
     };
     if let Some(t) = args.steps {
         cfg.inference.steps = t;
@@ -115,13 +121,25 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
     }
     let mut bench = engine.epoch_bench(&data.train, &cfg)?;
     let mut epochs = Vec::new();
+    // Per timed epoch, the seconds of every stage (`StageClock`).
+    let mut stages: Vec<Vec<f64>> = vec![Vec::new(); Stage::ALL.len()];
     for rep in 0..=args.train_reps.max(1) {
+        bench.clock().reset();
         let t = Instant::now();
         bench.epoch(&data.train)?;
         if rep > 0 {
             epochs.push(t.elapsed().as_secs_f64());
+            for (s, &stage) in stages.iter_mut().zip(&Stage::ALL) {
+                s.push(bench.clock().seconds(stage));
+            }
         }
     }
+    // Median per stage over the timed epochs; the parts of a stage are thread-seconds.
+    let stages_s: serde_json::Map<String, serde_json::Value> = Stage::ALL
+        .iter()
+        .zip(stages)
+        .map(|(stage, s)| (stage.name().to_string(), median(s).into()))
+        .collect();
     let mut infers = Vec::new();
     for rep in 0..=args.infer_reps.max(1) {
         let t = Instant::now();
@@ -136,6 +154,9 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
         "threads": rayon::current_num_threads(),
         "train_epoch_s": median(epochs.clone()),
         "train_epoch_s_all": epochs,
+        "stages_s": stages_s,
+        "preset": cfg.preset,
+        "hidden": cfg.model.hidden,
         "infer_s": median(infers.clone()),
         "infer_s_all": infers,
         "infer_batch": args.infer_batch,
@@ -144,6 +165,18 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
         "n_labels": data.train.n_labels(),
         "n_features": data.train.n_features(),
         "steps": cfg.inference.steps,
+        "train_nnz": data.train.features.nnz(),
+        "train_label_entries": (0..data.train.n_rows())
+            .map(|r| data.train.labels.count(r))
+            .sum::<usize>(),
+        "n_counts": bench.n_counts(),
+        "energy_hidden": cfg.model.energy_hidden,
+        "card_hidden": cfg.model.card_hidden,
+        "batch_size": cfg.train.batch_size,
+        "rounds": cfg.inference.rounds,
+        "dropout": cfg.model.dropout,
+        "average": cfg.train.average_epochs.is_some(),
+        "final_projection": cfg.inference.final_projection.map(|m| m.to_string()),
         "train_projection": cfg.inference.train_projection.to_string(),
         "peak_rss_mib": peak_rss_mib(),
         "cardinal": env!("CARGO_PKG_VERSION"),

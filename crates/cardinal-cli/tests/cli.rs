@@ -465,6 +465,49 @@ fn dropped_attributes_are_reported() {
     );
 }
 
+/// `bench --preset predict` times the default and reports its epoch stage by stage: the
+/// top-level stages are wall time within the epoch (bench/limit.py reads them).
+#[test]
+fn bench_reports_the_epoch_stage_by_stage() {
+    let out = cardinal(&[
+        "--threads",
+        "1",
+        "bench",
+        "--preset",
+        "predict",
+        "--synthetic-labels",
+        "7",
+        "--synthetic-rows",
+        "120",
+        "--synthetic-features",
+        "50",
+        "--train-reps",
+        "1",
+        "--infer-reps",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let line: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    assert_eq!(line["preset"], "predict");
+    assert_eq!(line["hidden"], 2000);
+    let stages = &line["stages_s"];
+    let top: f64 = [
+        "nets_forward",
+        "unroll",
+        "loss",
+        "nets_backward",
+        "optimizer",
+        "average",
+    ]
+    .iter()
+    .map(|k| stages[*k].as_f64().unwrap())
+    .sum();
+    let epoch = line["train_epoch_s"].as_f64().unwrap();
+    assert!(top > 0.0 && top <= epoch, "{top} of {epoch}");
+    assert!(stages["unroll_forward"].as_f64().unwrap() > 0.0);
+}
+
 /// Sizes are checked before anything is allocated: an absurd synthetic size is a clear error,
 /// not an abort in the allocator.
 #[test]

@@ -7,7 +7,9 @@ use cardinal_proj::lanes::SoftDykstraLanes;
 use ndarray::linalg::general_mat_mul;
 use rayon::prelude::*;
 
-use super::Workspace;
+use std::time::Instant;
+
+use super::{Stage, Workspace};
 use crate::config::{IterateWeights, ZMode};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
@@ -107,7 +109,9 @@ impl<F: Float> Model<F> {
         ws: &mut Workspace<F>,
         grad: &mut Params<F>,
     ) -> Result<BatchLoss> {
+        let start = Instant::now();
         self.networks_forward(x, rows, ws, true);
+        ws.clock.add(Stage::NetsForward, start);
         let cfg = &self.config;
         let (b, l, e, steps) = (
             rows.len(),
@@ -215,6 +219,7 @@ impl<F: Float> Model<F> {
             Ok(RowResult { loss, gz, geta })
         };
         let inf = &cfg.inference;
+        let start = Instant::now();
         let mut lockstep = self.kernel(ws, true) == Kernel::Lockstep;
         let nb = b.div_ceil(TRAIN_LANES);
         if lockstep {
@@ -231,6 +236,7 @@ impl<F: Float> Model<F> {
             if ws.block_tapes.len() < nb {
                 ws.block_tapes.resize_with(nb, BlockTape::default);
             }
+            let clock = &ws.clock;
             lockstep = ws
                 .gu
                 .as_slice_mut()
@@ -243,17 +249,17 @@ impl<F: Float> Model<F> {
                     let r0 = bi * TRAIN_LANES;
                     let n = res.len();
                     let (ub, zb) = (&u[r0 * l..(r0 + n) * l], &z[r0..r0 + n]);
-                    if un
-                        .forward_block_tape(lanes, ub, zb, |r| gold(r0 + r), &weights, bt)
-                        .is_err()
-                    {
+                    let forward = clock.time(Stage::UnrollForward, || {
+                        un.forward_block_tape(lanes, ub, zb, |r| gold(r0 + r), &weights, bt)
+                    });
+                    if forward.is_err() {
                         return false;
                     }
                     if let Some(w) = &row_w {
                         bt.scale_rows(&w[r0..r0 + n]);
                     }
-                    un.backward_block(lanes, bt);
-                    un.energy_block(bt);
+                    clock.time(Stage::UnrollBackward, || un.backward_block(lanes, bt));
+                    clock.time(Stage::EnergyGrad, || un.energy_block(bt));
                     for (r, res) in res.iter_mut().enumerate() {
                         let gu = &mut gu[r * l..(r + 1) * l];
                         bt.write_gu(r, gu);
@@ -282,6 +288,8 @@ impl<F: Float> Model<F> {
                     Ok(())
                 })?;
         }
+        ws.clock.add(Stage::Unroll, start);
+        let start = Instant::now();
 
         let p = &self.params;
         let mut loss = BatchLoss {
@@ -366,12 +374,24 @@ impl<F: Float> Model<F> {
             aux: &mut ws.grad_c1,
         };
         let dropout = self.dropout(true, ws.dropout_key);
+        let clock = &ws.clock;
+        clock.add(Stage::Loss, start);
+        let start = Instant::now();
         let (gu, pre1, h1, dh) = (&ws.gu, &ws.pre1, &ws.h1, &mut ws.dh);
         let (dlogits, prec, hc, dhc) = (&ws.dlogits, &ws.prec, &ws.hc, &mut ws.dhc);
         rayon::join(
-            || unary.backward(x, rows, stdz, dropout, gu, pre1, h1, dh, du),
-            || card.backward(x, rows, stdz, None, dlogits, prec, hc, dhc, dc),
+            || {
+                clock.time(Stage::UnaryBackward, || {
+                    unary.backward(x, rows, stdz, dropout, gu, pre1, h1, dh, du)
+                })
+            },
+            || {
+                clock.time(Stage::CountBackward, || {
+                    card.backward(x, rows, stdz, None, dlogits, prec, hc, dhc, dc)
+                })
+            },
         );
+        clock.add(Stage::NetsBackward, start);
 
         Ok(loss)
     }

@@ -13,11 +13,13 @@
 //! projections, the unroll and its kernel), inference over rows (`forward`), and the training
 //! loss and its gradient (`gradient`).
 
+mod clock;
 mod forward;
 mod gradient;
 mod stages;
 mod workspace;
 
+pub use clock::{Stage, StageClock};
 pub use forward::INFER_LANES;
 pub use gradient::{batch_loss, BatchLoss, TRAIN_LANES};
 pub use workspace::Workspace;

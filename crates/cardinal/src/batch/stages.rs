@@ -5,7 +5,7 @@
 use cardinal_proj::{AnyProjector, Method};
 use ndarray::Array2;
 
-use super::Workspace;
+use super::{Stage, Workspace};
 use crate::config::ZMode;
 use crate::data::CsrMatrix;
 use crate::inference::{Kernel, RowTape, Unroll};
@@ -33,9 +33,18 @@ impl<F: Float> Model<F> {
         // The two networks side by side (each also splits its rows over threads).
         let (pre1, h1, u) = (&mut ws.pre1, &mut ws.h1, &mut ws.u);
         let (prec, hc, pc) = (&mut ws.prec, &mut ws.hc, &mut ws.p);
+        let clock = &ws.clock;
         rayon::join(
-            || unary.forward(x, rows, stdz, shift_u, dropout, pre1, h1, u),
-            || card.forward(x, rows, stdz, shift_c, None, prec, hc, pc),
+            || {
+                clock.time(Stage::UnaryForward, || {
+                    unary.forward(x, rows, stdz, shift_u, dropout, pre1, h1, u)
+                })
+            },
+            || {
+                clock.time(Stage::CountForward, || {
+                    card.forward(x, rows, stdz, shift_c, None, prec, hc, pc)
+                })
+            },
         );
         ws.z.clear();
         for row in ws.p.outer_iter_mut() {

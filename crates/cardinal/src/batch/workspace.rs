@@ -3,6 +3,7 @@
 use cardinal_proj::lanes::SoftDykstraLanes;
 use ndarray::Array2;
 
+use super::clock::StageClock;
 use super::forward::INFER_LANES;
 use super::gradient::{RowResult, TRAIN_LANES};
 use crate::inference::{BlockScratch, BlockTape, Kernel, RowTape};
@@ -58,6 +59,8 @@ pub struct Workspace<F: Float> {
     /// Structure of the cardinality net's first-layer gradient of the last
     /// [`Model::loss_and_sparse_grad`](crate::model::Model::loss_and_sparse_grad).
     pub grad_c1: FirstLayerGrad<F>,
+    /// Time per stage of the training batches run with this workspace (see [`StageClock`]).
+    pub clock: StageClock,
 }
 
 /// One thread's buffers for a unit of inference rows (see

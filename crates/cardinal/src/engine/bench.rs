@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::Result;
 use crate::model::Params;
-use crate::pipeline::{Outputs, Workspace};
+use crate::pipeline::{Outputs, StageClock, Workspace};
 use crate::runtime::WaitPolicy;
 use crate::train::{epoch_over_all, TrainState};
 
@@ -44,6 +44,16 @@ impl EpochBench {
             &mut self.grad,
             self.wait,
         )
+    }
+
+    /// The time per stage of the epochs run so far (reset it between epochs to time one).
+    pub fn clock(&self) -> &StageClock {
+        &self.ws.clock
+    }
+
+    /// The number of counts the count network chooses from.
+    pub fn n_counts(&self) -> usize {
+        self.state.model.counts.len()
     }
 
     /// Inference on every row of `x`, `batch` rows at a time.

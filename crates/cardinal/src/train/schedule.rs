@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, predict};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::model::Params;
-use crate::pipeline::{dropout_key, Model, Workspace};
+use crate::pipeline::{dropout_key, Model, Stage, Workspace};
 use crate::runtime::run_with_active_workers;
 use crate::train::Hooks;
 
@@ -253,7 +253,9 @@ fn run_epoch(
         let before = tc
             .skip_nonfinite_batches
             .then(|| (model.params.clone(), optimizer.clone()));
+        let step_start = std::time::Instant::now();
         let (decay, bad) = optimizer.step_fused(model, grad, ws);
+        ws.clock.add(Stage::Optimizer, step_start);
         loss.decay_loss = decay;
         if let Some(name) = bad {
             match before {
@@ -279,12 +281,14 @@ fn run_epoch(
             }
         }
         if let (Some(avg), Some(epochs)) = (average.as_mut(), tc.average_epochs) {
-            fold_into_average(
-                avg,
-                &model.params,
-                progress.average_steps,
-                epochs * n_batches as f64,
-            );
+            ws.clock.time(Stage::Average, || {
+                fold_into_average(
+                    avg,
+                    &model.params,
+                    progress.average_steps,
+                    epochs * n_batches as f64,
+                )
+            });
             progress.average_steps += 1;
         }
         loss_sum += loss.total();
