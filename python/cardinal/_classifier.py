@@ -455,7 +455,8 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
 
     def _outputs(self, X: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(y_T, z, ranking)`` of ``X``: one inference, reused while the same content is
-        asked for again (``predict`` then ``predict_proba`` on one ``X`` infer once)."""
+        asked for again (``predict`` then ``predict_proba`` on one ``X`` infer once). The
+        arrays are the cache's own: a caller copies what it hands out."""
         check_is_fitted(self, "model_")
         features, names = as_features(X, "predict")
         fitted_names = self.model_.feature_names
@@ -488,8 +489,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
                 )
             )
             runtime.last = (key, out)
-        # Copies: the caller may change what it gets without changing the cache.
-        return out[0].copy(), out[1].copy(), out[2].copy()
+        return out
 
     def predict_all(self, X: ArrayLike) -> Predictions:
         """Every output of one inference on ``X``: ``(labels, proba, counts, decision)`` as
@@ -497,7 +497,8 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         :meth:`decision_function` return them."""
         y, z, ranking = self._outputs(X)
         labels = _native.label_sets(y, z, ranking, self._rule())
-        return Predictions(labels=labels, proba=y, counts=z, decision=ranking)
+        # Copies: the caller may change what it gets without changing the cache.
+        return Predictions(labels=labels, proba=y.copy(), counts=z.copy(), decision=ranking.copy())
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """The predicted label sets: an ``n × L`` int64 indicator matrix, chosen by
@@ -508,16 +509,16 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """The last iterate ``y_T`` (``n × L``, float32, in ``[0, 1]``, each row summing to
         ``z``): a relaxed label indicator, not calibrated probabilities."""
-        return self._outputs(X)[0]
+        return self._outputs(X)[0].copy()
 
     def predict_count(self, X: ArrayLike) -> np.ndarray:
         """The predicted label counts ``z`` (``n``, float32)."""
-        return self._outputs(X)[1]
+        return self._outputs(X)[1].copy()
 
     def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Scores that rank the labels (``n × L``): the last ascent step's point before its
         projection, which orders labels as ``y_T`` does without its ties at 0 and 1."""
-        return self._outputs(X)[2]
+        return self._outputs(X)[2].copy()
 
     # -- tags ------------------------------------------------------------------------------
 

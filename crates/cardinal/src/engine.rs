@@ -274,7 +274,14 @@ impl Engine {
                 model.n_features()
             )));
         }
-        system.predict(model, x, PREDICT_BATCH)
+        let start = std::time::Instant::now();
+        let out = system.predict(model, x, PREDICT_BATCH)?;
+        tracing::debug!(
+            rows = x.n_rows,
+            seconds = start.elapsed().as_secs_f64(),
+            "inference"
+        );
+        Ok(out)
     }
 
     /// Every metric of `model` on `data`, the outputs they were computed from, and what a
