@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use cardinal::data::synthetic::SyntheticShape;
-use cardinal::pipeline::Stage;
+use cardinal::engine::Stage;
 use cardinal::Config;
 
 /// Fraction of Bibtex's 1836 features present in a row on average (68.4 non-zeros).

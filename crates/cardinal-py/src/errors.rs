@@ -21,7 +21,7 @@ pub fn to_py(e: cardinal::Error) -> PyErr {
             path.display()
         )),
         E::Interrupted { .. } => PyKeyboardInterrupt::new_err(msg),
-        E::Diverged { .. } | E::Runtime(_) => PyRuntimeError::new_err(msg),
+        E::Diverged { .. } | E::ThreadPool { .. } => PyRuntimeError::new_err(msg),
         _ => PyValueError::new_err(msg),
     }
 }

@@ -87,10 +87,11 @@ pub fn cross_validate(
     on_fold: &mut dyn FnMut(&FoldResult),
 ) -> Result<CvReport> {
     if k < 2 || k > train.n_rows() {
-        return Err(Error::Config(format!(
-            "cross-validation needs 2 <= folds <= {} (the training rows), got {k}",
-            train.n_rows()
-        )));
+        return Err(Error::OutOfRange {
+            field: "folds".into(),
+            value: k.to_string(),
+            allowed: format!("2..={} (the training rows)", train.n_rows()),
+        });
     }
     let mut folds = Vec::with_capacity(k);
     for index in 0..k {

@@ -65,7 +65,7 @@ pub use segment_run::{SegOutcome, SegRun};
 pub use crate::checkpoint::{
     read_model_file, read_model_file_if_any, write_atomic, Meta, TrainedOn, WEIGHTS_FILE,
 };
-pub use crate::pipeline::{Model, Outputs};
+pub use crate::pipeline::{Model, Outputs, Stage};
 pub use crate::train::{EpochRecord, Event, Progress, Trained};
 
 /// Rows per inference batch.
@@ -268,11 +268,11 @@ impl Engine {
     pub fn predict(&self, model: &Model<f32>, x: &CsrMatrix) -> Result<Outputs<f32>> {
         let system = self.systems.get(&model.config.system)?;
         if x.n_cols != model.n_features() {
-            return Err(Error::Mismatch(format!(
-                "the data has {} features where the model has {}",
-                x.n_cols,
-                model.n_features()
-            )));
+            return Err(Error::Shape {
+                what: "the data".into(),
+                found: format!("{} features", x.n_cols),
+                expected: format!("the model's {}", model.n_features()),
+            });
         }
         let start = std::time::Instant::now();
         let out = system.predict(model, x, PREDICT_BATCH)?;
@@ -557,17 +557,17 @@ fn log_data(data: &TrainTest) {
 fn require_rows(train: &Dataset, tc: &crate::config::TrainConfig) -> Result<()> {
     tc.check_rows(train.n_rows())?;
     if train.n_rows() == 0 {
-        return Err(Error::Mismatch(format!(
-            "the training data `{}` has no rows",
-            train.name
-        )));
+        return Err(Error::Empty {
+            data: train.name.clone(),
+            what: "rows",
+        });
     }
     // Zero label columns would reach the networks as empty chunks (a panic), not an error.
     if train.n_labels() == 0 {
-        return Err(Error::Mismatch(format!(
-            "the training data `{}` has no label columns",
-            train.name
-        )));
+        return Err(Error::Empty {
+            data: train.name.clone(),
+            what: "label columns",
+        });
     }
     Ok(())
 }
@@ -586,11 +586,10 @@ pub fn check_labels(meta: &Meta, data: &Dataset, model_dir: &Path) -> Result<()>
         && !data.label_names.is_empty()
         && meta.label_names != data.label_names
     {
-        return Err(Error::Mismatch(format!(
-            "the data's labels differ from those of the model in {} (trained on `{}`)",
-            model_dir.display(),
-            meta.dataset
-        )));
+        return Err(Error::LabelsDiffer {
+            model_dir: model_dir.to_path_buf(),
+            dataset: meta.dataset.clone(),
+        });
     }
     Ok(())
 }

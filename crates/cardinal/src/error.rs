@@ -6,10 +6,73 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A configuration value out of range, or a configuration that does not parse; the message
-    /// names the field, the value and what is allowed.
-    #[error("{0}")]
-    Config(String),
+    /// A configuration that does not parse (JSON syntax, an unknown field, a value of the
+    /// wrong type), with where in the text.
+    #[error("invalid configuration{at}: {message}{place}")]
+    InvalidConfig {
+        /// ` at `FIELD`` where a field is to blame, else empty.
+        at: String,
+        /// What is wrong.
+        message: String,
+        /// ` at line L, column C` where the text has a place, else empty.
+        place: String,
+    },
+    /// A preset name that names none.
+    #[error(
+        "preset = \"{name}\" is not a preset; known presets: {known} (a saved configuration \
+         may also name the one it derives from, e.g. table1-spen)"
+    )]
+    UnknownPreset {
+        /// The name given.
+        name: String,
+        /// The presets there are, comma-separated.
+        known: String,
+    },
+    /// A configuration field whose value conflicts with another setting.
+    #[error("{field} = {value}: {why}")]
+    Conflict {
+        /// The field's full dotted path.
+        field: String,
+        /// Its value.
+        value: String,
+        /// What it conflicts with, and what would do.
+        why: String,
+    },
+    /// A dev split that leaves no row to train on.
+    #[error(
+        "{split} holds out {held_out} of the {rows} training rows as dev data, leaving none to \
+         train on: lower it"
+    )]
+    NoTrainingRows {
+        /// The setting that splits (`train.dev_fraction = 0.999`).
+        split: String,
+        /// Rows it holds out.
+        held_out: usize,
+        /// Rows there are.
+        rows: usize,
+    },
+    /// A model whose training state would not fit the memory budget.
+    #[error(
+        "model too large for the memory budget: {shape} give {params:.0} parameters and an \
+         estimated {need_gib:.1} GiB of training memory ({state_gib:.1} GiB parameter state + \
+         {tapes_gib:.1} GiB per-batch tapes), above the budget of {budget_gib:.1} GiB (set \
+         CARDINAL_MEMORY_BUDGET, e.g. 64G, or 0 for no limit; or reduce model.hidden / \
+         train.batch_size)"
+    )]
+    TooLarge {
+        /// The sizes that make it (features, labels, layers, batch, steps).
+        shape: String,
+        /// Parameters.
+        params: f64,
+        /// Estimated training memory, GiB.
+        need_gib: f64,
+        /// Of which the parameter state.
+        state_gib: f64,
+        /// Of which one batch's tapes.
+        tapes_gib: f64,
+        /// The budget, GiB.
+        budget_gib: f64,
+    },
     /// A configuration field set to a value outside what it allows.
     #[error("{field} = {value} is out of range: expected {allowed}")]
     OutOfRange {
@@ -59,9 +122,99 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
-    /// Data and model disagree (features, labels, counts).
-    #[error("{0}")]
-    Mismatch(String),
+    /// Data and model (or a saved state) disagree in shape: features, labels, counts, rows.
+    #[error("{what} has {found}; expected {expected}")]
+    Shape {
+        /// What has the wrong shape (`the data`, a dataset's name).
+        what: String,
+        /// The shape it has.
+        found: String,
+        /// The shape expected, and whose it is.
+        expected: String,
+    },
+    /// Training data without rows or without label columns.
+    #[error("the training data `{data}` has no {what}")]
+    Empty {
+        /// The data's name.
+        data: String,
+        /// `rows` or `label columns`.
+        what: &'static str,
+    },
+    /// New data whose label names differ from the model's.
+    #[error("the data's labels differ from those of the model in {} (trained on `{dataset}`)", model_dir.display())]
+    LabelsDiffer {
+        /// The model directory.
+        model_dir: PathBuf,
+        /// The data it was trained on.
+        dataset: String,
+    },
+    /// Data found under a run's name that is not the data the run trained on.
+    #[error(
+        "the data found for `{dataset}` is not the data the run in {} trained on: it trained on \
+         {recorded}; found {found}. Restore that data (or its data folder), or start a new run",
+        run.display()
+    )]
+    OtherData {
+        /// The dataset's name.
+        dataset: String,
+        /// The run directory.
+        run: PathBuf,
+        /// What the run recorded.
+        recorded: String,
+        /// What was found.
+        found: String,
+    },
+    /// A data file that cannot be read, named.
+    #[error("{}: {source}", path.display())]
+    DataFile {
+        /// The file.
+        path: PathBuf,
+        /// Why (boxed: a data error is large, and errors travel in every `Result`).
+        #[source]
+        source: Box<cardinal_data::data::DataError>,
+    },
+    /// A path that is not the kind of file expected.
+    #[error("{} is {what}: expected {expected}", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is (`a folder`).
+        what: &'static str,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// New multi-target data without targets where they are needed.
+    #[error(
+        "{} holds no targets (no `-C` option in its relation name, and no nominal attribute \
+         named as one of the model's targets), and {why}",
+        path.display()
+    )]
+    NoTargets {
+        /// The file.
+        path: PathBuf,
+        /// Why they are needed.
+        why: &'static str,
+    },
+    /// A dataset that holds no multi-target data where multi-target data is needed.
+    #[error("`{dataset}` holds no multi-target data")]
+    NotMultiTarget {
+        /// The dataset.
+        dataset: String,
+    },
+    /// A multi-target image whose projection failed, in training or at prediction.
+    #[error("{data}: image {image}: {source}")]
+    Image {
+        /// The data's name.
+        data: String,
+        /// The image (row), from 0.
+        image: usize,
+        /// What failed.
+        #[source]
+        source: cardinal_proj::ProjError,
+    },
+    /// A choice among candidate configurations with none to choose from.
+    #[error("no candidate configuration to choose from")]
+    NoCandidates,
     /// `config.system` names no system of the registry in use.
     #[error("unknown system `{name}`; known systems: {known}")]
     UnknownSystem {
@@ -112,8 +265,14 @@ pub enum Error {
         pid: u32,
     },
     /// The thread pool could not be set up.
-    #[error("{0}")]
-    Runtime(String),
+    #[error("cannot set up {threads} threads: {source}")]
+    ThreadPool {
+        /// The threads asked for.
+        threads: usize,
+        /// Why.
+        #[source]
+        source: rayon::ThreadPoolBuildError,
+    },
     /// Training produced a non-finite loss, gradient or parameter.
     #[error(
         "training diverged in phase {phase}, epoch {epoch}, batch {batch}: {quantity} is not \

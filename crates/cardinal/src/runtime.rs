@@ -55,12 +55,16 @@ impl Runtime {
     /// Checks the thread count asked for: at most [`max_threads`] of this machine's cores.
     pub fn check(&self) -> Result<()> {
         match self.threads {
-            Some(n) if n > max_threads(cores()) => Err(Error::Config(format!(
-                "threads = {n}: at most {} may be asked for ({MAX_THREADS_PER_CORE} per core, \
-                 {} cores here); leave it out to use one per core",
-                max_threads(cores()),
-                cores()
-            ))),
+            Some(n) if n > max_threads(cores()) => Err(Error::OutOfRange {
+                field: "threads".into(),
+                value: n.to_string(),
+                allowed: format!(
+                    "at most {} ({MAX_THREADS_PER_CORE} per core, {} cores here); leave it out \
+                     to use one per core",
+                    max_threads(cores()),
+                    cores()
+                ),
+            }),
             _ => Ok(()),
         }
     }
@@ -79,7 +83,7 @@ impl Runtime {
             // The main thread's stack size: the whole call runs on a worker.
             .stack_size(8 << 20)
             .build()
-            .map_err(|e| Error::Runtime(format!("cannot set up {threads} threads: {e}")))?;
+            .map_err(|source| Error::ThreadPool { threads, source })?;
         Ok(pool.install(f))
     }
 }

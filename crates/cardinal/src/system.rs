@@ -197,7 +197,7 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(
-            err.contains("baseline.pretrain_epochs") && err.contains("e2e-spen"),
+            err.contains("baseline.pretrain_epochs is set, but system `pnc` does not read it"),
             "{err}"
         );
     }

@@ -105,17 +105,20 @@ impl System for Baseline {
     fn validate(&self, cfg: &Config) -> Result<()> {
         // The baselines' own training loop has neither: refuse rather than ignore them.
         if cfg.model.dropout > 0.0 {
-            return Err(Error::Config(format!(
-                "model.dropout = {} applies to system `pnc` only, not `{}`; for a baseline's \
-                 unary pre-training use baseline.pretrain_dropout",
-                cfg.model.dropout, self.name
-            )));
+            return Err(Error::NotRead {
+                field: "model.dropout".into(),
+                system: self.name.into(),
+                why: "it applies to system `pnc` only; for a baseline's unary pre-training use \
+                      baseline.pretrain_dropout"
+                    .into(),
+            });
         }
-        if let Some(a) = cfg.train.average_epochs {
-            return Err(Error::Config(format!(
-                "train.average_epochs = {a} applies to system `pnc` only, not `{}`",
-                self.name
-            )));
+        if cfg.train.average_epochs.is_some() {
+            return Err(Error::NotRead {
+                field: "train.average_epochs".into(),
+                system: self.name.into(),
+                why: "it applies to system `pnc` only".into(),
+            });
         }
         Ok(())
     }

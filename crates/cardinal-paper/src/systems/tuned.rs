@@ -48,8 +48,7 @@ pub fn choose_on_dev(
             best = Some((score, trained));
         }
     }
-    best.map(|(_, t)| t)
-        .ok_or_else(|| Error::Config("no candidate configuration to choose from".into()))
+    best.map(|(_, t)| t).ok_or(Error::NoCandidates)
 }
 
 /// One candidate: Table 1's MLP with the user's seed and dev split (scaled by

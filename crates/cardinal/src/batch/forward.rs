@@ -277,11 +277,11 @@ impl<F: Float> Model<F> {
 /// A count override must give one count per row of the data it is used on.
 fn check_count_override<F: Float>(ws: &Workspace<F>, x: &CsrMatrix) -> Result<()> {
     match &ws.count_override {
-        Some(counts) if counts.len() != x.n_rows => Err(Error::Mismatch(format!(
-            "count override has {} entries for {} rows of data",
-            counts.len(),
-            x.n_rows
-        ))),
+        Some(counts) if counts.len() != x.n_rows => Err(Error::Shape {
+            what: "the count override".into(),
+            found: format!("{} entries", counts.len()),
+            expected: format!("one per row of the data, {}", x.n_rows),
+        }),
         _ => Ok(()),
     }
 }

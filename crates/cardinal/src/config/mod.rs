@@ -117,11 +117,10 @@ impl Config {
             let known =
                 Self::PRESETS.contains(&n) || from_paper(n) || ["mlp", "br-logistic"].contains(&n);
             if !known {
-                return Err(Error::Config(format!(
-                    "preset = \"{n}\" is not a preset; known presets: {} (a saved \
-                     configuration may also name the one it derives from, e.g. table1-spen)",
-                    Self::PRESETS.join(", ")
-                )));
+                return Err(Error::UnknownPreset {
+                    name: n.into(),
+                    known: Self::PRESETS.join(", "),
+                });
             }
         }
         let base = match (preset, named.as_deref()) {
@@ -144,8 +143,12 @@ impl Config {
     /// `search` whenever it was on, so it trains again as it did.
     pub fn with_overrides(&self, text: &str) -> Result<Self> {
         let mut cfg = Self::from_json_over(self, text)?;
-        let user: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| Error::Config(format!("invalid configuration: {e}")))?;
+        let user: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| Error::InvalidConfig {
+                at: String::new(),
+                message: e.to_string(),
+                place: String::new(),
+            })?;
         let keys: Vec<&str> = user
             .as_object()
             .map(|o| o.keys().map(String::as_str).collect())
@@ -176,8 +179,12 @@ impl Config {
             }
         }
         strict::read(text)?;
-        let user: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| Error::Config(format!("invalid configuration: {e}")))?;
+        let user: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| Error::InvalidConfig {
+                at: String::new(),
+                message: e.to_string(),
+                place: String::new(),
+            })?;
         let mut merged = serde_json::to_value(base).expect("serialisable");
         // A counts range given by the user replaces the base's whole (tagged) object.
         if let Some(counts) = user.get("model").and_then(|m| m.get("counts")) {

@@ -71,10 +71,10 @@ impl Config {
         match name {
             "paper" => Ok(Self::paper()),
             "predict" => Ok(Self::predict()),
-            other => Err(Error::Config(format!(
-                "unknown preset `{other}`; known presets: {}",
-                Self::PRESETS.join(", ")
-            ))),
+            other => Err(Error::UnknownPreset {
+                name: other.into(),
+                known: Self::PRESETS.join(", "),
+            }),
         }
     }
 }

@@ -61,7 +61,7 @@ fn refusal(path: &str, err: &serde_json::Error) -> Error {
         .strip_prefix("invalid type: ")
         .and_then(|m| m.rsplit_once(", expected "))
         .filter(|(_, expected)| [OBJECT, OBJECT_OR_NULL].contains(expected));
-    let what = match shape {
+    let (at, message) = match shape {
         Some((found, expected)) => {
             // serde_json stops before an array's `[` (and after any other value).
             let found = if found == "sequence" {
@@ -70,16 +70,19 @@ fn refusal(path: &str, err: &serde_json::Error) -> Error {
             } else {
                 found
             };
-            format!("invalid configuration: {subject} must be {expected}, found {found}")
+            (
+                String::new(),
+                format!("{subject} must be {expected}, found {found}"),
+            )
         }
-        None if path == "." => format!("invalid configuration: {message}"),
-        None => format!("invalid configuration at {subject}: {message}"),
+        None if path == "." => (String::new(), message.to_string()),
+        None => (format!(" at {subject}"), message.to_string()),
     };
-    if err.line() == 0 {
-        Error::Config(what)
-    } else {
-        Error::Config(format!("{what} at line {}, column {column}", err.line()))
-    }
+    let place = match err.line() {
+        0 => String::new(),
+        line => format!(" at line {line}, column {column}"),
+    };
+    Error::InvalidConfig { at, message, place }
 }
 
 /// Deserialises a section or a nested object (`#[serde(deserialize_with)]`): a JSON object,

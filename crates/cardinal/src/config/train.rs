@@ -90,15 +90,15 @@ impl TrainConfig {
         if !train.is_empty() {
             return Ok(());
         }
-        let field = match self.dev_fold {
+        let split = match self.dev_fold {
             Some(f) => format!("train.dev_fold = {{k: {}, index: {}}}", f.k, f.index),
             None => format!("train.dev_fraction = {}", self.dev_fraction),
         };
-        Err(crate::error::Error::Config(format!(
-            "{field} holds out {} of the {n} training rows as dev data, leaving none to train \
-             on: lower it",
-            dev.len()
-        )))
+        Err(crate::error::Error::NoTrainingRows {
+            split,
+            held_out: dev.len(),
+            rows: n,
+        })
     }
 
     /// Whether a dev split is held out at all.

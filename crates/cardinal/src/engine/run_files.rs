@@ -152,14 +152,12 @@ pub(super) fn check_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) ->
     })?;
     let found = DataIdentity::of(spec, data);
     if found.sha256 != recorded.sha256 {
-        return Err(Error::Mismatch(format!(
-            "the data found for `{}` is not the data the run in {} trained on: it trained on \
-             {}; found {}. Restore that data (or its data folder), or start a new run",
-            spec.dataset,
-            dir.display(),
-            recorded.describe(),
-            found.describe()
-        )));
+        return Err(Error::OtherData {
+            dataset: spec.dataset.clone(),
+            run: dir.to_path_buf(),
+            recorded: recorded.describe(),
+            found: found.describe(),
+        });
     }
     Ok(())
 }

@@ -38,11 +38,10 @@ impl Engine {
                 }
                 (false, _) => return Ok(data),
             };
-            return Err(Error::Mismatch(format!(
-                "{} holds no targets (no `-C` option in its relation name, and no nominal \
-                 attribute named as one of the model's targets), and {why}",
-                path.display()
-            )));
+            return Err(Error::NoTargets {
+                path: path.to_path_buf(),
+                why,
+            });
         }
         Ok(data)
     }
@@ -56,7 +55,10 @@ impl Engine {
     ) -> Result<SegModel> {
         cfg.validate()?;
         if train.n_rows() == 0 {
-            return Err(Error::Config(format!("{}: no training rows", train.name)));
+            return Err(Error::Empty {
+                data: train.name.clone(),
+                what: "rows",
+            });
         }
         segment::fit(train, cfg)
     }
@@ -110,14 +112,17 @@ fn read_named(
     ) -> std::result::Result<MultiTargetDataset, crate::data::DataError>,
 ) -> Result<MultiTargetDataset> {
     if path.is_dir() {
-        return Err(Error::Config(format!(
-            "{} is a folder: expected a multi-target ARFF file (such as its test.arff)",
-            path.display()
-        )));
+        return Err(Error::NotAFile {
+            path: path.to_path_buf(),
+            what: "a folder",
+            expected: "a multi-target ARFF file (such as its test.arff)",
+        });
     }
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut data = read(std::io::BufReader::new(file))
-        .map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
+    let mut data = read(std::io::BufReader::new(file)).map_err(|source| Error::DataFile {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    })?;
     if data.name.is_empty() {
         data.name = path.display().to_string();
     }

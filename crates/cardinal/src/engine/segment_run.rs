@@ -64,14 +64,19 @@ impl Engine {
             )),
             MultiTargetFiles::Single(path) => {
                 if !(0.0..=1.0).contains(&train_fraction) {
-                    return Err(Error::Config(format!(
-                        "train fraction {train_fraction} not in [0, 1]"
-                    )));
+                    return Err(Error::OutOfRange {
+                        field: "train_fraction".into(),
+                        value: train_fraction.to_string(),
+                        allowed: "[0, 1]".into(),
+                    });
                 }
                 let all = self.read_multi_target(path)?;
                 let n_train = (all.n_rows() as f64 * train_fraction).round() as usize;
                 all.train_test_split(n_train, all.n_rows() - n_train, 0)
-                    .map_err(|e| Error::Config(format!("{}: {e}", path.display())))
+                    .map_err(|source| Error::DataFile {
+                        path: path.clone(),
+                        source: Box::new(source),
+                    })
             }
         }
     }
@@ -131,12 +136,17 @@ impl Engine {
         replace: bool,
     ) -> Result<SegRun> {
         cfg.validate()?;
-        let files = spec.multi_target_files()?.ok_or_else(|| {
-            Error::Config(format!("`{}` holds no multi-target data", spec.dataset))
-        })?;
+        let files = spec
+            .multi_target_files()?
+            .ok_or_else(|| Error::NotMultiTarget {
+                dataset: spec.dataset.clone(),
+            })?;
         let (train, test) = self.read_multi_target_files(&files, spec.train_fraction)?;
         if train.n_rows() == 0 {
-            return Err(Error::Config(format!("{}: no training rows", train.name)));
+            return Err(Error::Empty {
+                data: train.name.clone(),
+                what: "rows",
+            });
         }
         let state = start(&train, &cfg)?;
         let run_dir = open_new_run(dir, spec, replace)?;

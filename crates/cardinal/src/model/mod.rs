@@ -137,11 +137,15 @@ pub fn check_dims<F: Float>(
     what: &str,
 ) -> Result<()> {
     if model.n_features() != n_features || model.n_labels() != n_labels {
-        return Err(Error::Mismatch(format!(
-            "{what} has {n_features} features and {n_labels} labels, but the model expects {} features and {} labels",
-            model.n_features(),
-            model.n_labels()
-        )));
+        return Err(Error::Shape {
+            what: what.to_string(),
+            found: format!("{n_features} features and {n_labels} labels"),
+            expected: format!(
+                "the model's {} features and {} labels",
+                model.n_features(),
+                model.n_labels()
+            ),
+        });
     }
     Ok(())
 }

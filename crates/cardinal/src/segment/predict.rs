@@ -26,17 +26,22 @@ pub fn predict_rows(model: &SegModel, data: &MultiTargetDataset) -> Result<Vec<S
     let c = channels(data)?;
     let m = data.classes();
     if c != model.channels || m != model.classes {
-        return Err(Error::Config(format!(
-            "{}: {c} features per position and {m} classes, the model was trained on {} and {}",
-            data.name, model.channels, model.classes
-        )));
+        return Err(Error::Shape {
+            what: data.name.clone(),
+            found: format!("{c} features per position and {m} classes"),
+            expected: format!("the model's {} and {}", model.channels, model.classes),
+        });
     }
     (0..data.n_rows())
         .into_par_iter()
         .map(|i| {
             let p = model
                 .predict(&image(data, i), data.row_targets(i))
-                .map_err(|e| Error::Config(format!("{}: image {i}: {e}", data.name)))?;
+                .map_err(|source| Error::Image {
+                    data: data.name.clone(),
+                    image: i,
+                    source,
+                })?;
             let classes =
                 p.y.chunks_exact(m)
                     .map(|r| (0..m).max_by(|&a, &b| r[a].total_cmp(&r[b])).unwrap_or(0) as u32)

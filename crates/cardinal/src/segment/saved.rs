@@ -93,15 +93,17 @@ impl SegMeta {
     pub fn check_data(&self, data: &MultiTargetDataset) -> Result<()> {
         let (l, m, d) = (data.positions(), data.classes(), data.n_features());
         if l != self.positions || m != self.classes || d != self.positions * self.channels {
-            return Err(Error::Mismatch(format!(
-                "`{}` has {l} positions, {m} classes and {d} features, the model expects {} \
-                 positions, {} classes and {} features ({} per position)",
-                data.name,
-                self.positions,
-                self.classes,
-                self.positions * self.channels,
-                self.channels
-            )));
+            return Err(Error::Shape {
+                what: format!("`{}`", data.name),
+                found: format!("{l} positions, {m} classes and {d} features"),
+                expected: format!(
+                    "the model's {} positions, {} classes and {} features ({} per position)",
+                    self.positions,
+                    self.classes,
+                    self.positions * self.channels,
+                    self.channels
+                ),
+            });
         }
         Ok(())
     }

@@ -75,10 +75,10 @@ pub fn parse_mode(s: &str) -> Result<Mode> {
     Mode::ALL
         .into_iter()
         .find(|m| m.name() == s)
-        .ok_or_else(|| {
-            Error::Config(format!(
-                "{SECTION}.mode = {s:?}: expected unary, rows, pnc or oracle"
-            ))
+        .ok_or_else(|| Error::OutOfRange {
+            field: format!("{SECTION}.mode"),
+            value: format!("{s:?}"),
+            allowed: "unary, rows, pnc or oracle".into(),
         })
 }
 
@@ -107,17 +107,22 @@ impl SegConfig {
         positive("count_weight", self.count_weight, true)?;
         in_range("energy", self.energy, 0, 256)?;
         if self.energy > 0 && !self.mode.unrolls() {
-            return Err(Error::Config(format!(
-                "{SECTION}.energy = {}: the global energy enters the unrolled steps, which \
-                 mode \"unary\" does not run (expected 0, or mode pnc or oracle)",
-                self.energy
-            )));
+            return Err(Error::Conflict {
+                field: format!("{SECTION}.energy"),
+                value: self.energy.to_string(),
+                why: "the global energy enters the unrolled steps, which mode \"unary\" does \
+                      not run (expected 0, or mode pnc or oracle)"
+                    .into(),
+            });
         }
         if self.grid_energy && !self.mode.unrolls() {
-            return Err(Error::Config(format!(
-                "{SECTION}.grid_energy = true: the grid energy enters the unrolled steps, which \
-                 mode \"unary\" does not run (expected false, or mode pnc or oracle)"
-            )));
+            return Err(Error::Conflict {
+                field: format!("{SECTION}.grid_energy"),
+                value: "true".into(),
+                why: "the grid energy enters the unrolled steps, which mode \"unary\" does not \
+                      run (expected false, or mode pnc or oracle)"
+                    .into(),
+            });
         }
         in_range("epochs", self.epochs, 0, 1000)?;
         in_range("batch", self.batch, 1, 100_000)?;
@@ -135,16 +140,20 @@ impl SegConfig {
     /// Reads and validates a document like [`SegConfig::to_json`]'s, where any field may be
     /// left out.
     pub fn from_json(text: &str) -> Result<Self> {
-        let doc: SegConfigDoc = serde_json::from_str(text).map_err(|e| {
-            Error::Config(format!(
-                "invalid multi-target configuration (expected {{\"{SECTION}\": {{...}}}}): {e}"
-            ))
+        let doc: SegConfigDoc = serde_json::from_str(text).map_err(|e| Error::InvalidConfig {
+            at: String::new(),
+            message: format!("expected {{\"{SECTION}\": {{...}}}}: {e}"),
+            place: String::new(),
         })?;
         let j = doc.multi_target;
-        let method: MatrixMethod = j
-            .method
-            .parse()
-            .map_err(|e| Error::Config(format!("{SECTION}.method: {e}")))?;
+        let method: MatrixMethod =
+            j.method
+                .parse()
+                .map_err(|_: cardinal_proj::ProjError| Error::OutOfRange {
+                    field: format!("{SECTION}.method"),
+                    value: format!("{:?}", j.method),
+                    allowed: MatrixMethod::ALL.map(|m| m.name()).join(", "),
+                })?;
         let cfg = SegConfig {
             mode: parse_mode(&j.mode)?,
             proj: AnyMatrixProjector::new(method, j.rounds).with_eps(j.eps),

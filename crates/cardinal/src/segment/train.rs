@@ -105,10 +105,11 @@ pub(crate) fn image(ds: &MultiTargetDataset, i: usize) -> Vec<f64> {
 pub(crate) fn channels(ds: &MultiTargetDataset) -> Result<usize> {
     let (d, l) = (ds.n_features(), ds.positions());
     if l == 0 || d == 0 || d % l != 0 {
-        return Err(Error::Config(format!(
-            "{}: {d} features do not split into {l} positions (expected C features per position)",
-            ds.name
-        )));
+        return Err(Error::Shape {
+            what: ds.name.clone(),
+            found: format!("{d} features, which do not split into {l} positions"),
+            expected: "C features per position".into(),
+        });
     }
     Ok(d / l)
 }
@@ -146,14 +147,18 @@ fn initial(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<(SegModel, Xos
     }
     if cfg.grid_energy {
         // C = 0: the energy starts switched off, as the global one does.
-        model.grid = Some(GridEnergy::zeros(train.positions(), m).ok_or_else(|| {
-            Error::Config(format!(
-                "multi_target.grid_energy: `{}` has {} positions, which do not form a square \
-                 grid",
-                train.name,
-                train.positions()
-            ))
-        })?);
+        model.grid =
+            Some(
+                GridEnergy::zeros(train.positions(), m).ok_or_else(|| Error::Conflict {
+                    field: "multi_target.grid_energy".into(),
+                    value: "true".into(),
+                    why: format!(
+                        "`{}` has {} positions, which do not form a square grid",
+                        train.name,
+                        train.positions()
+                    ),
+                })?,
+            );
     }
     Ok((model, rng))
 }
@@ -191,11 +196,11 @@ pub fn fit_from(
         || state.m1.len() != n_params
         || state.m2.len() != n_params
     {
-        return Err(Error::Mismatch(format!(
-            "the saved state has {} parameters, the configuration on `{}` makes {n_params}",
-            state.model.n_params(),
-            train.name
-        )));
+        return Err(Error::Shape {
+            what: "the saved state".into(),
+            found: format!("{} parameters", state.model.n_params()),
+            expected: format!("the {n_params} the configuration makes on `{}`", train.name),
+        });
     }
     let mut order: Vec<usize> = (0..train.n_rows()).collect();
     for _ in 0..state.epochs_run() {
@@ -213,7 +218,11 @@ pub fn fit_from(
                     let loss = state
                         .model
                         .loss_and_grad(&image(train, i), train.row_targets(i), &mut g)
-                        .map_err(|e| Error::Config(format!("image {i}: {e}")))?;
+                        .map_err(|source| Error::Image {
+                            data: train.name.clone(),
+                            image: i,
+                            source,
+                        })?;
                     Ok((loss, g))
                 })
                 .collect();
@@ -320,7 +329,7 @@ mod tests {
         };
         let e = fit(&train, &cfg).unwrap_err().to_string();
         assert!(
-            e.contains("35 features do not split into 9 positions"),
+            e.contains("35 features, which do not split into 9 positions"),
             "{e}"
         );
     }

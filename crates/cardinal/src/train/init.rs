@@ -20,10 +20,14 @@ pub fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
     let counts: Vec<usize> = (0..train.n_rows()).map(|r| train.labels.count(r)).collect();
     let (kmin, kmax) = resolve_counts(&cfg.model.counts, &counts, train.n_labels());
     if kmin > kmax {
-        return Err(Error::Config(format!(
-            "model.counts.min = {kmin} is above the number of labels ({}): no count is possible",
-            train.n_labels()
-        )));
+        return Err(Error::OutOfRange {
+            field: "model.counts.min".into(),
+            value: kmin.to_string(),
+            allowed: format!(
+                "at most the number of labels ({}), or no count is possible",
+                train.n_labels()
+            ),
+        });
     }
     let m = &cfg.model;
     // Memory guard: refuse sizes whose training state cannot fit, before allocating any of it.
@@ -64,37 +68,38 @@ pub fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
                 match num.trim().parse::<f64>() {
                     Ok(x) if x >= 0.0 && (x * mult).is_finite() => (x > 0.0).then_some(x * mult),
                     _ => {
-                        return Err(Error::Config(format!(
-                            "CARDINAL_MEMORY_BUDGET = `{v}`: expected bytes with an optional \
-                             K/M/G/T suffix (e.g. 32G), or 0 for no limit"
-                        )))
+                        return Err(Error::OutOfRange {
+                            field: "CARDINAL_MEMORY_BUDGET".into(),
+                            value: format!("`{v}`"),
+                            allowed: "bytes with an optional K/M/G/T suffix (e.g. 32G), or 0 \
+                                      for no limit"
+                                .into(),
+                        })
                     }
                 }
             }
         };
         if let Some(budget) = budget.filter(|&b| need > b) {
             let gib = |x: f64| x / (1u64 << 30) as f64;
-            return Err(Error::Config(format!(
-                "model too large for the memory budget: {} features, {} labels, hidden {}, \
-                 energy_hidden {}, card_hidden {}, {} counts give {:.0} parameters and, with \
-                 batch_size {} and {} inference steps, an estimated {:.1} GiB of training \
-                 memory ({:.1} GiB parameter state + {:.1} GiB per-batch tapes), above the \
-                 budget of {:.1} GiB (set CARDINAL_MEMORY_BUDGET, e.g. 64G, or 0 for no limit; \
-                 or reduce model.hidden / train.batch_size)",
-                train.n_features(),
-                train.n_labels(),
-                m.hidden,
-                m.energy_hidden,
-                m.card_hidden,
-                kmax - kmin + 1,
-                n_params,
-                cfg.train.batch_size,
-                cfg.inference.steps,
-                gib(need),
-                gib(16.0 * n_params),
-                gib(tapes),
-                gib(budget)
-            )));
+            return Err(Error::TooLarge {
+                shape: format!(
+                    "{} features, {} labels, hidden {}, energy_hidden {}, card_hidden {}, {} \
+                     counts, batch_size {} and {} inference steps",
+                    train.n_features(),
+                    train.n_labels(),
+                    m.hidden,
+                    m.energy_hidden,
+                    m.card_hidden,
+                    kmax - kmin + 1,
+                    cfg.train.batch_size,
+                    cfg.inference.steps,
+                ),
+                params: n_params,
+                need_gib: gib(need),
+                state_gib: gib(16.0 * n_params),
+                tapes_gib: gib(tapes),
+                budget_gib: gib(budget),
+            });
         }
     }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);

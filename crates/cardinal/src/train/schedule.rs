@@ -49,12 +49,14 @@ pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<
         if !order.is_empty()
             && (order.len() != expected || order.iter().any(|&r| r >= train.n_rows()))
         {
-            return Err(Error::Mismatch(format!(
-                "the checkpoint's batch order ({} rows) does not fit this training data ({} rows in phase {})",
-                order.len(),
-                expected,
-                state.progress.phase
-            )));
+            return Err(Error::Shape {
+                what: "the checkpoint's batch order".into(),
+                found: format!("{} rows", order.len()),
+                expected: format!(
+                    "the {expected} rows of this training data in phase {}",
+                    state.progress.phase
+                ),
+            });
         }
     }
 
