@@ -320,7 +320,8 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             if not isinstance(self.config, str):
                 # Positions in JSON the estimator wrote (from a dict), not the user.
                 msg = re.sub(r" at line \d+, column \d+", "", msg)
-            if "preset" in msg and preset is not None and f"`{preset}`" in msg:
+            named = preset is not None and (f"`{preset}`" in msg or f'"{preset}"' in msg)
+            if "preset" in msg and named:
                 raise ValueError(f"preset={preset!r}: {msg}") from None
             for param, (path, _) in _FIELDS.items():
                 if getattr(self, param) is not None and ".".join(path) in msg:
