@@ -192,7 +192,7 @@ impl BatchObjective for Dvn {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{small, toy};
+    use super::super::tests::{check_largest_entries, perturbed, small, toy};
     use super::*;
     use cardinal::config::{Activation, Config};
     use cardinal::train::init_model;
@@ -216,43 +216,18 @@ mod tests {
         let mut g = p.zeros_like();
         value_loss_grad(&model, &p, &data, &rows, &hyp, &mut g);
         let mut scratch = p.zeros_like();
-        let mut checked = 0;
-        for name in [
+        let names = [
             "unary.w1",
             "unary.b1",
             "unary.w2",
             "unary.b2",
             "energy.wp",
             "energy.we",
-        ] {
-            let mut an = Vec::new();
-            g.visit(|n, d, _| {
-                if n == name {
-                    an = d.to_vec();
-                }
-            });
-            let mut idx: Vec<usize> = (0..an.len()).collect();
-            idx.sort_by(|&a, &b| an[b].abs().total_cmp(&an[a].abs()));
-            for &j in idx.iter().take(3) {
-                let h = 1e-6;
-                let mut f = |delta: f64| {
-                    let mut q = p.clone();
-                    q.visit_mut(|n, d, _| {
-                        if n == name {
-                            d[j] += delta;
-                        }
-                    });
-                    value_loss_grad(&model, &q, &data, &rows, &hyp, &mut scratch)
-                };
-                let fd = (f(h) - f(-h)) / (2.0 * h);
-                assert!(
-                    (fd - an[j]).abs() < 1e-6 * (1.0 + fd.abs()),
-                    "{name}[{j}]: fd {fd} vs {}",
-                    an[j]
-                );
-                checked += usize::from(an[j].abs() > 1e-9);
-            }
-        }
+        ];
+        let checked = check_largest_entries(&g, &names, 3, 1e-6, 1e-6, "DVN", |name, j, d| {
+            let q = perturbed(&p, name, j, d);
+            value_loss_grad(&model, &q, &data, &rows, &hyp, &mut scratch)
+        });
         assert!(checked >= 12, "{checked} non-zero gradients checked");
     }
 

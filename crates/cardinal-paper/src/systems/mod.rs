@@ -435,6 +435,54 @@ pub(crate) mod tests {
         checked
     }
 
+    /// `p` with entry `j` of tensor `name` moved by `delta`.
+    pub(crate) fn perturbed(p: &Params<f64>, name: &str, j: usize, delta: f64) -> Params<f64> {
+        let mut q = p.clone();
+        q.visit_mut(|n, v, _| {
+            if n == name {
+                v[j] += delta;
+            }
+        });
+        q
+    }
+
+    /// Checks the analytic gradient `g` against central differences (step `h`, relative
+    /// tolerance `tol` of the difference) in the `largest` entries of largest gradient of each
+    /// named tensor; `value(name, j, delta)` is the loss with that entry moved by `delta`.
+    /// Returns how many checked entries had a gradient above 1e-8 (a check of zeros proves
+    /// nothing, so callers require a number of them).
+    pub(crate) fn check_largest_entries(
+        g: &Params<f64>,
+        names: &[&str],
+        largest: usize,
+        h: f64,
+        tol: f64,
+        what: &str,
+        mut value: impl FnMut(&str, usize, f64) -> f64,
+    ) -> usize {
+        let mut checked = 0;
+        for &name in names {
+            let mut analytic = Vec::new();
+            g.visit(|n, d, _| {
+                if n == name {
+                    analytic = d.to_vec();
+                }
+            });
+            let mut idx: Vec<usize> = (0..analytic.len()).collect();
+            idx.sort_by(|&a, &b| analytic[b].abs().total_cmp(&analytic[a].abs()));
+            for &j in idx.iter().take(largest) {
+                let fd = (value(name, j, h) - value(name, j, -h)) / (2.0 * h);
+                let an = analytic[j];
+                assert!(
+                    (fd - an).abs() < tol * (1.0 + fd.abs()),
+                    "{what} {name}[{j}]: fd {fd} vs {an}"
+                );
+                checked += usize::from(an.abs() > 1e-8);
+            }
+        }
+        checked
+    }
+
     /// A small dataset whose labels are a function of the features.
     pub(crate) fn toy(n: usize, seed: u64) -> Dataset {
         let (d, l) = (16, 6);

@@ -362,7 +362,7 @@ impl BatchObjective for TopzHinge {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{small, toy};
+    use super::super::tests::{check_largest_entries, perturbed, small, toy};
     use super::*;
     use cardinal::config::{Activation, Config, CountRange};
     use cardinal::train::init_model;
@@ -431,54 +431,22 @@ mod tests {
             let loss = batch(&p, &mut g);
             assert!(loss > 0.0, "{system}: the hinge is active");
             let mut scratch = p.zeros_like();
-            let mut checked = 0;
-            for name in [
+            let names = [
                 "unary.w2",
                 "unary.b2",
                 "unary.w1",
                 "energy.wp",
                 "energy.we",
                 "card.w2",
-            ] {
-                let mut an = Vec::new();
-                g.visit(|n, d, _| {
-                    if n == name {
-                        an = d.to_vec();
-                    }
-                });
-                let mut idx: Vec<usize> = (0..an.len()).collect();
-                idx.sort_by(|&a, &b| an[b].abs().total_cmp(&an[a].abs()));
-                for &j in idx.iter().take(3) {
-                    let h = 1e-7;
-                    // SPEN's loss-augmented ŷ moves with the parameters: hold the inference
-                    // fixed by evaluating the score difference at the unperturbed maximiser.
-                    let fd = match spen {
-                        true => {
-                            let f =
-                                |delta: f64| spen_fixed(&model, &p, name, j, delta, &data, &rows);
-                            (f(h) - f(-h)) / (2.0 * h)
-                        }
-                        _ => {
-                            let mut f = |delta: f64| {
-                                let mut q = p.clone();
-                                q.visit_mut(|n, d, _| {
-                                    if n == name {
-                                        d[j] += delta;
-                                    }
-                                });
-                                batch(&q, &mut scratch)
-                            };
-                            (f(h) - f(-h)) / (2.0 * h)
-                        }
-                    };
-                    assert!(
-                        (fd - an[j]).abs() < 1e-5 * (1.0 + fd.abs()),
-                        "{system} {name}[{j}]: fd {fd} vs {}",
-                        an[j]
-                    );
-                    checked += usize::from(an[j].abs() > 1e-8);
+            ];
+            let checked = check_largest_entries(&g, &names, 3, 1e-7, 1e-5, system, |name, j, d| {
+                // SPEN's loss-augmented ŷ moves with the parameters: hold the inference fixed by
+                // evaluating the score difference at the unperturbed maximiser.
+                match spen {
+                    true => spen_fixed(&model, &p, name, j, d, &data, &rows),
+                    false => batch(&perturbed(&p, name, j, d), &mut scratch),
                 }
-            }
+            });
             assert!(
                 checked >= 8,
                 "{system}: {checked} non-zero gradients checked"

@@ -256,7 +256,7 @@ impl BatchObjective for Unrolled {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{small, toy};
+    use super::super::tests::{check_largest_entries, perturbed, small, toy};
     use super::super::{LOGIT, SC};
     use super::*;
     use cardinal::config::Activation;
@@ -289,7 +289,6 @@ mod tests {
             let mut g = p.zeros_like();
             batch_loss_grad(flavor, &model, &p, &data, &rows, &mut g);
             let mut scratch = p.zeros_like();
-            let mut checked = 0;
             let names = [
                 "unary.w1",
                 "unary.b1",
@@ -299,36 +298,11 @@ mod tests {
                 "card.w2",
                 "card.w1",
             ];
-            for name in names {
-                let mut analytic = Vec::new();
-                g.visit(|n, d, _| {
-                    if n == name {
-                        analytic = d.to_vec();
-                    }
-                });
-                // A handful of entries per tensor, the largest gradients first.
-                let mut idx: Vec<usize> = (0..analytic.len()).collect();
-                idx.sort_by(|&a, &b| analytic[b].abs().total_cmp(&analytic[a].abs()));
-                for &j in idx.iter().take(4) {
-                    let h = 1e-6;
-                    let mut eval = |delta: f64| {
-                        let mut q = p.clone();
-                        q.visit_mut(|n, d, _| {
-                            if n == name {
-                                d[j] += delta;
-                            }
-                        });
-                        batch_loss_grad(flavor, &model, &q, &data, &rows, &mut scratch)
-                    };
-                    let fd = (eval(h) - eval(-h)) / (2.0 * h);
-                    let an = analytic[j];
-                    assert!(
-                        (fd - an).abs() < 1e-5 * (1.0 + fd.abs()),
-                        "{system} {name}[{j}]: fd {fd} vs {an}"
-                    );
-                    checked += usize::from(an.abs() > 1e-8);
-                }
-            }
+            // A handful of entries per tensor, the largest gradients first.
+            let checked = check_largest_entries(&g, &names, 4, 1e-6, 1e-5, system, |name, j, d| {
+                let q = perturbed(&p, name, j, d);
+                batch_loss_grad(flavor, &model, &q, &data, &rows, &mut scratch)
+            });
             assert!(
                 checked >= 10,
                 "{system}: only {checked} non-zero gradients checked"
