@@ -7,9 +7,11 @@ use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 use cardinal::model::Params;
 use cardinal::pipeline::{batch_loss, Model, Workspace};
 use cardinal::proj::Method;
-use cardinal::train::init_model;
 
 use cardinal_testkit::lcg;
+
+mod common;
+use common::f64_model;
 
 fn tiny_dataset() -> Dataset {
     let (n, d, l) = (6, 12, 7);
@@ -27,25 +29,6 @@ fn tiny_dataset() -> Dataset {
         y.push_row(&lab);
     }
     dataset_from_arrays("tiny", x, y).unwrap()
-}
-
-fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
-    let m = init_model(data, cfg).unwrap();
-    let mut params = m.params.cast::<f64>();
-    // Non-zero biases so that every path is exercised.
-    let mut s = 5u64;
-    params.visit_mut(|name, t, _| {
-        if name.ends_with(".b1") || name.ends_with(".b2") {
-            t.iter_mut().for_each(|v| *v = 0.3 * (lcg(&mut s) - 0.5));
-        }
-    });
-    Model {
-        config: m.config,
-        params,
-        standardizer: m.standardizer,
-        counts: m.counts.iter().map(|&k| k as f64).collect(),
-        train_mean_cardinality: m.train_mean_cardinality,
-    }
 }
 
 /// The f64 model of a configuration on [`tiny_dataset`], with its analytic gradient over every

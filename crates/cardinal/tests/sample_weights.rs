@@ -12,9 +12,11 @@ use cardinal::inference::Kernel;
 use cardinal::model::Params;
 use cardinal::pipeline::{BatchLoss, Model, Workspace};
 use cardinal::proj::Method;
-use cardinal::train::init_model;
 
 use cardinal_testkit::lcg;
+
+mod common;
+use common::f64_model;
 
 /// 20 rows of 12 features and 7 labels (1 to 4 a row).
 fn rows20() -> Dataset {
@@ -52,25 +54,6 @@ fn config(method: Method, z_mode: ZMode, sum_over_batch: bool) -> Config {
     cfg.loss.unary_bce_weight = 0.3;
     cfg.loss.sum_over_batch = sum_over_batch;
     cfg
-}
-
-/// An f64 model of `cfg` for `data`, with non-zero biases so that every path carries signal.
-fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
-    let m = init_model(data, cfg).unwrap();
-    let mut params = m.params.cast::<f64>();
-    let mut s = 5u64;
-    params.visit_mut(|name, t, _| {
-        if name.ends_with(".b1") || name.ends_with(".b2") {
-            t.iter_mut().for_each(|v| *v = 0.3 * (lcg(&mut s) - 0.5));
-        }
-    });
-    Model {
-        config: m.config,
-        params,
-        standardizer: m.standardizer,
-        counts: m.counts.iter().map(|&k| k as f64).collect(),
-        train_mean_cardinality: m.train_mean_cardinality,
-    }
 }
 
 /// The loss and gradient of one batch holding every row of `data`.

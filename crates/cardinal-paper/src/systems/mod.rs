@@ -415,15 +415,7 @@ pub(crate) mod tests {
                 }
             });
             for (j, &a) in analytic.iter().enumerate() {
-                let at = |delta: f64| {
-                    let mut q = p.clone();
-                    q.visit_mut(|n, v, _| {
-                        if n == name {
-                            v[j] += delta;
-                        }
-                    });
-                    value(&q)
-                };
+                let at = |delta: f64| value(&perturbed(p, name, j, delta));
                 let fd = (at(1e-6) - at(-1e-6)) / 2e-6;
                 assert!(
                     (fd - a).abs() < tol * (1.0 + a.abs()),

@@ -142,13 +142,7 @@ impl Config {
     /// (`{"model": {"hidden": 32}}` trained with 500 units); a saved `config.json` names
     /// `search` whenever it was on, so it trains again as it did.
     pub fn with_overrides(&self, text: &str) -> Result<Self> {
-        let mut cfg = Self::from_json_over(self, text)?;
-        let user: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| Error::InvalidConfig {
-                at: String::new(),
-                message: e.to_string(),
-                place: String::new(),
-            })?;
+        let (mut cfg, user) = Self::read_over(self, text)?;
         let keys: Vec<&str> = user
             .as_object()
             .map(|o| o.keys().map(String::as_str).collect())
@@ -168,6 +162,11 @@ impl Config {
     /// strictly (see [`Config::from_json`]), so that a refusal names a line and column of
     /// `text`, not of the merged configuration.
     pub fn from_json_over(base: &Config, text: &str) -> Result<Self> {
+        Self::read_over(base, text).map(|(cfg, _)| cfg)
+    }
+
+    /// [`Config::from_json_over`], with the user's JSON as read (for the keys it names).
+    fn read_over(base: &Config, text: &str) -> Result<(Self, serde_json::Value)> {
         fn merge(into: &mut serde_json::Value, from: serde_json::Value) {
             match (into, from) {
                 (serde_json::Value::Object(a), serde_json::Value::Object(b)) => {
@@ -190,8 +189,8 @@ impl Config {
         if let Some(counts) = user.get("model").and_then(|m| m.get("counts")) {
             merged["model"]["counts"] = counts.clone();
         }
-        merge(&mut merged, user);
-        Self::from_json(&merged.to_string())
+        merge(&mut merged, user.clone());
+        Ok((Self::from_json(&merged.to_string())?, user))
     }
 
     /// Reads a JSON configuration; fields left out keep the defaults of the `paper` preset.
