@@ -75,6 +75,17 @@ pub(crate) fn count(field: &str, value: usize, min: usize, max: usize) -> Result
     )
 }
 
+/// The refusal of `value`, a name, for `field`, which takes one of `names`
+/// (`"a", "b"` read as `a or b`).
+pub(crate) fn not_one_of(field: &str, value: &str, names: &[&str]) -> Error {
+    let allowed = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => (*last).to_string(),
+        None => "nothing".to_string(),
+    };
+    out_of_range(field, format_args!("{value:?}"), &allowed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +107,16 @@ mod tests {
         assert!(rate("f", 1.0).is_err() && rate("f", f64::NAN).is_err() && rate("f", 0.0).is_ok());
         let err = count("model.hidden", 0, 1, 65536).unwrap_err().to_string();
         assert_eq!(err, "model.hidden = 0 is out of range: expected 1..=65536");
+        match not_one_of("multi_target.mode", "crf", &["unary", "pnc", "oracle"]) {
+            Error::OutOfRange {
+                field,
+                value,
+                allowed,
+            } => assert_eq!(
+                (field.as_str(), value.as_str(), allowed.as_str()),
+                ("multi_target.mode", "\"crf\"", "unary, pnc or oracle")
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }
