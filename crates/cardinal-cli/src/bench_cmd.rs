@@ -104,7 +104,7 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
             seed: 0,
         }),
         None => {
-            let dir = cardinal::engine::data_dir_or_env(args.data_dir.as_deref());
+            let dir = crate::data_dir(engine, args.data_dir.as_deref());
             cardinal::data::resolve_dataset(&args.dataset, dir.as_deref())
                 .with_context(|| format!("loading dataset `{}`", args.dataset))?
                 .into_train_test(0.8, 0)?

@@ -97,7 +97,8 @@ pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::R
             data_dir,
             report,
         } => {
-            let cells = table1(datasets, rows, *seeds, out, data_dir)?;
+            let dir = crate::data_dir(engine, data_dir.as_deref());
+            let cells = table1(datasets, rows, *seeds, out, dir)?;
             if *report && cells.is_empty() {
                 crate::log::note("no finished cells: no report written");
             } else if *report {
@@ -110,7 +111,7 @@ pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::R
             seed,
             data_dir,
         } => {
-            let dir = cardinal::engine::data_dir_or_env(data_dir.as_deref());
+            let dir = crate::data_dir(engine, data_dir.as_deref());
             let data = cardinal::data::resolve_dataset(dataset, dir.as_deref())
                 .with_context(|| format!("loading dataset `{dataset}`"))?
                 .into_train_test(0.8, 0)?;
@@ -160,11 +161,10 @@ fn table1(
     only: &[String],
     seeds: u64,
     out: &Path,
-    data_dir: &Option<PathBuf>,
+    dir: Option<PathBuf>,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let rows = table1_rows();
     let mut cell_dirs = Vec::new();
-    let dir = cardinal::engine::data_dir_or_env(data_dir.as_deref());
     // results[row][column] = per-seed reports
     let mut results: Vec<Vec<Vec<EvalReport>>> = vec![vec![Vec::new(); DATASETS.len()]; rows.len()];
     let mut columns_run = Vec::new();

@@ -94,8 +94,15 @@ impl System for Pnc {
                 self.validate(&cfg)?;
                 // The default's data-dependent rule: on a small file, the configuration
                 // that cross-validates best on it (unchanged otherwise).
-                let cfg = crate::search::choose(self, train, cfg, hooks.wait, hooks.on_event)?;
-                TrainState::new(train, &cfg)?
+                let cfg = crate::search::choose(
+                    self,
+                    train,
+                    cfg,
+                    hooks.wait,
+                    hooks.memory_budget,
+                    hooks.on_event,
+                )?;
+                TrainState::new_within(train, &cfg, hooks.memory_budget)?
             }
             Start::Resume(state) => *state,
         };

@@ -171,8 +171,9 @@ impl System for BrLogistic {
             .iter()
             .map(|&wd| candidate(&cfg, train.n_rows(), train.n_labels(), wd))
             .collect();
+        let budget = hooks.memory_budget;
         choose_on_dev(train, candidates, hooks, |c, on_event| {
-            super::fit(train, c, &mut Logistic, on_event)
+            super::fit(train, c, &mut Logistic, on_event, budget)
         })
     }
 

@@ -37,8 +37,9 @@ use cardinal::eval::evaluate_outputs;
 use cardinal::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use cardinal::model::Params;
 use cardinal::pipeline::{dropout_key, Dropout, Model, Outputs};
+use cardinal::runtime::MemoryBudget;
 use cardinal::system::{Hooks, Start, System, Systems};
-use cardinal::train::{init_model, EpochRecord, Event, Trained};
+use cardinal::train::{init_model_within, EpochRecord, Event, Trained};
 use nets::{Mlp, MlpCache, MlpGrad, Opt};
 use unrolled::Flavor;
 
@@ -127,7 +128,14 @@ impl System for Baseline {
         match start {
             Start::Fresh(cfg) => {
                 self.validate(&cfg)?;
-                fit(train, &cfg, (self.objective)().as_mut(), hooks.on_event)
+                let mut objective = (self.objective)();
+                fit(
+                    train,
+                    &cfg,
+                    objective.as_mut(),
+                    hooks.on_event,
+                    hooks.memory_budget,
+                )
             }
             Start::Resume(_) => Err(Error::Unsupported {
                 system: self.name.into(),
@@ -194,14 +202,15 @@ fn dev_f1(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
 /// The training loop of the baselines: the P&C schedule (epochs on the train part of the
 /// split, then `full_epochs` on all of train), the configured optimiser with weight decay, a
 /// step learning-rate schedule, frozen unaries for the first epochs, and optionally the
-/// weights of the best dev epoch.
+/// weights of the best dev epoch. The model is refused when it would not fit `budget`.
 pub fn fit(
     train: &Dataset,
     cfg: &Config,
     obj: &mut dyn BatchObjective,
     on_event: &mut dyn FnMut(Event),
+    budget: MemoryBudget,
 ) -> Result<Trained> {
-    let mut model = init_model(train, cfg)?;
+    let mut model = init_model_within(train, cfg, budget)?;
     let tc = &cfg.train;
     let bc = &cfg.baseline;
     let (train_idx, dev_idx) = tc.dev_split(train.n_rows());
@@ -395,6 +404,7 @@ pub fn iterate_weights(cfg: &Config) -> Vec<f64> {
 pub(crate) mod tests {
     use super::*;
     use cardinal::data::LabelSets;
+    use cardinal::train::init_model;
 
     /// Checks the analytic gradient `g` of `value` at `p` against central differences (step
     /// 1e-6, relative tolerance `tol`) in every entry of the named tensors; returns how many

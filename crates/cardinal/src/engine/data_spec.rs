@@ -21,7 +21,9 @@ pub struct DataSpec {
     pub test: Option<PathBuf>,
     /// MULAN XML label file naming the label attributes.
     pub labels: Option<PathBuf>,
-    /// Folder holding datasets by name (default: the environment's `CARDINAL_DATA`).
+    /// Folder holding datasets by name (a front end's default: the environment's
+    /// `CARDINAL_DATA`, passed in as [`crate::runtime::Runtime::data_dir`]; see
+    /// [`DataSpec::or_data_dir`]).
     pub data_dir: Option<PathBuf>,
     /// For a single-file dataset: the fraction used for training in a seeded split.
     pub train_fraction: f64,
@@ -40,9 +42,20 @@ impl DataSpec {
         }
     }
 
-    /// The folder datasets are looked up in by name: `data_dir`, else `$CARDINAL_DATA`.
+    /// The folder datasets are looked up in by name: `data_dir` (no environment variable is
+    /// read here: see [`DataSpec::or_data_dir`]).
     pub fn data_dir(&self) -> Option<PathBuf> {
-        data_dir_or_env(self.data_dir.as_deref())
+        self.data_dir.clone()
+    }
+
+    /// This spec, with `default` (a front end's `CARDINAL_DATA`) as its data folder when it
+    /// names none.
+    pub fn or_data_dir(&self, default: Option<&Path>) -> Self {
+        let mut spec = self.clone();
+        if spec.data_dir.is_none() {
+            spec.data_dir = default.map(Path::to_path_buf);
+        }
+        spec
     }
 
     /// Reads the train and test data.
@@ -117,11 +130,4 @@ impl DataSpec {
         let multi = declares_multi_target(std::io::BufReader::new(file)).unwrap_or(false);
         Ok(multi.then_some(files))
     }
-}
-
-/// `explicit`, else the folder named by `$CARDINAL_DATA`.
-pub fn data_dir_or_env(explicit: Option<&Path>) -> Option<PathBuf> {
-    explicit
-        .map(Path::to_path_buf)
-        .or_else(|| std::env::var_os("CARDINAL_DATA").map(PathBuf::from))
 }
