@@ -184,7 +184,7 @@ impl<F: Float> Ascent<'_, F> {
             self.through_gradient(t, sc, tape, &mut adj, out);
             std::mem::swap(&mut adj.gx, &mut adj.gprev);
         }
-        self.into_start(tape, &adj.gx, out);
+        self.through_start(tape, &adj.gx, out);
     }
 
     /// Step `t`'s adjoint of its raw output (the unclipped point, or `α_t`) into `gx`, from
@@ -287,7 +287,7 @@ impl<F: Float> Ascent<'_, F> {
     }
 
     /// The adjoint `gx` of the start point into `u` (nothing from a start at zeros).
-    fn into_start(&self, tape: &AscentTape<F>, gx: &[F], out: &mut AscentGrad<F>) {
+    fn through_start(&self, tape: &AscentTape<F>, gx: &[F], out: &mut AscentGrad<F>) {
         let one = F::one();
         for i in 0..gx.len() {
             match self.space {

@@ -202,7 +202,7 @@ impl<'a> Loop<'a> {
     /// grid threshold when `baseline.select_with_threshold_grid`).
     fn evaluate(&mut self, model: &Model<f32>, dev: &Dataset, at: At) -> Result<Option<f64>> {
         let bc = &self.bc;
-        if at.epoch % bc.dev_every != 0 && at.epoch != at.epochs {
+        if !at.epoch.is_multiple_of(bc.dev_every) && at.epoch != at.epochs {
             return Ok(None);
         }
         let (at_thr, at_grid) = dev_f1(model, dev)?;

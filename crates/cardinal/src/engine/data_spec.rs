@@ -131,3 +131,30 @@ impl DataSpec {
         Ok(multi.then_some(files))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The data folder is the spec's own, else the one passed in (a front end's
+    /// `CARDINAL_DATA`): whatever the process environment holds, the library does not read it.
+    #[test]
+    fn the_data_folder_is_passed_in_never_read_from_the_environment() {
+        let spec = DataSpec::named("bibtex");
+        assert_eq!(spec.data_dir(), None);
+        let given = Path::new("/data/sets");
+        assert_eq!(
+            spec.or_data_dir(Some(given)).data_dir(),
+            Some(given.to_path_buf())
+        );
+        let own = DataSpec {
+            data_dir: Some("/own".into()),
+            ..DataSpec::named("bibtex")
+        };
+        assert_eq!(
+            own.or_data_dir(Some(given)).data_dir(),
+            Some(PathBuf::from("/own"))
+        );
+        assert_eq!(spec.or_data_dir(None), spec);
+    }
+}
