@@ -7,8 +7,9 @@
 //! adds the checks that span sections. The settings of the systems other than `pnc` (the
 //! `baseline` section of the Table 1 systems) are not the product's: [`SystemSettings`] keeps
 //! them as JSON for the chosen system to read and check ([`Config::system_section`]). A
-//! refusal reads `FIELD = VALUE is out of range: expected RANGE`, by [`check`]'s helpers. The JSON reader is strict: objects only, no unknown field, each refusal
-//! with the field's path and its line and column in the text read.
+//! refusal reads `FIELD = VALUE is out of range: expected RANGE`, by the helpers of
+//! [`mod@check`]. The JSON reader is strict: objects only, no unknown field, each refusal with
+//! the field's path and its line and column in the text read.
 
 use serde::{Deserialize, Serialize};
 
