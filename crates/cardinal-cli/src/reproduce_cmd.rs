@@ -98,7 +98,7 @@ pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::R
             report,
         } => {
             let dir = crate::data_dir(engine, data_dir.as_deref());
-            let cells = table1(datasets, rows, *seeds, out, dir)?;
+            let cells = table1(engine, datasets, rows, *seeds, out, dir)?;
             if *report && cells.is_empty() {
                 crate::log::note("no finished cells: no report written");
             } else if *report {
@@ -115,7 +115,7 @@ pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::R
             let data = cardinal::data::resolve_dataset(dataset, dir.as_deref())
                 .with_context(|| format!("loading dataset `{dataset}`"))?
                 .into_train_test(0.8, 0)?;
-            let a = cardinality_analysis(&data, *seed)?;
+            let a = cardinality_analysis(engine, &data, *seed)?;
             // The paper's figures (§5.1) are Delicious's; beside another dataset they would
             // read as its reference.
             let delicious =
@@ -157,6 +157,7 @@ pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::R
 }
 
 fn table1(
+    engine: &cardinal::engine::Engine,
     datasets: &[String],
     only: &[String],
     seeds: u64,
@@ -210,7 +211,7 @@ fn table1(
                     continue;
                 } else {
                     errln!("training {} on {} (seed {seed})", row.system, DATASETS[col]);
-                    let report = run_cell(&data, &cfg, row.protocol)?;
+                    let report = run_cell(engine, &data, &cfg, row.protocol)?;
                     std::fs::create_dir_all(&cell)?;
                     write_atomic(
                         &cell.join("config.json"),

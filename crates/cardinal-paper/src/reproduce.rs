@@ -10,7 +10,7 @@ use cardinal::error::Result;
 use cardinal::eval::{evaluate_outputs, EvalReport};
 
 use crate::systems::{
-    systems, Activation, BaselineConfig, Optimizer, TaskLoss, DVN, LOGIT, SC, SPEN_SSVM, TOPZ_HINGE,
+    Activation, BaselineConfig, Optimizer, TaskLoss, DVN, LOGIT, SC, SPEN_SSVM, TOPZ_HINGE,
 };
 use cardinal::proj::Method;
 
@@ -349,9 +349,14 @@ fn section4_and_ours() -> Vec<Row> {
 /// Trains `cfg` on `data.train` and evaluates on `data.test`; for the threshold-grid protocol
 /// the threshold is tuned on the dev part of the training split (the model is retrained on all
 /// of train afterwards, as every run here, so the dev predictions come from the final model
-/// and are optimistic: noted in the results).
-pub fn run_cell(data: &TrainTest, cfg: &Config, protocol: Protocol) -> Result<EvalReport> {
-    let engine = Engine::new(systems());
+/// and are optimistic: noted in the results). `engine` knows this crate's systems
+/// ([`crate::systems()`]) and carries the front end's runtime (its threads and memory budget).
+pub fn run_cell(
+    engine: &Engine,
+    data: &TrainTest,
+    cfg: &Config,
+    protocol: Protocol,
+) -> Result<EvalReport> {
     let model = engine.fit(&data.train, cfg.clone(), &mut |_| {})?.model;
     let out = engine.predict(&model, &data.test.features)?;
     let mut report = evaluate_outputs(&model, &out, &data.test.labels);
@@ -384,8 +389,12 @@ pub struct CardinalityAnalysis {
 }
 
 /// Runs the cardinality analysis: trains the cardinality network alone (no unrolled steps, no
-/// F1 loss) and compares its test MSE with the two baselines.
-pub fn cardinality_analysis(data: &TrainTest, seed: u64) -> Result<CardinalityAnalysis> {
+/// F1 loss) and compares its test MSE with the two baselines, on `engine` (as [`run_cell`]'s).
+pub fn cardinality_analysis(
+    engine: &Engine,
+    data: &TrainTest,
+    seed: u64,
+) -> Result<CardinalityAnalysis> {
     let train_counts: Vec<usize> = (0..data.train.n_rows())
         .map(|r| data.train.labels.count(r))
         .collect();
@@ -414,7 +423,6 @@ pub fn cardinality_analysis(data: &TrainTest, seed: u64) -> Result<CardinalityAn
     cfg.loss.cardinality_weight = 1.0;
     cfg.loss.sum_over_batch = false;
     cfg.train.unary_weight_decay_mult = 1.0;
-    let engine = Engine::new(systems());
     let mut model = engine.fit(&data.train, cfg, &mut |_| {})?.model;
     let mut mse = [0.0; 2];
     for (i, mode) in [ZMode::Expectation, ZMode::Argmax].into_iter().enumerate() {
@@ -443,6 +451,7 @@ pub fn cardinality_analysis(data: &TrainTest, seed: u64) -> Result<CardinalityAn
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::systems;
     use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 
     #[test]
@@ -501,7 +510,7 @@ mod tests {
             train: tiny(400, 1),
             test: tiny(100, 2),
         };
-        let a = cardinality_analysis(&data, 0).unwrap();
+        let a = cardinality_analysis(&Engine::new(systems()), &data, 0).unwrap();
         assert_eq!(a.count_max, 3);
         // Brute-force expectation of the uniform random count.
         let gold: Vec<f64> = (0..100).map(|r| data.test.labels.count(r) as f64).collect();
