@@ -3,6 +3,8 @@ whose files carry a variant after -train/-test."""
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -53,11 +55,21 @@ def test_a_folder_of_variant_files_like_corel5k(tmp_path):
     same(load_dataset(d), load_dataset(TINY))
 
 
-def test_errors_name_the_python_keyword(monkeypatch):
-    monkeypatch.delenv("CARDINAL_DATA", raising=False)
-    with pytest.raises(ValueError, match="not found") as e:
-        load_dataset("emotions-not-here")
-    assert "data_dir=" in str(e.value) and "--data-dir" not in str(e.value)
+def test_errors_name_the_python_keyword():
+    # The module reads CARDINAL_DATA once, when it is imported: a fresh interpreter without it.
+    env = {k: v for k, v in os.environ.items() if k != "CARDINAL_DATA"}
+    code = (
+        "from cardinal import load_dataset\n"
+        "try:\n"
+        "    load_dataset('emotions-not-here')\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    said = run.stdout
+    assert "not found" in said and "data_dir=" in said and "--data-dir" not in said, said
     with pytest.raises(ValueError, match="train_fraction"):
         load_dataset(TINY, train_fraction=1.5)
 

@@ -5,9 +5,9 @@
 use std::time::Instant;
 
 use anyhow::Context;
+use cardinal::config::ConfigRequest;
 use cardinal::data::synthetic::SyntheticShape;
 use cardinal::engine::Stage;
-use cardinal::Config;
 
 /// Fraction of Bibtex's 1836 features present in a row on average (68.4 non-zeros).
 const BIBTEX_DENSITY: f64 = 0.0372;
@@ -104,21 +104,29 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
             seed: 0,
         }),
         None => {
-            let dir = cardinal::engine::data_dir_or_env(args.data_dir.as_deref());
+            let dir = crate::data_dir(engine, args.data_dir.as_deref());
             cardinal::data::resolve_dataset(&args.dataset, dir.as_deref())
                 .with_context(|| format!("loading dataset `{}`", args.dataset))?
                 .into_train_test(0.8, 0)?
         }
     };
-    let base = Config::preset(&args.preset)?;
-    let mut cfg = match &args.config {
-        Some(p) => Config::from_json_over(&base, &std::fs::read_to_string(p)?)?,
-        None => base,
+    let file = match &args.config {
+        Some(p) => {
+            Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?)
+        }
+        None => None,
     };
-    if let Some(t) = args.steps {
-        cfg.inference.steps = t;
-        cfg.validate()?;
+    // `--steps`, as data read over the file: the library's one configuration path.
+    let steps = args
+        .steps
+        .map(|t| serde_json::json!({ "inference": { "steps": t } }).to_string());
+    let cfg = ConfigRequest {
+        preset: Some(&args.preset),
+        file: file.as_deref(),
+        overrides: steps.as_deref(),
+        ..ConfigRequest::default()
     }
+    .resolve()?;
     let mut bench = engine.epoch_bench(&data.train, &cfg)?;
     let mut epochs = Vec::new();
     // Per timed epoch, the seconds of every stage (`StageClock`).

@@ -23,10 +23,11 @@ pub struct CvArgs {
 
 pub fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
     let cfg = args.cfg.load()?;
-    let data = match args.data.spec().load() {
+    let spec = engine.locate(&args.data.spec());
+    let data = match spec.load() {
         Ok(data) => data,
         // Multi-target data is not binary data the readers failed on: say what it is.
-        Err(e) => match args.data.spec().multi_target_files() {
+        Err(e) => match spec.multi_target_files() {
             Ok(Some(_)) => anyhow::bail!(
                 "`{}` is multi-target (Section 6) data: `cv` cross-validates binary \
                  multi-label data only; train it with `cardinal train --dataset {}` and score \

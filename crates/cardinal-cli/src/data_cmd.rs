@@ -41,20 +41,21 @@ pub struct StatsArgs {
     pub data_dir: Option<PathBuf>,
 }
 
-pub fn run(args: &DataArgs) -> anyhow::Result<()> {
+pub fn run(engine: &cardinal::engine::Engine, args: &DataArgs) -> anyhow::Result<()> {
     match &args.command {
-        DataCommand::Stats(a) => stats(a),
+        DataCommand::Stats(a) => stats(a, crate::data_dir(engine, a.data_dir.as_deref())),
         DataCommand::SynthSeg(a) => synth_seg::run(a),
     }
 }
 
-fn stats(a: &StatsArgs) -> anyhow::Result<()> {
-    let (resolved, notes) = match resolve_dataset_noted(&a.dataset, a.data_dir.as_deref()) {
+/// `data stats` of `a.dataset`, looked up by name in `data_dir`.
+fn stats(a: &StatsArgs, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let (resolved, notes) = match resolve_dataset_noted(&a.dataset, data_dir.as_deref()) {
         Ok(found) => found,
         Err(e) => {
             // Multi-target data is not binary data the readers failed on: say what it is.
             let mut spec = DataSpec::named(&a.dataset);
-            spec.data_dir.clone_from(&a.data_dir);
+            spec.data_dir = data_dir;
             if matches!(spec.multi_target_files(), Ok(Some(_))) {
                 anyhow::bail!(
                     "`{}` is multi-target (Section 6) data: `data stats` describes binary \

@@ -4,10 +4,11 @@
 // Every line to standard error goes through `errln!`, which cannot panic.
 #![deny(clippy::print_stderr)]
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use cardinal::engine::Engine;
-use cardinal::runtime::{Runtime, WaitPolicy};
+use cardinal::runtime::{Environment, WaitPolicy};
 use clap::{Parser, Subcommand};
 
 /// mimalloc keeps freed pages for reuse: with the system allocator each prediction's large
@@ -147,23 +148,27 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     log::init(cli.log_format, cli.verbose);
     let (threads, wait) = cli.command.runtime();
-    let engine = Engine {
-        // The product's systems and the paper's Table 1 systems.
-        systems: cardinal_paper::systems(),
-        runtime: Runtime {
-            // After the subcommand wins over before it.
-            threads: threads.or(cli.threads),
-            wait: match wait.or(cli.wait).unwrap_or(Wait::Active) {
-                Wait::Active => WaitPolicy::Active,
-                Wait::Passive => WaitPolicy::Passive,
-            },
+    // The environment is read here, once: the library reads none.
+    let runtime = Environment::read().runtime(
+        // After the subcommand wins over before it.
+        threads.or(cli.threads),
+        match wait.or(cli.wait).unwrap_or(Wait::Active) {
+            Wait::Active => WaitPolicy::Active,
+            Wait::Passive => WaitPolicy::Passive,
         },
-    };
-    // The whole command runs on a worker of the engine's pool.
-    let result = engine
-        .install(|| run(&engine, &cli.command))
-        .map_err(anyhow::Error::from)
-        .and_then(|r| r);
+    );
+    let result = runtime.map_err(anyhow::Error::from).and_then(|runtime| {
+        let engine = Engine {
+            // The product's systems and the paper's Table 1 systems.
+            systems: cardinal_paper::systems(),
+            runtime,
+        };
+        // The whole command runs on a worker of the engine's pool.
+        engine
+            .install(|| run(&engine, &cli.command))
+            .map_err(anyhow::Error::from)
+            .and_then(|r| r)
+    });
     let output = output::finish();
     let broken_pipe = |e: &std::io::Error| e.kind() == std::io::ErrorKind::BrokenPipe;
     match (result, output) {
@@ -205,10 +210,18 @@ fn message(e: &anyhow::Error) -> String {
     line
 }
 
+/// The folder datasets are looked up in by name: `explicit` (a `--data-dir`), else the
+/// environment's `CARDINAL_DATA`, which `main` read into the engine's runtime.
+pub(crate) fn data_dir(engine: &Engine, explicit: Option<&Path>) -> Option<PathBuf> {
+    explicit
+        .or(engine.runtime.data_dir.as_deref())
+        .map(Path::to_path_buf)
+}
+
 /// Dispatches a parsed command to its module.
 fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
     match command {
-        Command::Data(a) => data_cmd::run(a),
+        Command::Data(a) => data_cmd::run(engine, a),
         Command::Train { args, .. } => model_cmd::train(engine, args),
         Command::Eval { args, .. } => model_cmd::eval(engine, args),
         Command::Cv { args, .. } => cv_cmd::run(engine, args),

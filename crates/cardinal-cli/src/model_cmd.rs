@@ -7,7 +7,7 @@ use cardinal::config::ConfigRequest;
 use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
 use cardinal::engine::write_atomic;
 use cardinal::engine::Meta;
-use cardinal::engine::{check_labels, data_dir_or_env, Checkpoints, Engine};
+use cardinal::engine::{check_labels, Checkpoints, Engine};
 use cardinal::eval::EvalReport;
 use cardinal::{Config, DataSpec};
 
@@ -349,8 +349,7 @@ pub struct EvalArgs {
 
 /// A dataset named or found at `spec`, with single files split as `train` splits them by
 /// default.
-fn load_named(spec: &str, data_dir: &Option<PathBuf>) -> anyhow::Result<TrainTest> {
-    let dir = data_dir_or_env(data_dir.as_deref());
+fn load_named(spec: &str, dir: Option<PathBuf>) -> anyhow::Result<TrainTest> {
     Ok(resolve_dataset(spec, dir.as_deref())?.into_train_test(0.8, 0)?)
 }
 
@@ -373,7 +372,7 @@ fn own_data(engine: &Engine, args: &EvalArgs, meta: &Meta) -> anyhow::Result<Tra
             args.model.display()
         );
     }
-    load_named(name, &args.data_dir)
+    load_named(name, crate::data_dir(engine, args.data_dir.as_deref()))
 }
 
 /// The dev rows of the model's training data (its configuration's split).

@@ -97,7 +97,8 @@ pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::R
             data_dir,
             report,
         } => {
-            let cells = table1(datasets, rows, *seeds, out, data_dir)?;
+            let dir = crate::data_dir(engine, data_dir.as_deref());
+            let cells = table1(engine, datasets, rows, *seeds, out, dir)?;
             if *report && cells.is_empty() {
                 crate::log::note("no finished cells: no report written");
             } else if *report {
@@ -110,11 +111,11 @@ pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::R
             seed,
             data_dir,
         } => {
-            let dir = cardinal::engine::data_dir_or_env(data_dir.as_deref());
+            let dir = crate::data_dir(engine, data_dir.as_deref());
             let data = cardinal::data::resolve_dataset(dataset, dir.as_deref())
                 .with_context(|| format!("loading dataset `{dataset}`"))?
                 .into_train_test(0.8, 0)?;
-            let a = cardinality_analysis(&data, *seed)?;
+            let a = cardinality_analysis(engine, &data, *seed)?;
             // The paper's figures (§5.1) are Delicious's; beside another dataset they would
             // read as its reference.
             let delicious =
@@ -156,15 +157,15 @@ pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::R
 }
 
 fn table1(
+    engine: &cardinal::engine::Engine,
     datasets: &[String],
     only: &[String],
     seeds: u64,
     out: &Path,
-    data_dir: &Option<PathBuf>,
+    dir: Option<PathBuf>,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let rows = table1_rows();
     let mut cell_dirs = Vec::new();
-    let dir = cardinal::engine::data_dir_or_env(data_dir.as_deref());
     // results[row][column] = per-seed reports
     let mut results: Vec<Vec<Vec<EvalReport>>> = vec![vec![Vec::new(); DATASETS.len()]; rows.len()];
     let mut columns_run = Vec::new();
@@ -210,7 +211,7 @@ fn table1(
                     continue;
                 } else {
                     errln!("training {} on {} (seed {seed})", row.system, DATASETS[col]);
-                    let report = run_cell(&data, &cfg, row.protocol)?;
+                    let report = run_cell(engine, &data, &cfg, row.protocol)?;
                     std::fs::create_dir_all(&cell)?;
                     write_atomic(
                         &cell.join("config.json"),

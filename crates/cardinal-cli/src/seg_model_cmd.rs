@@ -19,7 +19,10 @@ use crate::predict_cmd::{Format, PredictArgs};
 pub fn trains_multi_target(engine: &Engine, args: &TrainArgs) -> anyhow::Result<bool> {
     Ok(match &args.resume {
         Some(dir) => engine.is_multi_target_run(dir),
-        None => args.data.spec().multi_target_files()?.is_some(),
+        None => engine
+            .locate(&args.data.spec())
+            .multi_target_files()?
+            .is_some(),
     })
 }
 

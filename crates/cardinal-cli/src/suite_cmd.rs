@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use cardinal::engine::write_atomic;
-use cardinal::engine::{data_dir_or_env, Engine};
+use cardinal::engine::Engine;
 use cardinal_paper::cell_key::suite_cell_key;
 use cardinal_paper::suite::{entries, mean_sd, run_cell, Cell, DATASETS};
 
@@ -71,7 +71,7 @@ fn seeds_text(cells: &[Cell]) -> String {
 }
 
 pub fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
-    let dir = data_dir_or_env(args.data_dir.as_deref());
+    let dir = crate::data_dir(engine, args.data_dir.as_deref());
     let systems = entries();
     for wanted in &args.systems {
         anyhow::ensure!(

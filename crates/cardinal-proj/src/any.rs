@@ -71,7 +71,10 @@ impl FromStr for Method {
         Method::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| ProjError::UnknownMethod(s.to_string()))
+            .ok_or_else(|| ProjError::UnknownMethod {
+                name: s.to_string(),
+                allowed: Method::ALL.map(Method::name).join("|"),
+            })
     }
 }
 

@@ -203,9 +203,14 @@ pub enum ProjError {
         /// Which buffer, its length and the expected shape.
         what: String,
     },
-    /// A name that is not one of [`Method::ALL`]'s (the name given).
-    #[error("unknown projection method {0:?} (expected exact|simplex|soft|dykstra-soft|dykstra-exact|fp|smooth|clip)")]
-    UnknownMethod(String),
+    /// A name that is not one of [`Method::ALL`]'s.
+    #[error("unknown projection method {name:?} (expected {allowed})")]
+    UnknownMethod {
+        /// The name given.
+        name: String,
+        /// The names accepted, `|`-separated in [`Method::ALL`]'s order.
+        allowed: String,
+    },
     /// A matrix operator's shapes disagree: `M` is 0, the matrix's length is not a multiple of
     /// `M` (or is 0), or a buffer has the wrong length.
     #[error("matrix shape mismatch: {what}")]
@@ -240,9 +245,14 @@ pub enum ProjError {
         /// The residual it stopped at.
         residual: f64,
     },
-    /// A name that is not one of [`matrix::MatrixMethod::ALL`]'s (the name given).
-    #[error("unknown matrix projection method {0:?} (expected exact|dykstra|sinkhorn)")]
-    UnknownMatrixMethod(String),
+    /// A name that is not one of [`matrix::MatrixMethod::ALL`]'s.
+    #[error("unknown matrix projection method {name:?} (expected {allowed})")]
+    UnknownMatrixMethod {
+        /// The name given.
+        name: String,
+        /// The names accepted, `|`-separated in [`matrix::MatrixMethod::ALL`]'s order.
+        allowed: String,
+    },
     /// A parameter (such as the smoothing temperature) is not finite and positive.
     #[error("parameter {name} = {value} is out of range (must be finite and > 0)")]
     InvalidParameter {

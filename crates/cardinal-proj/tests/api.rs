@@ -87,10 +87,25 @@ fn method_names_round_trip() {
         "dykstra-soft".parse::<Method>().unwrap(),
         Method::DykstraSoft
     );
-    assert!(matches!(
-        "dykstra".parse::<Method>(),
-        Err(ProjError::UnknownMethod(_))
-    ));
+    match "dykstra".parse::<Method>() {
+        Err(ProjError::UnknownMethod { name, allowed }) => {
+            assert_eq!(name, "dykstra");
+            assert_eq!(
+                allowed,
+                "exact|simplex|soft|dykstra-soft|dykstra-exact|fp|smooth|clip"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match "soft".parse::<cardinal_proj::matrix::MatrixMethod>() {
+        Err(ProjError::UnknownMatrixMethod { name, allowed }) => {
+            assert_eq!(
+                (name.as_str(), allowed.as_str()),
+                ("soft", "exact|dykstra|sinkhorn")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -91,7 +91,7 @@ pub fn load_dataset<'py>(
         ));
     };
     let spec = DataSpec {
-        data_dir,
+        data_dir: data_dir.or_else(|| crate::environment().data_dir.clone()),
         train_fraction,
         train,
         test,

@@ -11,6 +11,9 @@
 
 #![warn(missing_docs)]
 
+use std::sync::OnceLock;
+
+use cardinal::runtime::Environment;
 use pyo3::prelude::*;
 
 /// The allocator of the library's own allocations, as in the `cardinal` binary: mimalloc keeps
@@ -28,9 +31,20 @@ mod interruptible;
 mod model;
 mod project;
 
+/// The environment variables the library depends on (`CARDINAL_DATA`,
+/// `CARDINAL_MEMORY_BUDGET`), read once, when the module is initialised: the library itself
+/// reads none.
+static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();
+
+/// The environment as the module's initialisation read it.
+pub(crate) fn environment() -> &'static Environment {
+    ENVIRONMENT.get_or_init(Environment::read)
+}
+
 /// The extension module `cardinal._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    environment();
     m.add_class::<model::NativeModel>()?;
     m.add_class::<model::NativePool>()?;
     m.add_function(wrap_pyfunction!(model::label_sets, m)?)?;

@@ -10,7 +10,7 @@ use cardinal::engine::Model;
 use cardinal::engine::TrainedOn;
 use cardinal::engine::{EpochRecord, Event};
 use cardinal::metrics::{binarize, Binarize};
-use cardinal::runtime::{Runtime, WaitPolicy};
+use cardinal::runtime::WaitPolicy;
 use cardinal::search::CandidateScore;
 use cardinal::Config;
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -25,14 +25,16 @@ use crate::interruptible;
 /// The engine of a call from Python: the product's systems and the paper's Table 1 systems
 /// (as the CLI), on `threads` threads whose idle workers sleep (passive waiting: several
 /// estimators in one process, as under `GridSearchCV(n_jobs=k)`, leave each other the cores).
-fn engine(threads: usize) -> Engine {
-    Engine {
+/// The memory budget and data folder are the environment's, as the module read it at
+/// initialisation (a budget that does not parse is refused here, by the variable's name).
+fn engine(threads: usize) -> PyResult<Engine> {
+    let runtime = crate::environment()
+        .runtime(Some(threads), WaitPolicy::Passive)
+        .map_err(to_py)?;
+    Ok(Engine {
         systems: cardinal_paper::systems(),
-        runtime: Runtime {
-            threads: Some(threads),
-            wait: WaitPolicy::Passive,
-        },
-    }
+        runtime,
+    })
 }
 
 /// An estimator's thread pool: built once and used by its every fit and predict (a pool per
@@ -231,7 +233,7 @@ impl NativeModel {
         if !label_names.is_empty() {
             check_names(&label_names, train.n_labels(), "label_names", "Y")?;
         }
-        let engine = engine(pool.threads);
+        let engine = engine(pool.threads)?;
         let mut search = None;
         let trained = interruptible::run(py, |say, cancel| {
             pool.pool.install(|| {
@@ -287,7 +289,7 @@ impl NativeModel {
             };
             x = align_features(&x, &names, &schema, "X").map_err(data_to_py)?;
         }
-        let engine = engine(pool.threads);
+        let engine = engine(pool.threads)?;
         let model = &self.model;
         let out = py
             .detach(|| {
@@ -319,7 +321,7 @@ impl NativeModel {
         overwrite: bool,
         threshold: Option<f64>,
     ) -> PyResult<()> {
-        let engine = engine(1);
+        let engine = engine(1)?;
         let trained_on = TrainedOn {
             dataset: String::new(),
             feature_names: self.feature_names.clone(),
@@ -343,7 +345,7 @@ impl NativeModel {
     /// Reads the model directory `path` (written by `save` or by `cardinal train`).
     #[staticmethod]
     pub fn load(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let engine = engine(1);
+        let engine = engine(1)?;
         let (model, meta) = py.detach(|| engine.load(&path)).map_err(to_py)?;
         Ok(Self {
             model,

@@ -11,7 +11,7 @@ use crate::eval::{evaluate_outputs, grid_threshold};
 use crate::metrics::{
     default_threshold_grid, example_f1_by_threshold, tune_threshold, EmptyF1, MetricOptions,
 };
-use crate::runtime::WaitPolicy;
+use crate::runtime::{MemoryBudget, WaitPolicy};
 use crate::system::System;
 use crate::train::Event;
 use crate::train::{Hooks, Start};
@@ -83,6 +83,7 @@ pub fn cross_validate(
     cfg: &Config,
     k: usize,
     wait: WaitPolicy,
+    memory_budget: MemoryBudget,
     on_event: &mut dyn FnMut(usize, Event),
     on_fold: &mut dyn FnMut(&FoldResult),
 ) -> Result<CvReport> {
@@ -104,6 +105,7 @@ pub fn cross_validate(
             on_event: &mut fold_events,
             after_epoch: &mut |_| Ok(()),
             wait,
+            memory_budget,
         };
         let model = system
             .fit(&rest, Start::Fresh(cfg.clone()), &mut hooks)?
@@ -209,6 +211,7 @@ mod tests {
             &cfg,
             3,
             WaitPolicy::Active,
+            MemoryBudget::default(),
             &mut |_, _| {},
             &mut |_| {},
         )
@@ -271,6 +274,7 @@ mod tests {
                 &cfg(),
                 k,
                 WaitPolicy::Passive,
+                MemoryBudget::default(),
                 &mut |_, _| {},
                 &mut |_| {},
             )

@@ -57,7 +57,7 @@ mod segment_run;
 use run_files::{check_identity, open_new_run, read_run_spec, record_identity, reopen_run};
 
 pub use bench::EpochBench;
-pub use data_spec::{data_dir_or_env, DataSpec, MultiTargetFiles};
+pub use data_spec::{DataSpec, MultiTargetFiles};
 pub use segment_run::{SegOutcome, SegRun};
 
 // What the front ends need of the rest of the library, at the front door: a model folder's
@@ -180,6 +180,11 @@ impl Engine {
         }
     }
 
+    /// `spec`, looking names up in the runtime's data folder when it names none.
+    pub fn locate(&self, spec: &DataSpec) -> DataSpec {
+        spec.or_data_dir(self.runtime.data_dir.as_deref())
+    }
+
     /// Runs `f` in this engine's thread pool (see [`Runtime::install`]). Front ends wrap a
     /// whole command in it; the other methods run in whatever pool they are called from.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Result<R> {
@@ -219,6 +224,7 @@ impl Engine {
                 }
             },
             wait: self.runtime.wait,
+            memory_budget: self.runtime.memory_budget,
         };
         system.fit(train, Start::Fresh(cfg), &mut hooks)
     }
@@ -339,7 +345,17 @@ impl Engine {
         on_fold: &mut dyn FnMut(&FoldResult),
     ) -> Result<CvReport> {
         let system = self.systems.for_config(cfg)?;
-        cross_validate(system, train, cfg, k, self.runtime.wait, on_event, on_fold)
+        let rt = &self.runtime;
+        cross_validate(
+            system,
+            train,
+            cfg,
+            k,
+            rt.wait,
+            rt.memory_budget,
+            on_event,
+            on_fold,
+        )
     }
 
     /// The rows of `spec` (a file, folder or dataset name) to run the model described by
@@ -352,13 +368,8 @@ impl Engine {
         data_dir: Option<&Path>,
         labels: Labels,
     ) -> Result<Inputs> {
-        let dir = data_dir_or_env(data_dir);
-        Ok(read_inputs(
-            spec,
-            dir.as_deref(),
-            &meta.input_schema(),
-            labels,
-        )?)
+        let dir = data_dir.or(self.runtime.data_dir.as_deref());
+        Ok(read_inputs(spec, dir, &meta.input_schema(), labels)?)
     }
 
     /// Loads the model directory `dir` (checking that its system is known).
@@ -384,6 +395,7 @@ impl Engine {
         let Some(spec) = read_run_spec(dir)? else {
             return Ok(None);
         };
+        let spec = self.locate(&spec);
         let data = spec.load().map_err(|_| Error::Checkpoint {
             path: dir.join(RUN_FILE),
             message: format!(
@@ -409,11 +421,14 @@ impl Engine {
         replace: bool,
     ) -> Result<PreparedRun> {
         self.systems.for_config(&cfg)?;
-        let (data, notes) = spec.load_noted()?;
+        let located = self.locate(spec);
+        let (data, notes) = located.load_noted()?;
         require_rows(&data.train, &cfg.train)?;
         log_data(&data);
+        // `run.json` records the spec as given: a run resumed later looks its data up as
+        // this one did, in the data folder of the day when the spec names none.
         let run_dir = open_new_run(dir, spec, replace)?;
-        record_identity(run_dir.path(), spec, &data)?;
+        record_identity(run_dir.path(), &located, &data)?;
         Ok(PreparedRun {
             dir: dir.to_path_buf(),
             data,
@@ -426,6 +441,7 @@ impl Engine {
     /// Reopens the interrupted run in `dir` at its latest checkpoint, with the same data.
     pub fn resume_run(&self, dir: &Path) -> Result<PreparedRun> {
         let (run_dir, spec) = reopen_run(dir)?;
+        let spec = self.locate(&spec);
         let (data, notes) = spec.load_noted()?;
         check_identity(dir, &spec, &data)?;
         log_data(&data);
@@ -512,6 +528,7 @@ impl Engine {
             on_event: &mut log_event,
             after_epoch: &mut after_epoch,
             wait: self.runtime.wait,
+            memory_budget: self.runtime.memory_budget,
         };
         let trained = system.fit(&data.train, start, &mut hooks)?;
         if let Some(e) = io_error {

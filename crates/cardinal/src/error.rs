@@ -122,6 +122,16 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// A saved configuration file (a model directory's `config.json`) that is refused, with
+    /// the refusal kept as the source.
+    #[error("{}: {source}", path.display())]
+    ConfigFile {
+        /// The file.
+        path: PathBuf,
+        /// Why it is refused (boxed: errors travel in every `Result`).
+        #[source]
+        source: Box<Error>,
+    },
     /// Data and model (or a saved state) disagree in shape: features, labels, counts, rows.
     #[error("{what} has {found}; expected {expected}")]
     Shape {

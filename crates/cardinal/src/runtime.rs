@@ -1,4 +1,7 @@
-//! Where the library runs: its thread pool, and how idle workers wait ([`Runtime`]).
+//! Where the library runs: its thread pool, how idle workers wait, the memory budget of
+//! training and the data folder ([`Runtime`]). The library reads no environment variable: a
+//! front end (the CLI's `main`, the Python module's init) reads them once with
+//! [`Environment::read`] and passes what they say in a [`Runtime`].
 //!
 //! Active waiting is the analogue of `OMP_WAIT_POLICY=ACTIVE`. A training batch has a dozen
 //! short parallel sections separated by short serial stretches. An idle rayon worker soon
@@ -8,6 +11,7 @@
 //! section starts at once. It costs the otherwise idle cores' cycles, and never changes a
 //! result: jobs and their order are those of the closure.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
@@ -25,16 +29,127 @@ pub enum WaitPolicy {
     Passive,
 }
 
-/// The thread pool a front end runs the library in: a number of threads and a wait policy,
-/// passed in rather than set process-wide, so that two callers in one process (a CLI and a
-/// test, or two Python estimators) do not disturb each other. Results are identical for any
-/// thread count and either policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Where a front end runs the library: a thread pool (a number of threads and a wait
+/// policy), the memory budget of training and the data folder, passed in rather than set
+/// process-wide, so that two callers in one process (a CLI and a test, or two Python
+/// estimators) do not disturb each other. Results are identical for any thread count and
+/// either policy.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Runtime {
     /// Worker threads; `None`: rayon's default (`RAYON_NUM_THREADS`, else one per core).
     pub threads: Option<usize>,
     /// How idle workers wait during training.
     pub wait: WaitPolicy,
+    /// The most training memory a model may need (`CARDINAL_MEMORY_BUDGET`).
+    pub memory_budget: MemoryBudget,
+    /// The folder datasets are looked up in by name when a call names none (`CARDINAL_DATA`);
+    /// also for runs whose `run.json` records none.
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The environment variable of [`Runtime::memory_budget`].
+pub const MEMORY_BUDGET_VAR: &str = "CARDINAL_MEMORY_BUDGET";
+/// The environment variable of [`Runtime::data_dir`].
+pub const DATA_VAR: &str = "CARDINAL_DATA";
+
+/// The environment variables the library's behaviour depends on, as a front end read them
+/// (once, at start-up; nothing else in the library reads the environment).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Environment {
+    /// `CARDINAL_MEMORY_BUDGET`, as written.
+    pub memory_budget: Option<String>,
+    /// `CARDINAL_DATA`.
+    pub data_dir: Option<PathBuf>,
+}
+
+impl Environment {
+    /// Reads the variables from this process's environment.
+    pub fn read() -> Self {
+        Self {
+            memory_budget: std::env::var(MEMORY_BUDGET_VAR).ok(),
+            data_dir: std::env::var_os(DATA_VAR).map(PathBuf::from),
+        }
+    }
+
+    /// A runtime of `threads` and `wait` with this environment's budget and data folder;
+    /// refused when the budget does not parse ([`MemoryBudget::parse`]).
+    pub fn runtime(&self, threads: Option<usize>, wait: WaitPolicy) -> Result<Runtime> {
+        Ok(Runtime {
+            threads,
+            wait,
+            memory_budget: MemoryBudget::parse(self.memory_budget.as_deref())?,
+            data_dir: self.data_dir.clone(),
+        })
+    }
+}
+
+/// The most memory a model's training may need, by the memory guard's estimate (see
+/// [`crate::train::init_model_within`]): a number of bytes, or no limit. The default is
+/// 16 GiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// Bytes; `None`: no limit.
+    bytes: Option<u64>,
+}
+
+impl Default for MemoryBudget {
+    fn default() -> Self {
+        Self::bytes(16 << 30)
+    }
+}
+
+impl MemoryBudget {
+    /// No limit.
+    pub const UNLIMITED: Self = Self { bytes: None };
+
+    /// A budget of `bytes` (0: no limit).
+    pub fn bytes(bytes: u64) -> Self {
+        Self {
+            bytes: (bytes > 0).then_some(bytes),
+        }
+    }
+
+    /// The budget in bytes; `None`: no limit.
+    pub fn limit(self) -> Option<u64> {
+        self.bytes
+    }
+
+    /// Reads `CARDINAL_MEMORY_BUDGET`'s value: bytes with an optional binary `K`/`M`/`G`/`T`
+    /// suffix (`64G`, `1.5T`), `0` for no limit; left out or blank, the default (16 GiB).
+    pub fn parse(text: Option<&str>) -> Result<Self> {
+        let v = match text.map(str::trim) {
+            None | Some("") => return Ok(Self::default()),
+            Some(v) => v,
+        };
+        let (num, mult) = match v.char_indices().last() {
+            Some((i, c)) if c.is_ascii_alphabetic() => {
+                let power = match c.to_ascii_uppercase() {
+                    'K' => Some(1),
+                    'M' => Some(2),
+                    'G' => Some(3),
+                    'T' => Some(4),
+                    _ => None,
+                };
+                (&v[..i], power.map_or(f64::NAN, |p| 1024f64.powi(p)))
+            }
+            _ => (v, 1.0),
+        };
+        match num.trim().parse::<f64>() {
+            // Whole bytes: a fraction of a byte above 0 still sets a (tiny) limit.
+            Ok(x) if x >= 0.0 && (x * mult).is_finite() => Ok(match (x * mult).ceil() {
+                b if b > 0.0 => Self {
+                    bytes: Some(b as u64),
+                },
+                _ => Self::UNLIMITED,
+            }),
+            _ => Err(Error::OutOfRange {
+                field: MEMORY_BUDGET_VAR.into(),
+                value: format!("`{v}`"),
+                allowed: "bytes with an optional K/M/G/T suffix (e.g. 32G), or 0 for no limit"
+                    .into(),
+            }),
+        }
+    }
 }
 
 /// The most worker threads a runtime may ask for, per core: more only slows every thread
@@ -143,6 +258,7 @@ mod tests {
         let rt = Runtime {
             threads: Some(100_000),
             wait: WaitPolicy::Passive,
+            ..Runtime::default()
         };
         let e = rt.install(|| ()).unwrap_err().to_string();
         let bound = max_threads(cores());
@@ -153,9 +269,57 @@ mod tests {
         let ok = Runtime {
             threads: Some(bound),
             wait: WaitPolicy::Passive,
+            ..Runtime::default()
         };
         assert_eq!(ok.install(rayon::current_num_threads).unwrap(), bound);
         assert_eq!(max_threads(0), MAX_THREADS_PER_CORE);
+    }
+
+    /// `CARDINAL_MEMORY_BUDGET`'s grammar: bytes, a binary suffix, 0 for no limit, blank for
+    /// the default; anything else refused by the variable's name, value and what it takes.
+    #[test]
+    fn the_memory_budget_is_read_from_the_value_passed_in() {
+        let gib = 1u64 << 30;
+        assert_eq!(MemoryBudget::parse(None).unwrap().limit(), Some(16 * gib));
+        assert_eq!(
+            MemoryBudget::parse(Some(" ")).unwrap(),
+            MemoryBudget::default()
+        );
+        assert_eq!(
+            MemoryBudget::parse(Some("64G")).unwrap().limit(),
+            Some(64 * gib)
+        );
+        assert_eq!(MemoryBudget::parse(Some("2k")).unwrap().limit(), Some(2048));
+        assert_eq!(
+            MemoryBudget::parse(Some("1.5T")).unwrap().limit(),
+            Some(1536 * gib)
+        );
+        assert_eq!(MemoryBudget::parse(Some("123")).unwrap().limit(), Some(123));
+        assert_eq!(
+            MemoryBudget::parse(Some("0")).unwrap(),
+            MemoryBudget::UNLIMITED
+        );
+        for bad in ["lots", "-1G", "12X", "G", "inf"] {
+            match MemoryBudget::parse(Some(bad)) {
+                Err(Error::OutOfRange {
+                    field,
+                    value,
+                    allowed,
+                }) => {
+                    assert_eq!(field, MEMORY_BUDGET_VAR);
+                    assert_eq!(value, format!("`{bad}`"));
+                    assert!(allowed.contains("K/M/G/T"), "{allowed}");
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        let env = Environment {
+            memory_budget: Some("1M".into()),
+            data_dir: Some("/data".into()),
+        };
+        let rt = env.runtime(Some(2), WaitPolicy::Passive).unwrap();
+        assert_eq!(rt.memory_budget.limit(), Some(1 << 20));
+        assert_eq!(rt.data_dir.as_deref(), Some(std::path::Path::new("/data")));
     }
 
     #[test]
@@ -210,6 +374,7 @@ mod tests {
         let rt = Runtime {
             threads: Some(2),
             wait: WaitPolicy::Active,
+            ..Runtime::default()
         };
         let got = rt
             .install(|| run_with_active_workers(rt.wait, work))

@@ -16,7 +16,7 @@ use crate::data::Dataset;
 use crate::error::Result;
 use crate::eval::grid_threshold;
 use crate::metrics::default_threshold_grid;
-use crate::runtime::WaitPolicy;
+use crate::runtime::{MemoryBudget, WaitPolicy};
 use crate::system::System;
 use crate::train::Event;
 use cardinal_proj::Method;
@@ -136,6 +136,7 @@ pub fn choose(
     train: &Dataset,
     cfg: Config,
     wait: WaitPolicy,
+    memory_budget: MemoryBudget,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Config> {
     if !cfg.search.applies(train.n_rows()) {
@@ -158,6 +159,7 @@ pub fn choose(
             &candidate,
             cfg.search.folds,
             wait,
+            memory_budget,
             &mut |_, _| {},
             &mut |_| {},
         )?;
@@ -326,26 +328,49 @@ mod tests {
         let mut off = cfg.clone();
         off.search.max_rows = 0;
         assert_eq!(
-            choose(&Pnc, &data, off.clone(), WaitPolicy::Active, &mut |_| {}).unwrap(),
+            choose(
+                &Pnc,
+                &data,
+                off.clone(),
+                WaitPolicy::Active,
+                MemoryBudget::default(),
+                &mut |_| {}
+            )
+            .unwrap(),
             off
         );
         let mut above = cfg.clone();
         above.search.max_rows = 59;
         assert_eq!(
-            choose(&Pnc, &data, above.clone(), WaitPolicy::Active, &mut |_| {}).unwrap(),
+            choose(
+                &Pnc,
+                &data,
+                above.clone(),
+                WaitPolicy::Active,
+                MemoryBudget::default(),
+                &mut |_| {}
+            )
+            .unwrap(),
             above
         );
         let mut told = None;
-        let chosen = choose(&Pnc, &data, cfg.clone(), WaitPolicy::Active, &mut |e| {
-            if let Event::Searched {
-                scores,
-                folds,
-                chosen,
-            } = e
-            {
-                told = Some((scores.to_vec(), folds, chosen.to_string()));
-            }
-        })
+        let chosen = choose(
+            &Pnc,
+            &data,
+            cfg.clone(),
+            WaitPolicy::Active,
+            MemoryBudget::default(),
+            &mut |e| {
+                if let Event::Searched {
+                    scores,
+                    folds,
+                    chosen,
+                } = e
+                {
+                    told = Some((scores.to_vec(), folds, chosen.to_string()));
+                }
+            },
+        )
         .unwrap();
         // The chosen configuration is a candidate with its decision threshold set.
         let (scores, folds, name) = told.expect("a Searched event");
@@ -361,7 +386,15 @@ mod tests {
         let best = scores.iter().map(|s| s.example_f1).fold(f64::MIN, f64::max);
         assert_eq!(picked.example_f1, best);
         assert_eq!(
-            choose(&Pnc, &data, cfg, WaitPolicy::Active, &mut |_| {}).unwrap(),
+            choose(
+                &Pnc,
+                &data,
+                cfg,
+                WaitPolicy::Active,
+                MemoryBudget::default(),
+                &mut |_| {}
+            )
+            .unwrap(),
             chosen
         );
     }

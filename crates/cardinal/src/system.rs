@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::config::Config;
+use crate::config::{Config, SECTION};
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
 use crate::eval;
@@ -64,24 +64,20 @@ impl System for Pnc {
         PNC
     }
 
-    /// Refuses a `baseline` section that differs from the default: only the Table 1 systems
-    /// read it, and a setting that does nothing must not pass for one that does.
+    /// Refuses any setting of the `baseline` section ([`Config::system_settings`]): only the
+    /// Table 1 systems read it, and a setting that does nothing must not pass for one that
+    /// does. A field at the value every configuration saved before held sets nothing, so
+    /// that those configurations train again.
     fn validate(&self, cfg: &Config) -> Result<()> {
-        let given = serde_json::to_value(&cfg.baseline).expect("serialisable");
-        let default =
-            serde_json::to_value(crate::config::BaselineConfig::default()).expect("serialisable");
-        let (Some(given), Some(default)) = (given.as_object(), default.as_object()) else {
-            return Ok(());
-        };
-        if let Some(field) = given.keys().find(|k| given.get(*k) != default.get(*k)) {
-            return Err(Error::NotRead {
-                field: format!("baseline.{field}"),
+        match cfg.system_settings.not_at_legacy_default() {
+            Some(field) => Err(Error::NotRead {
+                field: format!("{SECTION}.{field}"),
                 system: PNC.into(),
                 why: "the `baseline` section configures the Table 1 systems (`--system`) only"
                     .into(),
-            });
+            }),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn resumable(&self) -> bool {
@@ -94,8 +90,15 @@ impl System for Pnc {
                 self.validate(&cfg)?;
                 // The default's data-dependent rule: on a small file, the configuration
                 // that cross-validates best on it (unchanged otherwise).
-                let cfg = crate::search::choose(self, train, cfg, hooks.wait, hooks.on_event)?;
-                TrainState::new(train, &cfg)?
+                let cfg = crate::search::choose(
+                    self,
+                    train,
+                    cfg,
+                    hooks.wait,
+                    hooks.memory_budget,
+                    hooks.on_event,
+                )?;
+                TrainState::new_within(train, &cfg, hooks.memory_budget)?
             }
             Start::Resume(state) => *state,
         };
@@ -187,18 +190,42 @@ mod tests {
         assert!(err.contains("`dvn`") && err.contains("pnc"), "{err}");
     }
 
+    /// A field of the `baseline` section, which `pnc` ignores, is refused by its path and
+    /// the system's name, from the configuration text on; the section a configuration saved
+    /// before carried at its defaults passes.
     #[test]
-    fn pnc_refuses_pretraining() {
-        let mut cfg = Config::paper();
-        cfg.baseline.pretrain_epochs = 3;
-        let err = Systems::product()
-            .for_config(&cfg)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(
-            err.contains("baseline.pretrain_epochs is set, but system `pnc` does not read it"),
-            "{err}"
-        );
+    fn pnc_refuses_the_fields_it_ignores() {
+        let systems = Systems::product();
+        for (text, field) in [
+            (
+                r#"{"baseline": {"optimizer": "adam"}}"#,
+                "baseline.optimizer",
+            ),
+            (
+                r#"{"baseline": {"pretrain_epochs": 3}}"#,
+                "baseline.pretrain_epochs",
+            ),
+            (r#"{"baseline": {"no_such": 1}}"#, "baseline.no_such"),
+        ] {
+            let cfg = Config::resolve(None, Some(text), None).unwrap();
+            match systems.for_config(&cfg) {
+                Err(Error::NotRead {
+                    field: f,
+                    system,
+                    why,
+                }) => {
+                    assert_eq!((f.as_str(), system.as_str()), (field, PNC), "{text}");
+                    assert!(why.contains("Table 1"), "{why}");
+                }
+                other => panic!("{text}: {:?}", other.map(|s| s.name())),
+            }
+        }
+        let mut saved = Config::predict();
+        saved
+            .system_settings
+            .set_fields(crate::config::SystemSettings::legacy_defaults());
+        let text = serde_json::to_string(&saved).unwrap();
+        let cfg = Config::resolve(None, Some(&text), None).unwrap();
+        assert_eq!(systems.for_config(&cfg).unwrap().name(), PNC);
     }
 }

@@ -157,8 +157,9 @@ pub fn load_vendored(name: &str) -> Result<Option<TrainTest>> {
 /// - An existing **file**: `*.arff[.gz]` with its XML beside it (`<stem>.xml`, or `<prefix>.xml`
 ///   for `<prefix>-train.arff` / `<prefix>-test.arff`) → `Single`; any other file is read as XMC
 ///   if its first line is three integers `N D L`, else as LIBSVM.
-/// - A **name**: the folder `<dir>/<name>` where `dir` is `data_dir`, else the environment
-///   variable `CARDINAL_DATA`; then the vendored datasets ([`VENDORED`]).
+/// - A **name**: the folder `<dir>/<name>` where `dir` is `data_dir` (the front ends pass
+///   `--data-dir`, else the environment variable `CARDINAL_DATA`); then the vendored datasets
+///   ([`VENDORED`]).
 ///
 /// An ARFF file without its XML file takes its labels from the MEKA option in its relation name
 /// (`@relation 'Scene: -C 6'`, [`LabelSpec::Meka`]); without either it is an error.
@@ -198,8 +199,8 @@ pub fn resolve_dataset_noted(
         )));
     }
     let mut looked = Vec::new();
-    let env_dir = std::env::var_os("CARDINAL_DATA").map(PathBuf::from);
-    let dir = data_dir.map(Path::to_path_buf).or(env_dir);
+    // No environment variable is read here: a front end passes `CARDINAL_DATA` as `data_dir`.
+    let dir = data_dir.map(Path::to_path_buf);
     let is_name = !spec.is_empty() && !spec.contains(['/', '\\']) && spec != "." && spec != "..";
     if is_name {
         if let Some(dir) = &dir {

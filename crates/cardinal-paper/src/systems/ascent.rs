@@ -175,79 +175,121 @@ impl<F: Float> Ascent<'_, F> {
         gys: &[F],
         out: &mut AscentGrad<F>,
     ) {
-        let (l, e, steps) = (u.len(), self.energy.hidden(), self.steps);
-        let one = F::one();
-        // Adjoint of the current iterate (y_t in the box, α_t in logit space) and of v_t.
-        let mut gx = vec![F::zero(); l];
-        let mut gv = vec![F::zero(); l];
-        let mut gg = vec![F::zero(); l];
-        let mut gprev = vec![F::zero(); l];
-        let mut scratch = vec![F::zero(); e];
-        let mut gsc = vec![F::zero(); sc.len()];
-        let mut gy_sc = vec![F::zero(); l];
-        for t in (1..=steps).rev() {
-            let y_t = tape.y(t, l);
-            let y_prev = tape.y(t - 1, l);
-            let st = &tape.states[t * l..(t + 1) * l];
+        let l = u.len();
+        let mut adj = Adjoints::new(l, self.energy.hidden(), sc.len());
+        for t in (1..=self.steps).rev() {
             let dl = &gys[(t - 1) * l..t * l];
-            // gx ← adjoint of the step's raw output (unclipped point, or α_t).
-            for i in 0..l {
-                match self.space {
-                    Space::Box => {
-                        let inside = st[i] > F::zero() && st[i] < one;
-                        gx[i] = if inside { gx[i] + dl[i] } else { F::zero() };
-                    }
-                    Space::Logit => gx[i] += dl[i] * y_t[i] * (one - y_t[i]),
-                }
-            }
-            let g = &tape.gs[(t - 1) * l..t * l];
-            for i in 0..l {
-                gv[i] += gx[i];
-                let d = self.eta * gv[i];
-                gprev[i] = gx[i];
-                match self.space {
-                    Space::Box => gg[i] = d,
-                    Space::Logit => {
-                        let y = y_prev[i];
-                        let s1 = y * (one - y);
-                        gg[i] = d * s1;
-                        // ∂σ'(α)/∂α = σ'(1 − 2σ); the entropy term's slope −λα
-                        gprev[i] += d * s1 * (one - y - y) * g[i] - self.entropy * gg[i];
-                    }
-                }
-                out.gu[i] += gg[i];
-            }
-            // Through ∇E(y_{t−1}): parameters and the Hessian-vector product into y_{t−1}.
-            let mut gy_e = vec![F::zero(); l];
-            self.energy.grad_vjp(
-                y_prev,
-                &tape.acts[(t - 1) * e..t * e],
-                &gg,
-                &mut scratch,
-                &mut gy_e,
-                &mut out.gwp,
-                &mut out.gwe,
-            );
-            if !sc.is_empty() {
-                scp::grad_vjp(y_prev, sc, self.sc_kmin, &gg, &mut gy_sc, &mut gsc);
-                for (o, &v) in out.gsc.iter_mut().zip(&gsc) {
-                    *o += v;
-                }
-                for (a, &b) in gy_e.iter_mut().zip(&gy_sc) {
-                    *a += b;
-                }
-            }
-            for i in 0..l {
-                match self.space {
-                    Space::Box => gprev[i] += gy_e[i],
-                    Space::Logit => gprev[i] += gy_e[i] * y_prev[i] * (one - y_prev[i]),
-                }
-                gv[i] = self.momentum * gv[i];
-            }
-            std::mem::swap(&mut gx, &mut gprev);
+            self.output_adjoint(t, tape, dl, &mut adj.gx);
+            self.through_update(t, tape, &mut adj, out);
+            self.through_gradient(t, sc, tape, &mut adj, out);
+            std::mem::swap(&mut adj.gx, &mut adj.gprev);
         }
-        // Into u through the start point.
+        self.through_start(tape, &adj.gx, out);
+    }
+
+    /// Step `t`'s adjoint of its raw output (the unclipped point, or `α_t`) into `gx`, from
+    /// the adjoint carried back and the loss's `dl` at `y_t`.
+    fn output_adjoint(&self, t: usize, tape: &AscentTape<F>, dl: &[F], gx: &mut [F]) {
+        let l = gx.len();
+        let one = F::one();
+        let y_t = tape.y(t, l);
+        let st = &tape.states[t * l..(t + 1) * l];
         for i in 0..l {
+            match self.space {
+                Space::Box => {
+                    let inside = st[i] > F::zero() && st[i] < one;
+                    gx[i] = if inside { gx[i] + dl[i] } else { F::zero() };
+                }
+                Space::Logit => gx[i] += dl[i] * y_t[i] * (one - y_t[i]),
+            }
+        }
+    }
+
+    /// Through step `t`'s momentum update: the velocity's adjoint, the adjoint of the score's
+    /// gradient (`gg`, also into `u`), and the part of the previous iterate's adjoint that
+    /// does not go through the energy.
+    fn through_update(
+        &self,
+        t: usize,
+        tape: &AscentTape<F>,
+        adj: &mut Adjoints<F>,
+        out: &mut AscentGrad<F>,
+    ) {
+        let l = adj.gx.len();
+        let one = F::one();
+        let y_prev = tape.y(t - 1, l);
+        let g = &tape.gs[(t - 1) * l..t * l];
+        for i in 0..l {
+            adj.gv[i] += adj.gx[i];
+            let d = self.eta * adj.gv[i];
+            adj.gprev[i] = adj.gx[i];
+            match self.space {
+                Space::Box => adj.gg[i] = d,
+                Space::Logit => {
+                    let y = y_prev[i];
+                    let s1 = y * (one - y);
+                    adj.gg[i] = d * s1;
+                    // ∂σ'(α)/∂α = σ'(1 − 2σ); the entropy term's slope −λα
+                    adj.gprev[i] += d * s1 * (one - y - y) * g[i] - self.entropy * adj.gg[i];
+                }
+            }
+            out.gu[i] += adj.gg[i];
+        }
+    }
+
+    /// Through `∇E(y_{t−1})` (and the cardinality potential's gradient when `sc` is given):
+    /// the parameters' gradients and the Hessian-vector product into `y_{t−1}`; then the
+    /// velocity's adjoint carried one step back.
+    fn through_gradient(
+        &self,
+        t: usize,
+        sc: &[F],
+        tape: &AscentTape<F>,
+        adj: &mut Adjoints<F>,
+        out: &mut AscentGrad<F>,
+    ) {
+        let (l, e) = (adj.gx.len(), adj.scratch.len());
+        let one = F::one();
+        let y_prev = tape.y(t - 1, l);
+        let mut gy_e = vec![F::zero(); l];
+        self.energy.grad_vjp(
+            y_prev,
+            &tape.acts[(t - 1) * e..t * e],
+            &adj.gg,
+            &mut adj.scratch,
+            &mut gy_e,
+            &mut out.gwp,
+            &mut out.gwe,
+        );
+        if !sc.is_empty() {
+            scp::grad_vjp(
+                y_prev,
+                sc,
+                self.sc_kmin,
+                &adj.gg,
+                &mut adj.gy_sc,
+                &mut adj.gsc,
+            );
+            for (o, &v) in out.gsc.iter_mut().zip(&adj.gsc) {
+                *o += v;
+            }
+            for (a, &b) in gy_e.iter_mut().zip(&adj.gy_sc) {
+                *a += b;
+            }
+        }
+        for i in 0..l {
+            match self.space {
+                Space::Box => adj.gprev[i] += gy_e[i],
+                Space::Logit => adj.gprev[i] += gy_e[i] * y_prev[i] * (one - y_prev[i]),
+            }
+            adj.gv[i] = self.momentum * adj.gv[i];
+        }
+    }
+
+    /// The adjoint `gx` of the start point into `u` (nothing from a start at zeros).
+    fn through_start(&self, tape: &AscentTape<F>, gx: &[F], out: &mut AscentGrad<F>) {
+        let one = F::one();
+        for i in 0..gx.len() {
             match self.space {
                 Space::Box => {
                     if !self.init_zeros {
@@ -261,10 +303,43 @@ impl<F: Float> Ascent<'_, F> {
     }
 }
 
+/// The adjoints [`Ascent::backward`] carries from step to step, and its buffers.
+struct Adjoints<F> {
+    /// Of the current iterate (`y_t` in the box, `α_t` in logit space).
+    gx: Vec<F>,
+    /// Of the velocity `v_t`.
+    gv: Vec<F>,
+    /// Of the score's gradient at the previous iterate.
+    gg: Vec<F>,
+    /// Of the previous iterate, being built.
+    gprev: Vec<F>,
+    /// The energy's hidden-layer buffer.
+    scratch: Vec<F>,
+    /// The cardinality weights' gradient of one step.
+    gsc: Vec<F>,
+    /// The cardinality potential's Hessian-vector product of one step.
+    gy_sc: Vec<F>,
+}
+
+impl<F: Float> Adjoints<F> {
+    /// Zeros for `l` labels, `e` hidden units of the energy and `k` cardinality weights.
+    fn new(l: usize, e: usize, k: usize) -> Self {
+        Self {
+            gx: vec![F::zero(); l],
+            gv: vec![F::zero(); l],
+            gg: vec![F::zero(); l],
+            gprev: vec![F::zero(); l],
+            scratch: vec![F::zero(); e],
+            gsc: vec![F::zero(); k],
+            gy_sc: vec![F::zero(); l],
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cardinal::config::Activation;
+    use crate::systems::Activation;
 
     fn rnd_gen(seed: u64) -> impl FnMut() -> f64 {
         let mut s = seed;

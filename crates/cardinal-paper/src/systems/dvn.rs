@@ -13,7 +13,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
-use super::BatchObjective;
+use super::{BaselineConfig, BatchObjective};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::error::Result;
 use cardinal::inference::{sigmoid, soft_f1};
@@ -25,7 +25,7 @@ fn energy_of<'a, F: Float>(model: &Model<f32>, p: &'a Params<F>) -> Energy<'a, F
     Energy {
         wp: p.wp.view(),
         we: p.we.as_slice().expect("contiguous"),
-        act: model.config.baseline.energy_activation,
+        act: BaselineConfig::read(&model.config).energy_activation,
     }
 }
 
@@ -53,7 +53,7 @@ pub fn infer<F: Float>(energy: &Energy<F>, f: &[F], y: &mut [F], eta: F, steps: 
 /// Inference for `rows` of `x` from zeros; `z = Σ y`.
 pub fn predict_rows(model: &Model<f32>, x: &CsrMatrix, rows: &[usize]) -> Outputs<f32> {
     let mut cache = MlpCache::default();
-    let act = model.config.baseline.hidden_activation;
+    let act = BaselineConfig::read(&model.config).hidden_activation;
     Mlp::unary(&model.params, act).forward(x, rows, &model.standardizer, &mut cache);
     let energy = energy_of(model, &model.params);
     let l = model.n_labels();
@@ -90,7 +90,7 @@ pub fn value_loss_grad<F: Float>(
 ) -> F {
     grad.visit_mut(|_, g, _| g.fill(F::zero()));
     let mut cache = MlpCache::default();
-    let mlp = Mlp::unary(p, model.config.baseline.hidden_activation);
+    let mlp = Mlp::unary(p, BaselineConfig::read(&model.config).hidden_activation);
     mlp.forward(&train.features, rows, &model.standardizer, &mut cache);
     let energy = energy_of(model, p);
     let (b, l) = (rows.len(), model.n_labels());
@@ -158,9 +158,10 @@ impl BatchObjective for Dvn {
     ) -> Result<f64> {
         let cfg = &model.config;
         let (b, l) = (rows.len(), model.n_labels());
+        let bc = BaselineConfig::read(cfg);
         let p = &model.params;
         let mut cache = MlpCache::default();
-        Mlp::unary(p, cfg.baseline.hidden_activation).forward(
+        Mlp::unary(p, bc.hidden_activation).forward(
             &train.features,
             rows,
             &model.standardizer,
@@ -168,7 +169,7 @@ impl BatchObjective for Dvn {
         );
         let energy = energy_of(model, p);
         let eta = cfg.inference.eta as f32;
-        let adversarial = rng.random::<f64>() < cfg.baseline.dvn_adversarial_fraction;
+        let adversarial = rng.random::<f64>() < bc.dvn_adversarial_fraction;
         let mut hyp = Array2::<f32>::zeros((b, l));
         let from_gold: Vec<bool> = (0..b)
             .map(|_| adversarial && rng.random::<bool>())
@@ -194,7 +195,8 @@ impl BatchObjective for Dvn {
 mod tests {
     use super::super::tests::{check_largest_entries, perturbed, small, toy};
     use super::*;
-    use cardinal::config::{Activation, Config};
+    use crate::systems::Activation;
+    use cardinal::config::Config;
     use cardinal::train::init_model;
 
     #[test]
@@ -203,8 +205,10 @@ mod tests {
         let mut cfg = Config::paper();
         small(&mut cfg);
         cfg.system = super::super::DVN.into();
-        cfg.baseline.energy_activation = Activation::Softplus;
-        cfg.baseline.hidden_activation = Activation::Softplus;
+        BaselineConfig::edit(&mut cfg, |b| {
+            b.energy_activation = Activation::Softplus;
+            b.hidden_activation = Activation::Softplus;
+        });
         let model = init_model(&data, &cfg).unwrap();
         let p: Params<f64> = model.params.cast();
         let rows = [0usize, 2, 3, 8];
@@ -236,7 +240,7 @@ mod tests {
         let data = toy(10, 5);
         let mut cfg = Config::paper();
         small(&mut cfg);
-        cfg.baseline.energy_activation = Activation::Softplus;
+        BaselineConfig::edit(&mut cfg, |b| b.energy_activation = Activation::Softplus);
         let model = init_model(&data, &cfg).unwrap();
         let p: Params<f64> = model.params.cast();
         let energy = energy_of(&model, &p);

@@ -9,6 +9,7 @@
 use ndarray::{Array1, Array2};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use super::BaselineConfig;
 use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 use cardinal::error::{Error, Result};
@@ -146,9 +147,11 @@ fn candidate(base: &Config, n_rows: usize, n_labels: usize, weight_decay: f64) -
     c.train.epochs = 50;
     c.train.full_epochs = 0;
     c.train.tune_threshold = true;
-    c.baseline.keep_best = true;
-    c.baseline.select_with_threshold_grid = true;
-    c.baseline.dev_every = 1;
+    BaselineConfig::edit(&mut c, |b| {
+        b.keep_best = true;
+        b.select_with_threshold_grid = true;
+        b.dev_every = 1;
+    });
     c
 }
 
@@ -171,8 +174,9 @@ impl System for BrLogistic {
             .iter()
             .map(|&wd| candidate(&cfg, train.n_rows(), train.n_labels(), wd))
             .collect();
+        let budget = hooks.memory_budget;
         choose_on_dev(train, candidates, hooks, |c, on_event| {
-            super::fit(train, c, &mut Logistic, on_event)
+            super::fit(train, c, &mut Logistic, on_event, budget)
         })
     }
 

@@ -20,8 +20,10 @@
 
 pub mod ascent;
 pub mod dvn;
+mod fit;
 pub mod logistic;
 pub mod nets;
+pub mod settings;
 pub mod ssvm;
 pub mod tuned;
 pub mod unrolled;
@@ -30,7 +32,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use cardinal::config::{Activation, Config};
+use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::error::{Error, Result};
 use cardinal::eval::evaluate_outputs;
@@ -38,8 +40,10 @@ use cardinal::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use cardinal::model::Params;
 use cardinal::pipeline::{dropout_key, Dropout, Model, Outputs};
 use cardinal::system::{Hooks, Start, System, Systems};
-use cardinal::train::{init_model, EpochRecord, Event, Trained};
+use cardinal::train::Trained;
+pub use fit::fit;
 use nets::{Mlp, MlpCache, MlpGrad, Opt};
+pub use settings::{Activation, BaselineConfig, Optimizer, TaskLoss};
 use unrolled::Flavor;
 
 /// `config.system` of SPEN trained as a structured SVM.
@@ -120,14 +124,22 @@ impl System for Baseline {
                 why: "it applies to system `pnc` only".into(),
             });
         }
-        Ok(())
+        // The system's own section: read strictly and range-checked.
+        BaselineConfig::of(cfg).map(drop)
     }
 
     fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
         match start {
             Start::Fresh(cfg) => {
                 self.validate(&cfg)?;
-                fit(train, &cfg, (self.objective)().as_mut(), hooks.on_event)
+                let mut objective = (self.objective)();
+                fit(
+                    train,
+                    &cfg,
+                    objective.as_mut(),
+                    hooks.on_event,
+                    hooks.memory_budget,
+                )
             }
             Start::Resume(_) => Err(Error::Unsupported {
                 system: self.name.into(),
@@ -137,6 +149,8 @@ impl System for Baseline {
     }
 
     fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+        // A loaded model's settings are checked before its inference reads them.
+        BaselineConfig::of(&model.config)?;
         let rows: Vec<usize> = (0..x.n_rows).collect();
         let mut out = Outputs::default();
         for chunk in rows.chunks(batch.max(1)) {
@@ -154,8 +168,9 @@ pub trait BatchObjective {
     /// Called once before training (e.g. to pre-train or re-initialise).
     fn prepare(&mut self, model: &mut Model<f32>, train: &Dataset, rows: &[usize]) {
         let cfg = model.config.clone();
-        if cfg.baseline.pretrain_epochs > 0 {
-            pretrain_unary(model, train, rows, &cfg, cfg.baseline.hidden_activation);
+        let bc = BaselineConfig::read(&cfg);
+        if bc.pretrain_epochs > 0 {
+            pretrain_unary(model, train, rows, &cfg, bc.hidden_activation);
         }
     }
 
@@ -191,129 +206,6 @@ fn dev_f1(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
     Ok((rep.at_threshold.example_f1 * 100.0, best * 100.0))
 }
 
-/// The training loop of the baselines: the P&C schedule (epochs on the train part of the
-/// split, then `full_epochs` on all of train), the configured optimiser with weight decay, a
-/// step learning-rate schedule, frozen unaries for the first epochs, and optionally the
-/// weights of the best dev epoch.
-pub fn fit(
-    train: &Dataset,
-    cfg: &Config,
-    obj: &mut dyn BatchObjective,
-    on_event: &mut dyn FnMut(Event),
-) -> Result<Trained> {
-    let mut model = init_model(train, cfg)?;
-    let tc = &cfg.train;
-    let bc = &cfg.baseline;
-    let (train_idx, dev_idx) = tc.dev_split(train.n_rows());
-    let dev = (!dev_idx.is_empty()).then(|| train.select_rows(&dev_idx));
-    obj.prepare(&mut model, train, &train_idx);
-    let mut opt = Opt::new(bc.optimizer, &model.params, tc.lr, tc.adagrad_init);
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x9E37_79B9_7F4A_7C15);
-    let mut grad = model.params.zeros_like();
-    let mut history = Vec::new();
-    let mut best: Option<(f64, Params<f32>)> = None;
-    let all_idx: Vec<usize> = (0..train.n_rows()).collect();
-    const UNARY: [&str; 4] = ["unary.w1", "unary.b1", "unary.w2", "unary.b2"];
-    for phase in [1u8, 2] {
-        let (epochs, rows) = if phase == 1 {
-            (tc.epochs, &train_idx)
-        } else {
-            (tc.full_epochs, &all_idx)
-        };
-        if epochs == 0 {
-            continue;
-        }
-        let n_batches = rows.len().div_ceil(tc.batch_size);
-        on_event(Event::Start {
-            phase,
-            epochs,
-            batches_per_epoch: n_batches,
-        });
-        let mut order = rows.clone();
-        for epoch in 1..=epochs {
-            if phase == 1 {
-                let drops = bc.lr_drops.iter().filter(|&&d| epoch > d).count();
-                opt.lr = tc.lr * bc.lr_decay.powi(drops as i32);
-            }
-            let frozen: &[&str] = if phase == 1 && epoch <= bc.freeze_unary_epochs {
-                &UNARY
-            } else {
-                &[]
-            };
-            order.shuffle(&mut rng);
-            let start = std::time::Instant::now();
-            let mut loss_sum = 0.0;
-            for (batch, chunk) in order.chunks(tc.batch_size).enumerate() {
-                let loss = obj.loss_and_grad(&model, train, chunk, &mut grad, &mut rng)?;
-                if !loss.is_finite() {
-                    return Err(Error::Diverged {
-                        phase,
-                        epoch,
-                        batch,
-                        quantity: "the loss".into(),
-                    });
-                }
-                if let Some(name) = opt.step(&mut model.params, &grad, cfg, frozen) {
-                    return Err(Error::Diverged {
-                        phase,
-                        epoch,
-                        batch,
-                        quantity: format!("parameter {name} after the update"),
-                    });
-                }
-                loss_sum += loss;
-                on_event(Event::Batch {
-                    phase,
-                    epoch,
-                    batch,
-                    loss,
-                });
-            }
-            let seconds = start.elapsed().as_secs_f64();
-            let mut dev_example_f1 = None;
-            let evaluate_now = epoch % bc.dev_every == 0 || epoch == epochs;
-            if let (1, Some(dev), true) = (phase, &dev, evaluate_now) {
-                let (at_thr, at_grid) = dev_f1(&model, dev)?;
-                dev_example_f1 = Some(at_thr);
-                let score = if bc.select_with_threshold_grid {
-                    at_grid
-                } else {
-                    at_thr
-                };
-                if bc.keep_best && best.as_ref().is_none_or(|(b, _)| score > *b) {
-                    best = Some((score, model.params.clone()));
-                }
-            }
-            let record = EpochRecord {
-                phase,
-                epoch,
-                loss: loss_sum / n_batches.max(1) as f64,
-                dev_example_f1,
-                dev_mean_z: None,
-                seconds,
-            };
-            on_event(Event::Epoch(&record));
-            history.push(record);
-        }
-        if phase == 1 {
-            if let Some((_, params)) = best.take() {
-                model.params = params;
-            }
-            if let (true, Some(dev)) = (tc.tune_threshold, &dev) {
-                let out = predict(&model, &dev.features, 256)?;
-                let (thr, _) = tune_threshold(
-                    &out.y,
-                    &dev.labels,
-                    &default_threshold_grid(),
-                    &MetricOptions::default(),
-                )?;
-                model.config.threshold = thr as f64;
-            }
-        }
-    }
-    Ok(Trained { model, history })
-}
-
 /// Pre-trains the unary network of `model` alone with binary cross-entropy on `σ(u)` (mean over
 /// the batch, summed over labels), AdaGrad, for `baseline.pretrain_epochs` epochs over `rows`.
 pub fn pretrain_unary(
@@ -323,12 +215,12 @@ pub fn pretrain_unary(
     cfg: &Config,
     act: Activation,
 ) {
-    let bc = &cfg.baseline;
+    let bc = &BaselineConfig::read(cfg);
     let mut pc = cfg.clone();
     pc.train.weight_decay = bc.pretrain_weight_decay;
     pc.train.unary_weight_decay_mult = 1.0;
     let mut opt = Opt::new(
-        cardinal::config::Optimizer::Adagrad,
+        Optimizer::Adagrad,
         &model.params,
         bc.pretrain_lr,
         cfg.train.adagrad_init,
@@ -395,6 +287,7 @@ pub fn iterate_weights(cfg: &Config) -> Vec<f64> {
 pub(crate) mod tests {
     use super::*;
     use cardinal::data::LabelSets;
+    use cardinal::train::init_model;
 
     /// Checks the analytic gradient `g` of `value` at `p` against central differences (step
     /// 1e-6, relative tolerance `tol`) in every entry of the named tensors; returns how many
@@ -556,7 +449,7 @@ pub(crate) mod tests {
         let data = toy(200, 3);
         let mut cfg = Config::paper();
         small(&mut cfg);
-        cfg.baseline.pretrain_epochs = 5;
+        BaselineConfig::edit(&mut cfg, |b| b.pretrain_epochs = 5);
         let mut model = init_model(&data, &cfg).unwrap();
         let rows: Vec<usize> = (0..200).collect();
         let bce = |m: &Model<f32>| {

@@ -5,7 +5,8 @@
 use ndarray::linalg::general_mat_mul;
 use ndarray::{Array1, Array2, ArrayView2, Axis};
 
-use cardinal::config::{Activation, Config, Optimizer};
+use super::{Activation, Optimizer};
+use cardinal::config::Config;
 use cardinal::data::CsrMatrix;
 use cardinal::model::{
     c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,

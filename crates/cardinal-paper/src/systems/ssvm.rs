@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::BatchObjective;
-use cardinal::config::TaskLoss;
+use super::{BaselineConfig, TaskLoss};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::error::Result;
 use cardinal::inference::{sigmoid, soft_f1};
@@ -39,11 +39,12 @@ pub fn loss_augmented<F: Float>(
     gold: &[u32],
 ) -> Vec<F> {
     let cfg = &model.config;
+    let bc = BaselineConfig::read(cfg);
     let l = u.len();
-    let m: F = c(cfg.baseline.margin_scale);
+    let m: F = c(bc.margin_scale);
     let (eta, mu): (F, F) = (c(cfg.inference.eta), c(cfg.inference.momentum));
-    let logit = cfg.baseline.logit_iterates;
-    let lambda: F = c(cfg.baseline.entropy_weight);
+    let logit = bc.logit_iterates;
+    let lambda: F = c(bc.entropy_weight);
     let mut is_gold = vec![false; l];
     for &g in gold {
         is_gold[g as usize] = true;
@@ -59,7 +60,7 @@ pub fn loss_augmented<F: Float>(
     for _ in 0..cfg.inference.steps {
         g.copy_from_slice(u);
         energy.add_grad(&y, &mut a, &mut s, &mut g);
-        match cfg.baseline.task_loss {
+        match bc.task_loss {
             // Σ|y − y*| is linear on the box: slope 1 off the gold labels, −1 on them.
             TaskLoss::Hamming => {
                 for i in 0..l {
@@ -88,8 +89,9 @@ pub fn loss_augmented<F: Float>(
 
 /// `λ H(y)`, the entropy term of the score (0 without logit iterates).
 pub fn entropy_term<F: Float>(model: &Model<f32>, y: &[F]) -> F {
-    let lambda: F = c(model.config.baseline.entropy_weight);
-    if !model.config.baseline.logit_iterates || lambda == F::zero() {
+    let bc = BaselineConfig::read(&model.config);
+    let lambda: F = c(bc.entropy_weight);
+    if !bc.logit_iterates || lambda == F::zero() {
         return F::zero();
     }
     let h = |p: F| {
@@ -128,19 +130,20 @@ pub fn spen_batch<F: Float>(
     grad: &mut Params<F>,
 ) -> F {
     let cfg = &model.config;
+    let bc = BaselineConfig::read(cfg);
     grad.visit_mut(|_, g, _| g.fill(F::zero()));
-    let act = cfg.baseline.hidden_activation;
+    let act = bc.hidden_activation;
     let mut cache = MlpCache::default();
     let mlp = Mlp::unary(p, act);
     mlp.forward(&train.features, rows, &model.standardizer, &mut cache);
     let energy = Energy {
         wp: p.wp.view(),
         we: p.we.as_slice().expect("contiguous"),
-        act: cfg.baseline.energy_activation,
+        act: bc.energy_activation,
     };
     let (l, b) = (model.n_labels(), rows.len());
     let scale: F = c(1.0 / b as f64);
-    let m: F = c(cfg.baseline.margin_scale);
+    let m: F = c(bc.margin_scale);
     let hats: Vec<Vec<F>> = (0..b)
         .into_par_iter()
         .map(|r| {
@@ -161,7 +164,7 @@ pub fn spen_batch<F: Float>(
         }
         let yhat = &hats[r];
         // s(ŷ) includes λH(ŷ), constant in θ at fixed ŷ; H(y*) = 0.
-        let hinge = m * task_loss(cfg.baseline.task_loss, yhat, gold)
+        let hinge = m * task_loss(bc.task_loss, yhat, gold)
             + spen_score(&energy, &u, yhat)
             + entropy_term(model, yhat)
             - spen_score(&energy, &u, &ystar);
@@ -252,7 +255,7 @@ fn topz_scores<F: Float>(
     unary: &mut MlpCache<F>,
     card: &mut MlpCache<F>,
 ) {
-    let act = model.config.baseline.hidden_activation;
+    let act = BaselineConfig::read(&model.config).hidden_activation;
     Mlp::unary(p, act).forward(x, rows, &model.standardizer, unary);
     Mlp::card(p).forward(x, rows, &model.standardizer, card);
 }
@@ -270,7 +273,7 @@ pub fn topz_batch<F: Float>(
     topz_scores(model, p, &train.features, rows, &mut uc, &mut cc);
     let (l, b, k) = (model.n_labels(), rows.len(), p.c2.ncols());
     let kmin = model.counts[0] as usize;
-    let m: F = c(model.config.baseline.margin_scale);
+    let m: F = c(BaselineConfig::read(&model.config).margin_scale);
     let scale: F = c(1.0 / b as f64);
     let mut du = Array2::<F>::zeros((b, l));
     let mut dc = Array2::<F>::zeros((b, k));
@@ -301,7 +304,7 @@ pub fn topz_batch<F: Float>(
         dc[[r, khat - kmin]] += scale;
         dc[[r, kg]] -= scale;
     }
-    let act = model.config.baseline.hidden_activation;
+    let act = BaselineConfig::read(&model.config).hidden_activation;
     let stdz = &model.standardizer;
     Mlp::unary(p, act).backward(
         &train.features,
@@ -364,7 +367,8 @@ impl BatchObjective for TopzHinge {
 mod tests {
     use super::super::tests::{check_largest_entries, perturbed, small, toy};
     use super::*;
-    use cardinal::config::{Activation, Config, CountRange};
+    use crate::systems::Activation;
+    use cardinal::config::{Config, CountRange};
     use cardinal::train::init_model;
 
     #[test]
@@ -410,9 +414,11 @@ mod tests {
             let mut cfg = Config::paper();
             small(&mut cfg);
             cfg.system = system.into();
-            cfg.baseline.energy_activation = Activation::Softplus;
-            cfg.baseline.hidden_activation = Activation::Softplus;
-            cfg.baseline.margin_scale = 1.0;
+            BaselineConfig::edit(&mut cfg, |b| {
+                b.energy_activation = Activation::Softplus;
+                b.hidden_activation = Activation::Softplus;
+                b.margin_scale = 1.0;
+            });
             cfg.model.counts = CountRange::Fixed { min: 0, max: 4 };
             cfg.inference.steps = 5;
             cfg.inference.eta = 0.1;
@@ -464,14 +470,14 @@ mod tests {
         data: &Dataset,
         rows: &[usize],
     ) -> f64 {
-        let cfg = &model.config;
+        let bc = BaselineConfig::read(&model.config);
         let mut cache = MlpCache::default();
-        let act = cfg.baseline.hidden_activation;
+        let act = bc.hidden_activation;
         Mlp::unary(p, act).forward(&data.features, rows, &model.standardizer, &mut cache);
         let energy = Energy {
             wp: p.wp.view(),
             we: p.we.as_slice().unwrap(),
-            act: cfg.baseline.energy_activation,
+            act: bc.energy_activation,
         };
         let hats: Vec<Vec<f64>> = (0..rows.len())
             .map(|r| {
@@ -490,7 +496,7 @@ mod tests {
         let qe = Energy {
             wp: q.wp.view(),
             we: q.we.as_slice().unwrap(),
-            act: cfg.baseline.energy_activation,
+            act: bc.energy_activation,
         };
         let mut total = 0.0;
         for r in 0..rows.len() {
@@ -500,8 +506,7 @@ mod tests {
             for &g in gold {
                 ystar[g as usize] = 1.0;
             }
-            let h = task_loss(cfg.baseline.task_loss, &hats[r], gold)
-                + spen_score(&qe, &u, &hats[r])
+            let h = task_loss(bc.task_loss, &hats[r], gold) + spen_score(&qe, &u, &hats[r])
                 - spen_score(&qe, &u, &ystar);
             total += h.max(0.0) / rows.len() as f64;
         }

@@ -96,12 +96,13 @@ impl System for TunedMlp {
                 }
             }
         }
-        let wait = hooks.wait;
+        let (wait, memory_budget) = (hooks.wait, hooks.memory_budget);
         let mut trained = choose_on_dev(train, candidates, hooks, |c, on_event| {
             let mut inner = Hooks {
                 on_event,
                 after_epoch: &mut |_| Ok(()),
                 wait,
+                memory_budget,
             };
             Pnc.fit(train, Start::Fresh(c.clone()), &mut inner)
         })?;
@@ -135,6 +136,7 @@ mod tests {
             on_event: &mut count,
             after_epoch: &mut |_| Ok(()),
             wait: cardinal::runtime::WaitPolicy::Active,
+            memory_budget: cardinal::runtime::MemoryBudget::default(),
         };
         let trained = TunedMlp.fit(&data, Start::Fresh(cfg), &mut hooks).unwrap();
         assert_eq!(starts, WIDTHS.len() * DROPOUTS.len() * LEARNING_RATES.len());

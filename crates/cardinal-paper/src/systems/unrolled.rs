@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use super::ascent::{Ascent, AscentGrad, AscentTape, Space};
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
+use super::BaselineConfig;
 use super::{iterate_weights, BatchObjective};
 use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset};
@@ -33,7 +34,7 @@ impl Flavor {
     /// Where the iterates live: logit space for [`Flavor::Logit`], and for any flavour with
     /// `baseline.logit_iterates`; the box otherwise.
     pub fn space(self, cfg: &Config) -> Space {
-        if self == Flavor::Logit || cfg.baseline.logit_iterates {
+        if self == Flavor::Logit || BaselineConfig::read(cfg).logit_iterates {
             Space::Logit
         } else {
             Space::Box
@@ -56,19 +57,20 @@ pub fn ascent_of<'a, F: Float>(
 ) -> Ascent<'a, F> {
     let cfg = &model.config;
     let space = flavor.space(cfg);
+    let bc = BaselineConfig::read(cfg);
     Ascent {
         energy: Energy {
             wp: p.wp.view(),
             we: p.we.as_slice().expect("contiguous"),
-            act: cfg.baseline.energy_activation,
+            act: bc.energy_activation,
         },
         eta: c(cfg.inference.eta),
         momentum: c(cfg.inference.momentum),
         steps: cfg.inference.steps,
         space,
-        init_zeros: cfg.baseline.init_zeros,
+        init_zeros: bc.init_zeros,
         sc_kmin: c(model.counts[0] as f64),
-        entropy: c(cfg.baseline.entropy_weight),
+        entropy: c(bc.entropy_weight),
     }
 }
 
@@ -89,7 +91,7 @@ fn scores<F: Float>(
 ) -> Scores<F> {
     let mut unary_cache = MlpCache::default();
     let mut card_cache = MlpCache::default();
-    let act = model.config.baseline.hidden_activation;
+    let act = BaselineConfig::read(&model.config).hidden_activation;
     Mlp::unary(p, act).forward(x, rows, &model.standardizer, &mut unary_cache);
     let sc = flavor.has_cardinality().then(|| {
         Mlp::card(p).forward(x, rows, &model.standardizer, &mut card_cache);
@@ -145,54 +147,93 @@ pub fn batch_loss_grad<F: Float>(
     let cfg = &model.config;
     grad.visit_mut(|_, g, _| g.fill(F::zero()));
     let mut s = scores(flavor, model, p, &train.features, rows);
-    let asc = ascent_of(flavor, model, p);
-    let (l, e, steps) = (model.n_labels(), p.we.len(), cfg.inference.steps);
-    let k = p.c2.ncols();
     let scale = if cfg.loss.sum_over_batch {
         1.0
     } else {
         1.0 / rows.len() as f64
     };
-    let weights: Vec<F> = iterate_weights(cfg)
-        .into_iter()
-        .map(|w| c(w * scale * cfg.loss.f1_weight))
-        .collect();
-    let bce_w: F = c(cfg.loss.unary_bce_weight * scale);
+    let objective = RowObjective {
+        asc: ascent_of(flavor, model, p),
+        weights: iterate_weights(cfg)
+            .into_iter()
+            .map(|w| c(w * scale * cfg.loss.f1_weight))
+            .collect(),
+        bce_w: c(cfg.loss.unary_bce_weight * scale),
+        labels: model.n_labels(),
+        energy: p.we.len(),
+        steps: cfg.inference.steps,
+    };
     let per_row: Vec<(F, AscentGrad<F>)> = (0..rows.len())
         .into_par_iter()
         .map(|r| {
             let u = s.u.row(r).to_slice().unwrap().to_vec();
             let sc: Vec<F> = s.sc.as_ref().map_or(Vec::new(), |w| w.row(r).to_vec());
-            let gold = train.labels.row(rows[r]);
-            let mut tape = AscentTape::default();
-            asc.forward(&u, &sc, &mut tape);
-            let mut gys = vec![F::zero(); steps * l];
-            let mut loss = F::zero();
-            for t in 1..=steps {
-                let w = weights[t - 1];
-                if w != F::zero() {
-                    let f1 = soft_f1(tape.y(t, l), gold, Some((&mut gys[(t - 1) * l..t * l], -w)));
-                    loss -= w * f1;
-                }
-            }
-            let mut g = AscentGrad::zeros(l, e, sc.len());
-            asc.backward(&u, &sc, &tape, &gys, &mut g);
-            if bce_w > F::zero() {
-                for i in 0..l {
-                    let x = u[i];
-                    loss += bce_w * ((-x.abs()).exp().ln_1p() + x.max(F::zero()));
-                    g.gu[i] += bce_w * cardinal::inference::sigmoid(x);
-                }
-                for &gi in gold {
-                    loss -= bce_w * u[gi as usize];
-                    g.gu[gi as usize] -= bce_w;
-                }
-            }
-            (loss, g)
+            objective.row(&u, &sc, train.labels.row(rows[r]))
         })
         .collect();
-    let mut dout = Array2::<F>::zeros((rows.len(), l));
-    let mut dcard = Array2::<F>::zeros((rows.len(), k));
+    let (total, dout, dcard) = gather(&per_row, grad, model.n_labels(), p.c2.ncols());
+    backward_nets(model, p, &mut s, (train, rows), (dout, dcard), grad);
+    total
+}
+
+/// The loss of one row and its gradient through the ascent.
+struct RowObjective<'a, F> {
+    asc: Ascent<'a, F>,
+    /// The relaxed-F1 weight of each iterate, scaled.
+    weights: Vec<F>,
+    /// The weight of the unary BCE, scaled (0: none).
+    bce_w: F,
+    labels: usize,
+    /// Hidden units of the energy.
+    energy: usize,
+    steps: usize,
+}
+
+impl<F: Float> RowObjective<'_, F> {
+    /// The loss of the row with unary scores `u`, cardinality weights `sc` and labels `gold`,
+    /// and its gradient with respect to `u`, the energy and `sc`.
+    fn row(&self, u: &[F], sc: &[F], gold: &[u32]) -> (F, AscentGrad<F>) {
+        let (l, steps) = (self.labels, self.steps);
+        let mut tape = AscentTape::default();
+        self.asc.forward(u, sc, &mut tape);
+        let mut gys = vec![F::zero(); steps * l];
+        let mut loss = F::zero();
+        for t in 1..=steps {
+            let w = self.weights[t - 1];
+            if w != F::zero() {
+                let f1 = soft_f1(tape.y(t, l), gold, Some((&mut gys[(t - 1) * l..t * l], -w)));
+                loss -= w * f1;
+            }
+        }
+        let mut g = AscentGrad::zeros(l, self.energy, sc.len());
+        self.asc.backward(u, sc, &tape, &gys, &mut g);
+        let bce_w = self.bce_w;
+        if bce_w > F::zero() {
+            for i in 0..l {
+                let x = u[i];
+                loss += bce_w * ((-x.abs()).exp().ln_1p() + x.max(F::zero()));
+                g.gu[i] += bce_w * cardinal::inference::sigmoid(x);
+            }
+            for &gi in gold {
+                loss -= bce_w * u[gi as usize];
+                g.gu[gi as usize] -= bce_w;
+            }
+        }
+        (loss, g)
+    }
+}
+
+/// Sums the rows' losses and energy gradients (into `grad`), in row order, and lays out their
+/// gradients with respect to the unary scores (`l` per row) and the cardinality weights (`k`
+/// per row) for the networks' backward passes.
+fn gather<F: Float>(
+    per_row: &[(F, AscentGrad<F>)],
+    grad: &mut Params<F>,
+    l: usize,
+    k: usize,
+) -> (F, Array2<F>, Array2<F>) {
+    let mut dout = Array2::<F>::zeros((per_row.len(), l));
+    let mut dcard = Array2::<F>::zeros((per_row.len(), k));
     let mut total = F::zero();
     for (r, (loss, g)) in per_row.iter().enumerate() {
         total += *loss;
@@ -212,7 +253,20 @@ pub fn batch_loss_grad<F: Float>(
                 .for_each(|(o, &v)| *o = v);
         }
     }
-    let act = cfg.baseline.hidden_activation;
+    (total, dout, dcard)
+}
+
+/// The backward passes of the unary network (`dout`) and, for SC, of the cardinality network
+/// (`dcard`), into `grad`.
+fn backward_nets<F: Float>(
+    model: &Model<f32>,
+    p: &Params<F>,
+    s: &mut Scores<F>,
+    (train, rows): (&Dataset, &[usize]),
+    (dout, dcard): (Array2<F>, Array2<F>),
+    grad: &mut Params<F>,
+) {
+    let act = BaselineConfig::read(&model.config).hidden_activation;
     let stdz = &model.standardizer;
     Mlp::unary(p, act).backward(
         &train.features,
@@ -232,7 +286,6 @@ pub fn batch_loss_grad<F: Float>(
             MlpGrad::card(grad),
         );
     }
-    total
 }
 
 /// SC and logit-space training.
@@ -259,7 +312,7 @@ mod tests {
     use super::super::tests::{check_largest_entries, perturbed, small, toy};
     use super::super::{LOGIT, SC};
     use super::*;
-    use cardinal::config::Activation;
+    use crate::systems::Activation;
     use cardinal::train::init_model;
 
     /// The whole SC and logit models — every parameter tensor through the networks, the
@@ -275,8 +328,10 @@ mod tests {
             let mut cfg = Config::paper();
             small(&mut cfg);
             cfg.system = system.into();
-            cfg.baseline.energy_activation = act;
-            cfg.baseline.hidden_activation = act;
+            BaselineConfig::edit(&mut cfg, |b| {
+                b.energy_activation = act;
+                b.hidden_activation = act;
+            });
             cfg.inference.steps = 3;
             cfg.inference.eta = 0.3;
             cfg.loss.unary_bce_weight = 0.1;

@@ -49,7 +49,10 @@ impl FromStr for MatrixMethod {
         MatrixMethod::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| ProjError::UnknownMatrixMethod(s.to_string()))
+            .ok_or_else(|| ProjError::UnknownMatrixMethod {
+                name: s.to_string(),
+                allowed: MatrixMethod::ALL.map(MatrixMethod::name).join("|"),
+            })
     }
 }
 

@@ -1,5 +1,7 @@
-//! The one way a configuration check reports a refusal: `FIELD = VALUE is out of range:
-//! expected RANGE`, with `FIELD` the full dotted path (`inference.smooth_eps`).
+//! The one way a configuration check reports a refusal: [`Error::OutOfRange`], which reads
+//! `FIELD = VALUE is out of range: expected RANGE`, with `FIELD` the full dotted path
+//! (`inference.smooth_eps`). Every section uses these helpers: the product's, the multi-target
+//! model's (`multi_target.*`) and the Table 1 systems' (`baseline.*`, in `cardinal-paper`).
 
 use std::fmt::Display;
 
@@ -7,10 +9,10 @@ use crate::error::{Error, Result};
 
 /// Largest count of epochs any epoch-valued field accepts: far beyond any schedule in use
 /// (DVN's 375 is the longest), and small enough that sums of epoch counts cannot overflow.
-pub(super) const MAX_EPOCHS: usize = 100_000;
+pub const MAX_EPOCHS: usize = 100_000;
 
 /// The refusal of `value` for `field`, which expects `range`.
-pub(crate) fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
+pub fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
     Error::OutOfRange {
         field: field.to_string(),
         value: value.to_string(),
@@ -19,7 +21,7 @@ pub(crate) fn out_of_range(field: &str, value: impl Display, range: &str) -> Err
 }
 
 /// `Ok` when `ok`, else the refusal of `value` for `field`.
-pub(crate) fn check(ok: bool, field: &str, value: impl Display, range: &str) -> Result<()> {
+pub fn check(ok: bool, field: &str, value: impl Display, range: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
@@ -28,7 +30,7 @@ pub(crate) fn check(ok: bool, field: &str, value: impl Display, range: &str) -> 
 }
 
 /// `value` is a finite number above 0.
-pub(crate) fn positive(field: &str, value: f64) -> Result<()> {
+pub fn positive(field: &str, value: f64) -> Result<()> {
     check(
         value.is_finite() && value > 0.0,
         field,
@@ -38,7 +40,7 @@ pub(crate) fn positive(field: &str, value: f64) -> Result<()> {
 }
 
 /// `value` is a finite number of at least 0.
-pub(crate) fn non_negative(field: &str, value: f64) -> Result<()> {
+pub fn non_negative(field: &str, value: f64) -> Result<()> {
     check(
         value.is_finite() && value >= 0.0,
         field,
@@ -48,7 +50,7 @@ pub(crate) fn non_negative(field: &str, value: f64) -> Result<()> {
 }
 
 /// `value`, when given, is a finite number above 0.
-pub(super) fn positive_or_null(field: &str, value: Option<f64>) -> Result<()> {
+pub fn positive_or_null(field: &str, value: Option<f64>) -> Result<()> {
     match value {
         Some(v) => check(
             v.is_finite() && v > 0.0,
@@ -61,18 +63,29 @@ pub(super) fn positive_or_null(field: &str, value: Option<f64>) -> Result<()> {
 }
 
 /// `value` is a rate in `[0, 1)` (which also refuses NaN).
-pub(super) fn rate(field: &str, value: f64) -> Result<()> {
+pub fn rate(field: &str, value: f64) -> Result<()> {
     check((0.0..1.0).contains(&value), field, value, "[0, 1)")
 }
 
 /// `value` lies in `min..=max`.
-pub(crate) fn count(field: &str, value: usize, min: usize, max: usize) -> Result<()> {
+pub fn count(field: &str, value: usize, min: usize, max: usize) -> Result<()> {
     check(
         (min..=max).contains(&value),
         field,
         value,
         &format!("{min}..={max}"),
     )
+}
+
+/// The refusal of `value`, a name, for `field`, which takes one of `names`
+/// (`"a", "b"` read as `a or b`).
+pub fn not_one_of(field: &str, value: &str, names: &[&str]) -> Error {
+    let allowed = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => (*last).to_string(),
+        None => "nothing".to_string(),
+    };
+    out_of_range(field, format_args!("{value:?}"), &allowed)
 }
 
 #[cfg(test)]
@@ -96,5 +109,16 @@ mod tests {
         assert!(rate("f", 1.0).is_err() && rate("f", f64::NAN).is_err() && rate("f", 0.0).is_ok());
         let err = count("model.hidden", 0, 1, 65536).unwrap_err().to_string();
         assert_eq!(err, "model.hidden = 0 is out of range: expected 1..=65536");
+        match not_one_of("multi_target.mode", "crf", &["unary", "pnc", "oracle"]) {
+            Error::OutOfRange {
+                field,
+                value,
+                allowed,
+            } => assert_eq!(
+                (field.as_str(), value.as_str(), allowed.as_str()),
+                ("multi_target.mode", "\"crf\"", "unary, pnc or oracle")
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }

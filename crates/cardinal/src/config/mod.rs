@@ -3,18 +3,20 @@
 //! Every field has a default; [`Config::paper`] is the faithful configuration of the authors'
 //! released code (see `docs/DESIGN.md`), and [`Config::predict`] is what `cardinal train` uses
 //! unless told otherwise. One section per concern: [`ModelConfig`], [`InferenceConfig`], [`LossConfig`],
-//! [`TrainConfig`], [`BaselineConfig`]; each checks its own fields, and [`Config::validate`]
-//! adds the checks that span sections. A refusal reads `FIELD = VALUE is out of range:
-//! expected RANGE`. The JSON reader is strict: objects only, no unknown field, each refusal
-//! with the field's path and its line and column in the text read.
+//! [`TrainConfig`], [`SearchConfig`]; each checks its own fields, and [`Config::validate`]
+//! adds the checks that span sections. The settings of the systems other than `pnc` (the
+//! `baseline` section of the Table 1 systems) are not the product's: [`SystemSettings`] keeps
+//! them as JSON for the chosen system to read and check ([`Config::system_section`]). A
+//! refusal reads `FIELD = VALUE is out of range: expected RANGE`, by the helpers of
+//! [`mod@check`]. The JSON reader is strict: objects only, no unknown field, each refusal with
+//! the field's path and its line and column in the text read.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use check::{check, out_of_range};
 
-mod baseline;
-pub(crate) mod check;
+pub mod check;
 mod inference;
 mod loss;
 mod model;
@@ -22,14 +24,15 @@ mod presets;
 mod request;
 mod search;
 mod strict;
+mod system_settings;
 mod train;
 
-pub use baseline::{Activation, BaselineConfig, Optimizer, TaskLoss};
 pub use inference::InferenceConfig;
 pub use loss::{IterateWeights, LossConfig};
 pub use model::{resolve_counts, CountRange, ModelConfig, ZMode};
 pub use request::ConfigRequest;
 pub use search::SearchConfig;
+pub use system_settings::{SystemSettings, SECTION};
 pub use train::{DevFold, TrainConfig};
 
 /// The name of Predict and Constrain in `config.system`.
@@ -61,9 +64,15 @@ pub struct Config {
     /// Constrain; the Table 1 systems of the `cardinal-paper` crate register theirs). Looked
     /// up in a [`crate::system::Systems`] registry, the one place that tells systems apart.
     pub system: String,
-    /// Settings of the Table 1 systems (read by them only; see `cardinal-paper`).
-    #[serde(deserialize_with = "strict::object")]
-    pub baseline: BaselineConfig,
+    /// Settings that only the chosen system reads, as JSON: the `baseline` section of the
+    /// Table 1 systems, which the `cardinal-paper` crate owns and checks; `pnc` reads none
+    /// and refuses them ([`crate::system::Pnc`]). Left out of saved configurations when empty.
+    #[serde(
+        rename = "baseline",
+        deserialize_with = "strict::object",
+        skip_serializing_if = "SystemSettings::is_empty"
+    )]
+    pub system_settings: SystemSettings,
     /// The default's data-dependent rule (a search by cross-validation on small training
     /// files); off, and left out of saved configurations, but in the `predict` preset.
     #[serde(
@@ -235,15 +244,7 @@ impl Config {
             "\"\"",
             "a system's name, e.g. pnc",
         )?;
-        self.baseline.validate()?;
-        self.search.validate()?;
-        check(
-            !self.baseline.keep_best || self.train.has_dev(),
-            "baseline.keep_best",
-            self.baseline.keep_best,
-            "false when no dev data is held out (selecting an epoch needs train.dev_fraction > \
-             0 or train.dev_fold)",
-        )
+        self.search.validate()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The named starting points of a configuration: `paper` and `predict`.
 
-use super::{BaselineConfig, InferenceConfig, LossConfig, ModelConfig, SearchConfig, TrainConfig};
 use super::{Config, CountRange};
+use super::{InferenceConfig, LossConfig, ModelConfig, SearchConfig, SystemSettings, TrainConfig};
 use crate::error::{Error, Result};
 use cardinal_proj::Method;
 
@@ -17,7 +17,7 @@ impl Config {
             train: TrainConfig::default(),
             threshold: 0.5,
             system: super::PNC.into(),
-            baseline: BaselineConfig::default(),
+            system_settings: SystemSettings::default(),
             search: SearchConfig::default(),
         }
     }

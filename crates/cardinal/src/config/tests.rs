@@ -260,12 +260,6 @@ fn type_errors_are_named_with_their_line_in_the_users_text() {
         err.starts_with("invalid configuration at `seed`:") && err.contains("at line 2"),
         "{err}"
     );
-    let err =
-        refusal_over_paper("{\"preset\": \"paper\",\n \"baseline\": {\"lr_drops\": [1, \"x\"]}}");
-    assert!(
-        err.contains("`baseline.lr_drops[1]`") && err.contains("at line 2"),
-        "{err}"
-    );
 }
 
 /// What a valid configuration meant before still holds: fields left out keep the preset's, a
@@ -289,7 +283,7 @@ fn valid_configurations_read_as_before() {
     );
     let mut saved = Config::predict();
     saved.train.dev_fold = Some(DevFold { k: 5, index: 2 });
-    saved.baseline.lr_drops = vec![10, 20];
+    saved.system_settings = serde_json::from_str(r#"{"lr_drops": [10, 20]}"#).unwrap();
     saved.model.counts = CountRange::Fixed { min: 0, max: 7 };
     let text = serde_json::to_string_pretty(&saved).unwrap();
     assert_eq!(Config::from_json(&text).unwrap(), saved);
@@ -435,27 +429,7 @@ fn bad_values() -> Vec<BadValue> {
         ),
         plain!(floats, threshold, &[0.0, 1.0, 2.0, -0.5]),
         other("system", |c| c.system.clear()),
-        plain!(counts, baseline.pretrain_epochs, &[E]),
-        plain!(floats, baseline.pretrain_lr, &[0.0, -1.0]),
-        plain!(floats, baseline.pretrain_dropout, &[-0.1, 1.0]),
-        plain!(floats, baseline.pretrain_weight_decay, &[-1.0]),
-        plain!(floats, baseline.margin_scale, &[-1.0]),
-        plain!(counts, baseline.freeze_unary_epochs, &[E]),
-        plain!(floats, baseline.dvn_adversarial_fraction, &[-0.1, 1.1]),
-        counts(
-            "baseline.lr_drops[0]",
-            |c, v| c.baseline.lr_drops = vec![v],
-            &[E],
-        ),
-        plain!(floats, baseline.lr_decay, &[0.0, -1.0]),
-        plain!(counts, baseline.dev_every, &[0, E]),
         plain!(counts, search.folds, &[0, 1, 21]),
-        plain!(floats, baseline.entropy_weight, &[-1.0]),
-        other("baseline.keep_best", |c| {
-            c.baseline.keep_best = true;
-            c.train.dev_fraction = 0.0;
-            c.train.patience = 0;
-        }),
     ]
     .into_iter()
     .flatten()
@@ -522,7 +496,6 @@ fn every_numeric_field_has_a_range_check() {
     ];
     let mut full = Config::predict();
     full.train.dev_fold = Some(DevFold { k: 5, index: 0 });
-    full.baseline.lr_drops = vec![10];
     let mut fixed = Config::paper();
     fixed.model.counts = CountRange::Fixed { min: 1, max: 4 };
     let mut fields = BTreeSet::new();

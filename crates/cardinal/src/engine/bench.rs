@@ -22,7 +22,7 @@ impl Engine {
     /// A freshly initialised model of `cfg` on `train`, ready to be timed epoch by epoch.
     pub fn epoch_bench(&self, train: &Dataset, cfg: &Config) -> Result<EpochBench> {
         cfg.validate()?;
-        let state = TrainState::new(train, cfg)?;
+        let state = TrainState::new_within(train, cfg, self.runtime.memory_budget)?;
         let grad = state.model.params.zeros_like();
         Ok(EpochBench {
             state,

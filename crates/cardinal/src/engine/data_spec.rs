@@ -21,7 +21,9 @@ pub struct DataSpec {
     pub test: Option<PathBuf>,
     /// MULAN XML label file naming the label attributes.
     pub labels: Option<PathBuf>,
-    /// Folder holding datasets by name (default: the environment's `CARDINAL_DATA`).
+    /// Folder holding datasets by name (a front end's default: the environment's
+    /// `CARDINAL_DATA`, passed in as [`crate::runtime::Runtime::data_dir`]; see
+    /// [`DataSpec::or_data_dir`]).
     pub data_dir: Option<PathBuf>,
     /// For a single-file dataset: the fraction used for training in a seeded split.
     pub train_fraction: f64,
@@ -40,9 +42,20 @@ impl DataSpec {
         }
     }
 
-    /// The folder datasets are looked up in by name: `data_dir`, else `$CARDINAL_DATA`.
+    /// The folder datasets are looked up in by name: `data_dir` (no environment variable is
+    /// read here: see [`DataSpec::or_data_dir`]).
     pub fn data_dir(&self) -> Option<PathBuf> {
-        data_dir_or_env(self.data_dir.as_deref())
+        self.data_dir.clone()
+    }
+
+    /// This spec, with `default` (a front end's `CARDINAL_DATA`) as its data folder when it
+    /// names none.
+    pub fn or_data_dir(&self, default: Option<&Path>) -> Self {
+        let mut spec = self.clone();
+        if spec.data_dir.is_none() {
+            spec.data_dir = default.map(Path::to_path_buf);
+        }
+        spec
     }
 
     /// Reads the train and test data.
@@ -119,9 +132,29 @@ impl DataSpec {
     }
 }
 
-/// `explicit`, else the folder named by `$CARDINAL_DATA`.
-pub fn data_dir_or_env(explicit: Option<&Path>) -> Option<PathBuf> {
-    explicit
-        .map(Path::to_path_buf)
-        .or_else(|| std::env::var_os("CARDINAL_DATA").map(PathBuf::from))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The data folder is the spec's own, else the one passed in (a front end's
+    /// `CARDINAL_DATA`): whatever the process environment holds, the library does not read it.
+    #[test]
+    fn the_data_folder_is_passed_in_never_read_from_the_environment() {
+        let spec = DataSpec::named("bibtex");
+        assert_eq!(spec.data_dir(), None);
+        let given = Path::new("/data/sets");
+        assert_eq!(
+            spec.or_data_dir(Some(given)).data_dir(),
+            Some(given.to_path_buf())
+        );
+        let own = DataSpec {
+            data_dir: Some("/own".into()),
+            ..DataSpec::named("bibtex")
+        };
+        assert_eq!(
+            own.or_data_dir(Some(given)).data_dir(),
+            Some(PathBuf::from("/own"))
+        );
+        assert_eq!(spec.or_data_dir(None), spec);
+    }
 }

@@ -100,6 +100,7 @@ impl Engine {
         dir: &Path,
         spec: &DataSpec,
     ) -> Result<(MultiTargetDataset, MultiTargetDataset)> {
+        let spec = &self.locate(spec);
         let files = spec
             .multi_target_files()?
             .ok_or_else(|| Error::Checkpoint {
@@ -136,7 +137,8 @@ impl Engine {
         replace: bool,
     ) -> Result<SegRun> {
         cfg.validate()?;
-        let files = spec
+        let located = self.locate(spec);
+        let files = located
             .multi_target_files()?
             .ok_or_else(|| Error::NotMultiTarget {
                 dataset: spec.dataset.clone(),
@@ -151,7 +153,7 @@ impl Engine {
         let state = start(&train, &cfg)?;
         let run_dir = open_new_run(dir, spec, replace)?;
         let data = (train, test);
-        record_identity(run_dir.path(), spec, &data)?;
+        record_identity(run_dir.path(), &located, &data)?;
         let (train, test) = data;
         Ok(SegRun {
             dir: dir.to_path_buf(),

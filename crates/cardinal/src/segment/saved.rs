@@ -337,7 +337,10 @@ pub fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
     let (cfg_path, cfg_bytes) = read(CONFIG_FILE)?;
     let cfg =
         SegConfig::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
-            .map_err(|e| ckpt_err(&cfg_path, e))?;
+            .map_err(|source| Error::ConfigFile {
+                path: cfg_path.clone(),
+                source: Box::new(source),
+            })?;
     let (w_path, w_bytes) = read(WEIGHTS_FILE)?;
     let st = SafeTensors::deserialize(&w_bytes)
         .map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;

@@ -75,10 +75,9 @@ pub fn parse_mode(s: &str) -> Result<Mode> {
     Mode::ALL
         .into_iter()
         .find(|m| m.name() == s)
-        .ok_or_else(|| Error::OutOfRange {
-            field: format!("{SECTION}.mode"),
-            value: format!("{s:?}"),
-            allowed: "unary, rows, pnc or oracle".into(),
+        .ok_or_else(|| {
+            let names = Mode::ALL.map(Mode::name);
+            check::not_one_of(&format!("{SECTION}.mode"), s, &names)
         })
 }
 
@@ -88,6 +87,8 @@ fn in_range(field: &str, v: usize, lo: usize, hi: usize) -> Result<()> {
     check::count(&format!("{SECTION}.{field}"), v, lo, hi)
 }
 
+/// `multi_target.FIELD` is a finite number above 0 (at least 0 when `zero_ok`), by the
+/// configuration's own range checks.
 fn positive(field: &str, v: f64, zero_ok: bool) -> Result<()> {
     let field = format!("{SECTION}.{field}");
     if zero_ok {
@@ -146,14 +147,10 @@ impl SegConfig {
             place: String::new(),
         })?;
         let j = doc.multi_target;
-        let method: MatrixMethod =
-            j.method
-                .parse()
-                .map_err(|_: cardinal_proj::ProjError| Error::OutOfRange {
-                    field: format!("{SECTION}.method"),
-                    value: format!("{:?}", j.method),
-                    allowed: MatrixMethod::ALL.map(|m| m.name()).join(", "),
-                })?;
+        let method: MatrixMethod = j.method.parse().map_err(|_: cardinal_proj::ProjError| {
+            let names = MatrixMethod::ALL.map(MatrixMethod::name);
+            check::not_one_of(&format!("{SECTION}.method"), &j.method, &names)
+        })?;
         let cfg = SegConfig {
             mode: parse_mode(&j.mode)?,
             proj: AnyMatrixProjector::new(method, j.rounds).with_eps(j.eps),

@@ -14,7 +14,7 @@ mod state;
 #[cfg(test)]
 mod fixtures;
 
-pub use init::init_model;
+pub use init::{init_model, init_model_within};
 pub use optim::Adagrad;
 pub use schedule::{epoch_over_all, run, train};
 pub use state::{EpochRecord, Event, Hooks, Progress, Start, TrainState, Trained};

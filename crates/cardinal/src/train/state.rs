@@ -4,14 +4,14 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
-use super::init::init_model;
+use super::init::init_model_within;
 use super::optim::Adagrad;
 use crate::config::Config;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::model::Params;
 use crate::pipeline::Model;
-use crate::runtime::WaitPolicy;
+use crate::runtime::{MemoryBudget, WaitPolicy};
 
 /// What happened during training, for progress display and `metrics.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -127,9 +127,14 @@ pub struct TrainState {
 }
 
 impl TrainState {
-    /// A fresh run of `cfg` on `train`.
+    /// A fresh run of `cfg` on `train`, within the default memory budget.
     pub fn new(train: &Dataset, cfg: &Config) -> Result<Self> {
-        let model = init_model(train, cfg)?;
+        Self::new_within(train, cfg, MemoryBudget::default())
+    }
+
+    /// A fresh run of `cfg` on `train`, refused when its model would not fit `budget`.
+    pub fn new_within(train: &Dataset, cfg: &Config, budget: MemoryBudget) -> Result<Self> {
+        let model = init_model_within(train, cfg, budget)?;
         let optimizer = Adagrad::new(&model.params, cfg.train.lr, cfg.train.adagrad_init);
         // Batch order uses its own stream so that changing the split never changes the init.
         let rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x9E37_79B9_7F4A_7C15);
@@ -179,16 +184,20 @@ pub struct Hooks<'a> {
     pub after_epoch: &'a mut dyn FnMut(&TrainState) -> Result<()>,
     /// How idle workers wait between parallel sections.
     pub wait: WaitPolicy,
+    /// The memory budget a fresh model is checked against ([`crate::train::init_model_within`]).
+    pub memory_budget: MemoryBudget,
 }
 
 impl<'a> Hooks<'a> {
-    /// Hooks that ignore every event and write nothing, with active waiting.
+    /// Hooks that ignore every event and write nothing, with active waiting and the default
+    /// memory budget.
     pub fn silent() -> Self {
         // Leaked zero-sized closures: `'static` no-ops without allocation.
         Hooks {
             on_event: Box::leak(Box::new(|_: Event| {})),
             after_epoch: Box::leak(Box::new(|_: &TrainState| Ok(()))),
             wait: WaitPolicy::Active,
+            memory_budget: MemoryBudget::default(),
         }
     }
 }
