@@ -118,11 +118,11 @@ pub fn sigmoid<F: Float>(x: F) -> F {
 
 impl<F: Float> Unroll<'_, F> {
     /// Number of labels `L`.
-    fn l(&self) -> usize {
+    pub(crate) fn l(&self) -> usize {
         self.wpt.ncols()
     }
     /// Number of energy units `E`.
-    fn e(&self) -> usize {
+    pub(crate) fn e(&self) -> usize {
         self.wpt.nrows()
     }
 }
