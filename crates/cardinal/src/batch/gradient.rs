@@ -189,7 +189,7 @@ impl<F: Float> Model<F> {
             .enumerate()
             .for_each(|(r, (gu, res))| {
                 let (u, gold) = (&u[r * l..(r + 1) * l], labels.row(rows[r]));
-                res.loss = res.loss + unary_bce(u, gold, scales.weigh(r, bce_w), gu);
+                res.loss += unary_bce(u, gold, scales.weigh(r, bce_w), gu);
             });
     }
 
