@@ -146,6 +146,19 @@ fn theta_wide<F: Real>(v: &[F], z: F, eps: f64, vmin: F, vmax: F) -> (F, f64) {
 }
 
 impl SmoothCappedSimplex {
+    /// The wide solver's output for `v` (`vmin ..= vmax`) into `out`; returns `1/ε` in the
+    /// row's type.
+    #[inline]
+    fn apply_wide<F: Real>(&self, v: &[F], z: F, vmin: F, vmax: F, out: &mut [F]) -> F {
+        let (c, t) = theta_wide(v, z, self.eps, vmin, vmax);
+        let (c, inv) = (c.to_f64().expect("finite"), 1.0 / self.eps);
+        for (o, &x) in out.iter_mut().zip(v) {
+            *o = F::from_f64(sigmoid_f64(((x.to_f64().expect("finite") - c) - t) * inv))
+                .expect("in [0, 1]");
+        }
+        F::from_f64(inv).expect("eps representable")
+    }
+
     fn check_eps(&self) -> Result<(), ProjError> {
         if self.eps.is_finite() && self.eps > 0.0 {
             Ok(())
@@ -156,6 +169,52 @@ impl SmoothCappedSimplex {
             })
         }
     }
+}
+
+/// `θ` of the plain solver, in the row's own type: Newton's method on `Σ σ((v_i − θ)/ε) = z`
+/// inside the bracket `[vmin − εt, vmax − εt]` (the original solver; the trained models depend
+/// on its results bit for bit).
+#[inline]
+fn theta_plain<F: Real>(v: &[F], z: F, eps: F, vmin: F, vmax: F) -> F {
+    let lf = F::from_usize(v.len()).expect("length fits");
+    let inv = F::one() / eps;
+    let t = (z / (lf - z)).ln();
+    let (mut lo, mut hi) = (vmin - eps * t, vmax - eps * t);
+    let mut theta = (lo + hi) / (F::one() + F::one());
+    // Stop well below the rounding noise of f32 sums; f64 rows get close to machine precision
+    // (gradient checks difference the output). The bracket test below ends the loop when the
+    // sum cannot get any closer.
+    // Relative to `z`: a row with no labels drives `z` towards 0, where an absolute
+    // tolerance would accept a sum many times `z`.
+    let tol = F::epsilon().sqrt() * F::from_f64(1e-3).expect("constant") * z;
+    for _ in 0..100 {
+        let (mut sum, mut slope) = (F::zero(), F::zero());
+        for &x in v {
+            let y = sigmoid((x - theta) * inv);
+            sum += y;
+            slope += y * (F::one() - y);
+        }
+        let f = sum - z;
+        if f.abs() <= tol {
+            break;
+        }
+        // f is decreasing in θ: keep the root bracketed.
+        if f > F::zero() {
+            lo = theta;
+        } else {
+            hi = theta;
+        }
+        let newton = theta + f * eps / slope.max(F::min_positive_value());
+        theta = if newton > lo && newton < hi {
+            newton
+        } else {
+            (lo + hi) / (F::one() + F::one())
+        };
+        if hi - lo <= F::epsilon() * (F::one() + theta.abs()) {
+            break;
+        }
+    }
+    theta
 }
 
 impl<F: Real> Projector<F> for SmoothCappedSimplex {
@@ -187,58 +246,17 @@ impl<F: Real> Projector<F> for SmoothCappedSimplex {
             vmax = vmax.max(x);
         }
         let plain_abs = F::from_f64(PLAIN_MAX_ABS).expect("constant");
-        if l > PLAIN_MAX_LEN || vmin < -plain_abs || vmax > plain_abs {
-            let (c, t) = theta_wide(v, z, self.eps, vmin, vmax);
-            let (c, inv) = (c.to_f64().expect("finite"), 1.0 / self.eps);
+        let inv = if l > PLAIN_MAX_LEN || vmin < -plain_abs || vmax > plain_abs {
+            self.apply_wide(v, z, vmin, vmax, out)
+        } else {
+            let eps = F::from_f64(self.eps).expect("eps representable");
+            let theta = theta_plain(v, z, eps, vmin, vmax);
+            let inv = F::one() / eps;
             for (o, &x) in out.iter_mut().zip(v) {
-                *o = F::from_f64(sigmoid_f64(((x.to_f64().expect("finite") - c) - t) * inv))
-                    .expect("in [0, 1]");
+                *o = sigmoid((x - theta) * inv);
             }
-            tape.out.extend_from_slice(out);
-            tape.inv_eps = F::from_f64(inv).expect("eps representable");
-            return Ok(());
-        }
-        let eps = F::from_f64(self.eps).expect("eps representable");
-        let inv = F::one() / eps;
-        let t = (z / (lf - z)).ln();
-        let (mut lo, mut hi) = (vmin - eps * t, vmax - eps * t);
-        let mut theta = (lo + hi) / (F::one() + F::one());
-        // Stop well below the rounding noise of f32 sums; f64 rows get close to machine precision
-        // (gradient checks difference the output). The bracket test below ends the loop when the
-        // sum cannot get any closer.
-        // Relative to `z`: a row with no labels drives `z` towards 0, where an absolute
-        // tolerance would accept a sum many times `z`.
-        let tol = F::epsilon().sqrt() * F::from_f64(1e-3).expect("constant") * z;
-        for _ in 0..100 {
-            let (mut sum, mut slope) = (F::zero(), F::zero());
-            for &x in v {
-                let y = sigmoid((x - theta) * inv);
-                sum += y;
-                slope += y * (F::one() - y);
-            }
-            let f = sum - z;
-            if f.abs() <= tol {
-                break;
-            }
-            // f is decreasing in θ: keep the root bracketed.
-            if f > F::zero() {
-                lo = theta;
-            } else {
-                hi = theta;
-            }
-            let newton = theta + f * eps / slope.max(F::min_positive_value());
-            theta = if newton > lo && newton < hi {
-                newton
-            } else {
-                (lo + hi) / (F::one() + F::one())
-            };
-            if hi - lo <= F::epsilon() * (F::one() + theta.abs()) {
-                break;
-            }
-        }
-        for (o, &x) in out.iter_mut().zip(v) {
-            *o = sigmoid((x - theta) * inv);
-        }
+            inv
+        };
         tape.out.extend_from_slice(out);
         tape.inv_eps = inv;
         Ok(())

@@ -91,21 +91,27 @@ pub(crate) struct SortScratch {
 /// LSD radix sort on the 32 value bits.
 pub(crate) const RADIX_MIN_LEN: usize = 320;
 
+/// The tie order of every projection's sort, per row and in lockstep: entry `i` of value `x`
+/// comes before every entry with a larger key, that is, descending values ([`Real::order_key`]:
+/// `+0` before `−0`), and equal values by ascending index. The order key, complemented (for
+/// descending order), packed above the index, so that sorting compares plain integers; for
+/// `f32` its low 64 bits are enough (the key has 32 bits). The per-row sort
+/// ([`argsort_desc`]) sorts by it, and the lockstep VJP (`lanes::network::order_ties`) puts
+/// tied entries in its order, so both rank ties alike (tested: `lanes::network` tests).
+#[inline(always)]
+pub(crate) fn rank_key<F: Real>(x: F, i: usize) -> u128 {
+    ((!x.order_key() as u128) << 32) | i as u128
+}
+
 /// Fills `perm` with a permutation sorting `v` descending (ties by ascending index, so the
-/// result is fully determined by `v`).
-///
-/// Each value is mapped to an order-preserving integer ([`Real::order_key`]), complemented (for
-/// descending order) and packed above its index, so the sort compares plain integers: `u64` for
-/// `f32` (radix sort on the upper 32 bits for long rows), `u128` for `f64`.
+/// result is fully determined by `v`): by [`rank_key`], as plain integers, `u64` for `f32`
+/// (radix sort on the upper 32 bits for long rows), `u128` for `f64`.
 pub(crate) fn argsort_desc<F: Real>(v: &[F], perm: &mut Vec<u32>, s: &mut SortScratch) {
     perm.clear();
     if F::KEY_BITS <= 32 {
         s.keys.clear();
-        s.keys.extend(
-            v.iter()
-                .enumerate()
-                .map(|(i, &x)| (!x.order_key() << 32) | i as u64),
-        );
+        s.keys
+            .extend(v.iter().enumerate().map(|(i, &x)| rank_key(x, i) as u64));
         if v.len() < RADIX_MIN_LEN {
             s.keys.sort_unstable();
             perm.extend(s.keys.iter().map(|&k| k as u32));
@@ -114,11 +120,8 @@ pub(crate) fn argsort_desc<F: Real>(v: &[F], perm: &mut Vec<u32>, s: &mut SortSc
         }
     } else {
         s.wide.clear();
-        s.wide.extend(
-            v.iter()
-                .enumerate()
-                .map(|(i, &x)| ((!x.order_key() as u128) << 32) | i as u128),
-        );
+        s.wide
+            .extend(v.iter().enumerate().map(|(i, &x)| rank_key(x, i)));
         s.wide.sort_unstable();
         perm.extend(s.wide.iter().map(|&k| k as u32));
     }

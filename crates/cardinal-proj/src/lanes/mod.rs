@@ -23,6 +23,13 @@
 //! sequence as it is. The two agree to rounding (`tests/lanes.rs`); their VJPs agree wherever
 //! the repair does not reorder entries (then they rank two entries an ulp apart differently).
 //!
+//! Contract of these kernels (SIMD loops, exempt from the house limit on function length):
+//! lanes never mix (lane `w` of every output depends only on lane `w` of the inputs, so spare
+//! lanes may hold anything valid); each lane computes the per-row operator's numbers to
+//! rounding, its VJP ranks ties by the per-row order (`util::rank_key`); nothing is fused
+//! into FMA, so every instruction-set variant of a caller computes the same numbers; buffers
+//! grow once and are reused. Checked by `tests/lanes.rs` and the `network` unit tests.
+//!
 //! Files: `network.rs` (the sorting network and the tie order), `soft_round.rs` (one round's
 //! inner input and soft simplex threshold), `forward.rs` (the operator and its inference pass),
 //! `vjp.rs` (the taped forward pass and the VJP).

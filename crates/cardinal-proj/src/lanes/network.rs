@@ -2,6 +2,7 @@
 //! makes its order match the per-row argsort's.
 
 use super::Lanes;
+use crate::util::rank_key;
 use crate::Real;
 
 /// A descending sorting network for `n` entries: Batcher's odd-even merge sort pruned to `n`.
@@ -108,9 +109,9 @@ impl SortingNetwork {
 }
 
 /// Puts tied entries of the sorted lanes `sorted` (indices `idx` into `v`) in the order of the
-/// per-row argsort (`util::argsort_desc`: descending order key, then ascending index), so that
-/// the VJP ranks tied entries as the per-row operator does. Runs of equal values are rare
-/// outside constructed inputs: one vector pass finds them, a scalar pass fixes their lanes.
+/// per-row argsort ([`rank_key`], which `util::argsort_desc` sorts by), so that the VJP ranks
+/// tied entries as the per-row operator does. Runs of equal values are rare outside
+/// constructed inputs: one vector pass finds them, a scalar pass fixes their lanes.
 pub(super) fn order_ties<F: Real, const N: usize>(
     v: &[Lanes<F, N>],
     sorted: &mut [Lanes<F, N>],
@@ -123,7 +124,7 @@ pub(super) fn order_ties<F: Real, const N: usize>(
             tied[w] |= sorted[k][w] == sorted[k - 1][w];
         }
     }
-    let key = |w: usize, i: u16| (!v[i as usize][w].order_key(), i);
+    let key = |w: usize, i: u16| rank_key(v[i as usize][w], i as usize);
     for w in (0..N).filter(|&w| tied[w]) {
         let mut s = 0;
         while s < n {
@@ -145,6 +146,54 @@ pub(super) fn order_ties<F: Real, const N: usize>(
                 sorted[k][w] = v[idx[k][w] as usize][w];
             }
             s = e;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::{argsort_desc, SortScratch};
+
+    /// The lockstep sort with its tie repair ranks every lane's entries exactly as the per-row
+    /// argsort does, on rows full of ties (few distinct values, signed zeros among them), for
+    /// `f32` and `f64` and for lengths on both sides of the per-row radix sort's threshold.
+    #[test]
+    fn lockstep_ties_rank_as_the_row_sort() {
+        lockstep_ties_check::<f32>();
+        lockstep_ties_check::<f64>();
+    }
+
+    fn lockstep_ties_check<F: Real>() {
+        const N: usize = 8;
+        let pool = [1.5, 0.25, 0.0, -0.0, -2.0];
+        let mut state = 17u64;
+        for n in [1, 2, 7, 33, 159, crate::util::RADIX_MIN_LEN + 5] {
+            let net = SortingNetwork::new(n);
+            let v: Vec<Lanes<F, N>> = (0..n)
+                .map(|_| {
+                    std::array::from_fn(|_| {
+                        state = state
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        F::from(pool[(state >> 33) as usize % pool.len()]).unwrap()
+                    })
+                })
+                .collect();
+            let mut sorted = v.clone();
+            let mut idx: Vec<Lanes<u16, N>> = (0..n).map(|i| [i as u16; N]).collect();
+            net.sort_desc_indexed(&mut sorted, &mut idx);
+            order_ties(&v, &mut sorted, &mut idx);
+            let (mut perm, mut scratch) = (Vec::new(), SortScratch::default());
+            for w in 0..N {
+                let row: Vec<F> = v.iter().map(|x| x[w]).collect();
+                argsort_desc(&row, &mut perm, &mut scratch);
+                let lockstep: Vec<u32> = idx.iter().map(|i| u32::from(i[w])).collect();
+                assert_eq!(lockstep, perm, "n {n} lane {w}");
+                for (k, &i) in perm.iter().enumerate() {
+                    assert_eq!(sorted[k][w].order_key(), row[i as usize].order_key());
+                }
+            }
         }
     }
 }

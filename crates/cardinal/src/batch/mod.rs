@@ -10,16 +10,18 @@
 //!
 //! One concern per file: the reusable buffers of a batch (`workspace`), the stages a batch goes
 //! through and the solver built from the model (`stages`: the networks and the count, the
-//! projections, the unroll and its kernel), inference over rows (`forward`), and the training
-//! loss and its gradient (`gradient`).
+//! projections, the unroll and the kind of its kernel), the unroll kernels behind one interface
+//! and the one place that picks them (`kernel`), inference over rows (`forward`), and the
+//! training loss and its gradient (`gradient`).
 
 mod clock;
 mod forward;
 mod gradient;
+mod kernel;
 mod stages;
 mod workspace;
 
 pub use clock::{Stage, StageClock};
-pub use forward::INFER_LANES;
-pub use gradient::{batch_loss, BatchLoss, TRAIN_LANES};
+pub use gradient::{batch_loss, BatchLoss};
+pub use kernel::{INFER_LANES, TRAIN_LANES};
 pub use workspace::Workspace;

@@ -1,6 +1,6 @@
 //! The stages of the model on a batch, and their parts: the two networks and the count `z`
 //! (`networks_forward`, `count_of`), and the unrolled solver built from the model's energy and
-//! configuration (`projector`, `final_projector`, `unroll`, `kernel`).
+//! configuration (`projector`, `final_projector`, `unroll`, `kernel`: the kernel's kind).
 
 use cardinal_proj::{AnyProjector, Method};
 use ndarray::Array2;
@@ -8,7 +8,7 @@ use ndarray::Array2;
 use super::{Stage, Workspace};
 use crate::config::ZMode;
 use crate::data::CsrMatrix;
-use crate::inference::{Kernel, RowTape, Unroll};
+use crate::inference::{Kernel, Unroll};
 use crate::model::expected_f1::expected_f1_count;
 use crate::model::{c, Float, Model, TwoLayer};
 
@@ -22,7 +22,6 @@ impl<F: Float> Model<F> {
         train: bool,
     ) {
         let p = &self.params;
-        let b = rows.len();
         let stdz = &self.standardizer;
         let (shift_u, shift_c) = match &ws.shifts {
             Some([u, c]) => (Some(u.as_slice()), Some(c.as_slice())),
@@ -60,9 +59,6 @@ impl<F: Float> Model<F> {
             for (z, &r) in ws.z.iter_mut().zip(rows) {
                 *z = counts[r];
             }
-        }
-        if ws.tapes.len() < b {
-            ws.tapes.resize_with(b, RowTape::default);
         }
     }
 
@@ -140,15 +136,16 @@ impl<F: Float> Model<F> {
         }
     }
 
-    /// The unroll kernel of a pass: the workspace's override, else [`Kernel::choose`].
-    pub(super) fn kernel(&self, ws: &Workspace<F>, training: bool) -> Kernel {
+    /// The kind of unroll kernel of a pass: the workspace's override `choice`, else
+    /// [`Kernel::choose`] (the kernel itself: [`Self::unroll_kernel`]).
+    pub(super) fn kernel(&self, choice: Option<Kernel>, training: bool) -> Kernel {
         let inf = &self.config.inference;
         let method = if training {
             inf.train_projection
         } else {
             inf.test_projection
         };
-        match ws.kernel {
+        match choice {
             Some(Kernel::Row) => Kernel::Row,
             _ => Kernel::choose(method, inf.steps, self.n_labels(), training),
         }

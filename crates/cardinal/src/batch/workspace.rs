@@ -1,12 +1,10 @@
 //! Reusable buffers of the passes over a batch.
 
-use cardinal_proj::lanes::SoftDykstraLanes;
 use ndarray::Array2;
 
 use super::clock::StageClock;
-use super::forward::INFER_LANES;
-use super::gradient::{RowResult, TRAIN_LANES};
-use crate::inference::{BlockScratch, BlockTape, Kernel, RowTape};
+use super::kernel::{KernelBuffers, LanesCache, RowResult, UnitScratch};
+use crate::inference::Kernel;
 use crate::model::{FirstLayerGrad, Float};
 
 /// Reusable buffers of one batch (no allocation once grown).
@@ -19,15 +17,12 @@ pub struct Workspace<F: Float> {
     pub(super) hc: Array2<F>,
     pub(super) p: Array2<F>,
     pub(super) z: Vec<F>,
-    pub(super) tapes: Vec<RowTape<F>>,
-    /// Lockstep inference scratch, one per block of `INFER_LANES` rows.
-    pub(super) blocks: Vec<BlockScratch<F, INFER_LANES>>,
+    /// The unroll kernels' buffers.
+    pub(super) kernel_bufs: KernelBuffers<F>,
     /// Per-thread scratch of [`Model::forward_blocks`](crate::model::Model::forward_blocks).
     pub(super) block_work: Vec<std::sync::Mutex<BlockWork<F>>>,
-    /// The training unroll's lockstep operator and its `(rounds, labels)`.
-    pub(super) lanes: Option<((usize, usize), SoftDykstraLanes)>,
-    /// Lockstep training tapes, one per block of `TRAIN_LANES` rows.
-    pub(super) block_tapes: Vec<BlockTape<F, TRAIN_LANES>>,
+    /// The lockstep kernel's operator, kept across passes.
+    pub(super) lanes: LanesCache,
     /// The unary and cardinality first layers' standardisation shifts, while
     /// [`Model::forward_batched`](crate::model::Model::forward_batched) runs (the weights cannot
     /// change meanwhile).
@@ -45,11 +40,7 @@ pub struct Workspace<F: Float> {
     /// would give.
     pub count_override: Option<Vec<F>>,
     pub(super) gu: Array2<F>,
-    pub(super) ggs: Array2<F>,
-    pub(super) masks: Array2<F>,
     pub(super) row_out: Vec<RowResult<F>>,
-    pub(super) energy_s: Array2<F>,
-    pub(super) energy_proj: Array2<F>,
     pub(super) dh: Array2<F>,
     pub(super) dhc: Array2<F>,
     pub(super) dlogits: Array2<F>,
@@ -72,5 +63,5 @@ pub(super) struct BlockWork<F: Float> {
     pub(super) prec: Vec<F>,
     pub(super) hc: Vec<F>,
     pub(super) p: Vec<F>,
-    pub(super) scratch: BlockScratch<F, INFER_LANES>,
+    pub(super) scratch: UnitScratch<F>,
 }

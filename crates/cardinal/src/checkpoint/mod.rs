@@ -190,14 +190,55 @@ pub(crate) fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Loads a model directory written by [`save`], with its meta data.
+/// Loads a model directory written by [`save`], with its meta data: the meta data (its
+/// format version checked), the configuration, then the weights, checked against both.
 pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
-    let read = |name: &str| -> Result<(PathBuf, Vec<u8>)> {
-        let p = current(dir, name)?;
-        let bytes = read_model_file(&p)?;
-        Ok((p, bytes))
+    let (meta_path, meta) = load_meta(dir)?;
+    let (cfg_path, cfg_bytes) = read_current(dir, CONFIG_FILE)?;
+    let config =
+        Config::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
+            .map_err(|source| Error::ConfigFile {
+                path: cfg_path.clone(),
+                source: Box::new(source),
+            })?;
+    let (w_path, w_bytes) = read_current(dir, WEIGHTS_FILE)?;
+    let st = SafeTensors::deserialize(&w_bytes)
+        .map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;
+    if let Some(why) = meta.inconsistency() {
+        return Err(ckpt_err(
+            &meta_path,
+            format!("inconsistent meta data: {why}"),
+        ));
+    }
+    let weights = Weights {
+        st: &st,
+        path: &w_path,
     };
-    let (meta_path, meta_bytes) = read(META_FILE)?;
+    let params = weights.params(&meta, &config)?;
+    let standardizer = weights.standardizer(meta.n_features)?;
+    let model = Model {
+        config,
+        params,
+        standardizer,
+        counts: (meta.count_min..=meta.count_max)
+            .map(|k| k as f32)
+            .collect(),
+        train_mean_cardinality: meta.train_mean_cardinality,
+    };
+    Ok((model, meta))
+}
+
+/// The current file `name` of the model directory `dir`: its path and bytes.
+fn read_current(dir: &Path, name: &str) -> Result<(PathBuf, Vec<u8>)> {
+    let p = current(dir, name)?;
+    let bytes = read_model_file(&p)?;
+    Ok((p, bytes))
+}
+
+/// The meta data of the model directory `dir` (a binary model's, of this format version), and
+/// its path.
+fn load_meta(dir: &Path) -> Result<(PathBuf, Meta)> {
+    let (meta_path, meta_bytes) = read_current(dir, META_FILE)?;
     labels::require_binary(&meta_path, &meta_bytes)?;
     let meta = Meta::parse(&meta_path, &meta_bytes)?;
     if meta.format_version != FORMAT_VERSION {
@@ -211,29 +252,31 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
             ),
         ));
     }
-    let (cfg_path, cfg_bytes) = read(CONFIG_FILE)?;
-    let config =
-        Config::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
-            .map_err(|source| Error::ConfigFile {
-                path: cfg_path.clone(),
-                source: Box::new(source),
-            })?;
-    let (w_path, w_bytes) = read(WEIGHTS_FILE)?;
-    let st = SafeTensors::deserialize(&w_bytes)
-        .map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;
-    let get = |name: &str, shape: &[usize]| -> Result<Vec<f32>> {
-        let t = st
+    Ok((meta_path, meta))
+}
+
+/// The tensors of a model directory's weights file, read by name.
+struct Weights<'a> {
+    st: &'a SafeTensors<'a>,
+    path: &'a Path,
+}
+
+impl Weights<'_> {
+    /// Tensor `name`, which must be `F32` of shape `shape`.
+    fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+        let t = self
+            .st
             .tensor(name)
-            .map_err(|_| ckpt_err(&w_path, format!("tensor `{name}` is missing")))?;
+            .map_err(|_| ckpt_err(self.path, format!("tensor `{name}` is missing")))?;
         if t.dtype() != Dtype::F32 {
             return Err(ckpt_err(
-                &w_path,
+                self.path,
                 format!("tensor `{name}` has dtype {:?}, expected F32", t.dtype()),
             ));
         }
         if t.shape() != shape {
             return Err(ckpt_err(
-                &w_path,
+                self.path,
                 format!(
                     "tensor `{name}` has shape {:?}, but {META_FILE} and {CONFIG_FILE} imply \
                      {shape:?}",
@@ -245,68 +288,65 @@ pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect())
-    };
-    let m = &config.model;
-    let inconsistent = meta.inconsistency();
-    if let Some(why) = inconsistent {
-        return Err(ckpt_err(
-            &meta_path,
-            format!("inconsistent meta data: {why}"),
-        ));
     }
-    let (d, l, k) = (
-        meta.n_features,
-        meta.n_labels,
-        meta.count_max - meta.count_min + 1,
-    );
-    let a2 = |name: &str, r: usize, c: usize| -> Result<Array2<f32>> {
-        Ok(Array2::from_shape_vec((r, c), get(name, &[r, c])?).expect("shape checked"))
-    };
-    let a1 = |name: &str, n: usize| -> Result<Array1<f32>> { Ok(Array1::from(get(name, &[n])?)) };
-    let params = Params {
-        w1: a2("unary.w1", d, m.hidden)?,
-        b1: a1("unary.b1", m.hidden)?,
-        w2: a2("unary.w2", m.hidden, l)?,
-        b2: a1("unary.b2", l)?,
-        wp: a2("energy.wp", l, m.energy_hidden)?,
-        we: a1("energy.we", m.energy_hidden)?,
-        c1: a2("card.w1", d, m.card_hidden)?,
-        cb1: a1("card.b1", m.card_hidden)?,
-        c2: a2("card.w2", m.card_hidden, k)?,
-        cb2: a1("card.b2", k)?,
-        eta: a1("inference.eta", 1)?,
-    };
-    if let Some(name) = params.first_nonfinite() {
-        return Err(ckpt_err(
-            &w_path,
-            format!("tensor `{name}` holds non-finite values"),
-        ));
+
+    fn a2(&self, name: &str, r: usize, c: usize) -> Result<Array2<f32>> {
+        Ok(Array2::from_shape_vec((r, c), self.get(name, &[r, c])?).expect("shape checked"))
     }
-    let standardizer = Standardizer {
-        mean: get("standardize.mean", &[d])?,
-        scale: get("standardize.scale", &[d])?,
-    };
-    for (name, v) in [
-        ("standardize.mean", &standardizer.mean),
-        ("standardize.scale", &standardizer.scale),
-    ] {
-        if v.iter().any(|x| !x.is_finite()) {
+
+    fn a1(&self, name: &str, n: usize) -> Result<Array1<f32>> {
+        Ok(Array1::from(self.get(name, &[n])?))
+    }
+
+    /// The model's parameters, of the sizes `meta` and `config` give, all finite.
+    fn params(&self, meta: &Meta, config: &Config) -> Result<Params<f32>> {
+        let m = &config.model;
+        let (d, l, k) = (
+            meta.n_features,
+            meta.n_labels,
+            meta.count_max - meta.count_min + 1,
+        );
+        let params = Params {
+            w1: self.a2("unary.w1", d, m.hidden)?,
+            b1: self.a1("unary.b1", m.hidden)?,
+            w2: self.a2("unary.w2", m.hidden, l)?,
+            b2: self.a1("unary.b2", l)?,
+            wp: self.a2("energy.wp", l, m.energy_hidden)?,
+            we: self.a1("energy.we", m.energy_hidden)?,
+            c1: self.a2("card.w1", d, m.card_hidden)?,
+            cb1: self.a1("card.b1", m.card_hidden)?,
+            c2: self.a2("card.w2", m.card_hidden, k)?,
+            cb2: self.a1("card.b2", k)?,
+            eta: self.a1("inference.eta", 1)?,
+        };
+        if let Some(name) = params.first_nonfinite() {
             return Err(ckpt_err(
-                &w_path,
+                self.path,
                 format!("tensor `{name}` holds non-finite values"),
             ));
         }
+        Ok(params)
     }
-    let model = Model {
-        config,
-        params,
-        standardizer,
-        counts: (meta.count_min..=meta.count_max)
-            .map(|k| k as f32)
-            .collect(),
-        train_mean_cardinality: meta.train_mean_cardinality,
-    };
-    Ok((model, meta))
+
+    /// The standardisation of `d` features, finite.
+    fn standardizer(&self, d: usize) -> Result<Standardizer> {
+        let standardizer = Standardizer {
+            mean: self.get("standardize.mean", &[d])?,
+            scale: self.get("standardize.scale", &[d])?,
+        };
+        for (name, v) in [
+            ("standardize.mean", &standardizer.mean),
+            ("standardize.scale", &standardizer.scale),
+        ] {
+            if v.iter().any(|x| !x.is_finite()) {
+                return Err(ckpt_err(
+                    self.path,
+                    format!("tensor `{name}` holds non-finite values"),
+                ));
+            }
+        }
+        Ok(standardizer)
+    }
 }
 
 /// Writes named `f32` tensors as a safetensors file (atomically).

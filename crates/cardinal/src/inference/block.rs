@@ -57,6 +57,10 @@ impl<F: Float> Unroll<'_, F> {
 
     /// The body of [`Self::forward_block`], inlined into each instruction-set variant (no FMA
     /// contraction anywhere, so every variant computes the same numbers).
+    ///
+    /// Contract (a SIMD kernel, exempt from the house limit on function length): `1..=N` rows,
+    /// spare lanes repeat row 0 and are ignored; every lane follows [`Self::forward_row`] step
+    /// for step, to rounding (the tests below check both properties).
     #[inline(always)]
     fn forward_block_impl<const N: usize>(
         &self,

@@ -16,15 +16,46 @@ use crate::simd;
 /// What [`Unroll::forward_block_tape`] records for [`Unroll::backward_block`], its results,
 /// and scratch space; reused across blocks and batches (no allocation once grown).
 pub struct BlockTape<F: Float, const N: usize = LANES> {
+    /// The block's rows in lanes.
+    input: BlockInput<F, N>,
+    /// What the forward pass keeps for the backward pass.
+    record: ForwardRecord<F, N>,
+    /// Every row's results.
+    out: BlockResults<F, N>,
+    /// Working buffers of the passes (nothing in them is read across calls).
+    work: BlockWork<F, N>,
+    /// This block's energy gradient `∂ℓ/∂Wp` (`L × E`), from [`Unroll::energy_block`].
+    pub gwp: Array2<F>,
+    /// This block's energy gradient `∂ℓ/∂w2` (`E`), from [`Unroll::energy_block`].
+    pub gwe: Vec<F>,
+}
+
+/// A block's rows in lanes; spare lanes repeat row 0.
+struct BlockInput<F, const N: usize> {
+    /// Rows of the block (`1..=N`).
     rows: usize,
+    /// The counts `z` and the unary scores `u` (`L`).
     zl: Lanes<F, N>,
     u: Vec<Lanes<F, N>>,
-    /// `y_0 = σ(u)`, then the current iterate.
+    /// Gold labels of lane `w`: `gold[gold_at[w]..gold_at[w + 1]]` ([`Self::gold`]).
+    gold: Vec<u32>,
+    gold_at: Vec<usize>,
+    /// `[L, E, T]` of the last forward pass.
+    dims: [usize; 3],
+}
+
+impl<F, const N: usize> BlockInput<F, N> {
+    /// The gold labels of lane `w`.
+    #[inline(always)]
+    fn gold(&self, w: usize) -> &[u32] {
+        &self.gold[self.gold_at[w]..self.gold_at[w + 1]]
+    }
+}
+
+/// What the forward pass keeps for the backward pass.
+struct ForwardRecord<F: Float, const N: usize> {
+    /// `y_0 = σ(u)` (`L`).
     y0: Vec<Lanes<F, N>>,
-    y: Vec<Lanes<F, N>>,
-    x: Vec<Lanes<F, N>>,
-    velocity: Vec<Lanes<F, N>>,
-    act: Vec<Lanes<F, N>>,
     /// Per step: the ascent direction `g_t` (`T × L`), the energy mask (`E × T`, unit-major
     /// for the energy GEMMs), the projection's tape, and `∂ℓ/∂y_t = common + on·1[gold]` as
     /// `(common, on)`.
@@ -32,74 +63,89 @@ pub struct BlockTape<F: Float, const N: usize = LANES> {
     masks: Vec<Lanes<F, N>>,
     proj: Vec<LanesTape<F, N>>,
     f1: Vec<[Lanes<F, N>; 2]>,
-    /// Gold labels of lane `w`: `gold[gold_at[w]..gold_at[w + 1]]`.
-    gold: Vec<u32>,
-    gold_at: Vec<usize>,
-    /// Per lane: the loss, then (backward) `∂ℓ/∂z` and `∂ℓ/∂η`.
+    /// Per lane: the final projection's tape (if any).
+    final_tapes: Vec<<AnyProjector as Projector<F>>::Tape>,
+}
+
+/// Every row's results, one per lane.
+struct BlockResults<F, const N: usize> {
+    /// The loss (forward), then (backward) `∂ℓ/∂z` and `∂ℓ/∂η`.
     loss: Lanes<F, N>,
     gz: Lanes<F, N>,
     geta: Lanes<F, N>,
     /// Backward: `∂ℓ/∂u` (`L`) and the adjoints `η ḡv_t` of `g_t` (`L × T`, label-major).
     gu: Vec<Lanes<F, N>>,
     ggs: Vec<Lanes<F, N>>,
+}
+
+/// The passes' working buffers.
+struct BlockWork<F: Float, const N: usize> {
+    /// Forward: the current iterate, the point before its projection, the velocity, the
+    /// energy's activations.
+    y: Vec<Lanes<F, N>>,
+    x: Vec<Lanes<F, N>>,
+    velocity: Vec<Lanes<F, N>>,
+    act: Vec<Lanes<F, N>>,
+    /// Backward: the adjoints of `y` (before and after a projection), of `v`, and `∂ℓ/∂y_t`.
     gy: Vec<Lanes<F, N>>,
     gyp: Vec<Lanes<F, N>>,
     gv: Vec<Lanes<F, N>>,
     d: Vec<Lanes<F, N>>,
     fwd: LanesScratch<F, N>,
     bwd: LanesVjpScratch<F, N>,
-    /// Per lane: the final projection's tape (if any), and a row's worth of scratch.
-    final_tapes: Vec<<AnyProjector as Projector<F>>::Tape>,
+    /// A row's worth of scratch (the final projection, row by row).
     row: Vec<F>,
     row_out: Vec<F>,
-    /// This block's energy gradient `∂ℓ/∂Wp` (`L × E`), from [`Unroll::energy_block`].
-    pub gwp: Array2<F>,
-    /// This block's energy gradient `∂ℓ/∂w2` (`E`), from [`Unroll::energy_block`].
-    pub gwe: Vec<F>,
     /// Scratch of [`Unroll::energy_block`].
     energy_s: Vec<Lanes<F, N>>,
     energy_p: Array2<F>,
-    /// `[L, E, T]` of the last forward pass.
-    dims: [usize; 3],
 }
 
 impl<F: Float, const N: usize> Default for BlockTape<F, N> {
     fn default() -> Self {
         let zero = [F::zero(); N];
         Self {
-            rows: 0,
-            zl: zero,
-            u: Vec::new(),
-            y0: Vec::new(),
-            y: Vec::new(),
-            x: Vec::new(),
-            velocity: Vec::new(),
-            act: Vec::new(),
-            gs: Vec::new(),
-            masks: Vec::new(),
-            proj: Vec::new(),
-            f1: Vec::new(),
-            gold: Vec::new(),
-            gold_at: Vec::new(),
-            loss: zero,
-            gz: zero,
-            geta: zero,
-            gu: Vec::new(),
-            ggs: Vec::new(),
-            gy: Vec::new(),
-            gyp: Vec::new(),
-            gv: Vec::new(),
-            d: Vec::new(),
-            fwd: LanesScratch::default(),
-            bwd: LanesVjpScratch::default(),
-            final_tapes: Vec::new(),
-            row: Vec::new(),
-            row_out: Vec::new(),
+            input: BlockInput {
+                rows: 0,
+                zl: zero,
+                u: Vec::new(),
+                gold: Vec::new(),
+                gold_at: Vec::new(),
+                dims: [0; 3],
+            },
+            record: ForwardRecord {
+                y0: Vec::new(),
+                gs: Vec::new(),
+                masks: Vec::new(),
+                proj: Vec::new(),
+                f1: Vec::new(),
+                final_tapes: Vec::new(),
+            },
+            out: BlockResults {
+                loss: zero,
+                gz: zero,
+                geta: zero,
+                gu: Vec::new(),
+                ggs: Vec::new(),
+            },
+            work: BlockWork {
+                y: Vec::new(),
+                x: Vec::new(),
+                velocity: Vec::new(),
+                act: Vec::new(),
+                gy: Vec::new(),
+                gyp: Vec::new(),
+                gv: Vec::new(),
+                d: Vec::new(),
+                fwd: LanesScratch::default(),
+                bwd: LanesVjpScratch::default(),
+                row: Vec::new(),
+                row_out: Vec::new(),
+                energy_s: Vec::new(),
+                energy_p: Array2::zeros((0, 0)),
+            },
             gwp: Array2::zeros((0, 0)),
             gwe: Vec::new(),
-            energy_s: Vec::new(),
-            energy_p: Array2::zeros((0, 0)),
-            dims: [0; 3],
         }
     }
 }
@@ -107,27 +153,31 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
 impl<F: Float, const N: usize> BlockTape<F, N> {
     /// Rows of the last block.
     pub fn rows(&self) -> usize {
-        self.rows
+        self.input.rows
     }
 
     /// Row `r`'s loss `−Σ_t w_t F1(y_t)` of the last forward pass.
     pub fn loss(&self, r: usize) -> F {
-        self.loss[r]
+        self.out.loss[r]
     }
 
     /// Row `r`'s `(∂ℓ/∂z, ∂ℓ/∂η)` of the last backward pass.
     pub fn grads(&self, r: usize) -> (F, F) {
-        (self.gz[r], self.geta[r])
+        (self.out.gz[r], self.out.geta[r])
     }
 
     /// Multiplies row `r`'s loss and its seeds `∂ℓ/∂y_t` by `weights[r]` (per-example loss
     /// weights), between [`Unroll::forward_block_tape`] and [`Unroll::backward_block`]: the
     /// backward pass is linear in the seeds, so every gradient of row `r` is scaled too.
     pub fn scale_rows(&mut self, weights: &[F]) {
-        assert_eq!(weights.len(), self.rows, "one weight per row of the block");
+        assert_eq!(
+            weights.len(),
+            self.input.rows,
+            "one weight per row of the block"
+        );
         for (w, &s) in weights.iter().enumerate() {
-            self.loss[w] *= s;
-            for [common, on] in &mut self.f1 {
+            self.out.loss[w] *= s;
+            for [common, on] in &mut self.record.f1 {
                 common[w] *= s;
                 on[w] *= s;
             }
@@ -136,12 +186,12 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
 
     /// Copies row `r`'s `∂ℓ/∂u` out of the lanes.
     pub fn write_gu(&self, r: usize, gu: &mut [F]) {
-        lane_to_row(&self.gu, r, gu);
+        lane_to_row(&self.out.gu, r, gu);
     }
 
     /// Entry `i` of row `r`'s `y_0 = σ(u)`.
     pub fn y0(&self, r: usize, i: usize) -> F {
-        self.y0[i][r]
+        self.record.y0[i][r]
     }
 
     /// Copies row `r`'s results out of the lanes, in the per-row layout of
@@ -150,14 +200,14 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
     /// `gu` ([`Self::write_gu`]): the energy gradients are formed in lanes
     /// ([`Unroll::energy_block`]).
     pub fn write_row(&self, r: usize, gu: &mut [F], ggs: &mut [F], masks: &mut [F]) {
-        lane_to_row(&self.gu, r, gu);
-        let [l, e, steps] = self.dims;
+        lane_to_row(&self.out.gu, r, gu);
+        let [l, e, steps] = self.input.dims;
         for t in 0..steps {
             for i in 0..l {
-                ggs[t * l + i] = self.ggs[i * steps + t][r];
+                ggs[t * l + i] = self.out.ggs[i * steps + t][r];
             }
             for k in 0..e {
-                masks[t * e + k] = self.masks[k * steps + t][r];
+                masks[t * e + k] = self.record.masks[k * steps + t][r];
             }
         }
     }
@@ -184,6 +234,12 @@ impl<F: Float> Unroll<'_, F> {
     }
 
     /// The body of [`Self::forward_block_tape`], inlined into each instruction-set variant.
+    ///
+    /// Contract (a SIMD kernel, exempt from the house limit on function length): `1..=N` rows,
+    /// spare lanes repeat row 0 and are ignored; every lane follows [`Self::forward_row`] and
+    /// `soft_f1` operation for operation (the same order of sums, `σ` as `sigmoid` computes
+    /// it), so it agrees with them to rounding, and no FMA is formed, so every variant gives the
+    /// same bits (`block_train/tests.rs` checks both).
     #[inline(always)]
     fn forward_block_tape_impl<'g, const N: usize>(
         &self,
@@ -198,33 +254,39 @@ impl<F: Float> Unroll<'_, F> {
         let rows = z.len();
         assert!((1..=N).contains(&rows) && u.len() == rows * l && weights.len() == steps);
         let (zero, one, two) = (F::zero(), F::one(), F::one() + F::one());
-        t.rows = rows;
-        t.dims = [l, e, steps];
-        for buf in [&mut t.u, &mut t.y0, &mut t.y, &mut t.x, &mut t.velocity] {
+        t.input.rows = rows;
+        t.input.dims = [l, e, steps];
+        for buf in [
+            &mut t.input.u,
+            &mut t.record.y0,
+            &mut t.work.y,
+            &mut t.work.x,
+            &mut t.work.velocity,
+        ] {
             buf.clear();
             buf.resize(l, [zero; N]);
         }
-        t.act.clear();
-        t.act.resize(e, [zero; N]);
-        t.gs.resize(steps * l, [zero; N]);
-        t.masks.resize(steps * e, [zero; N]);
-        t.proj.resize_with(steps, Default::default);
-        t.f1.resize(steps, [[zero; N]; 2]);
+        t.work.act.clear();
+        t.work.act.resize(e, [zero; N]);
+        t.record.gs.resize(steps * l, [zero; N]);
+        t.record.masks.resize(steps * e, [zero; N]);
+        t.record.proj.resize_with(steps, Default::default);
+        t.record.f1.resize(steps, [[zero; N]; 2]);
         // Transpose into lanes; spare lanes repeat row 0 (valid input, ignored).
-        t.gold.clear();
-        t.gold_at.clear();
+        t.input.gold.clear();
+        t.input.gold_at.clear();
         for w in 0..N {
             let r = if w < rows { w } else { 0 };
-            t.zl[w] = z[r];
+            t.input.zl[w] = z[r];
             for (i, &ui) in u[r * l..(r + 1) * l].iter().enumerate() {
-                t.u[i][w] = ui;
+                t.input.u[i][w] = ui;
             }
-            t.gold_at.push(t.gold.len());
-            t.gold.extend_from_slice(gold(r));
+            t.input.gold_at.push(t.input.gold.len());
+            t.input.gold.extend_from_slice(gold(r));
         }
-        t.gold_at.push(t.gold.len());
+        t.input.gold_at.push(t.input.gold.len());
         // y_0 = σ(u) as `sigmoid` computes it, with the lanes' exponential.
-        for (y, u) in t.y0.iter_mut().zip(&t.u) {
+        for (y, u) in t.record.y0.iter_mut().zip(&t.input.u) {
             let mut ex = [zero; N];
             for w in 0..N {
                 ex[w] = zero - u[w].abs();
@@ -238,46 +300,57 @@ impl<F: Float> Unroll<'_, F> {
                 };
             }
         }
-        t.y.copy_from_slice(&t.y0);
-        t.loss = [zero; N];
+        t.work.y.copy_from_slice(&t.record.y0);
+        t.out.loss = [zero; N];
         let wpt = self.wpt.as_slice().expect("contiguous Wpᵀ");
         for step in 0..steps {
             self.block_step(
                 wpt,
-                &t.u,
-                &t.y,
-                &mut t.act,
-                &mut t.velocity,
-                &mut t.x,
-                Some(&mut t.gs[step * l..(step + 1) * l]),
-                Some((&mut t.masks, step, steps)),
+                &t.input.u,
+                &t.work.y,
+                &mut t.work.act,
+                &mut t.work.velocity,
+                &mut t.work.x,
+                Some(&mut t.record.gs[step * l..(step + 1) * l]),
+                Some((&mut t.record.masks, step, steps)),
             );
-            lanes.forward_tape(&t.x, &t.zl, &mut t.y, &mut t.proj[step], &mut t.fwd)?;
+            lanes.forward_tape(
+                &t.work.x,
+                &t.input.zl,
+                &mut t.work.y,
+                &mut t.record.proj[step],
+                &mut t.work.fwd,
+            )?;
             if let (Some(fp), true) = (self.final_projector, step + 1 == steps) {
                 // y_T replaced by its final projection, row by row (every lane: spare lanes
                 // hold a valid copy of row 0).
-                t.final_tapes.resize_with(N, Default::default);
-                t.row.resize(l, zero);
-                t.row_out.resize(l, zero);
+                t.record.final_tapes.resize_with(N, Default::default);
+                t.work.row.resize(l, zero);
+                t.work.row_out.resize(l, zero);
                 for w in 0..N {
-                    lane_to_row(&t.y, w, &mut t.row);
-                    fp.forward(&t.row, t.zl[w], &mut t.row_out, &mut t.final_tapes[w])?;
-                    row_to_lane(&t.row_out, w, &mut t.y);
+                    lane_to_row(&t.work.y, w, &mut t.work.row);
+                    fp.forward(
+                        &t.work.row,
+                        t.input.zl[w],
+                        &mut t.work.row_out,
+                        &mut t.record.final_tapes[w],
+                    )?;
+                    row_to_lane(&t.work.row_out, w, &mut t.work.y);
                 }
             }
             // The relaxed F1 of y_t and its gradient's two coefficients, as `soft_f1` computes
             // them (the same order of sums).
             let mut sum_y = [zero; N];
-            for y in &t.y {
+            for y in &t.work.y {
                 for w in 0..N {
                     sum_y[w] += y[w];
                 }
             }
-            let [common, on] = &mut t.f1[step];
+            let [common, on] = &mut t.record.f1[step];
             let scale = zero - weights[step];
             for w in 0..N {
-                let gold = &t.gold[t.gold_at[w]..t.gold_at[w + 1]];
-                let inter: F = gold.iter().map(|&g| t.y[g as usize][w]).sum();
+                let gold = t.input.gold(w);
+                let inter: F = gold.iter().map(|&g| t.work.y[g as usize][w]).sum();
                 let denom = sum_y[w] + c::<F>(gold.len() as f64);
                 let (f1, cm, o) = if denom <= zero {
                     (zero, zero, zero)
@@ -290,7 +363,7 @@ impl<F: Float> Unroll<'_, F> {
                 };
                 common[w] = cm;
                 on[w] = o;
-                t.loss[w] -= weights[step] * f1;
+                t.out.loss[w] -= weights[step] * f1;
             }
         }
         Ok(())
@@ -315,49 +388,66 @@ impl<F: Float> Unroll<'_, F> {
     ) {
         let (l, steps) = (self.l(), self.steps);
         let (zero, one) = (F::zero(), F::one());
-        for buf in [&mut t.gu, &mut t.gy, &mut t.gyp, &mut t.gv, &mut t.d] {
+        for buf in [
+            &mut t.out.gu,
+            &mut t.work.gy,
+            &mut t.work.gyp,
+            &mut t.work.gv,
+            &mut t.work.d,
+        ] {
             buf.clear();
             buf.resize(l, [zero; N]);
         }
-        t.ggs.resize(steps * l, [zero; N]);
+        t.out.ggs.resize(steps * l, [zero; N]);
         let (mut gz, mut geta) = ([zero; N], [zero; N]);
         let (eta, momentum) = (self.eta, self.momentum);
         for step in (0..steps).rev() {
             // ∂ℓ/∂y_t built as `soft_f1` adds it into zeros, then added to ḡy.
-            let [common, on] = &t.f1[step];
+            let [common, on] = &t.record.f1[step];
             // One vector, then copies (written per entry, LLVM turns the loop inside out into
             // scatters).
             let mut c0 = [zero; N];
             for w in 0..N {
                 c0[w] = zero + common[w];
             }
-            t.d.fill(c0);
+            t.work.d.fill(c0);
             for w in 0..N {
-                for &g in &t.gold[t.gold_at[w]..t.gold_at[w + 1]] {
-                    t.d[g as usize][w] += on[w];
+                for &g in t.input.gold(w) {
+                    t.work.d[g as usize][w] += on[w];
                 }
             }
             // Flat: per lane vector, LLVM would vectorise across entries with gathers.
-            for (gy, &d) in t.gy.as_flattened_mut().iter_mut().zip(t.d.as_flattened()) {
+            for (gy, &d) in t
+                .work
+                .gy
+                .as_flattened_mut()
+                .iter_mut()
+                .zip(t.work.d.as_flattened())
+            {
                 *gy += d;
             }
             if let (Some(fp), true) = (self.final_projector, step + 1 == steps) {
                 // Through the final projection of y_T, row by row.
                 for w in 0..N {
-                    lane_to_row(&t.gy, w, &mut t.row);
-                    gz[w] += fp.vjp(&t.final_tapes[w], &t.row, &mut t.row_out);
-                    row_to_lane(&t.row_out, w, &mut t.gy);
+                    lane_to_row(&t.work.gy, w, &mut t.work.row);
+                    gz[w] += fp.vjp(&t.record.final_tapes[w], &t.work.row, &mut t.work.row_out);
+                    row_to_lane(&t.work.row_out, w, &mut t.work.gy);
                 }
             }
-            let gzt = lanes.vjp(&t.proj[step], &t.gy, &mut t.gyp, &mut t.bwd);
+            let gzt = lanes.vjp(
+                &t.record.proj[step],
+                &t.work.gy,
+                &mut t.work.gyp,
+                &mut t.work.bwd,
+            );
             for w in 0..N {
                 gz[w] += gzt[w];
             }
-            let g = &t.gs[step * l..(step + 1) * l];
+            let g = &t.record.gs[step * l..(step + 1) * l];
             // On copies of whole lane vectors: through the fields of `t` LLVM cannot rule out
             // aliasing and would not vectorise.
             for i in 0..l {
-                let (mut v, yp, gi, mut gu) = (t.gv[i], t.gyp[i], g[i], t.gu[i]);
+                let (mut v, yp, gi, mut gu) = (t.work.gv[i], t.work.gyp[i], g[i], t.out.gu[i]);
                 let mut ggi = [zero; N];
                 for w in 0..N {
                     let gv = v[w] + yp[w];
@@ -366,17 +456,17 @@ impl<F: Float> Unroll<'_, F> {
                     gu[w] += ggi[w];
                     v[w] = momentum * gv;
                 }
-                (t.gv[i], t.ggs[i * steps + step], t.gu[i]) = (v, ggi, gu);
+                (t.work.gv[i], t.out.ggs[i * steps + step], t.out.gu[i]) = (v, ggi, gu);
             }
-            std::mem::swap(&mut t.gy, &mut t.gyp);
+            std::mem::swap(&mut t.work.gy, &mut t.work.gyp);
         }
-        for ((gu, gy), y0) in t.gu.iter_mut().zip(&t.gy).zip(&t.y0) {
+        for ((gu, gy), y0) in t.out.gu.iter_mut().zip(&t.work.gy).zip(&t.record.y0) {
             for w in 0..N {
                 gu[w] += gy[w] * y0[w] * (one - y0[w]);
             }
         }
-        t.gz = gz;
-        t.geta = geta;
+        t.out.gz = gz;
+        t.out.geta = geta;
     }
 }
 
@@ -386,7 +476,7 @@ impl<F: Float> Unroll<'_, F> {
     /// `∂w2 = Σ (Wpᵀ ḡg) ⊙ m`, as two GEMMs straight on the lanes (adjoints `L × TN`, masks
     /// `E × TN`; spare lanes are masked out).
     pub fn energy_block<const N: usize>(&self, t: &mut BlockTape<F, N>) {
-        let [l, e, steps] = t.dims;
+        let [l, e, steps] = t.input.dims;
         let zero = F::zero();
         if t.gwp.dim() != (l, e) {
             t.gwp = Array2::zeros((l, e));
@@ -397,12 +487,12 @@ impl<F: Float> Unroll<'_, F> {
             t.gwp.fill(zero);
             return;
         }
-        for m in t.masks.iter_mut() {
-            m[t.rows..].fill(zero);
+        for m in t.record.masks.iter_mut() {
+            m[t.input.rows..].fill(zero);
         }
-        t.energy_s.clear();
-        t.energy_s.extend_from_slice(&t.masks);
-        for (k, row) in t.energy_s.chunks_exact_mut(steps).enumerate() {
+        t.work.energy_s.clear();
+        t.work.energy_s.extend_from_slice(&t.record.masks);
+        for (k, row) in t.work.energy_s.chunks_exact_mut(steps).enumerate() {
             let we = self.we[k];
             for x in row.iter_mut().flatten() {
                 *x *= we;
@@ -410,19 +500,19 @@ impl<F: Float> Unroll<'_, F> {
         }
         let tn = steps * N;
         let (g, s, m) = (
-            lanes_view(&t.ggs, l, tn),
-            lanes_view(&t.energy_s, e, tn),
-            lanes_view(&t.masks, e, tn),
+            lanes_view(&t.out.ggs, l, tn),
+            lanes_view(&t.work.energy_s, e, tn),
+            lanes_view(&t.record.masks, e, tn),
         );
         general_mat_mul(F::one(), &g, &s.t(), zero, &mut t.gwp);
-        if t.energy_p.dim() != (e, tn) {
-            t.energy_p = Array2::zeros((e, tn));
+        if t.work.energy_p.dim() != (e, tn) {
+            t.work.energy_p = Array2::zeros((e, tn));
         }
-        general_mat_mul(F::one(), &self.wpt, &g, zero, &mut t.energy_p);
+        general_mat_mul(F::one(), &self.wpt, &g, zero, &mut t.work.energy_p);
         for ((gw, p), m) in t
             .gwe
             .iter_mut()
-            .zip(t.energy_p.outer_iter())
+            .zip(t.work.energy_p.outer_iter())
             .zip(m.outer_iter())
         {
             for (&p, &m) in p.iter().zip(m.iter()) {

@@ -48,7 +48,8 @@ pub use row::RowTape;
 pub const LOCKSTEP_MAX_LABELS: usize = 4096;
 
 /// Which implementation of the unroll runs a pass. Both compute the same numbers (to
-/// rounding; the tests compare them); [`Kernel::choose`] is the one place that picks.
+/// rounding; the tests compare them); [`Kernel::choose`] is the rule that picks, and the batch
+/// passes run the kind it names through one interface (`batch`'s `UnrollKernel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kernel {
     /// One row at a time ([`Unroll::forward_row`], [`Unroll::backward_row`]): any projection.
@@ -118,11 +119,11 @@ pub fn sigmoid<F: Float>(x: F) -> F {
 
 impl<F: Float> Unroll<'_, F> {
     /// Number of labels `L`.
-    fn l(&self) -> usize {
+    pub(crate) fn l(&self) -> usize {
         self.wpt.ncols()
     }
     /// Number of energy units `E`.
-    fn e(&self) -> usize {
+    pub(crate) fn e(&self) -> usize {
         self.wpt.nrows()
     }
 }

@@ -302,7 +302,9 @@ impl SegModel {
         Ok(())
     }
 
-    /// Loss on one image and its gradient (added into `grads`).
+    /// Loss on one image and its gradient (added into `grads`): the loss of the mode, with
+    /// its gradient in the unary scores, then that gradient through the unary scores' linear
+    /// map.
     pub fn loss_and_grad(
         &self,
         x: &[f64],
@@ -310,69 +312,14 @@ impl SegModel {
         grads: &mut Grads,
     ) -> Result<f64, ProjError> {
         let (c, m) = (self.channels, self.classes);
-        let l = x.len() / c;
         let s = self.scores(x);
         let mut gs = vec![0.0; s.len()];
-        let mut loss;
-        match self.mode {
-            Mode::Unary => {
-                let mut p = Vec::new();
-                softmax_rows(&s, m, &mut p);
-                loss = 0.0;
-                for ((pr, gr), &g) in p.chunks_exact(m).zip(gs.chunks_exact_mut(m)).zip(gold) {
-                    loss -= pr[g as usize].max(1e-300).ln() / l as f64;
-                    for j in 0..m {
-                        let t = f64::from(u8::from(j == g as usize));
-                        gr[j] = (pr[j] - t) / l as f64;
-                    }
-                }
-            }
+        let loss = match self.mode {
+            Mode::Unary => self.unary_loss(&s, gold, x.len() / c, &mut gs),
             Mode::Rows | Mode::Predicted | Mode::Gold => {
-                let z = self.counts(x, gold);
-                let mut y = Vec::new();
-                let mut tape = UnrollTape::default();
-                self.unroll(&s, &z, &mut y, &mut tape)?;
-                let mut gy = vec![0.0; y.len()];
-                loss = soft_iou_loss(&y, gold, m, &mut gy);
-                let (mut ga, mut gz_step) = (vec![0.0; y.len()], vec![0.0; m]);
-                let mut gz = vec![0.0; m];
-                for (t, proj_tape) in tape.proj.iter().enumerate().rev() {
-                    step::vjp(&self.proj, proj_tape, m, &gy, &mut ga, &mut gz_step);
-                    gs.iter_mut().zip(&ga).for_each(|(g, a)| *g += self.eta * a);
-                    gz.iter_mut().zip(&gz_step).for_each(|(g, d)| *g += d);
-                    // ∂A_t/∂Y_t = I + η ∇²E(Y_t).
-                    gy.copy_from_slice(&ga);
-                    if let Some(et) = tape.energy.get(t) {
-                        self.energy
-                            .backward(et, &ga, self.eta, &mut gy, &mut grads.energy);
-                    }
-                    if let (Some(grid), Some(yt)) = (&self.grid, tape.ys.get(t)) {
-                        grid.backward(yt, &ga, self.eta, &mut gy, &mut grads.grid);
-                    }
-                }
-                if self.mode == Mode::Predicted {
-                    let (p, mean) = self.count_probs(x);
-                    let lf = l as f64;
-                    // Count loss λ Σ (p_j − n_j/L)², p = z/L.
-                    let mut n = vec![0.0; m];
-                    gold.iter().for_each(|&g| n[g as usize] += 1.0 / lf);
-                    for j in 0..m {
-                        let d = p[j] - n[j];
-                        loss += self.count_weight * d * d;
-                        gz[j] += self.count_weight * 2.0 * d / lf;
-                    }
-                    // z = L softmax(a): ā = L p ⊙ (z̄ − ⟨z̄, p⟩).
-                    let dot: f64 = gz.iter().zip(&p).map(|(g, p)| g * p).sum();
-                    for j in 0..m {
-                        let da = lf * p[j] * (gz[j] - dot);
-                        grads.c[j] += da;
-                        for k in 0..c {
-                            grads.v[j * c + k] += da * mean[k];
-                        }
-                    }
-                }
+                self.unrolled_loss(x, &s, gold, &mut gs, grads)?
             }
-        }
+        };
         for (xp, gr) in x.chunks_exact(c).zip(gs.chunks_exact(m)) {
             for k in 0..c {
                 for j in 0..m {
@@ -384,6 +331,95 @@ impl SegModel {
             grads.b.iter_mut().zip(gr).for_each(|(b, g)| *b += g);
         }
         Ok(loss)
+    }
+
+    /// Mode `unary`: the mean cross-entropy of the softmaxed scores `s` over the `l` pixels,
+    /// and its gradient in them, written into `gs`.
+    fn unary_loss(&self, s: &[f64], gold: &[u32], l: usize, gs: &mut [f64]) -> f64 {
+        let m = self.classes;
+        let mut p = Vec::new();
+        softmax_rows(s, m, &mut p);
+        let mut loss = 0.0;
+        for ((pr, gr), &g) in p.chunks_exact(m).zip(gs.chunks_exact_mut(m)).zip(gold) {
+            loss -= pr[g as usize].max(1e-300).ln() / l as f64;
+            for j in 0..m {
+                let t = f64::from(u8::from(j == g as usize));
+                gr[j] = (pr[j] - t) / l as f64;
+            }
+        }
+        loss
+    }
+
+    /// The unrolled modes: the relaxed IoU loss of the unroll from the scores `s`, backward
+    /// through every step into `gs` (added) and the energies' gradients, plus in mode
+    /// `predicted` the count loss and the count head's gradients.
+    fn unrolled_loss(
+        &self,
+        x: &[f64],
+        s: &[f64],
+        gold: &[u32],
+        gs: &mut [f64],
+        grads: &mut Grads,
+    ) -> Result<f64, ProjError> {
+        let m = self.classes;
+        let z = self.counts(x, gold);
+        let mut y = Vec::new();
+        let mut tape = UnrollTape::default();
+        self.unroll(s, &z, &mut y, &mut tape)?;
+        let mut gy = vec![0.0; y.len()];
+        let loss = soft_iou_loss(&y, gold, m, &mut gy);
+        let (mut ga, mut gz_step) = (vec![0.0; y.len()], vec![0.0; m]);
+        let mut gz = vec![0.0; m];
+        for (t, proj_tape) in tape.proj.iter().enumerate().rev() {
+            step::vjp(&self.proj, proj_tape, m, &gy, &mut ga, &mut gz_step);
+            gs.iter_mut().zip(&ga).for_each(|(g, a)| *g += self.eta * a);
+            gz.iter_mut().zip(&gz_step).for_each(|(g, d)| *g += d);
+            // ∂A_t/∂Y_t = I + η ∇²E(Y_t).
+            gy.copy_from_slice(&ga);
+            if let Some(et) = tape.energy.get(t) {
+                self.energy
+                    .backward(et, &ga, self.eta, &mut gy, &mut grads.energy);
+            }
+            if let (Some(grid), Some(yt)) = (&self.grid, tape.ys.get(t)) {
+                grid.backward(yt, &ga, self.eta, &mut gy, &mut grads.grid);
+            }
+        }
+        if self.mode == Mode::Predicted {
+            return Ok(self.add_count_loss(x, gold, loss, &mut gz, grads));
+        }
+        Ok(loss)
+    }
+
+    /// Mode `predicted`: `loss` plus the count loss `λ Σ (p_j − n_j/L)²` (`p = z/L`), its
+    /// gradient added to the counts' `gz`, and from `gz` the count head's gradients.
+    fn add_count_loss(
+        &self,
+        x: &[f64],
+        gold: &[u32],
+        mut loss: f64,
+        gz: &mut [f64],
+        grads: &mut Grads,
+    ) -> f64 {
+        let (c, m) = (self.channels, self.classes);
+        let lf = (x.len() / c) as f64;
+        let (p, mean) = self.count_probs(x);
+        let mut n = vec![0.0; m];
+        gold.iter().for_each(|&g| n[g as usize] += 1.0 / lf);
+        for j in 0..m {
+            let d = p[j] - n[j];
+            loss += self.count_weight * d * d;
+            gz[j] += self.count_weight * 2.0 * d / lf;
+        }
+        // z = L softmax(a): ā = L p ⊙ (z̄ − ⟨z̄, p⟩).
+        let dot: f64 = gz.iter().zip(&p).map(|(g, p)| g * p).sum();
+        for j in 0..m {
+            let da = lf * p[j] * (gz[j] - dot);
+            grads.c[j] += da;
+            for k in 0..c {
+                grads.v[j * c + k] += da * mean[k];
+            }
+        }
+        loss
     }
 
     /// Zero gradients shaped like the parameters.

@@ -36,30 +36,17 @@ impl<F: Float> Adagrad<F> {
         let (wd, mult) = (model.weight_decay(), cfg.train.unary_weight_decay_mult);
         let lr = self.lr;
         let stdz = &model.standardizer;
-        let Params {
-            w1,
-            b1,
-            w2,
-            b2,
-            wp,
-            we,
-            c1,
-            cb1,
-            c2,
-            cb2,
-            eta,
-        } = &mut model.params;
-        let a = &mut self.acc;
+        let (p, a) = (&mut model.params, &mut self.acc);
         let first = [
-            ("unary.w1", Decay::Unary, w1, &mut a.w1, &ws.grad_w1),
-            ("card.w1", Decay::Other, c1, &mut a.c1, &ws.grad_c1),
+            ("unary.w1", Decay::Unary, &mut p.w1, &mut a.w1, &ws.grad_w1),
+            ("card.w1", Decay::Other, &mut p.c1, &mut a.c1, &ws.grad_c1),
         ];
         macro_rules! t {
             ($name:expr, $class:expr, $f:ident) => {
                 (
                     $name,
                     $class,
-                    $f.as_slice_mut().expect("contiguous"),
+                    p.$f.as_slice_mut().expect("contiguous"),
                     a.$f.as_slice_mut().expect("contiguous"),
                     grad.$f.as_slice().expect("contiguous"),
                 )
@@ -89,7 +76,7 @@ impl<F: Float> Adagrad<F> {
                         stdz,
                     };
                     let (sq, finite) = step.first_layer(w, acc, aux);
-                    (name, lambda * sq, finite)
+                    (name, Some(lambda * sq), finite)
                 })
             },
             || {
@@ -103,29 +90,12 @@ impl<F: Float> Adagrad<F> {
                     zeros.resize(zeros.len().max(w.len()), F::zero());
                     let (sq, finite) =
                         adagrad_dispatch(w, acc, g, F::zero(), &zeros[..w.len()], c(lambda), lr);
-                    (
-                        name,
-                        Some(0.5 * lambda * sq.to_f64().unwrap_or(f64::NAN)),
-                        finite,
-                    )
+                    let term = 0.5 * lambda * sq.to_f64().unwrap_or(f64::NAN);
+                    (name, Some(term), finite)
                 })
             },
         );
-        let mut decay = 0.0;
-        let mut bad = None;
-        for (name, term, finite) in first
-            .into_iter()
-            .map(|(n, t, f)| (n, Some(t), f))
-            .chain(others)
-        {
-            if let Some(t) = term {
-                decay += t;
-            }
-            if !finite && bad.is_none() {
-                bad = Some(name);
-            }
-        }
-        (decay, bad)
+        decay_and_first_bad(first.into_iter().chain(others))
     }
 
     /// One update of every tensor but `η` (a fixed hyper-parameter). Returns the name of the
@@ -150,6 +120,24 @@ impl<F: Float> Adagrad<F> {
         });
         bad
     }
+}
+
+/// The weight-decay loss, the sum of the tensors' terms in their order, and the first tensor
+/// left non-finite, from each tensor's `(name, decay term, all finite)`.
+fn decay_and_first_bad(
+    tensors: impl Iterator<Item = (&'static str, Option<f64>, bool)>,
+) -> (f64, Option<&'static str>) {
+    let mut decay = 0.0;
+    let mut bad = None;
+    for (name, term, finite) in tensors {
+        if let Some(t) = term {
+            decay += t;
+        }
+        if !finite && bad.is_none() {
+            bad = Some(name);
+        }
+    }
+    (decay, bad)
 }
 
 /// Settings of one fused optimiser step.

@@ -5,14 +5,15 @@
 use rand::seq::SliceRandom;
 
 use super::average::{fold_into_average, with_average};
+use super::optim::Adagrad;
 use super::state::{EpochRecord, Event, TrainState, Trained};
-use crate::config::Config;
+use crate::config::{Config, TrainConfig};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, predict};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::model::Params;
-use crate::pipeline::{dropout_key, Model, Stage, Workspace};
+use crate::pipeline::{dropout_key, BatchLoss, Model, Stage, Workspace};
 use crate::runtime::run_with_active_workers;
 use crate::train::Hooks;
 
@@ -37,29 +38,7 @@ pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<
     let mut ws = Workspace::default();
     let mut grad = state.model.params.zeros_like();
     let mut announced = 0u8;
-    // A resumed batch order must be a permutation of rows that exist (a corrupted or foreign
-    // checkpoint must not index out of bounds).
-    {
-        let order = &state.progress.order;
-        let expected = if state.progress.phase == 1 {
-            train_idx.len()
-        } else {
-            all_idx.len()
-        };
-        if !order.is_empty()
-            && (order.len() != expected || order.iter().any(|&r| r >= train.n_rows()))
-        {
-            return Err(Error::Shape {
-                what: "the checkpoint's batch order".into(),
-                found: format!("{} rows", order.len()),
-                expected: format!(
-                    "the {expected} rows of this training data in phase {}",
-                    state.progress.phase
-                ),
-            });
-        }
-    }
-
+    check_resumed_order(&state, train_idx.len(), train.n_rows())?;
     while state.progress.phase <= 2 {
         let phase = state.progress.phase;
         let (epochs, rows) = if phase == 1 {
@@ -67,24 +46,10 @@ pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<
         } else {
             (tc.full_epochs, &all_idx)
         };
-        let n_batches = rows.len().div_ceil(tc.batch_size);
         let ran_epoch = state.progress.epochs_done < epochs && !state.progress.stopped_early;
         if ran_epoch {
             if announced != phase {
-                tracing::info!(
-                    phase,
-                    max_epochs = epochs,
-                    rows = rows.len(),
-                    batches_per_epoch = n_batches,
-                    dev_rows = dev_idx.len(),
-                    patience = tc.patience,
-                    "training phase starts"
-                );
-                on_event(Event::Start {
-                    phase,
-                    epochs,
-                    batches_per_epoch: n_batches,
-                });
+                announce_phase(tc, phase, epochs, rows.len(), dev_idx.len(), on_event);
                 announced = phase;
             }
             if state.progress.order.is_empty() {
@@ -92,78 +57,20 @@ pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<
             }
             let epoch = state.progress.epochs_done + 1;
             let record = run_with_active_workers(wait, || {
+                let dev = dev.as_ref();
                 run_epoch(
-                    train,
-                    dev.as_ref(),
-                    &mut state,
-                    phase,
-                    epoch,
-                    &mut ws,
-                    &mut grad,
-                    on_event,
+                    train, dev, &mut state, phase, epoch, &mut ws, &mut grad, on_event,
                 )
             })?;
             on_event(Event::Epoch(&record));
-            let p = &mut state.progress;
-            p.epochs_done = epoch;
+            state.progress.epochs_done = epoch;
             if phase == 1 && tc.patience > 0 {
-                let f1 = record.dev_example_f1.unwrap_or(0.0);
-                if p.best_dev_f1.is_none_or(|b| f1 > b) {
-                    tracing::debug!(epoch, dev_example_f1 = f1, "new best dev epoch");
-                    p.best_dev_f1 = Some(f1);
-                    p.since_best = 0;
-                    state.best_params = Some(
-                        state
-                            .average
-                            .as_ref()
-                            .unwrap_or(&state.model.params)
-                            .clone(),
-                    );
-                } else {
-                    p.since_best += 1;
-                    p.stopped_early = p.since_best >= tc.patience;
-                    if p.stopped_early {
-                        tracing::info!(
-                            epoch,
-                            best_epoch = epoch - p.since_best,
-                            best_dev_example_f1 = p.best_dev_f1,
-                            patience = tc.patience,
-                            "stopping early: no dev improvement for `patience` epochs"
-                        );
-                    }
-                }
+                track_best_dev(&mut state, &record, tc.patience);
             }
             state.progress.history.push(record);
         }
         if state.progress.epochs_done >= epochs || state.progress.stopped_early {
-            // End of the phase: keep the best dev epoch's weights, move on.
-            if let Some(best) = state.best_params.take() {
-                tracing::info!(
-                    phase,
-                    best_dev_example_f1 = state.progress.best_dev_f1,
-                    "end of phase: keeping the best dev epoch's weights"
-                );
-                if let Some(avg) = state.average.as_mut() {
-                    avg.clone_from(&best);
-                }
-                state.model.params = best;
-            }
-            if phase == 1 && tc.tune_threshold {
-                if let Some(dev) = dev.as_ref() {
-                    let (thr, f1) = with_average(&mut state, |m| dev_threshold(m, dev))?;
-                    tracing::info!(
-                        threshold = thr,
-                        dev_example_f1 = f1,
-                        "threshold chosen on dev"
-                    );
-                    state.model.config.threshold = thr;
-                }
-            }
-            let p = &mut state.progress;
-            p.phase += 1;
-            p.epochs_done = 0;
-            p.order.clear();
-            p.stopped_early = false;
+            end_phase(&mut state, dev.as_ref(), tc.tune_threshold)?;
         }
         if ran_epoch {
             after_epoch(&state)?;
@@ -176,6 +83,120 @@ pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<
         model: state.model,
         history: state.progress.history,
     })
+}
+
+/// A resumed batch order must be a permutation of rows that exist (a corrupted or foreign
+/// checkpoint must not index out of bounds): phase 1 orders the `train_rows` of the split,
+/// phase 2 all `n_rows`.
+fn check_resumed_order(state: &TrainState, train_rows: usize, n_rows: usize) -> Result<()> {
+    let order = &state.progress.order;
+    let expected = if state.progress.phase == 1 {
+        train_rows
+    } else {
+        n_rows
+    };
+    if !order.is_empty() && (order.len() != expected || order.iter().any(|&r| r >= n_rows)) {
+        return Err(Error::Shape {
+            what: "the checkpoint's batch order".into(),
+            found: format!("{} rows", order.len()),
+            expected: format!(
+                "the {expected} rows of this training data in phase {}",
+                state.progress.phase
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Logs and reports the start of `phase`.
+fn announce_phase(
+    tc: &TrainConfig,
+    phase: u8,
+    epochs: usize,
+    rows: usize,
+    dev_rows: usize,
+    on_event: &mut dyn FnMut(Event),
+) {
+    let n_batches = rows.div_ceil(tc.batch_size);
+    tracing::info!(
+        phase,
+        max_epochs = epochs,
+        rows,
+        batches_per_epoch = n_batches,
+        dev_rows,
+        patience = tc.patience,
+        "training phase starts"
+    );
+    on_event(Event::Start {
+        phase,
+        epochs,
+        batches_per_epoch: n_batches,
+    });
+}
+
+/// Early stopping after a phase-1 epoch: keeps the weights of a new best dev epoch (the
+/// average's, if averaging), or counts one more epoch without improvement and stops after
+/// `patience` of them.
+fn track_best_dev(state: &mut TrainState, record: &EpochRecord, patience: usize) {
+    let epoch = record.epoch;
+    let p = &mut state.progress;
+    let f1 = record.dev_example_f1.unwrap_or(0.0);
+    if p.best_dev_f1.is_none_or(|b| f1 > b) {
+        tracing::debug!(epoch, dev_example_f1 = f1, "new best dev epoch");
+        p.best_dev_f1 = Some(f1);
+        p.since_best = 0;
+        state.best_params = Some(
+            state
+                .average
+                .as_ref()
+                .unwrap_or(&state.model.params)
+                .clone(),
+        );
+    } else {
+        p.since_best += 1;
+        p.stopped_early = p.since_best >= patience;
+        if p.stopped_early {
+            tracing::info!(
+                epoch,
+                best_epoch = epoch - p.since_best,
+                best_dev_example_f1 = p.best_dev_f1,
+                patience,
+                "stopping early: no dev improvement for `patience` epochs"
+            );
+        }
+    }
+}
+
+/// The end of a phase: keeps the best dev epoch's weights, chooses the threshold on dev
+/// (phase 1, if `tune_threshold`), and moves on to the next phase.
+fn end_phase(state: &mut TrainState, dev: Option<&Dataset>, tune_threshold: bool) -> Result<()> {
+    let phase = state.progress.phase;
+    if let Some(best) = state.best_params.take() {
+        tracing::info!(
+            phase,
+            best_dev_example_f1 = state.progress.best_dev_f1,
+            "end of phase: keeping the best dev epoch's weights"
+        );
+        if let Some(avg) = state.average.as_mut() {
+            avg.clone_from(&best);
+        }
+        state.model.params = best;
+    }
+    if let (1, true, Some(dev)) = (phase, tune_threshold, dev) {
+        let (thr, f1) = with_average(state, |m| dev_threshold(m, dev))?;
+        tracing::info!(
+            threshold = thr,
+            dev_example_f1 = f1,
+            "threshold chosen on dev"
+        );
+        state.model.config.threshold = thr;
+    }
+    let p = &mut state.progress;
+    p.phase += 1;
+    p.epochs_done = 0;
+    p.order.clear();
+    p.stopped_early = false;
+    Ok(())
 }
 
 /// The threshold of the default grid with the best example-F1 on `dev`, and that F1 (%).
@@ -211,77 +232,19 @@ fn run_epoch(
     let mut loss_sum = 0.0;
     let n_batches = progress.order.len().div_ceil(tc.batch_size);
     for (batch, rows) in progress.order.chunks(tc.batch_size).enumerate() {
-        // Non-finite values reaching a projection (e.g. a NaN count) are divergence too.
-        ws.dropout_key = dropout_key(model.config.seed, phase, epoch, batch);
-        let mut loss = match model.loss_and_sparse_grad(
-            &train.features,
-            &train.labels,
-            rows,
-            ws,
-            grad,
-        ) {
-            Ok(loss) => loss,
-            Err(Error::Projection(e)) => {
-                if tc.skip_nonfinite_batches {
-                    tracing::warn!(phase, epoch, batch, %e, "skipping a batch whose inference failed");
-                    continue;
-                }
-                return Err(Error::Diverged {
-                    phase,
-                    epoch,
-                    batch,
-                    quantity: format!("the inference input ({e})"),
-                });
-            }
-            Err(e) => return Err(e),
+        let at = BatchAt {
+            phase,
+            epoch,
+            batch,
         };
-        if !loss.total().is_finite() {
-            if tc.skip_nonfinite_batches {
-                tracing::warn!(
-                    phase,
-                    epoch,
-                    batch,
-                    "skipping a batch with a non-finite loss"
-                );
-                continue;
-            }
-            return Err(Error::Diverged {
-                phase,
-                epoch,
-                batch,
-                quantity: "the loss".into(),
-            });
-        }
-        let before = tc
-            .skip_nonfinite_batches
-            .then(|| (model.params.clone(), optimizer.clone()));
-        let step_start = std::time::Instant::now();
-        let (decay, bad) = optimizer.step_fused(model, grad, ws);
-        ws.clock.add(Stage::Optimizer, step_start);
+        ws.dropout_key = dropout_key(model.config.seed, phase, epoch, batch);
+        let Some(mut loss) = checked_loss(model, train, rows, ws, grad, &tc, at)? else {
+            continue;
+        };
+        let Some(decay) = checked_step(model, optimizer, grad, ws, &tc, at)? else {
+            continue;
+        };
         loss.decay_loss = decay;
-        if let Some(name) = bad {
-            match before {
-                Some((params, opt)) => {
-                    tracing::warn!(
-                        phase,
-                        epoch,
-                        batch,
-                        name,
-                        "skipping a batch with non-finite gradients"
-                    );
-                    (model.params, *optimizer) = (params, opt);
-                    continue;
-                }
-                None => {
-                    return Err(Error::Diverged {
-                        phase,
-                        epoch,
-                        batch,
-                        quantity: format!("parameter {name} after the update"),
-                    })
-                }
-            }
-        }
         if let (Some(avg), Some(epochs)) = (average.as_mut(), tc.average_epochs) {
             ws.clock.time(Stage::Average, || {
                 fold_into_average(
@@ -302,24 +265,10 @@ fn run_epoch(
         });
     }
     let seconds = start.elapsed().as_secs_f64();
-    let (mut dev_f1, mut dev_z) = (None, None);
-    if let (1, Some(dev)) = (phase, dev) {
-        let dev_start = std::time::Instant::now();
-        let report = with_average(state, |model| -> Result<_> {
-            let out = predict(model, &dev.features, 256)?;
-            Ok(evaluate_outputs(model, &out, &dev.labels))
-        })?;
-        dev_f1 = Some(report.at_threshold.example_f1 * 100.0);
-        dev_z = Some(report.cardinality.mean_z);
-        tracing::debug!(
-            phase,
-            epoch,
-            train_seconds = seconds,
-            dev_seconds = dev_start.elapsed().as_secs_f64(),
-            dev_rows = dev.n_rows(),
-            "epoch timings"
-        );
-    }
+    let (dev_f1, dev_z) = match (phase, dev) {
+        (1, Some(dev)) => dev_scores(state, dev, phase, epoch, seconds)?,
+        _ => (None, None),
+    };
     Ok(EpochRecord {
         phase,
         epoch,
@@ -328,6 +277,139 @@ fn run_epoch(
         dev_mean_z: dev_z,
         seconds,
     })
+}
+
+/// Where a batch is in the run (for divergence reports and logs).
+#[derive(Debug, Clone, Copy)]
+struct BatchAt {
+    phase: u8,
+    epoch: usize,
+    batch: usize,
+}
+
+impl BatchAt {
+    /// Divergence at this batch, in `quantity`.
+    fn diverged(self, quantity: String) -> Error {
+        Error::Diverged {
+            phase: self.phase,
+            epoch: self.epoch,
+            batch: self.batch,
+            quantity,
+        }
+    }
+}
+
+/// The batch `rows`' loss and gradient (into `grad` and `ws`); `None` for a batch to skip
+/// (`train.skip_nonfinite_batches`) whose inference failed or whose loss is not finite, which
+/// are divergence otherwise.
+fn checked_loss(
+    model: &Model<f32>,
+    train: &Dataset,
+    rows: &[usize],
+    ws: &mut Workspace<f32>,
+    grad: &mut Params<f32>,
+    tc: &TrainConfig,
+    at: BatchAt,
+) -> Result<Option<BatchLoss>> {
+    let BatchAt {
+        phase,
+        epoch,
+        batch,
+    } = at;
+    // Non-finite values reaching a projection (e.g. a NaN count) are divergence too.
+    let loss = match model.loss_and_sparse_grad(&train.features, &train.labels, rows, ws, grad) {
+        Ok(loss) => loss,
+        Err(Error::Projection(e)) => {
+            if tc.skip_nonfinite_batches {
+                tracing::warn!(phase, epoch, batch, %e, "skipping a batch whose inference failed");
+                return Ok(None);
+            }
+            return Err(at.diverged(format!("the inference input ({e})")));
+        }
+        Err(e) => return Err(e),
+    };
+    if !loss.total().is_finite() {
+        if tc.skip_nonfinite_batches {
+            tracing::warn!(
+                phase,
+                epoch,
+                batch,
+                "skipping a batch with a non-finite loss"
+            );
+            return Ok(None);
+        }
+        return Err(at.diverged("the loss".into()));
+    }
+    Ok(Some(loss))
+}
+
+/// The optimiser's step on `grad`; returns the weight-decay term, or `None` for a batch to
+/// skip (`train.skip_nonfinite_batches`: the parameters and the optimiser are put back) whose
+/// update left a non-finite parameter, which is divergence otherwise.
+fn checked_step(
+    model: &mut Model<f32>,
+    optimizer: &mut Adagrad<f32>,
+    grad: &mut Params<f32>,
+    ws: &mut Workspace<f32>,
+    tc: &TrainConfig,
+    at: BatchAt,
+) -> Result<Option<f64>> {
+    let before = tc
+        .skip_nonfinite_batches
+        .then(|| (model.params.clone(), optimizer.clone()));
+    let step_start = std::time::Instant::now();
+    let (decay, bad) = optimizer.step_fused(model, grad, ws);
+    ws.clock.add(Stage::Optimizer, step_start);
+    let Some(name) = bad else {
+        return Ok(Some(decay));
+    };
+    match before {
+        Some((params, opt)) => {
+            let BatchAt {
+                phase,
+                epoch,
+                batch,
+            } = at;
+            tracing::warn!(
+                phase,
+                epoch,
+                batch,
+                name,
+                "skipping a batch with non-finite gradients"
+            );
+            (model.params, *optimizer) = (params, opt);
+            Ok(None)
+        }
+        None => Err(at.diverged(format!("parameter {name} after the update"))),
+    }
+}
+
+/// The dev example-F1 (%) and mean count after an epoch, with the averaged weights if
+/// averaging.
+fn dev_scores(
+    state: &mut TrainState,
+    dev: &Dataset,
+    phase: u8,
+    epoch: usize,
+    train_seconds: f64,
+) -> Result<(Option<f64>, Option<f64>)> {
+    let dev_start = std::time::Instant::now();
+    let report = with_average(state, |model| -> Result<_> {
+        let out = predict(model, &dev.features, 256)?;
+        Ok(evaluate_outputs(model, &out, &dev.labels))
+    })?;
+    tracing::debug!(
+        phase,
+        epoch,
+        train_seconds,
+        dev_seconds = dev_start.elapsed().as_secs_f64(),
+        dev_rows = dev.n_rows(),
+        "epoch timings"
+    );
+    Ok((
+        Some(report.at_threshold.example_f1 * 100.0),
+        Some(report.cardinality.mean_z),
+    ))
 }
 
 /// Runs one epoch over every row of `train` (no dev evaluation), for benchmarks. Returns the

@@ -82,6 +82,34 @@ fn count_override_reaches_every_inference_path() {
         .is_err());
 }
 
+/// Whichever kernel runs the unroll, the units of `forward_batched` give every row the numbers
+/// `forward` gives it batch by batch, bit for bit (the row kernel's units run its rows in one
+/// thread, the lockstep kernel's its blocks).
+#[test]
+fn batched_inference_equals_batch_by_batch_for_each_kernel() {
+    let data = tiny();
+    let model = small_default_trained(&data, 2);
+    let rows: Vec<usize> = (0..data.labels.n_rows).collect();
+    for kernel in [None, Some(crate::inference::Kernel::Row)] {
+        let mut ws = Workspace::default();
+        ws.kernel = kernel;
+        let mut direct = crate::pipeline::Outputs::default();
+        for chunk in rows.chunks(7) {
+            model
+                .forward(&data.features, chunk, &mut ws, &mut direct)
+                .unwrap();
+        }
+        let mut units = crate::pipeline::Outputs::default();
+        model
+            .forward_batched(&data.features, &rows, 7, &mut ws, &mut units)
+            .unwrap();
+        assert_eq!(direct.y, units.y, "{kernel:?}");
+        assert_eq!(direct.ranking, units.ranking, "{kernel:?}");
+        assert_eq!(direct.unary, units.unary, "{kernel:?}");
+        assert_eq!(direct.z, units.z, "{kernel:?}");
+    }
+}
+
 /// Every inference path (lockstep units, lockstep blocks inside `forward`, and the
 /// per-row reference kernel) returns ranking scores: the last ascent point
 /// before its projection, which differs from `y_T` and orders the labels as it does; the
