@@ -8,14 +8,20 @@ use std::path::PathBuf;
 pub enum Error {
     /// A configuration that does not parse (JSON syntax, an unknown field, a value of the
     /// wrong type), with where in the text.
-    #[error("invalid configuration{at}: {message}{place}")]
+    #[error(
+        "invalid configuration{}: {message}{}",
+        field_suffix(.field),
+        place_suffix(.line, .column)
+    )]
     InvalidConfig {
-        /// ` at `FIELD`` where a field is to blame, else empty.
-        at: String,
-        /// What is wrong.
+        /// The dotted path of the field to blame (`train.lr`, `baseline.lr_drops[1]`), if one is.
+        field: Option<String>,
+        /// What is wrong (the JSON reader's words, or the shape expected and found).
         message: String,
-        /// ` at line L, column C` where the text has a place, else empty.
-        place: String,
+        /// The line of the configuration text where it was found (1-based), if known.
+        line: Option<usize>,
+        /// Its column (1-based), if known.
+        column: Option<usize>,
     },
     /// A preset name that names none.
     #[error(
@@ -325,5 +331,21 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+}
+
+/// ` at `FIELD`` for [`Error::InvalidConfig`], or nothing.
+fn field_suffix(field: &Option<String>) -> String {
+    field
+        .as_ref()
+        .map_or(String::new(), |f| format!(" at `{f}`"))
+}
+
+/// ` at line L, column C` for [`Error::InvalidConfig`], or nothing.
+fn place_suffix(line: &Option<usize>, column: &Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(" at line {l}, column {c}"),
+        (Some(l), None) => format!(" at line {l}"),
+        _ => String::new(),
     }
 }

@@ -189,9 +189,10 @@ impl Config {
         strict::read(text)?;
         let user: serde_json::Value =
             serde_json::from_str(text).map_err(|e| Error::InvalidConfig {
-                at: String::new(),
+                field: None,
                 message: e.to_string(),
-                place: String::new(),
+                line: None,
+                column: None,
             })?;
         let mut merged = serde_json::to_value(base).expect("serialisable");
         // A counts range given by the user replaces the base's whole (tagged) object.

@@ -61,7 +61,7 @@ fn refusal(path: &str, err: &serde_json::Error) -> Error {
         .strip_prefix("invalid type: ")
         .and_then(|m| m.rsplit_once(", expected "))
         .filter(|(_, expected)| [OBJECT, OBJECT_OR_NULL].contains(expected));
-    let (at, message) = match shape {
+    let (field, message) = match shape {
         Some((found, expected)) => {
             // serde_json stops before an array's `[` (and after any other value).
             let found = if found == "sequence" {
@@ -70,19 +70,21 @@ fn refusal(path: &str, err: &serde_json::Error) -> Error {
             } else {
                 found
             };
-            (
-                String::new(),
-                format!("{subject} must be {expected}, found {found}"),
-            )
+            (None, format!("{subject} must be {expected}, found {found}"))
         }
-        None if path == "." => (String::new(), message.to_string()),
-        None => (format!(" at {subject}"), message.to_string()),
+        None if path == "." => (None, message.to_string()),
+        None => (Some(path.to_owned()), message.to_string()),
     };
-    let place = match err.line() {
-        0 => String::new(),
-        line => format!(" at line {line}, column {column}"),
+    let (line, column) = match err.line() {
+        0 => (None, None),
+        line => (Some(line), Some(column)),
     };
-    Error::InvalidConfig { at, message, place }
+    Error::InvalidConfig {
+        field,
+        message,
+        line,
+        column,
+    }
 }
 
 /// Deserialises a section or a nested object (`#[serde(deserialize_with)]`): a JSON object,

@@ -86,14 +86,15 @@ impl Config {
     pub fn system_section<T: DeserializeOwned>(&self) -> Result<T> {
         let value = Value::Object(self.system_settings.0.clone());
         serde_path_to_error::deserialize(value).map_err(|e| {
-            let at = match e.path().to_string() {
-                p if p == "." => format!(" at `{SECTION}`"),
-                p => format!(" at `{SECTION}.{p}`"),
+            let field = match e.path().to_string() {
+                p if p == "." => SECTION.to_owned(),
+                p => format!("{SECTION}.{p}"),
             };
             Error::InvalidConfig {
-                at,
+                field: Some(field),
                 message: e.into_inner().to_string(),
-                place: String::new(),
+                line: None,
+                column: None,
             }
         })
     }

@@ -142,9 +142,10 @@ impl SegConfig {
     /// left out.
     pub fn from_json(text: &str) -> Result<Self> {
         let doc: SegConfigDoc = serde_json::from_str(text).map_err(|e| Error::InvalidConfig {
-            at: String::new(),
+            field: None,
             message: format!("expected {{\"{SECTION}\": {{...}}}}: {e}"),
-            place: String::new(),
+            line: None,
+            column: None,
         })?;
         let j = doc.multi_target;
         let method: MatrixMethod = j.method.parse().map_err(|_: cardinal_proj::ProjError| {
