@@ -1,8 +1,8 @@
 //! Run directories, one implementation for every model kind. A run directory holds:
 //!
 //! * `run.json`, where the data came from (a [`DataSpec`](crate::engine::DataSpec)), and
-//!   `data.json`, what it was (a SHA-256 of its content): [`create`], [`reopen`],
-//!   [`check_identity`];
+//!   `data.json`, what it was (a SHA-256 of its content), written when a run is created and
+//!   checked when it is reopened or evaluated on its own data;
 //! * `.cardinal.lock` while a process writes into it ([`lock()`]);
 //! * `metrics.jsonl`, one line per epoch ([`MetricsLog`]);
 //! * `checkpoints/epoch-NNNN` and `checkpoints/LATEST`, the resumable state of a run in
