@@ -384,6 +384,8 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    /// Replacing refuses what is not a run (naming what is in the way), a filesystem root and
+    /// the home folder, and touches nothing there.
     #[test]
     fn only_a_run_is_replaced() {
         let d = tmp("not-a-run");

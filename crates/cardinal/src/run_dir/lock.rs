@@ -235,9 +235,6 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
-    /// Replacing refuses what is not a run (naming what is in the way), a filesystem root and
-    /// the home folder, and touches nothing there.
-
     /// A lock file that names no process yet (what a racing run of an earlier version left
     /// between creating the file and writing its id) is never taken for stale; one that is a
     /// folder is named as such (not "process 0").
