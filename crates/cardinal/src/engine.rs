@@ -36,25 +36,22 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::checkpoint;
+use crate::checkpoint::{self, BinaryRun};
 use crate::config::Config;
 use crate::cv::{cross_validate, CvReport, FoldResult};
 use crate::data::{read_inputs, CsrMatrix, Dataset, Inputs, Labels, LoadNote, TrainTest};
 use crate::error::{Error, Result};
 use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_counts, EvalReport};
 use crate::pipeline::check_dims;
-use crate::run_dir::{self, Existing, RunDir};
+use crate::run_dir::{self, Checkpointer, Existing, MetricsLog, RunDir, RunModel};
 use crate::runtime::Runtime;
 use crate::system::{Hooks, Start, Systems};
 use crate::train::TrainState;
 
 mod bench;
 mod data_spec;
-mod run_files;
 mod segment;
 mod segment_run;
-
-use run_files::{check_identity, open_new_run, read_run_spec, record_identity, reopen_run};
 
 pub use bench::EpochBench;
 pub use data_spec::{DataSpec, MultiTargetFiles};
@@ -71,13 +68,8 @@ pub use crate::train::{EpochRecord, Event, Progress, Trained};
 /// Rows per inference batch.
 pub const PREDICT_BATCH: usize = 256;
 
-/// The name of the file in a run directory that records where its data came from.
-pub const RUN_FILE: &str = "run.json";
-/// The name of the per-epoch log in a run directory (one JSON object per line).
-pub const METRICS_FILE: &str = "metrics.jsonl";
-/// The name of the final evaluation in a run directory.
-pub const EVAL_FILE: &str = "eval.json";
-pub use run_files::{hash_dataset, DATA_FILE};
+// Run directories' files and checkpoints, where front ends have always found them.
+pub use crate::run_dir::{hash_dataset, Checkpoints, DATA_FILE, EVAL_FILE, METRICS_FILE, RUN_FILE};
 
 /// A run directory ready to train: its data, and where training starts.
 #[derive(Debug)]
@@ -110,44 +102,6 @@ impl PreparedRun {
             Start::Fresh(_) => 0,
             Start::Resume(state) => state.epochs_run(),
         }
-    }
-}
-
-/// When a run writes its resumable checkpoint (`checkpoints/`, for `--resume`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Checkpoints {
-    /// Never: an interrupted run starts over.
-    Never,
-    /// After every epoch.
-    EveryEpoch,
-    /// After an epoch when at least this long has passed since the run started or since the
-    /// last checkpoint: an interruption loses at most about this much work, and a short run
-    /// pays nothing.
-    AtMostEvery(std::time::Duration),
-}
-
-impl Checkpoints {
-    /// The default: at most every 30 s. A checkpoint holds four copies of the weights (with
-    /// the optimizer, best and averaged weights), which after every epoch costs more than
-    /// the README's main job can afford (measured in docs/RESULTS.md, "Reliability").
-    pub const DEFAULT: Self = Self::AtMostEvery(std::time::Duration::from_secs(30));
-}
-
-impl Checkpoints {
-    /// Whether a checkpoint is due after an epoch, the last one written at `last` (or the run
-    /// started then).
-    pub fn due(self, last: std::time::Instant) -> bool {
-        match self {
-            Checkpoints::Never => false,
-            Checkpoints::EveryEpoch => true,
-            Checkpoints::AtMostEvery(every) => last.elapsed() >= every,
-        }
-    }
-}
-
-impl Default for Checkpoints {
-    fn default() -> Self {
-        Self::DEFAULT
     }
 }
 
@@ -266,7 +220,7 @@ impl Engine {
             Existing::Refuse
         };
         let run_dir = run_dir::prepare(dir, existing)?;
-        checkpoint::save(model, run_dir.path(), trained_on)?;
+        run_dir.save_model(&BinaryRun { trained_on }, model)?;
         run_dir.commit()
     }
 
@@ -392,7 +346,7 @@ impl Engine {
     /// recorded paths come from an untrusted directory: an error reading them names the
     /// recorded source, never the content of what it points at.
     pub fn run_data(&self, dir: &Path) -> Result<Option<TrainTest>> {
-        let Some(spec) = read_run_spec(dir)? else {
+        let Some(spec) = run_dir::read_spec(dir)? else {
             return Ok(None);
         };
         let spec = self.locate(&spec);
@@ -405,7 +359,7 @@ impl Engine {
                     .map_or(spec.dataset.clone(), |p| p.display().to_string())
             ),
         })?;
-        check_identity(dir, &spec, &data)?;
+        run_dir::check_identity(dir, &spec, &data)?;
         Ok(Some(data))
     }
 
@@ -427,8 +381,7 @@ impl Engine {
         log_data(&data);
         // `run.json` records the spec as given: a run resumed later looks its data up as
         // this one did, in the data folder of the day when the spec names none.
-        let run_dir = open_new_run(dir, spec, replace)?;
-        record_identity(run_dir.path(), &located, &data)?;
+        let run_dir = run_dir::create(dir, spec, &located, &data, replace)?;
         Ok(PreparedRun {
             dir: dir.to_path_buf(),
             data,
@@ -440,12 +393,12 @@ impl Engine {
 
     /// Reopens the interrupted run in `dir` at its latest checkpoint, with the same data.
     pub fn resume_run(&self, dir: &Path) -> Result<PreparedRun> {
-        let (run_dir, spec) = reopen_run(dir)?;
+        let (run_dir, spec) = run_dir::reopen(dir)?;
         let spec = self.locate(&spec);
         let (data, notes) = spec.load_noted()?;
-        check_identity(dir, &spec, &data)?;
+        run_dir::check_identity(dir, &spec, &data)?;
         log_data(&data);
-        let (state, meta) = checkpoint::load_state(dir)?;
+        let (state, meta) = run_dir::load_checkpoint::<BinaryRun>(dir)?;
         tracing::info!(
             dir = %dir.display(),
             epochs_run = state.epochs_run(),
@@ -493,40 +446,28 @@ impl Engine {
             ..
         } = run;
         let dir = run_dir.path().to_path_buf();
-        let metrics_path = dir.join(METRICS_FILE);
-        let mut metrics_lines: String = match &start {
-            Start::Resume(state) => state
-                .progress
-                .history
-                .iter()
-                .map(|r| serde_json::to_string(r).expect("serialisable") + "\n")
-                .collect(),
-            Start::Fresh(_) => String::new(),
+        let history = match &start {
+            Start::Resume(state) => BinaryRun::history(state),
+            Start::Fresh(_) => &[],
         };
+        let mut metrics = MetricsLog::new(&dir, history);
         let mut io_error = None;
         let mut log_event = |ev: Event| {
             if let Event::Epoch(rec) = &ev {
-                metrics_lines.push_str(&serde_json::to_string(rec).expect("serialisable"));
-                metrics_lines.push('\n');
-                if let Err(e) = write_atomic(&metrics_path, metrics_lines.as_bytes()) {
+                if let Err(e) = metrics.push(rec) {
                     io_error.get_or_insert(e);
                 }
             }
             on_event(ev);
         };
         let trained_on = TrainedOn::of(&data.train).with_notes(&notes);
-        let mut last_checkpoint = std::time::Instant::now();
-        let mut after_epoch = |st: &TrainState| -> Result<()> {
-            if checkpoints.due(last_checkpoint) {
-                checkpoint::save_state(&dir, st, &trained_on)?;
-                tracing::debug!(dir = %dir.display(), epochs_run = st.epochs_run(), "checkpoint written");
-                last_checkpoint = std::time::Instant::now();
-            }
-            Ok(())
+        let kind = BinaryRun {
+            trained_on: &trained_on,
         };
+        let mut checkpointer = Checkpointer::new(&kind, &dir, checkpoints);
         let mut hooks = Hooks {
             on_event: &mut log_event,
-            after_epoch: &mut after_epoch,
+            after_epoch: &mut |st: &TrainState| checkpointer.after_epoch(st),
             wait: self.runtime.wait,
             memory_budget: self.runtime.memory_budget,
         };
@@ -534,7 +475,7 @@ impl Engine {
         if let Some(e) = io_error {
             return Err(e);
         }
-        checkpoint::save(&trained.model, &dir, &trained_on)?;
+        run_dir.save_model(&kind, &trained.model)?;
         tracing::info!(dir = %dir.display(), epochs = trained.history.len(), "model saved");
         let (report, _) = self.evaluate(&trained.model, &data.test)?;
         tracing::info!(
@@ -542,13 +483,7 @@ impl Engine {
             example_f1_percent = 100.0 * report.at_threshold.example_f1,
             "evaluated on the test split"
         );
-        write_atomic(
-            &dir.join(EVAL_FILE),
-            serde_json::to_string_pretty(&report)
-                .expect("serialisable")
-                .as_bytes(),
-        )?;
-        run_dir.commit()?;
+        run_dir.finish(&report)?;
         Ok(RunOutcome {
             model: trained.model,
             history: trained.history,

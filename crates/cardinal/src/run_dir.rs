@@ -1,18 +1,83 @@
-//! Run directories that never lose a model: an existing directory is only reused when the
-//! caller says so, one process at a time writes into it (a lock file, with stale locks of
-//! killed processes detected), and a replaced run stays whole until the new one is whole:
-//! the new run is written beside it and swapped in with one rename ([`RunDir::commit`]).
+//! Run directories, one implementation for every model kind. A run directory holds:
+//!
+//! * `run.json`, where the data came from (a [`DataSpec`](crate::engine::DataSpec)), and
+//!   `data.json`, what it was (a SHA-256 of its content), written when a run is created and
+//!   checked when it is reopened or evaluated on its own data;
+//! * `.cardinal.lock` while a process writes into it ([`lock()`]);
+//! * `metrics.jsonl`, one line per epoch ([`MetricsLog`]);
+//! * `checkpoints/epoch-NNNN` and `checkpoints/LATEST`, the resumable state of a run in
+//!   progress ([`Checkpointer`], [`load_checkpoint`]);
+//! * the model (`config.json`, `meta.json`, `model.safetensors`: [`RunDir::save_model`]);
+//! * `eval.json`, the evaluation on the test data ([`RunDir::finish`]).
+//!
+//! What differs between model kinds (the binary multi-label model, the Section 6 model) is
+//! what they write as the model and as a checkpoint's state: a [`RunModel`]. The rest is here.
+//!
+//! Run directories never lose a model: an existing directory is only reused when the caller
+//! says so, one process at a time writes into it (a lock file, with stale locks of killed
+//! processes detected), and a replaced run stays whole until the new one is whole: the new
+//! run is written beside it and swapped in with one rename ([`RunDir::commit`]).
 
 use std::path::{Path, PathBuf};
 
-use crate::checkpoint::{META_FILE, WEIGHTS_FILE};
-use crate::engine::RUN_FILE;
+use serde::Serialize;
+
+use crate::checkpoint::{write_atomic, META_FILE, WEIGHTS_FILE};
 use crate::error::{Error, Result};
 
+mod checkpoints;
+mod files;
+mod lock;
+mod model;
 mod swap;
 
-/// The lock file of a run directory (it holds the owner's process id).
-pub const LOCK_FILE: &str = ".cardinal.lock";
+pub use checkpoints::{
+    latest_checkpoint, load_checkpoint, save_checkpoint, Checkpointer, Checkpoints, LATEST_FILE,
+};
+pub(crate) use files::{check_identity, create, read_spec, reopen};
+pub use files::{hash_dataset, DATA_FILE};
+pub use lock::{lock, RunLock, LOCK_FILE};
+pub use model::RunModel;
+
+/// The name of the file in a run directory that records where its data came from.
+pub const RUN_FILE: &str = "run.json";
+/// The name of the per-epoch log in a run directory (one JSON object per line).
+pub const METRICS_FILE: &str = "metrics.jsonl";
+/// The name of the final evaluation in a run directory.
+pub const EVAL_FILE: &str = "eval.json";
+
+/// `metrics.jsonl` of a run: the records of the epochs run so far, one JSON object per line,
+/// the whole file rewritten atomically after every epoch.
+#[derive(Debug)]
+pub struct MetricsLog {
+    path: PathBuf,
+    lines: String,
+}
+
+impl MetricsLog {
+    /// The log of the run written into `dir`, starting with the records of the epochs an
+    /// interrupted run had run (`history`, empty for a fresh run); nothing is written yet.
+    pub fn new<E: Serialize>(dir: &Path, history: &[E]) -> Self {
+        let mut log = Self {
+            path: dir.join(METRICS_FILE),
+            lines: String::new(),
+        };
+        history.iter().for_each(|r| log.add(r));
+        log
+    }
+
+    fn add(&mut self, record: &impl Serialize) {
+        self.lines
+            .push_str(&serde_json::to_string(record).expect("serialisable"));
+        self.lines.push('\n');
+    }
+
+    /// Adds the record of an epoch just run, and writes the log.
+    pub fn push(&mut self, record: &impl Serialize) -> Result<()> {
+        self.add(record);
+        write_atomic(&self.path, self.lines.as_bytes())
+    }
+}
 
 /// What [`prepare`] does with a directory that already holds a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,200 +89,6 @@ pub enum Existing {
     Replace,
     /// Continue it (`--resume`).
     Continue,
-}
-
-/// Held while a process writes into a run directory; removes the lock file when dropped.
-///
-/// The lock file is created whole: the owner's process id is written to a private file, which
-/// is locked (`flock`) and then hard-linked into place, so a lock file is never seen without
-/// its owner. The owner's `flock` lasts as long as the process: a lock whose `flock` is free
-/// belongs to a process that is gone, and is taken over.
-#[derive(Debug)]
-pub struct RunLock {
-    path: PathBuf,
-    /// The lock file, held locked (and, after a take-over, the stale file replaced, held so
-    /// that no other process can lock it and take over again).
-    _held: Vec<std::fs::File>,
-}
-
-impl Drop for RunLock {
-    fn drop(&mut self) {
-        // Removed before the files (and their locks) are closed: a process that opened this
-        // file meanwhile sees, once it gets the lock, that it is no longer the lock file.
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// Whether a process with this id is running (Linux: `/proc/PID`; elsewhere every process is
-/// taken to be running).
-fn process_alive(pid: u32) -> bool {
-    if cfg!(target_os = "linux") {
-        Path::new(&format!("/proc/{pid}")).exists()
-    } else {
-        true
-    }
-}
-
-/// A private file holding this process's id, locked, ready to be linked into place as the lock
-/// file (removed when dropped).
-struct Staged {
-    path: PathBuf,
-    file: Option<std::fs::File>,
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// Writes this process's id to a fresh private file beside the lock file, and locks it.
-fn stage(dir: &Path) -> Result<Staged> {
-    use std::io::Write;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let pid = std::process::id();
-    let path = dir.join(format!(
-        "{LOCK_FILE}.{pid}.{}.new",
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
-    let mut staged = Staged { path, file: None };
-    file.write_all(pid.to_string().as_bytes())
-        .and_then(|()| file.sync_all())
-        .map_err(|e| Error::io(&staged.path, e))?;
-    file.try_lock()
-        .map_err(|e| Error::io(&staged.path, e.into()))?;
-    staged.file = Some(file);
-    Ok(staged)
-}
-
-/// What the lock file in the way says.
-enum InTheWay {
-    /// A live run holds it.
-    Busy(u32),
-    /// Its process is gone: the open, locked stale file, to be replaced.
-    Stale(std::fs::File),
-    /// It changed while it was looked at: look again.
-    Changed,
-}
-
-/// Looks at the existing lock file `path` of `dir`.
-fn inspect(dir: &Path, path: &Path) -> Result<InTheWay> {
-    use std::fs::TryLockError;
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(InTheWay::Changed),
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    if !meta.is_file() {
-        let what = if meta.is_dir() {
-            "a folder"
-        } else {
-            "not a plain file"
-        };
-        return Err(Error::Checkpoint {
-            path: path.to_path_buf(),
-            message: format!(
-                "is {what}, not cardinal's lock file; remove it if no run is writing into {}",
-                dir.display()
-            ),
-        });
-    }
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(InTheWay::Changed),
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    let owner = std::io::read_to_string(&file)
-        .ok()
-        .and_then(|t| t.trim().parse::<u32>().ok());
-    match file.try_lock() {
-        Err(TryLockError::WouldBlock) => return Ok(InTheWay::Busy(owner.unwrap_or(0))),
-        Err(TryLockError::Error(e)) => return Err(Error::io(path, e)),
-        Ok(()) => {}
-    }
-    // Its lock is free. Still the lock file (not removed or replaced meanwhile)?
-    if !same_file(&file, path) {
-        return Ok(InTheWay::Changed);
-    }
-    match owner {
-        // Every lock file this version writes names its owner: one that does not is someone
-        // else's, or a version's that wrote the id after creating the file. Never stale.
-        None => Err(Error::Checkpoint {
-            path: path.to_path_buf(),
-            message: format!(
-                "names no process; remove it if no run is writing into {}",
-                dir.display()
-            ),
-        }),
-        // A live process that holds no `flock`: a run of an earlier version.
-        Some(pid) if pid != std::process::id() && process_alive(pid) => Ok(InTheWay::Busy(pid)),
-        Some(_) => Ok(InTheWay::Stale(file)),
-    }
-}
-
-/// Whether `path` is the open `file` (same device and inode).
-fn same_file(file: &std::fs::File, path: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        match (file.metadata(), std::fs::symlink_metadata(path)) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-            _ => false,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = file;
-        path.is_file()
-    }
-}
-
-/// Takes the lock of the run directory `dir`, or says which process holds it.
-pub fn lock(dir: &Path) -> Result<RunLock> {
-    let path = dir.join(LOCK_FILE);
-    let mut staged = stage(dir)?;
-    let mut owner = 0;
-    for _ in 0..8 {
-        match std::fs::hard_link(&staged.path, &path) {
-            Ok(()) => {
-                let held = vec![staged.file.take().expect("staged")];
-                return Ok(RunLock { path, _held: held });
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(Error::io(&path, e)),
-        }
-        match inspect(dir, &path)? {
-            InTheWay::Busy(pid) => {
-                return Err(Error::RunBusy {
-                    path: dir.to_path_buf(),
-                    pid,
-                })
-            }
-            InTheWay::Changed => {}
-            InTheWay::Stale(stale) => {
-                // Holding the stale file's lock, no other process can take it over; renaming
-                // the staged file over it replaces it in one step.
-                std::fs::rename(&staged.path, &path).map_err(|e| Error::io(&path, e))?;
-                let held = vec![staged.file.take().expect("staged"), stale];
-                return Ok(RunLock { path, _held: held });
-            }
-        }
-        owner = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(owner);
-    }
-    Err(Error::RunBusy {
-        path: dir.to_path_buf(),
-        pid: owner,
-    })
 }
 
 /// Whether `dir` holds anything but lock files (its own, or one being staged).
@@ -251,6 +122,19 @@ impl RunDir {
             Some((staging, _)) => staging,
             None => &self.target,
         }
+    }
+
+    /// Writes the trained `model`, of the model kind `kind`, as the run's model.
+    pub fn save_model<M: RunModel>(&self, kind: &M, model: &M::Model) -> Result<()> {
+        kind.save(model, self.path())
+    }
+
+    /// Ends a run: writes its evaluation `eval` as `eval.json`, then makes it the run
+    /// ([`RunDir::commit`]).
+    pub fn finish(self, eval: &impl Serialize) -> Result<()> {
+        let json = serde_json::to_string_pretty(eval).expect("serialisable");
+        write_atomic(&self.path().join(EVAL_FILE), json.as_bytes())?;
+        self.commit()
     }
 
     /// Makes what was written the run: a replacement is swapped in with one rename (the old
@@ -500,27 +384,6 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
-    #[test]
-    fn a_live_lock_refuses_and_a_stale_one_is_taken_over() {
-        let d = tmp("lock");
-        std::fs::create_dir_all(&d).unwrap();
-        // pid 1 is always alive on Linux.
-        std::fs::write(d.join(LOCK_FILE), b"1").unwrap();
-        if cfg!(target_os = "linux") {
-            let err = lock(&d).unwrap_err().to_string();
-            assert!(err.contains("process 1"), "{err}");
-            // A process id that cannot exist: the lock is stale.
-            std::fs::write(d.join(LOCK_FILE), format!("{}", u32::MAX)).unwrap();
-            let held = lock(&d).unwrap();
-            assert_eq!(
-                std::fs::read_to_string(d.join(LOCK_FILE)).unwrap(),
-                std::process::id().to_string()
-            );
-            drop(held);
-        }
-        std::fs::remove_dir_all(&d).unwrap();
-    }
-
     /// Replacing refuses what is not a run (naming what is in the way), a filesystem root and
     /// the home folder, and touches nothing there.
     #[test]
@@ -562,82 +425,5 @@ mod tests {
                 Some("is the home folder")
             );
         }
-    }
-
-    /// A lock file that names no process yet (what a racing run of an earlier version left
-    /// between creating the file and writing its id) is never taken for stale; one that is a
-    /// folder is named as such (not "process 0").
-    #[test]
-    fn a_lock_without_an_owner_or_a_folder_is_never_taken_over() {
-        let d = tmp("ownerless");
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join(LOCK_FILE), b"").unwrap();
-        let err = lock(&d).unwrap_err().to_string();
-        assert!(err.contains("names no process"), "{err}");
-        assert!(std::fs::read(d.join(LOCK_FILE)).unwrap().is_empty());
-        std::fs::remove_file(d.join(LOCK_FILE)).unwrap();
-        std::fs::create_dir(d.join(LOCK_FILE)).unwrap();
-        let err = lock(&d).unwrap_err().to_string();
-        assert!(
-            err.contains("is a folder") && !err.contains("process 0"),
-            "{err}"
-        );
-        // The staged files are gone either way.
-        let left: Vec<_> = std::fs::read_dir(&d).unwrap().flatten().collect();
-        assert_eq!(left.len(), 1, "{left:?}");
-        std::fs::remove_dir_all(&d).unwrap();
-    }
-
-    /// A run whose lock file has just appeared holds it already: the lock is linked into
-    /// place with its owner's id and `flock`, so a second run that finds it is refused.
-    #[test]
-    fn a_lock_that_just_appeared_is_held_by_its_owner() {
-        let d = tmp("appeared");
-        std::fs::create_dir_all(&d).unwrap();
-        // The first run's steps, one at a time: staged, not yet in place...
-        let mut first = stage(&d).unwrap();
-        let second = lock(&d).unwrap();
-        // ...then linked: too late, and the second run's lock is live.
-        assert!(std::fs::hard_link(&first.path, d.join(LOCK_FILE)).is_err());
-        match inspect(&d, &d.join(LOCK_FILE)).unwrap() {
-            InTheWay::Busy(pid) => assert_eq!(pid, std::process::id()),
-            _ => panic!("the second run's fresh lock was not seen as held"),
-        }
-        drop(first.file.take());
-        drop(first);
-        drop(second);
-        assert!(lock(&d).is_ok());
-        std::fs::remove_dir_all(&d).unwrap();
-    }
-
-    /// Eight runs race for one folder, fresh or with a stale lock in it: exactly one wins
-    /// each time.
-    #[test]
-    fn racing_runs_get_the_lock_one_at_a_time() {
-        let d = tmp("race");
-        std::fs::create_dir_all(&d).unwrap();
-        for round in 0..40 {
-            if round % 2 == 1 && cfg!(target_os = "linux") {
-                std::fs::write(d.join(LOCK_FILE), format!("{}", u32::MAX)).unwrap();
-            }
-            let start = std::sync::Barrier::new(8);
-            let done = std::sync::Barrier::new(8);
-            let winners = std::sync::atomic::AtomicUsize::new(0);
-            std::thread::scope(|s| {
-                for _ in 0..8 {
-                    s.spawn(|| {
-                        start.wait();
-                        let held = lock(&d);
-                        if held.is_ok() {
-                            winners.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                        }
-                        done.wait();
-                    });
-                }
-            });
-            assert_eq!(winners.into_inner(), 1, "round {round}");
-            assert!(!d.join(LOCK_FILE).exists(), "round {round}");
-        }
-        std::fs::remove_dir_all(&d).unwrap();
     }
 }

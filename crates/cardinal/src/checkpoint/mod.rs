@@ -30,7 +30,7 @@ pub use labels::{label_structure, LabelStructure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
 pub(crate) use read::json_problem;
 pub use read::{read_model_file, read_model_file_if_any, MAX_JSON_BYTES, MAX_TENSOR_BYTES};
-pub(crate) use run_state::write_checkpoint;
+pub use run_state::BinaryRun;
 pub use run_state::{latest_checkpoint, load_state, save_state, LATEST_FILE};
 
 /// Version of the on-disk layout; bumped on any incompatible change.

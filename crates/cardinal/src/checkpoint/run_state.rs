@@ -1,123 +1,86 @@
-//! Resumable checkpoints of a run in progress: `<dir>/checkpoints/epoch-NNNN` (weights, the
-//! optimizer, the best and averaged weights, progress) and `LATEST`, which names the newest.
+//! The binary multi-label model in a run directory ([`BinaryRun`], its [`RunModel`]): its model
+//! folder ([`super::save`], [`super::load`]) and its resumable checkpoint (the model, the
+//! optimizer, the best and averaged weights, progress). The checkpoints' folders and `LATEST`
+//! are [`crate::run_dir`]'s, shared with every model kind.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{
     ckpt_err, load, params_tensors, read_params, save, write_atomic, write_tensors, Meta, TrainedOn,
 };
-use crate::error::{Error, Result};
-use crate::train::{Adagrad, Progress, TrainState};
+use crate::error::Result;
+use crate::pipeline::Model;
+use crate::run_dir::{self, RunModel};
+use crate::train::{Adagrad, EpochRecord, Progress, TrainState};
 
-/// Name of the file in `<dir>/checkpoints` that names the latest complete checkpoint.
-pub const LATEST_FILE: &str = "LATEST";
+pub use crate::run_dir::{latest_checkpoint, LATEST_FILE};
 
-/// Writes a resumable checkpoint of a run in progress to `<dir>/checkpoints/epoch-NNNN` and
-/// points `<dir>/checkpoints/LATEST` at it. The checkpoint is assembled in a temporary
-/// directory and renamed into place, so `LATEST` only ever names a complete checkpoint; older
-/// checkpoints are removed afterwards.
-pub fn save_state(dir: &Path, state: &TrainState, data: &TrainedOn) -> Result<PathBuf> {
-    write_checkpoint(dir, state.epochs_run(), |tmp| {
-        save(&state.model, tmp, data)?;
+/// The binary multi-label model as a run directory's [`RunModel`]: its files record
+/// `trained_on` (the data's name and columns) beside the weights.
+#[derive(Debug, Clone, Copy)]
+pub struct BinaryRun<'a> {
+    /// What the model was trained on, as `meta.json` records it.
+    pub trained_on: &'a TrainedOn,
+}
+
+impl RunModel for BinaryRun<'_> {
+    type Model = Model<f32>;
+    type State = TrainState;
+    type Epoch = EpochRecord;
+    type Loaded = (Model<f32>, Meta);
+    type Resumed = (TrainState, Meta);
+
+    fn save(&self, model: &Model<f32>, dir: &Path) -> Result<()> {
+        save(model, dir, self.trained_on)
+    }
+
+    fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
+        load(dir)
+    }
+
+    fn save_state(&self, state: &TrainState, ckpt: &Path) -> Result<()> {
+        save(&state.model, ckpt, self.trained_on)?;
         write_tensors(
-            &tmp.join("optimizer.safetensors"),
+            &ckpt.join("optimizer.safetensors"),
             &params_tensors(&state.optimizer.acc),
         )?;
         if let Some(best) = &state.best_params {
-            write_tensors(&tmp.join("best.safetensors"), &params_tensors(best))?;
+            write_tensors(&ckpt.join("best.safetensors"), &params_tensors(best))?;
         }
         if let Some(avg) = &state.average {
-            write_tensors(&tmp.join("average.safetensors"), &params_tensors(avg))?;
+            write_tensors(&ckpt.join("average.safetensors"), &params_tensors(avg))?;
         }
         let progress = serde_json::to_vec(&state.progress).expect("serialisable");
-        write_atomic(&tmp.join("progress.json"), &progress)
-    })
+        write_atomic(&ckpt.join("progress.json"), &progress)
+    }
+
+    fn load_state(ckpt: &Path) -> Result<(TrainState, Meta)> {
+        read_state(ckpt)
+    }
+
+    fn epochs_run(state: &TrainState) -> usize {
+        state.epochs_run()
+    }
+
+    fn history(state: &TrainState) -> &[EpochRecord] {
+        &state.progress.history
+    }
 }
 
-/// Writes the checkpoint after `epochs_run` epochs as `<dir>/checkpoints/epoch-NNNN`: `fill`
-/// writes its files into a temporary directory, which is then renamed into place and named by
-/// `LATEST`; older checkpoints are removed afterwards. Shared by the binary and the
-/// multi-target (Section 6) runs.
-pub(crate) fn write_checkpoint(
-    dir: &Path,
-    epochs_run: usize,
-    fill: impl FnOnce(&Path) -> Result<()>,
-) -> Result<PathBuf> {
-    let root = dir.join("checkpoints");
-    std::fs::create_dir_all(&root).map_err(|e| Error::io(&root, e))?;
-    let name = format!("epoch-{epochs_run:04}");
-    let tmp = root.join(format!(".tmp-{name}-{}", std::process::id()));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    }
-    fill(&tmp)?;
-    let fin = root.join(&name);
-    if fin.exists() {
-        std::fs::remove_dir_all(&fin).map_err(|e| Error::io(&fin, e))?;
-    }
-    std::fs::rename(&tmp, &fin).map_err(|e| Error::io(&fin, e))?;
-    if let Ok(d) = std::fs::File::open(&root) {
-        let _ = d.sync_all();
-    }
-    write_atomic(&root.join(LATEST_FILE), name.as_bytes())?;
-    // The previous epoch's checkpoint is no longer needed. Only names this writer uses
-    // (`epoch-` and four or more digits, directories) are touched: other files the user keeps
-    // there stay.
-    if let Ok(entries) = std::fs::read_dir(&root) {
-        for e in entries.flatten() {
-            let n = e.file_name();
-            let n = n.to_string_lossy();
-            let checkpoint_name = n
-                .strip_prefix("epoch-")
-                .is_some_and(|d| d.len() >= 4 && d.bytes().all(|b| b.is_ascii_digit()));
-            // Temporary directories of this writer left by a killed process.
-            let stale_tmp = n.strip_prefix(".tmp-epoch-").is_some_and(|d| {
-                d.bytes().all(|b| b.is_ascii_digit() || b == b'-') && e.path() != tmp
-            });
-            if (checkpoint_name && n != name || stale_tmp)
-                && e.file_type().is_ok_and(|t| t.is_dir())
-            {
-                let _ = std::fs::remove_dir_all(e.path());
-            }
-        }
-    }
-    Ok(fin)
-}
-
-/// The directory of the latest complete checkpoint under `<dir>/checkpoints`, if any.
-pub fn latest_checkpoint(dir: &Path) -> Result<Option<PathBuf>> {
-    let root = dir.join("checkpoints");
-    let latest = root.join(LATEST_FILE);
-    match super::read_model_file_if_any(&latest)? {
-        Some(name) => {
-            let name = String::from_utf8_lossy(&name);
-            // A model directory is untrusted input: LATEST may only name a checkpoint of
-            // this directory (`epoch-NNNN`), never a path elsewhere.
-            let name = name.trim();
-            let ours = name
-                .strip_prefix("epoch-")
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-            if !ours {
-                return Err(ckpt_err(
-                    &latest,
-                    "names no checkpoint of this directory: expected `epoch-` and digits",
-                ));
-            }
-            Ok(Some(root.join(name)))
-        }
-        None => Ok(None),
-    }
+/// Writes a resumable checkpoint of a run in progress to `<dir>/checkpoints/epoch-NNNN` and
+/// points `<dir>/checkpoints/LATEST` at it (see [`run_dir::save_checkpoint`]).
+pub fn save_state(dir: &Path, state: &TrainState, data: &TrainedOn) -> Result<std::path::PathBuf> {
+    run_dir::save_checkpoint(&BinaryRun { trained_on: data }, dir, state)
 }
 
 /// Loads the latest resumable checkpoint of the run in `dir`.
 pub fn load_state(dir: &Path) -> Result<(TrainState, Meta)> {
-    let ckpt = latest_checkpoint(dir)?.ok_or_else(|| {
-        ckpt_err(
-            dir,
-            "no checkpoint to resume from (checkpoints/LATEST is missing)",
-        )
-    })?;
-    let (model, meta) = load(&ckpt)?;
+    run_dir::load_checkpoint::<BinaryRun>(dir)
+}
+
+/// Reads the checkpoint folder `ckpt`, every file checked as a model folder's are.
+fn read_state(ckpt: &Path) -> Result<(TrainState, Meta)> {
+    let (model, meta) = load(ckpt)?;
     let acc_path = ckpt.join("optimizer.safetensors");
     let acc = read_params(&acc_path, &model.params)?;
     let mut negative = None;

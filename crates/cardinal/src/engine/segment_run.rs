@@ -1,22 +1,16 @@
-//! Run directories of the Section 6 model, as the binary model's ([`Engine::start_run`],
-//! [`Engine::resume_run`], [`Engine::finish_run`]): `run.json` (the data source), per-epoch
-//! `metrics.jsonl`, resumable checkpoints under `checkpoints/` (same writer, same `LATEST`),
-//! the model (staged and renamed into place) and `eval.json`. An existing run is refused
-//! unless replaced, and a replaced one stays whole until the new run is (see
-//! [`crate::run_dir`]); a resumed run ends bit-identical to an uninterrupted one.
+//! Run directories of the Section 6 model: the binary model's ([`crate::run_dir`]: `run.json`,
+//! `data.json`, the lock, the replacement, per-epoch `metrics.jsonl`, resumable checkpoints
+//! under `checkpoints/`, the model and `eval.json`), with the model plugged in as a
+//! [`SegmentRun`]. A resumed run ends bit-identical to an uninterrupted one.
 
 use std::path::{Path, PathBuf};
 
-use super::{
-    check_identity, open_new_run, read_run_spec, record_identity, reopen_run, Checkpoints,
-    DataSpec, Engine, MultiTargetFiles,
-};
-use super::{EVAL_FILE, METRICS_FILE, RUN_FILE};
-use crate::checkpoint::{self, write_atomic, LabelStructure};
+use super::{Checkpoints, DataSpec, Engine, MultiTargetFiles, RUN_FILE};
+use crate::checkpoint::{self, LabelStructure};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::{Error, Result};
-use crate::run_dir::RunDir;
-use crate::segment::checkpoint as seg_checkpoint;
+use crate::run_dir::{self, Checkpointer, MetricsLog, RunDir, RunModel};
+use crate::segment::checkpoint::SegmentRun;
 use crate::segment::train::{fit_from, start, SegEpoch, SegState};
 use crate::segment::{SegConfig, SegMetrics, SegModel};
 
@@ -87,7 +81,7 @@ impl Engine {
         &self,
         dir: &Path,
     ) -> Result<Option<(MultiTargetDataset, MultiTargetDataset)>> {
-        match read_run_spec(dir)? {
+        match run_dir::read_spec(dir)? {
             Some(spec) => self.recorded_data(dir, &spec).map(Some),
             None => Ok(None),
         }
@@ -111,7 +105,7 @@ impl Engine {
                 ),
             })?;
         let data = self.read_multi_target_files(&files, spec.train_fraction)?;
-        check_identity(dir, spec, &data)?;
+        run_dir::check_identity(dir, spec, &data)?;
         Ok(data)
     }
 
@@ -151,9 +145,8 @@ impl Engine {
             });
         }
         let state = start(&train, &cfg)?;
-        let run_dir = open_new_run(dir, spec, replace)?;
         let data = (train, test);
-        record_identity(run_dir.path(), &located, &data)?;
+        let run_dir = run_dir::create(dir, spec, &located, &data, replace)?;
         let (train, test) = data;
         Ok(SegRun {
             dir: dir.to_path_buf(),
@@ -168,9 +161,9 @@ impl Engine {
     /// Reopens the interrupted multi-target run in `dir` at its latest checkpoint, with the
     /// same data and configuration.
     pub fn resume_segmentation_run(&self, dir: &Path) -> Result<SegRun> {
-        let (run_dir, spec) = reopen_run(dir)?;
+        let (run_dir, spec) = run_dir::reopen(dir)?;
         let (train, test) = self.recorded_data(dir, &spec)?;
-        let (state, config, meta) = seg_checkpoint::load_state(dir)?;
+        let (state, config, meta) = run_dir::load_checkpoint::<SegmentRun>(dir)?;
         let (train, _) = meta.align(train)?;
         tracing::info!(
             dir = %dir.display(),
@@ -205,33 +198,23 @@ impl Engine {
             ..
         } = run;
         let dir = run_dir.path().to_path_buf();
-        let metrics_path = dir.join(METRICS_FILE);
-        let line = |r: &SegEpoch| serde_json::to_string(r).expect("serialisable") + "\n";
-        let mut metrics_lines: String = state.history.iter().map(line).collect();
-        let mut last_checkpoint = std::time::Instant::now();
+        let kind = SegmentRun {
+            config: &config,
+            train: &train,
+        };
+        let mut metrics = MetricsLog::new(&dir, SegmentRun::history(&state));
+        let mut checkpointer = Checkpointer::new(&kind, &dir, checkpoints);
         let mut after_epoch = |st: &SegState| -> Result<()> {
             let rec = st.history.last().expect("an epoch was run");
-            metrics_lines.push_str(&line(rec));
-            write_atomic(&metrics_path, metrics_lines.as_bytes())?;
+            metrics.push(rec)?;
             on_epoch(rec);
-            if checkpoints.due(last_checkpoint) {
-                seg_checkpoint::save_state(&dir, st, &config, &train)?;
-                tracing::debug!(dir = %dir.display(), epochs_run = st.epochs_run(), "checkpoint written");
-                last_checkpoint = std::time::Instant::now();
-            }
-            Ok(())
+            checkpointer.after_epoch(st)
         };
         let state = fit_from(&train, &config, state, &mut after_epoch)?;
-        self.save_segmentation(&state.model, &config, &dir, &train)?;
+        run_dir.save_model(&kind, &state.model)?;
         tracing::info!(dir = %dir.display(), epochs = state.history.len(), "model saved");
         let metrics = self.evaluate_segmentation(&state.model, &test)?;
-        write_atomic(
-            &dir.join(EVAL_FILE),
-            serde_json::to_string_pretty(&metrics)
-                .expect("serialisable")
-                .as_bytes(),
-        )?;
-        run_dir.commit()?;
+        run_dir.finish(&metrics)?;
         Ok(SegOutcome {
             model: state.model,
             history: state.history,

@@ -9,10 +9,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{CONFIG_FILE, META_FILE, SAVE_JOURNAL, WEIGHTS_FILE};
-use crate::engine::{DATA_FILE, EVAL_FILE, METRICS_FILE, RUN_FILE};
 use crate::error::{Error, Result};
 
-use super::LOCK_FILE;
+use super::{DATA_FILE, EVAL_FILE, LOCK_FILE, METRICS_FILE, RUN_FILE};
 
 /// The sibling folder a replacement of `target` is written into.
 pub(super) fn staging_path(target: &Path) -> PathBuf {

@@ -1,19 +1,21 @@
-//! Resumable checkpoints of a multi-target (Section 6) run, through the binary runs'
-//! machinery (`checkpoint::write_checkpoint`): `<dir>/checkpoints/epoch-NNNN` holds
-//! the model directory of the state ([`super::saved`]), Adam's moments
-//! (`optimizer.safetensors`, `F64`) and `progress.json` (Adam's step count and the epochs'
-//! records); `LATEST` names the newest complete one.
+//! The Section 6 model in a run directory ([`SegmentRun`], its [`RunModel`]): its model folder
+//! ([`super::saved`]) and its resumable checkpoint: the model folder of the state, Adam's
+//! moments (`optimizer.safetensors`, `F64`) and `progress.json` (Adam's step count and the
+//! epochs' records). The checkpoints' folders and `LATEST` are [`crate::run_dir`]'s, shared
+//! with the binary model.
 
 use std::path::{Path, PathBuf};
 
 use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
 
+use super::model::SegModel;
 use super::saved::{self, read_f64, stage_f64, SegMeta};
 use super::train::{SegConfig, SegEpoch, SegState};
-use crate::checkpoint::{ckpt_err, latest_checkpoint, write_atomic, write_checkpoint};
+use crate::checkpoint::{ckpt_err, write_atomic};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::Result;
+use crate::run_dir::{self, RunModel};
 
 /// The optimizer's file in a checkpoint.
 const OPTIMIZER_FILE: &str = "optimizer.safetensors";
@@ -28,19 +30,36 @@ struct SegProgress {
     history: Vec<SegEpoch>,
 }
 
-/// Writes the checkpoint of `state` (trained by `cfg` on `train`) into the run directory
-/// `dir`.
-pub fn save_state(
-    dir: &Path,
-    state: &SegState,
-    cfg: &SegConfig,
-    train: &MultiTargetDataset,
-) -> Result<PathBuf> {
-    write_checkpoint(dir, state.epochs_run(), |tmp| {
-        saved::save(&state.model, cfg, tmp, train)?;
+/// The Section 6 model as a run directory's [`RunModel`]: its files record the configuration
+/// `config` and the names and shape of the training data `train` beside the weights.
+#[derive(Debug, Clone, Copy)]
+pub struct SegmentRun<'a> {
+    /// The configuration the model is trained by (`config.json`).
+    pub config: &'a SegConfig,
+    /// The training data (`meta.json` records its name, shape and names).
+    pub train: &'a MultiTargetDataset,
+}
+
+impl RunModel for SegmentRun<'_> {
+    type Model = SegModel;
+    type State = SegState;
+    type Epoch = SegEpoch;
+    type Loaded = (SegModel, SegConfig, SegMeta);
+    type Resumed = (SegState, SegConfig, SegMeta);
+
+    fn save(&self, model: &SegModel, dir: &Path) -> Result<()> {
+        saved::save(model, self.config, dir, self.train).map(|_| ())
+    }
+
+    fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
+        saved::load(dir)
+    }
+
+    fn save_state(&self, state: &SegState, ckpt: &Path) -> Result<()> {
+        self.save(&state.model, ckpt)?;
         let n = vec![state.m1.len()];
         stage_f64(
-            &tmp.join(OPTIMIZER_FILE),
+            &ckpt.join(OPTIMIZER_FILE),
             &[("adam.m1", n.clone(), &state.m1), ("adam.m2", n, &state.m2)],
         )?
         .commit()?;
@@ -49,20 +68,43 @@ pub fn save_state(
             history: state.history.clone(),
         };
         let bytes = serde_json::to_vec(&progress).expect("serialisable");
-        write_atomic(&tmp.join(PROGRESS_FILE), &bytes)
-    })
+        write_atomic(&ckpt.join(PROGRESS_FILE), &bytes)
+    }
+
+    fn load_state(ckpt: &Path) -> Result<(SegState, SegConfig, SegMeta)> {
+        read_state(ckpt)
+    }
+
+    fn epochs_run(state: &SegState) -> usize {
+        state.epochs_run()
+    }
+
+    fn history(state: &SegState) -> &[SegEpoch] {
+        &state.history
+    }
+}
+
+/// Writes the checkpoint of `state` (trained by `cfg` on `train`) into the run directory
+/// `dir`.
+pub fn save_state(
+    dir: &Path,
+    state: &SegState,
+    cfg: &SegConfig,
+    train: &MultiTargetDataset,
+) -> Result<PathBuf> {
+    let kind = SegmentRun { config: cfg, train };
+    run_dir::save_checkpoint(&kind, dir, state)
 }
 
 /// Loads the latest checkpoint of the run in `dir`: the state, its configuration and its
 /// meta data. Every file is checked as the model directory's are (names the file on error).
 pub fn load_state(dir: &Path) -> Result<(SegState, SegConfig, SegMeta)> {
-    let ckpt = latest_checkpoint(dir)?.ok_or_else(|| {
-        ckpt_err(
-            dir,
-            "no checkpoint to resume from (checkpoints/LATEST is missing)",
-        )
-    })?;
-    let (model, cfg, meta) = saved::load(&ckpt)?;
+    run_dir::load_checkpoint::<SegmentRun>(dir)
+}
+
+/// Reads the checkpoint folder `ckpt`.
+fn read_state(ckpt: &Path) -> Result<(SegState, SegConfig, SegMeta)> {
+    let (model, cfg, meta) = saved::load(ckpt)?;
     let n = model.n_params();
     let path = ckpt.join(OPTIMIZER_FILE);
     let bytes = crate::checkpoint::read_model_file(&path)?;

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{DataSpec, RUN_FILE};
+use super::{prepare, Existing, RunDir, RUN_FILE};
 use crate::checkpoint::{self, write_atomic};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::data::{Dataset, TrainTest};
+use crate::engine::DataSpec;
 use crate::error::{Error, Result};
-use crate::run_dir::{self, Existing, RunDir};
 
 /// The name of the file in a run directory that records what its data was.
 pub const DATA_FILE: &str = "data.json";
@@ -35,7 +35,7 @@ struct DataIdentity {
 
 /// A run's train and test data, as far as its identity goes: binary multi-label data
 /// ([`TrainTest`]) or multi-target data (a train and a test [`MultiTargetDataset`]).
-pub(super) trait RunData {
+pub(crate) trait RunData {
     /// Feeds the content of the train and then the test data to `h`.
     fn hash_into(&self, h: &mut Sha256);
     /// Train and test rows.
@@ -134,14 +134,14 @@ fn hash_multi_target(h: &mut Sha256, ds: &MultiTargetDataset) {
 }
 
 /// Records in `dir` what the run's data `data` (read from `spec`) is.
-pub(super) fn record_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
+fn record_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
     let json = serde_json::to_string_pretty(&DataIdentity::of(spec, data)).expect("serialisable");
     write_atomic(&dir.join(DATA_FILE), json.as_bytes())
 }
 
 /// Refuses `data` (read from `spec`) when it is not what the run in `dir` recorded at its
 /// start. Runs written before `data.json` was recorded are not checked.
-pub(super) fn check_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
+pub(crate) fn check_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
     let path = dir.join(DATA_FILE);
     let Some(bytes) = checkpoint::read_model_file_if_any(&path)? else {
         return Ok(());
@@ -163,24 +163,33 @@ pub(super) fn check_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) ->
 }
 
 /// Creates the run directory `dir` (or, with `replace`, the folder that replaces its run when
-/// committed), locks it and records the data source `spec` in its `run.json`. A directory that
-/// already holds a run is refused unless `replace`.
-pub(super) fn open_new_run(dir: &Path, spec: &DataSpec, replace: bool) -> Result<RunDir> {
+/// committed) for a run on `data`, read from `located` (`spec` with the data folder it was
+/// looked up in); locks it and records the data source `spec` as given in its `run.json` and
+/// what the data is in its `data.json`. A directory that already holds a run is refused
+/// unless `replace`.
+pub(crate) fn create(
+    dir: &Path,
+    spec: &DataSpec,
+    located: &DataSpec,
+    data: &dyn RunData,
+    replace: bool,
+) -> Result<RunDir> {
     let existing = if replace {
         Existing::Replace
     } else {
         Existing::Refuse
     };
-    let run_dir = run_dir::prepare(dir, existing)?;
+    let run_dir = prepare(dir, existing)?;
     let json = serde_json::to_string_pretty(spec).expect("serialisable");
     write_atomic(&run_dir.path().join(RUN_FILE), json.as_bytes())?;
+    record_identity(run_dir.path(), located, data)?;
     Ok(run_dir)
 }
 
 /// Locks the existing run directory `dir` to continue its run, and reads its data source.
-pub(super) fn reopen_run(dir: &Path) -> Result<(RunDir, DataSpec)> {
-    let lock = run_dir::prepare(dir, Existing::Continue)?;
-    let spec = read_run_spec(dir)?.ok_or_else(|| {
+pub(crate) fn reopen(dir: &Path) -> Result<(RunDir, DataSpec)> {
+    let lock = prepare(dir, Existing::Continue)?;
+    let spec = read_spec(dir)?.ok_or_else(|| {
         Error::io(
             dir.join(RUN_FILE),
             std::io::Error::from(std::io::ErrorKind::NotFound),
@@ -190,7 +199,7 @@ pub(super) fn reopen_run(dir: &Path) -> Result<(RunDir, DataSpec)> {
 }
 
 /// The data source a run directory records in `run.json`, if it has one.
-pub(super) fn read_run_spec(dir: &Path) -> Result<Option<DataSpec>> {
+pub(crate) fn read_spec(dir: &Path) -> Result<Option<DataSpec>> {
     let run_path = dir.join(RUN_FILE);
     let Some(text) = checkpoint::read_model_file_if_any(&run_path)? else {
         return Ok(None);
