@@ -155,7 +155,7 @@ fn sigkill_at_random_moments_never_leaves_a_broken_checkpoint() {
         if let Some(name) = latest(&run) {
             kills_with_checkpoint += 1;
             let ckpt = run.join("checkpoints").join(name.trim());
-            let (state, meta) = cardinal::checkpoint::load_state(&run).unwrap_or_else(|e| {
+            let (state, meta) = cardinal::engine::load_state(&run).unwrap_or_else(|e| {
                 panic!(
                     "round {round}: latest checkpoint {} does not load: {e}",
                     ckpt.display()

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::checkpoint::{self, BinaryRun};
 use crate::config::Config;
-use crate::cv::{cross_validate, CvReport, FoldResult};
+use crate::cv::cross_validate;
 use crate::data::{read_inputs, CsrMatrix, Dataset, Inputs, Labels, LoadNote, TrainTest};
 use crate::error::{Error, Result};
 use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_counts, EvalReport};
@@ -60,9 +60,11 @@ pub use segment_run::{SegOutcome, SegRun};
 // What the front ends need of the rest of the library, at the front door: a model folder's
 // files and what they record, the events of a training run, and a model with its outputs.
 pub use crate::checkpoint::{
-    read_model_file, read_model_file_if_any, write_atomic, Meta, TrainedOn, WEIGHTS_FILE,
+    load_state, read_model_file, read_model_file_if_any, write_atomic, LabelStructure, Meta,
+    TrainedOn, WEIGHTS_FILE,
 };
-pub use crate::pipeline::{Model, Outputs, Stage};
+pub use crate::cv::{CvReport, FoldResult};
+pub use crate::pipeline::{Model, Outputs, Stage, StageClock};
 pub use crate::train::{EpochRecord, Event, Progress, Trained};
 
 /// Rows per inference batch.
@@ -82,7 +84,7 @@ pub struct PreparedRun {
     pub start: Start,
     /// Held until the run is finished: no other process writes into `dir` meanwhile. The
     /// run's files go to its [`RunDir::path`], which becomes `dir` when the run is finished.
-    pub run_dir: RunDir,
+    pub(crate) run_dir: RunDir,
     /// What the data readers decided (see [`DataSpec::load_noted`]), for the user.
     pub notes: Vec<LoadNote>,
 }

@@ -11,6 +11,9 @@ use crate::metrics::{
 };
 use crate::pipeline::{Model, Outputs, Workspace};
 
+// The serialised form of an [`EvalReport`] and its unit, with the report they describe.
+pub use crate::eval_units::{EvalReportFile, ScoreUnit};
+
 /// Predict and Constrain's inference on every row of `x`, `batch` rows at a time (rows in
 /// parallel). Other systems predict their own way (`System::predict`).
 pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {

@@ -6,10 +6,5 @@
 //! Only re-exports belong in this module; the code lives in [`crate::batch`] and
 //! [`crate::model`].
 
-pub use crate::batch::{
-    batch_loss, BatchLoss, Stage, StageClock, Workspace, INFER_LANES, TRAIN_LANES,
-};
-pub use crate::inference::LOCKSTEP_MAX_LABELS;
-pub use crate::model::{
-    check_dims, count_values, decay_coefficient, dropout_key, Dropout, Model, Outputs,
-};
+pub use crate::batch::{BatchLoss, Stage, StageClock, Workspace};
+pub use crate::model::{check_dims, count_values, decay_coefficient, dropout_key, Model, Outputs};

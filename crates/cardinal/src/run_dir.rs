@@ -31,9 +31,9 @@ mod lock;
 mod model;
 mod swap;
 
-pub use checkpoints::{
-    latest_checkpoint, load_checkpoint, save_checkpoint, Checkpointer, Checkpoints, LATEST_FILE,
-};
+pub use checkpoints::{latest_checkpoint, load_checkpoint, Checkpointer, Checkpoints};
+#[cfg(test)]
+pub use checkpoints::{save_checkpoint, LATEST_FILE};
 pub(crate) use files::{check_identity, create, read_spec, reopen};
 pub use files::{hash_dataset, DATA_FILE};
 pub use lock::{lock, RunLock, LOCK_FILE};

@@ -12,8 +12,8 @@ use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
 use crate::eval;
 use crate::pipeline::{Model, Outputs};
-pub use crate::train::{Hooks, Start};
-use crate::train::{TrainState, Trained};
+use crate::train::Trained;
+pub use crate::train::{Hooks, Start, TrainState};
 
 pub use crate::config::PNC;
 

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use cardinal::data::synthetic::{synthetic, SyntheticShape};
 use cardinal::data::TrainTest;
 use cardinal::engine::Engine;
-use cardinal::train::Event;
+use cardinal::engine::Event;
 use cardinal::{Config, Error};
 
 fn data() -> TrainTest {

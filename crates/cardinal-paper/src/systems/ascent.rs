@@ -20,8 +20,8 @@ use cardinal_proj::sigmoid_cardinality as scp;
 use ndarray::Array2;
 
 use super::nets::Energy;
-use cardinal::inference::sigmoid;
-use cardinal::model::Float;
+use cardinal::parts::sigmoid;
+use cardinal::parts::Float;
 
 /// Where the iterates live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,10 +15,10 @@ use rayon::prelude::*;
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::{BaselineConfig, BatchObjective};
 use cardinal::data::{CsrMatrix, Dataset};
+use cardinal::engine::{Model, Outputs};
 use cardinal::error::Result;
-use cardinal::inference::{sigmoid, soft_f1};
-use cardinal::model::{c, Float, Params};
-use cardinal::pipeline::{Model, Outputs};
+use cardinal::parts::{c, Float, Params};
+use cardinal::parts::{sigmoid, soft_f1};
 use ndarray::Array2;
 
 fn energy_of<'a, F: Float>(model: &Model<f32>, p: &'a Params<F>) -> Energy<'a, F> {
@@ -197,7 +197,7 @@ mod tests {
     use super::*;
     use crate::systems::Activation;
     use cardinal::config::Config;
-    use cardinal::train::init_model;
+    use cardinal::parts::init_model;
 
     #[test]
     fn value_gradients_match_finite_differences() {

@@ -12,15 +12,15 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::BaselineConfig;
 use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset, LabelSets};
+use cardinal::engine::Trained;
+use cardinal::engine::{Model, Outputs};
 use cardinal::error::{Error, Result};
-use cardinal::inference::sigmoid;
-use cardinal::model::{
+use cardinal::parts::sigmoid;
+use cardinal::parts::{
     first_layer_shift, sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad, Float,
     Params, Standardizer,
 };
-use cardinal::pipeline::{Model, Outputs};
 use cardinal::system::{Hooks, Start, System};
-use cardinal::train::Trained;
 
 use super::tuned::choose_on_dev;
 use super::BatchObjective;

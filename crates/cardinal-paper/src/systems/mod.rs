@@ -14,7 +14,7 @@
 //!   ([`tuned`]), and `br-logistic`: binary relevance with logistic regression ([`logistic`]),
 //!   the reference baselines of the development suite.
 //!
-//! Every system stores its weights in [`cardinal::model::Params`] (the tensors it does not use
+//! Every system stores its weights in [`cardinal::parts::Params`] (the tensors it does not use
 //! stay at their initial values), so checkpoints, `cardinal eval` and `cardinal predict` work
 //! unchanged.
 
@@ -34,13 +34,14 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset};
+use cardinal::engine::Trained;
+use cardinal::engine::{Model, Outputs};
 use cardinal::error::{Error, Result};
 use cardinal::eval::evaluate_outputs;
 use cardinal::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
-use cardinal::model::Params;
-use cardinal::pipeline::{dropout_key, Dropout, Model, Outputs};
+use cardinal::parts::Params;
+use cardinal::parts::{dropout_key, Dropout};
 use cardinal::system::{Hooks, Start, System, Systems};
-use cardinal::train::Trained;
 pub use fit::fit;
 use nets::{Mlp, MlpCache, MlpGrad, Opt};
 pub use settings::{Activation, BaselineConfig, Optimizer, TaskLoss};
@@ -248,7 +249,7 @@ pub fn pretrain_unary(
                 key: dropout_key(cfg.seed, 0, epoch, batch),
             });
             mlp.forward(&train.features, chunk, &model.standardizer, &mut cache);
-            let mut dout = cache.out.mapv(cardinal::inference::sigmoid);
+            let mut dout = cache.out.mapv(cardinal::parts::sigmoid);
             let scale = 1.0 / chunk.len() as f32;
             for (r, &row) in chunk.iter().enumerate() {
                 for &g in train.labels.row(row) {
@@ -287,7 +288,7 @@ pub fn iterate_weights(cfg: &Config) -> Vec<f64> {
 pub(crate) mod tests {
     use super::*;
     use cardinal::data::LabelSets;
-    use cardinal::train::init_model;
+    use cardinal::parts::init_model;
 
     /// Checks the analytic gradient `g` of `value` at `p` against central differences (step
     /// 1e-6, relative tolerance `tol`) in every entry of the named tensors; returns how many
@@ -464,7 +465,7 @@ pub(crate) mod tests {
             for r in 0..rows.len() {
                 let gold = data.labels.row(r);
                 for i in 0..6 {
-                    let p = cardinal::inference::sigmoid(cache.out[[r, i]] as f64).clamp(1e-9, 1.0);
+                    let p = cardinal::parts::sigmoid(cache.out[[r, i]] as f64).clamp(1e-9, 1.0);
                     let on = gold.contains(&(i as u32));
                     total -= if on { p.ln() } else { (1.0 - p).max(1e-9).ln() };
                 }

@@ -8,11 +8,11 @@ use ndarray::{Array1, Array2, ArrayView2, Axis};
 use super::{Activation, Optimizer};
 use cardinal::config::Config;
 use cardinal::data::CsrMatrix;
-use cardinal::model::{
+use cardinal::parts::{
     c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,
     Float, Params, Standardizer,
 };
-use cardinal::pipeline::{decay_coefficient, Dropout};
+use cardinal::parts::{decay_coefficient, Dropout};
 
 /// `act(x)`, `act'(x)`, `act''(x)`.
 #[inline]
@@ -28,7 +28,7 @@ pub fn act3<F: Float>(a: Activation, x: F) -> (F, F, F) {
         Activation::Softplus => {
             // log(1 + e^x) = max(x, 0) + log(1 + e^{−|x|})
             let v = x.max(F::zero()) + (-x.abs()).exp().ln_1p();
-            let s = cardinal::inference::sigmoid(x);
+            let s = cardinal::parts::sigmoid(x);
             (v, s, s * (F::one() - s))
         }
     }

@@ -16,10 +16,10 @@ use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::BatchObjective;
 use super::{BaselineConfig, TaskLoss};
 use cardinal::data::{CsrMatrix, Dataset};
+use cardinal::engine::{Model, Outputs};
 use cardinal::error::Result;
-use cardinal::inference::{sigmoid, soft_f1};
-use cardinal::model::{c, Float, Params};
-use cardinal::pipeline::{Model, Outputs};
+use cardinal::parts::{c, Float, Params};
+use cardinal::parts::{sigmoid, soft_f1};
 use ndarray::Array2;
 
 /// `s(x, y) = yᵀu + E(y)` for one row.
@@ -369,7 +369,7 @@ mod tests {
     use super::*;
     use crate::systems::Activation;
     use cardinal::config::{Config, CountRange};
-    use cardinal::train::init_model;
+    use cardinal::parts::init_model;
 
     #[test]
     fn topz_argmax_is_exact_by_brute_force() {

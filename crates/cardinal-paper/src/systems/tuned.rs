@@ -9,12 +9,12 @@
 
 use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset};
+use cardinal::engine::{Event, Trained};
+use cardinal::engine::{Model, Outputs};
 use cardinal::error::{Error, Result};
 use cardinal::eval::evaluate_outputs;
-use cardinal::pipeline::{Model, Outputs};
 use cardinal::search::scaled_dev_fraction;
 use cardinal::system::{Hooks, Pnc, Start, System, PNC};
-use cardinal::train::{Event, Trained};
 
 /// `config.system` of the tuned MLP.
 pub const MLP: &str = "mlp";

@@ -11,10 +11,10 @@ use super::BaselineConfig;
 use super::{iterate_weights, BatchObjective};
 use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset};
+use cardinal::engine::{Model, Outputs};
 use cardinal::error::Result;
-use cardinal::inference::soft_f1;
-use cardinal::model::{c, Float, Params};
-use cardinal::pipeline::{Model, Outputs};
+use cardinal::parts::soft_f1;
+use cardinal::parts::{c, Float, Params};
 use ndarray::Array2;
 
 /// The member of the unrolled-ascent family a system runs.
@@ -212,7 +212,7 @@ impl<F: Float> RowObjective<'_, F> {
             for i in 0..l {
                 let x = u[i];
                 loss += bce_w * ((-x.abs()).exp().ln_1p() + x.max(F::zero()));
-                g.gu[i] += bce_w * cardinal::inference::sigmoid(x);
+                g.gu[i] += bce_w * cardinal::parts::sigmoid(x);
             }
             for &gi in gold {
                 loss -= bce_w * u[gi as usize];
@@ -313,7 +313,7 @@ mod tests {
     use super::super::{LOGIT, SC};
     use super::*;
     use crate::systems::Activation;
-    use cardinal::train::init_model;
+    use cardinal::parts::init_model;
 
     /// The whole SC and logit models — every parameter tensor through the networks, the
     /// unrolled steps and the loss — against central differences in `f64`.

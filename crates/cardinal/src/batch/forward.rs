@@ -12,7 +12,7 @@ use crate::model::{first_layer_shift, Float, Model, Outputs, TwoLayer};
 impl<F: Float> Model<F> {
     /// Inference over `rows` of `x` in batches of `batch` rows; appends to `out`. The same
     /// numbers as [`Self::forward`] per batch, with the per-model work done once.
-    pub fn forward_batched(
+    pub(crate) fn forward_batched(
         &self,
         x: &CsrMatrix,
         rows: &[usize],
@@ -156,7 +156,8 @@ impl<F: Float> Model<F> {
     }
 
     /// Inference (no gradients) for `rows` of `x`; appends to `out`.
-    pub fn forward(
+    #[cfg(test)]
+    pub(crate) fn forward(
         &self,
         x: &CsrMatrix,
         rows: &[usize],

@@ -12,9 +12,7 @@ use super::{Stage, Workspace};
 use crate::config::{IterateWeights, ZMode};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
-use crate::model::{
-    c, decay_coefficient, ensure_shape, Float, Model, Params, TwoLayer, TwoLayerGrad,
-};
+use crate::model::{c, ensure_shape, Float, Model, Params, TwoLayer, TwoLayerGrad};
 
 /// Loss terms of one batch.
 #[derive(Debug, Clone, Copy, Default)]
@@ -49,7 +47,8 @@ impl<F: Float> Model<F> {
 
     /// Loss of the batch `rows` and its gradient, written into `grad` (overwritten), with the
     /// weight-decay term included. The simple, complete form of [`Self::loss_and_sparse_grad`].
-    pub fn loss_and_grad(
+    #[cfg(test)]
+    pub(crate) fn loss_and_grad(
         &self,
         x: &CsrMatrix,
         labels: &LabelSets,
@@ -66,7 +65,7 @@ impl<F: Float> Model<F> {
         let mult = self.config.train.unary_weight_decay_mult;
         let mut decay = 0.0;
         grad.zip_mut(&self.params, |_, g, w, class| {
-            let lambda = decay_coefficient(class, wd, mult);
+            let lambda = crate::model::decay_coefficient(class, wd, mult);
             if lambda == 0.0 {
                 return;
             }
@@ -91,7 +90,7 @@ impl<F: Float> Model<F> {
     /// The stages: the networks forward, the unroll with its relaxed-F1 loss and backward
     /// pass (the kernel's), the unary BCE term, the cardinality net's output gradient, and the
     /// networks backward.
-    pub fn loss_and_sparse_grad(
+    pub(crate) fn loss_and_sparse_grad(
         &self,
         x: &CsrMatrix,
         labels: &LabelSets,
@@ -340,6 +339,7 @@ fn unary_bce<F: Float>(u: &[F], gold: &[u32], w: F, gu: &mut [F]) -> F {
 }
 
 /// Gradient checks need the loss as a plain function of the parameters.
+#[cfg(test)]
 pub fn batch_loss<F: Float>(
     model: &Model<F>,
     x: &CsrMatrix,

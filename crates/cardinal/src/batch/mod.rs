@@ -17,11 +17,17 @@
 mod clock;
 mod forward;
 mod gradient;
+// A few of the kernels' helpers (`Kernels::infer`, the `blocks` count) serve only the tests
+// now that the module is crate-private.
+#[cfg_attr(not(test), allow(dead_code))]
 mod kernel;
 mod stages;
 mod workspace;
 
 pub use clock::{Stage, StageClock};
-pub use gradient::{batch_loss, BatchLoss};
+#[cfg(test)]
+pub use gradient::batch_loss;
+pub use gradient::BatchLoss;
+#[cfg(test)]
 pub use kernel::{INFER_LANES, TRAIN_LANES};
 pub use workspace::Workspace;

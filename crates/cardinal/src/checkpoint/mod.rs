@@ -29,9 +29,11 @@ pub(crate) use labels::of_meta_bytes as labels_of;
 pub use labels::{label_structure, LabelStructure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
 pub(crate) use read::json_problem;
-pub use read::{read_model_file, read_model_file_if_any, MAX_JSON_BYTES, MAX_TENSOR_BYTES};
+pub use read::{read_model_file, read_model_file_if_any};
+#[cfg(test)]
+pub use run_state::save_state;
 pub use run_state::BinaryRun;
-pub use run_state::{latest_checkpoint, load_state, save_state, LATEST_FILE};
+pub use run_state::{latest_checkpoint, load_state};
 
 /// Version of the on-disk layout; bumped on any incompatible change.
 pub const FORMAT_VERSION: u32 = 1;

@@ -29,7 +29,7 @@ pub struct SegRun {
     pub state: SegState,
     /// Held until the run is finished: no other process writes into `dir` meanwhile. The
     /// run's files go to its [`RunDir::path`], which becomes `dir` when the run is finished.
-    pub run_dir: RunDir,
+    pub(crate) run_dir: RunDir,
 }
 
 /// What a finished multi-target run produced (all of it also written to its directory).

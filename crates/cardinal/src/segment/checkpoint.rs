@@ -4,7 +4,9 @@
 //! epochs' records). The checkpoints' folders and `LATEST` are [`crate::run_dir`]'s, shared
 //! with the binary model.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(test)]
+use std::path::PathBuf;
 
 use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
@@ -15,7 +17,9 @@ use super::train::{SegConfig, SegEpoch, SegState};
 use crate::checkpoint::{ckpt_err, write_atomic};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::Result;
-use crate::run_dir::{self, RunModel};
+#[cfg(test)]
+use crate::run_dir;
+use crate::run_dir::RunModel;
 
 /// The optimizer's file in a checkpoint.
 const OPTIMIZER_FILE: &str = "optimizer.safetensors";
@@ -86,6 +90,7 @@ impl RunModel for SegmentRun<'_> {
 
 /// Writes the checkpoint of `state` (trained by `cfg` on `train`) into the run directory
 /// `dir`.
+#[cfg(test)]
 pub fn save_state(
     dir: &Path,
     state: &SegState,
@@ -98,6 +103,7 @@ pub fn save_state(
 
 /// Loads the latest checkpoint of the run in `dir`: the state, its configuration and its
 /// meta data. Every file is checked as the model directory's are (names the file on error).
+#[cfg(test)]
 pub fn load_state(dir: &Path) -> Result<(SegState, SegConfig, SegMeta)> {
     run_dir::load_checkpoint::<SegmentRun>(dir)
 }

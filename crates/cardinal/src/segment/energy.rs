@@ -21,6 +21,7 @@ fn sigmoid(u: f64) -> f64 {
 }
 
 /// `softplus(u) = log(1 + eᵘ)`, without overflow.
+#[cfg(test)]
 fn softplus(u: f64) -> f64 {
     u.max(0.0) + (-u.abs()).exp().ln_1p()
 }
@@ -68,6 +69,7 @@ impl GlobalEnergy {
     }
 
     /// `E(Y)`.
+    #[cfg(test)]
     pub fn value(&self, y: &[f64]) -> f64 {
         self.rows(y.len())
             .zip(&self.w)

@@ -73,6 +73,7 @@ impl GridEnergy {
     }
 
     /// `E(Y)`.
+    #[cfg(test)]
     pub fn value(&self, y: &[f64]) -> f64 {
         let mut g = vec![0.0; y.len()];
         self.add_apply(y, 0.5, &mut g);

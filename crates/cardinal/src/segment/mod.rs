@@ -26,16 +26,16 @@
 //! `predict_segmentation`, `save_segmentation`, `load_segmentation`); a model directory
 //! ([`saved`]) records `"labels": "multi_target"` so that `eval` and `predict` dispatch on it.
 
-pub mod checkpoint;
-pub mod energy;
-pub mod eval;
-pub mod grid_energy;
-pub mod model;
-pub mod predict;
-pub mod saved;
-pub mod settings;
+pub(crate) mod checkpoint;
+pub(crate) mod energy;
+pub(crate) mod eval;
+pub(crate) mod grid_energy;
+pub(crate) mod model;
+pub(crate) mod predict;
+pub(crate) mod saved;
+pub(crate) mod settings;
 mod step;
-pub mod train;
+pub(crate) mod train;
 
 pub use eval::{evaluate, SegMetrics};
 pub use model::{Mode, SegModel};

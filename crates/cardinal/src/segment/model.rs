@@ -61,9 +61,9 @@ pub struct SegModel {
     /// Count head bias.
     pub c: Vec<f64>,
     /// The optional global energy over `Y` (no terms: none).
-    pub energy: GlobalEnergy,
+    pub(crate) energy: GlobalEnergy,
     /// The optional pairwise energy of an image grid.
-    pub grid: Option<GridEnergy>,
+    pub(crate) grid: Option<GridEnergy>,
     /// Unrolled steps `T`.
     pub steps: usize,
     /// Step size `η`.
@@ -241,7 +241,7 @@ impl SegModel {
     }
 
     /// Forward pass on one image (`gold` is read only by [`Mode::Gold`]).
-    pub fn predict(&self, x: &[f64], gold: &[u32]) -> Result<Prediction, ProjError> {
+    pub(crate) fn predict(&self, x: &[f64], gold: &[u32]) -> Result<Prediction, ProjError> {
         let s = self.scores(x);
         let mut y = Vec::new();
         if self.mode == Mode::Unary {
@@ -305,7 +305,7 @@ impl SegModel {
     /// Loss on one image and its gradient (added into `grads`): the loss of the mode, with
     /// its gradient in the unary scores, then that gradient through the unary scores' linear
     /// map.
-    pub fn loss_and_grad(
+    pub(crate) fn loss_and_grad(
         &self,
         x: &[f64],
         gold: &[u32],
@@ -423,7 +423,7 @@ impl SegModel {
     }
 
     /// Zero gradients shaped like the parameters.
-    pub fn zero_grads(&self) -> Grads {
+    pub(crate) fn zero_grads(&self) -> Grads {
         Grads {
             w: vec![0.0; self.w.len()],
             b: vec![0.0; self.b.len()],

@@ -16,5 +16,7 @@ mod fixtures;
 
 pub use init::{init_model, init_model_within};
 pub use optim::Adagrad;
-pub use schedule::{epoch_over_all, run, train};
+#[cfg(test)]
+pub use schedule::train;
+pub use schedule::{epoch_over_all, run};
 pub use state::{EpochRecord, Event, Hooks, Progress, Start, TrainState, Trained};

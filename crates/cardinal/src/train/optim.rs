@@ -101,6 +101,7 @@ impl<F: Float> Adagrad<F> {
     /// One update of every tensor but `η` (a fixed hyper-parameter). Returns the name of the
     /// first tensor holding a non-finite value afterwards (a non-finite gradient always shows
     /// up here).
+    #[cfg(test)]
     pub fn step(&mut self, params: &mut Params<F>, grad: &Params<F>) -> Option<&'static str> {
         let lr = self.lr;
         let mut bad = None;

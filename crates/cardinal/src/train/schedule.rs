@@ -7,7 +7,7 @@ use rand::seq::SliceRandom;
 use super::average::{fold_into_average, with_average};
 use super::optim::Adagrad;
 use super::state::{EpochRecord, Event, TrainState, Trained};
-use crate::config::{Config, TrainConfig};
+use crate::config::TrainConfig;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, predict};
@@ -18,7 +18,12 @@ use crate::runtime::run_with_active_workers;
 use crate::train::Hooks;
 
 /// Trains a model on `train` (a dev part is held out as configured).
-pub fn train(train: &Dataset, cfg: &Config, on_event: &mut dyn FnMut(Event)) -> Result<Trained> {
+#[cfg(test)]
+pub fn train(
+    train: &Dataset,
+    cfg: &crate::config::Config,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<Trained> {
     let mut hooks = Hooks::silent();
     hooks.on_event = on_event;
     run(train, TrainState::new(train, cfg)?, &mut hooks)

@@ -117,7 +117,7 @@ pub struct TrainState {
     /// The model being trained.
     pub model: Model<f32>,
     /// Its optimiser.
-    pub optimizer: Adagrad<f32>,
+    pub(crate) optimizer: Adagrad<f32>,
     /// Parameters of the best dev epoch so far (early stopping only).
     pub best_params: Option<Params<f32>>,
     /// Moving average of the weights (`train.average_epochs`), `None` when not averaging.
