@@ -178,7 +178,7 @@ pub enum ParseErrorKind {
         /// The constant that sets the limit.
         why: &'static str,
     },
-    /// A [`LabelSpec::Named`](super::LabelSpec::Named) list that names a label twice.
+    /// A [`LabelSpec::Names`](super::LabelSpec::Names) list that names a label twice.
     #[error("invalid label specification: label `{name}` listed twice")]
     LabelListedTwice {
         /// The repeated label.
