@@ -1,4 +1,6 @@
-"""Shared fixtures: a small multi-label problem, a small configuration, the CLI binary."""
+"""Shared fixtures: a small multi-label problem, a small configuration, the CLI binary; and the
+rule for tests whose prerequisite is missing: skipped on a developer's machine, failed under CI
+(which provides everything), so that no test passes there without having run."""
 
 import os
 import shutil
@@ -9,6 +11,20 @@ from sklearn.datasets import make_multilabel_classification
 
 # A configuration that trains in well under a second on the problem below.
 SMALL = {"hidden": 32, "epochs": 4, "random_state": 0}
+
+
+def in_ci(value=None):
+    """Whether this is a CI run: `CI` (or `value`, when given) set to anything non-empty other
+    than `0` or `false` (any case)."""
+    v = (os.environ.get("CI", "") if value is None else value).strip()
+    return v != "" and v != "0" and v.lower() != "false"
+
+
+def skip_unless_ci(reason):
+    """Skips the calling test for `reason`, or fails it when `in_ci()`."""
+    if in_ci():
+        pytest.fail(f"{reason}, and CI is set: CI must provide it", pytrace=False)
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -23,8 +39,8 @@ def problem():
 @pytest.fixture(scope="session")
 def cli():
     """The `cardinal` binary: $CARDINAL_BIN (scripts/test.sh sets it), else one on PATH; the
-    tests that need it are skipped without one."""
+    tests that need it are skipped without one, and fail under CI."""
     path = os.environ.get("CARDINAL_BIN") or shutil.which("cardinal")
     if not path or not os.path.exists(path):
-        pytest.skip("no cardinal binary (set CARDINAL_BIN)")
+        skip_unless_ci("no cardinal binary (set CARDINAL_BIN)")
     return path

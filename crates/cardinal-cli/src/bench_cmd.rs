@@ -7,7 +7,8 @@ use std::time::Instant;
 use anyhow::Context;
 use cardinal::config::ConfigRequest;
 use cardinal::data::synthetic::SyntheticShape;
-use cardinal::engine::Stage;
+use cardinal::data::{Dataset, TrainTest};
+use cardinal::engine::{EpochBench, Stage};
 
 /// Fraction of Bibtex's 1836 features present in a row on average (68.4 non-zeros).
 const BIBTEX_DENSITY: f64 = 0.0372;
@@ -81,7 +82,9 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kib| kib / 1024.0)
 }
 
-pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
+/// The data to time: the synthetic dataset asked for (refused when it would be too large), or
+/// the dataset named.
+fn bench_data(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<TrainTest> {
     if args.synthetic_labels.is_some() {
         let entries =
             1.5 * args.synthetic_rows as f64 * args.synthetic_features as f64 * BIBTEX_DENSITY;
@@ -94,7 +97,7 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
             );
         }
     }
-    let data = match args.synthetic_labels {
+    Ok(match args.synthetic_labels {
         Some(labels) => cardinal::data::synthetic::synthetic(&SyntheticShape {
             train_rows: args.synthetic_rows,
             test_rows: args.synthetic_rows / 2,
@@ -109,7 +112,40 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("loading dataset `{}`", args.dataset))?
                 .into_train_test(0.8, 0)?
         }
-    };
+    })
+}
+
+/// The seconds of `reps` (at least 1) training epochs after an untimed one, and the median
+/// seconds of each stage over them (the parts of a stage are thread-seconds).
+fn time_epochs(
+    bench: &mut EpochBench,
+    train: &Dataset,
+    reps: usize,
+) -> anyhow::Result<(Vec<f64>, serde_json::Map<String, serde_json::Value>)> {
+    let mut epochs = Vec::new();
+    // Per timed epoch, the seconds of every stage (`StageClock`).
+    let mut stages: Vec<Vec<f64>> = vec![Vec::new(); Stage::ALL.len()];
+    for rep in 0..=reps.max(1) {
+        bench.clock().reset();
+        let t = Instant::now();
+        bench.epoch(train)?;
+        if rep > 0 {
+            epochs.push(t.elapsed().as_secs_f64());
+            for (s, &stage) in stages.iter_mut().zip(&Stage::ALL) {
+                s.push(bench.clock().seconds(stage));
+            }
+        }
+    }
+    let stages_s = Stage::ALL
+        .iter()
+        .zip(stages)
+        .map(|(stage, s)| (stage.name().to_string(), median(s).into()))
+        .collect();
+    Ok((epochs, stages_s))
+}
+
+pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
+    let data = bench_data(engine, args)?;
     let file = match &args.config {
         Some(p) => {
             Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?)
@@ -128,26 +164,7 @@ pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
     }
     .resolve()?;
     let mut bench = engine.epoch_bench(&data.train, &cfg)?;
-    let mut epochs = Vec::new();
-    // Per timed epoch, the seconds of every stage (`StageClock`).
-    let mut stages: Vec<Vec<f64>> = vec![Vec::new(); Stage::ALL.len()];
-    for rep in 0..=args.train_reps.max(1) {
-        bench.clock().reset();
-        let t = Instant::now();
-        bench.epoch(&data.train)?;
-        if rep > 0 {
-            epochs.push(t.elapsed().as_secs_f64());
-            for (s, &stage) in stages.iter_mut().zip(&Stage::ALL) {
-                s.push(bench.clock().seconds(stage));
-            }
-        }
-    }
-    // Median per stage over the timed epochs; the parts of a stage are thread-seconds.
-    let stages_s: serde_json::Map<String, serde_json::Value> = Stage::ALL
-        .iter()
-        .zip(stages)
-        .map(|(stage, s)| (stage.name().to_string(), median(s).into()))
-        .collect();
+    let (epochs, stages_s) = time_epochs(&mut bench, &data.train, args.train_reps)?;
     let mut infers = Vec::new();
     for rep in 0..=args.infer_reps.max(1) {
         let t = Instant::now();

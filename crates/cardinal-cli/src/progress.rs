@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use cardinal::engine::{Event, Progress};
+use cardinal::engine::{EpochRecord, Event, Progress};
 use cardinal::Config;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -188,51 +188,10 @@ impl TrainProgress {
                 phase,
                 epochs,
                 batches_per_epoch,
-            } => {
-                self.schedule.start(phase, epochs);
-                self.batches_per_epoch = batches_per_epoch.max(1);
-                self.epoch_start = Instant::now();
-                if let Some(bar) = &self.bar {
-                    bar.set_prefix(phase.to_string());
-                    bar.set_length((epochs * batches_per_epoch) as u64);
-                    bar.set_position(0);
-                } else if !self.quiet {
-                    let what = if phase == 1 {
-                        "the train part of the split"
-                    } else {
-                        "all of train"
-                    };
-                    match log::format() {
-                        LogFormat::Text => errln!(
-                            "phase {phase}: up to {epochs} epochs of {batches_per_epoch} batches on {what}"
-                        ),
-                        LogFormat::Json => tracing::info!(
-                            target: PROGRESS_TARGET,
-                            event = "phase",
-                            phase,
-                            epochs,
-                            batches_per_epoch,
-                            "phase {phase} starts"
-                        ),
-                    }
-                }
-            }
+            } => self.on_start(phase, epochs, batches_per_epoch),
             Event::Batch {
                 epoch, batch, loss, ..
-            } => {
-                if let Some(bar) = &self.bar {
-                    bar.inc(1);
-                    let done = (batch + 1) as f64 / self.batches_per_epoch as f64;
-                    // Before the first epoch ends, its own pace so far is the estimate.
-                    let so_far = || self.epoch_start.elapsed().div_f64(done);
-                    let eta = self
-                        .per_epoch()
-                        .or_else(|| (batch >= 2).then(so_far))
-                        .map(|d| format!("  {}", eta(self.schedule.left(), done, d)))
-                        .unwrap_or_default();
-                    bar.set_message(format!("epoch {epoch} loss {loss:.4}{eta}"));
-                }
-            }
+            } => self.on_batch(epoch, batch, loss),
             Event::Searching {
                 candidates,
                 folds,
@@ -265,42 +224,92 @@ impl TrainProgress {
                     ),
                 }
             }
-            Event::Epoch(rec) => {
-                self.epoch_seconds
-                    .push(self.epoch_start.elapsed().as_secs_f64());
-                self.epoch_start = Instant::now();
-                self.schedule.epoch(rec.dev_example_f1);
-                if self.quiet {
-                    return;
-                }
-                let left = self.schedule.left();
-                let eta_text = eta(left, 0.0, self.per_epoch().unwrap_or_default());
-                let dev = rec
-                    .dev_example_f1
-                    .map(|f| format!(" dev F1 {f:.2}"))
-                    .unwrap_or_default();
-                let line = format!(
-                    "phase {} epoch {:>3}: loss {:.4}{dev}  ({:.2} s/epoch)",
-                    rec.phase, rec.epoch, rec.loss, rec.seconds
-                );
-                match (&self.bar, log::format()) {
-                    (Some(bar), _) => bar.println(line),
-                    (None, LogFormat::Text) => errln!("{line}  {eta_text}"),
-                    (None, LogFormat::Json) => tracing::info!(
-                        target: PROGRESS_TARGET,
-                        event = "epoch",
-                        phase = rec.phase,
-                        epoch = rec.epoch,
-                        loss = rec.loss,
-                        dev_example_f1 = rec.dev_example_f1,
-                        dev_mean_z = rec.dev_mean_z,
-                        seconds = rec.seconds,
-                        epochs_left_min = left.min,
-                        epochs_left_max = left.max,
-                        "epoch finished"
-                    ),
-                }
+            Event::Epoch(rec) => self.on_epoch(rec),
+        }
+    }
+
+    /// A phase starts: the bar is reset, or the phase is announced.
+    fn on_start(&mut self, phase: u8, epochs: usize, batches_per_epoch: usize) {
+        self.schedule.start(phase, epochs);
+        self.batches_per_epoch = batches_per_epoch.max(1);
+        self.epoch_start = Instant::now();
+        if let Some(bar) = &self.bar {
+            bar.set_prefix(phase.to_string());
+            bar.set_length((epochs * batches_per_epoch) as u64);
+            bar.set_position(0);
+        } else if !self.quiet {
+            let what = if phase == 1 {
+                "the train part of the split"
+            } else {
+                "all of train"
+            };
+            match log::format() {
+                LogFormat::Text => errln!(
+                    "phase {phase}: up to {epochs} epochs of {batches_per_epoch} batches on {what}"
+                ),
+                LogFormat::Json => tracing::info!(
+                    target: PROGRESS_TARGET,
+                    event = "phase",
+                    phase,
+                    epochs,
+                    batches_per_epoch,
+                    "phase {phase} starts"
+                ),
             }
+        }
+    }
+
+    /// A batch was trained on: the bar moves, with the loss and the time left.
+    fn on_batch(&mut self, epoch: usize, batch: usize, loss: f64) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+            let done = (batch + 1) as f64 / self.batches_per_epoch as f64;
+            // Before the first epoch ends, its own pace so far is the estimate.
+            let so_far = || self.epoch_start.elapsed().div_f64(done);
+            let eta = self
+                .per_epoch()
+                .or_else(|| (batch >= 2).then(so_far))
+                .map(|d| format!("  {}", eta(self.schedule.left(), done, d)))
+                .unwrap_or_default();
+            bar.set_message(format!("epoch {epoch} loss {loss:.4}{eta}"));
+        }
+    }
+
+    /// An epoch finished: its line, with the time left.
+    fn on_epoch(&mut self, rec: &EpochRecord) {
+        self.epoch_seconds
+            .push(self.epoch_start.elapsed().as_secs_f64());
+        self.epoch_start = Instant::now();
+        self.schedule.epoch(rec.dev_example_f1);
+        if self.quiet {
+            return;
+        }
+        let left = self.schedule.left();
+        let eta_text = eta(left, 0.0, self.per_epoch().unwrap_or_default());
+        let dev = rec
+            .dev_example_f1
+            .map(|f| format!(" dev F1 {f:.2}"))
+            .unwrap_or_default();
+        let line = format!(
+            "phase {} epoch {:>3}: loss {:.4}{dev}  ({:.2} s/epoch)",
+            rec.phase, rec.epoch, rec.loss, rec.seconds
+        );
+        match (&self.bar, log::format()) {
+            (Some(bar), _) => bar.println(line),
+            (None, LogFormat::Text) => errln!("{line}  {eta_text}"),
+            (None, LogFormat::Json) => tracing::info!(
+                target: PROGRESS_TARGET,
+                event = "epoch",
+                phase = rec.phase,
+                epoch = rec.epoch,
+                loss = rec.loss,
+                dev_example_f1 = rec.dev_example_f1,
+                dev_mean_z = rec.dev_mean_z,
+                seconds = rec.seconds,
+                epochs_left_min = left.min,
+                epochs_left_max = left.max,
+                "epoch finished"
+            ),
         }
     }
 

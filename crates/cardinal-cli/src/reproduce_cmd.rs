@@ -6,7 +6,9 @@ use anyhow::Context;
 use cardinal::engine::write_atomic;
 use cardinal::eval::EvalReport;
 use cardinal_paper::cell_key::cell_key;
-use cardinal_paper::reproduce::{cardinality_analysis, run_cell, table1_rows, Protocol, DATASETS};
+use cardinal_paper::reproduce::{
+    cardinality_analysis, run_cell, table1_rows, Protocol, Row, DATASETS,
+};
 use cardinal_paper::suite::mean_sd;
 
 #[derive(Debug, clap::Args)]
@@ -197,35 +199,77 @@ fn table1(
                     .join(DATASETS[col])
                     .join(slug(row.system))
                     .join(format!("seed{seed}"));
-                let file = cell.join("eval.json");
-                let key_file = cell.join("key.txt");
                 let mut cfg = cfg.clone();
                 cfg.seed = seed;
-                // A finished cell is reused only for exactly this data and configuration.
-                let key = cell_key(&data, &cfg, row.protocol);
-                let cached = std::fs::read_to_string(&key_file).is_ok_and(|k| k.trim() == key);
-                let report: EvalReport = if cached && file.exists() {
-                    serde_json::from_slice(&std::fs::read(&file)?)
-                        .with_context(|| format!("reading {}", file.display()))?
-                } else if !wanted {
+                let Some(report) = table1_cell(engine, &cell, &data, &cfg, row, col, wanted)?
+                else {
                     continue;
-                } else {
-                    errln!("training {} on {} (seed {seed})", row.system, DATASETS[col]);
-                    let report = run_cell(engine, &data, &cfg, row.protocol)?;
-                    std::fs::create_dir_all(&cell)?;
-                    write_atomic(
-                        &cell.join("config.json"),
-                        serde_json::to_string_pretty(&cfg)?.as_bytes(),
-                    )?;
-                    write_atomic(&file, serde_json::to_string_pretty(&report)?.as_bytes())?;
-                    write_atomic(&key_file, key.as_bytes())?;
-                    report
                 };
                 results[ri][col].push(report);
                 cell_dirs.push(cell);
             }
         }
     }
+    let (md, json_rows) = table1_text(&rows, &results, &columns_run);
+    std::fs::create_dir_all(out)?;
+    write_atomic(&out.join("table1.md"), md.as_bytes())?;
+    write_atomic(
+        &out.join("table1.json"),
+        serde_json::to_string_pretty(&json_rows)?.as_bytes(),
+    )?;
+    crate::output::bytes(md.as_bytes());
+    Ok(cell_dirs)
+}
+
+/// The report of one cell of Table 1 (`row` on column `col`, configuration `cfg` with its
+/// seed) in the folder `cell`: read back when a finished cell holds exactly this data and
+/// configuration, else trained when `wanted` (and written there), else `None`.
+fn table1_cell(
+    engine: &cardinal::engine::Engine,
+    cell: &Path,
+    data: &cardinal::data::TrainTest,
+    cfg: &cardinal::Config,
+    row: &Row,
+    col: usize,
+    wanted: bool,
+) -> anyhow::Result<Option<EvalReport>> {
+    let file = cell.join("eval.json");
+    let key_file = cell.join("key.txt");
+    // A finished cell is reused only for exactly this data and configuration.
+    let key = cell_key(data, cfg, row.protocol);
+    let cached = std::fs::read_to_string(&key_file).is_ok_and(|k| k.trim() == key);
+    if cached && file.exists() {
+        let report = serde_json::from_slice(&std::fs::read(&file)?)
+            .with_context(|| format!("reading {}", file.display()))?;
+        return Ok(Some(report));
+    }
+    if !wanted {
+        return Ok(None);
+    }
+    errln!(
+        "training {} on {} (seed {})",
+        row.system,
+        DATASETS[col],
+        cfg.seed
+    );
+    let report = run_cell(engine, data, cfg, row.protocol)?;
+    std::fs::create_dir_all(cell)?;
+    write_atomic(
+        &cell.join("config.json"),
+        serde_json::to_string_pretty(cfg)?.as_bytes(),
+    )?;
+    write_atomic(&file, serde_json::to_string_pretty(&report)?.as_bytes())?;
+    write_atomic(&key_file, key.as_bytes())?;
+    Ok(Some(report))
+}
+
+/// Table 1 as markdown (with the rows' notes) and as JSON rows, from the per-seed reports
+/// `results[row][column]` of the columns run.
+fn table1_text(
+    rows: &[Row],
+    results: &[Vec<Vec<EvalReport>>],
+    columns_run: &[usize],
+) -> (String, Vec<serde_json::Value>) {
     let mut md = String::from("| system | protocol | Bibtex paper | Bibtex ours | Bookmarks paper | Bookmarks ours | Delicious paper | Delicious ours |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     let mut json_rows = Vec::new();
     for (ri, row) in rows.iter().enumerate() {
@@ -233,39 +277,7 @@ fn table1(
         let mut json_cells = serde_json::Map::new();
         for col in 0..DATASETS.len() {
             let paper = row.paper[col].map_or("–".to_string(), |p| format!("{p:.1}"));
-            let reps = &results[ri][col];
-            let ours = if row.config.is_some() && columns_run.contains(&col) && reps.is_empty() {
-                "not run".to_string()
-            } else if row.config.is_none() {
-                "not implemented".to_string()
-            } else if !columns_run.contains(&col) {
-                if DATASETS[col] == "bookmarks" {
-                    "no data here".to_string()
-                } else {
-                    "not run".to_string()
-                }
-            } else {
-                let at05: Vec<f64> = reps
-                    .iter()
-                    .map(|r| 100.0 * r.at_threshold.example_f1)
-                    .collect();
-                let mut text = mean_sd_text(&at05);
-                if row.protocol == Protocol::ThresholdGrid {
-                    let dev: Vec<f64> = reps
-                        .iter()
-                        .filter_map(|r| r.at_dev_threshold.as_ref())
-                        .map(|m| 100.0 * m.example_f1)
-                        .collect();
-                    if !dev.is_empty() {
-                        text.push_str(&format!(" (dev thr: {})", mean_sd_text(&dev)));
-                    }
-                }
-                json_cells.insert(
-                    DATASETS[col].to_string(),
-                    serde_json::json!({"example_f1_at_0.5": at05, "n_seeds": reps.len()}),
-                );
-                text
-            };
+            let ours = ours_text(row, &results[ri][col], col, columns_run, &mut json_cells);
             cells.push(paper);
             cells.push(ours);
         }
@@ -281,19 +293,54 @@ fn table1(
         json_rows.push(serde_json::json!({"system": row.system, "paper": row.paper, "protocol": protocol, "note": row.note, "delicious_setting": row.delicious.as_ref().map(|d| d.note), "ours": json_cells}));
     }
     md.push_str("\nNotes:\n");
-    for row in &rows {
+    for row in rows {
         md.push_str(&format!("- {}: {}", row.system, row.note));
         if let Some(d) = &row.delicious {
             md.push_str(&format!("; on Delicious: {}", d.note));
         }
         md.push('\n');
     }
-    std::fs::create_dir_all(out)?;
-    write_atomic(&out.join("table1.md"), md.as_bytes())?;
-    write_atomic(
-        &out.join("table1.json"),
-        serde_json::to_string_pretty(&json_rows)?.as_bytes(),
-    )?;
-    crate::output::bytes(md.as_bytes());
-    Ok(cell_dirs)
+    (md, json_rows)
+}
+
+/// Our cell of Table 1 for `row` on column `col`: the seeds' example-F1 (mean ± sd), added to
+/// `json_cells`, or why there is none.
+fn ours_text(
+    row: &Row,
+    reps: &[EvalReport],
+    col: usize,
+    columns_run: &[usize],
+    json_cells: &mut serde_json::Map<String, serde_json::Value>,
+) -> String {
+    if row.config.is_some() && columns_run.contains(&col) && reps.is_empty() {
+        return "not run".to_string();
+    } else if row.config.is_none() {
+        return "not implemented".to_string();
+    } else if !columns_run.contains(&col) {
+        return if DATASETS[col] == "bookmarks" {
+            "no data here".to_string()
+        } else {
+            "not run".to_string()
+        };
+    }
+    let at05: Vec<f64> = reps
+        .iter()
+        .map(|r| 100.0 * r.at_threshold.example_f1)
+        .collect();
+    let mut text = mean_sd_text(&at05);
+    if row.protocol == Protocol::ThresholdGrid {
+        let dev: Vec<f64> = reps
+            .iter()
+            .filter_map(|r| r.at_dev_threshold.as_ref())
+            .map(|m| 100.0 * m.example_f1)
+            .collect();
+        if !dev.is_empty() {
+            text.push_str(&format!(" (dev thr: {})", mean_sd_text(&dev)));
+        }
+    }
+    json_cells.insert(
+        DATASETS[col].to_string(),
+        serde_json::json!({"example_f1_at_0.5": at05, "n_seeds": reps.len()}),
+    );
+    text
 }

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use cardinal::data::TrainTest;
 use cardinal::engine::write_atomic;
 use cardinal::engine::Engine;
 use cardinal_paper::cell_key::suite_cell_key;
-use cardinal_paper::suite::{entries, mean_sd, run_cell, Cell, DATASETS};
+use cardinal_paper::suite::{entries, mean_sd, run_cell, Cell, Entry, DATASETS};
 
 #[derive(Debug, clap::Args)]
 pub struct SuiteArgs {
@@ -84,8 +85,11 @@ pub fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
                 .join(", ")
         );
     }
-    // table[dataset] = (system name -> cells)
-    let mut table: Vec<(String, BTreeMap<&str, Vec<Cell>>)> = Vec::new();
+    let mut md = String::from(
+        "| dataset | default | `paper` | tuned MLP @0.5 (dev thr.) | BR-logistic @0.5 (dev thr.) | default − MLP | seeds | default train time | F1 with gold count | count MAE (constant) |\n\
+         | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |\n",
+    );
+    let mut json = Vec::new();
     for spec in &args.datasets {
         let data = match cardinal::data::resolve_dataset(spec, dir.as_deref()) {
             Ok(r) => r.into_train_test(0.8, 0)?,
@@ -99,88 +103,8 @@ pub fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
             .and_then(|s| s.to_str())
             .unwrap_or(spec)
             .to_string();
-        let mut row = BTreeMap::new();
-        for entry in &systems {
-            let key = suite_cell_key(&data, &entry.config);
-            let cell_dir = args.out.join(&name).join(entry.name).join(&key);
-            let wanted = args.systems.is_empty() || args.systems.iter().any(|s| s == entry.name);
-            if wanted {
-                for seed in 0..args.seeds {
-                    let file = cell_dir.join(format!("seed{seed}.json"));
-                    if file.exists() {
-                        continue;
-                    }
-                    errln!("training {} on {name} (seed {seed})", entry.name);
-                    let mut cfg = entry.config.clone();
-                    cfg.seed = seed;
-                    let cell = run_cell(engine, &data, &cfg)
-                        .with_context(|| format!("{} on {name}, seed {seed}", entry.name))?;
-                    std::fs::create_dir_all(&cell_dir)?;
-                    write_atomic(&file, serde_json::to_string_pretty(&cell)?.as_bytes())?;
-                }
-            }
-            row.insert(entry.name, read_cells(&cell_dir)?);
-        }
-        table.push((name, row));
-    }
-    let mut md = String::from(
-        "| dataset | default | `paper` | tuned MLP @0.5 (dev thr.) | BR-logistic @0.5 (dev thr.) | default − MLP | seeds | default train time | F1 with gold count | count MAE (constant) |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |\n",
-    );
-    let mut json = Vec::new();
-    for (name, row) in &table {
-        let f1 = |s: &str| -> Vec<f64> { row[s].iter().map(|c| c.f1_at_half).collect() };
-        let best = |s: &str| -> Vec<f64> {
-            row[s]
-                .iter()
-                .map(|c| c.f1_at_dev_threshold.unwrap_or(c.f1_at_half))
-                .collect()
-        };
-        let cell = |s: &str, dev: bool| {
-            if row[s].is_empty() {
-                "not run".to_string()
-            } else if dev {
-                format!("{} ({})", fmt_mean(&f1(s)), fmt_mean(&best(s)))
-            } else {
-                fmt_mean(&f1(s))
-            }
-        };
-        let def = &row["default"];
-        let margin = if def.is_empty() || row["mlp"].is_empty() {
-            "–".to_string()
-        } else {
-            // The MLP at its own dev-tuned threshold: its best honest number.
-            format!(
-                "{:+.2}",
-                mean_sd(&f1("default")).0 - mean_sd(&best("mlp")).0
-            )
-        };
-        let secs: Vec<f64> = def.iter().map(|c| c.train_seconds).collect();
-        let gold: Vec<f64> = def.iter().filter_map(|c| c.f1_at_gold_count).collect();
-        let mae: Vec<f64> = def.iter().map(|c| c.count_mae).collect();
-        let const_mae: Vec<f64> = def.iter().map(|c| c.constant_count_mae).collect();
-        let or_dash = |xs: &[f64], f: &dyn Fn(&[f64]) -> String| {
-            if xs.is_empty() {
-                "–".to_string()
-            } else {
-                f(xs)
-            }
-        };
-        md.push_str(&format!(
-            "| {name} | {} | {} | {} | {} | {margin} | {} | {} | {} | {} |\n",
-            cell("default", false),
-            cell("paper", false),
-            cell("mlp", true),
-            cell("br-logistic", true),
-            seeds_text(def),
-            or_dash(&secs, &|x| format!("{:.1} s", mean_sd(x).0)),
-            or_dash(&gold, &|x| format!("{:.2}", mean_sd(x).0)),
-            or_dash(&mae, &|x| format!(
-                "{:.3} ({:.3})",
-                mean_sd(x).0,
-                mean_sd(&const_mae).0
-            )),
-        ));
+        let row = dataset_cells(engine, args, &systems, &data, &name)?;
+        md.push_str(&table_line(&name, &row));
         json.push(serde_json::json!({"dataset": name, "cells": row}));
     }
     std::fs::create_dir_all(&args.out)?;
@@ -191,4 +115,94 @@ pub fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
     )?;
     crate::output::bytes(md.as_bytes());
     Ok(())
+}
+
+/// Every system's cells on the dataset `name`: the seeds asked for are trained (for the
+/// systems wanted) where not cached, then every cached seed is read back.
+fn dataset_cells(
+    engine: &Engine,
+    args: &SuiteArgs,
+    systems: &[Entry],
+    data: &TrainTest,
+    name: &str,
+) -> anyhow::Result<BTreeMap<&'static str, Vec<Cell>>> {
+    let mut row = BTreeMap::new();
+    for entry in systems {
+        let key = suite_cell_key(data, &entry.config);
+        let cell_dir = args.out.join(name).join(entry.name).join(&key);
+        let wanted = args.systems.is_empty() || args.systems.iter().any(|s| s == entry.name);
+        if wanted {
+            for seed in 0..args.seeds {
+                let file = cell_dir.join(format!("seed{seed}.json"));
+                if file.exists() {
+                    continue;
+                }
+                errln!("training {} on {name} (seed {seed})", entry.name);
+                let mut cfg = entry.config.clone();
+                cfg.seed = seed;
+                let cell = run_cell(engine, data, &cfg)
+                    .with_context(|| format!("{} on {name}, seed {seed}", entry.name))?;
+                std::fs::create_dir_all(&cell_dir)?;
+                write_atomic(&file, serde_json::to_string_pretty(&cell)?.as_bytes())?;
+            }
+        }
+        row.insert(entry.name, read_cells(&cell_dir)?);
+    }
+    Ok(row)
+}
+
+/// The markdown table's line of the dataset `name`, from its systems' cells.
+fn table_line(name: &str, row: &BTreeMap<&str, Vec<Cell>>) -> String {
+    let f1 = |s: &str| -> Vec<f64> { row[s].iter().map(|c| c.f1_at_half).collect() };
+    let best = |s: &str| -> Vec<f64> {
+        row[s]
+            .iter()
+            .map(|c| c.f1_at_dev_threshold.unwrap_or(c.f1_at_half))
+            .collect()
+    };
+    let cell = |s: &str, dev: bool| {
+        if row[s].is_empty() {
+            "not run".to_string()
+        } else if dev {
+            format!("{} ({})", fmt_mean(&f1(s)), fmt_mean(&best(s)))
+        } else {
+            fmt_mean(&f1(s))
+        }
+    };
+    let def = &row["default"];
+    let margin = if def.is_empty() || row["mlp"].is_empty() {
+        "–".to_string()
+    } else {
+        // The MLP at its own dev-tuned threshold: its best honest number.
+        format!(
+            "{:+.2}",
+            mean_sd(&f1("default")).0 - mean_sd(&best("mlp")).0
+        )
+    };
+    let secs: Vec<f64> = def.iter().map(|c| c.train_seconds).collect();
+    let gold: Vec<f64> = def.iter().filter_map(|c| c.f1_at_gold_count).collect();
+    let mae: Vec<f64> = def.iter().map(|c| c.count_mae).collect();
+    let const_mae: Vec<f64> = def.iter().map(|c| c.constant_count_mae).collect();
+    let or_dash = |xs: &[f64], f: &dyn Fn(&[f64]) -> String| {
+        if xs.is_empty() {
+            "–".to_string()
+        } else {
+            f(xs)
+        }
+    };
+    format!(
+        "| {name} | {} | {} | {} | {} | {margin} | {} | {} | {} | {} |\n",
+        cell("default", false),
+        cell("paper", false),
+        cell("mlp", true),
+        cell("br-logistic", true),
+        seeds_text(def),
+        or_dash(&secs, &|x| format!("{:.1} s", mean_sd(x).0)),
+        or_dash(&gold, &|x| format!("{:.2}", mean_sd(x).0)),
+        or_dash(&mae, &|x| format!(
+            "{:.3} ({:.3})",
+            mean_sd(x).0,
+            mean_sd(&const_mae).0
+        )),
+    )
 }

@@ -1,4 +1,5 @@
-//! Your own data, end to end: every dataset of `../shared/data` (when present) trains,
+//! Your own data, end to end: every dataset of the shared data folder (required under CI, see
+//! [`cardinal_testkit::shared_data`]) trains,
 //! evaluates, and predicts on its test file with the label columns stripped, giving exactly
 //! the predictions of the labeled file; reordered feature columns are aligned by name; renamed
 //! ones are refused, naming them; LIBSVM rows without labels predict with the model's
@@ -10,6 +11,8 @@ use std::process::Output;
 mod common;
 use common::{arg, dir_with_config, text};
 use std::time::Instant;
+
+use cardinal_testkit::shared_data;
 
 /// The binary at one thread (the timings of the results table are per thread).
 fn cardinal(args: &[&str]) -> Output {
@@ -35,11 +38,6 @@ fn train_quick(cfg: &Path, out: &Path, dataset: Option<&Path>) {
     }
     args.extend(["--config", arg(cfg), "--out", arg(out), "--quiet"]);
     ok(&args);
-}
-
-fn shared_data() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    d.is_dir().then_some(d)
 }
 
 /// The label names of a MULAN XML file.
@@ -185,10 +183,7 @@ fn test_file(dir: &Path) -> PathBuf {
 
 #[test]
 fn every_shared_dataset_predicts_on_its_test_file_with_the_labels_stripped() {
-    let Some(data) = shared_data() else {
-        eprintln!("skipped: no ../shared/data");
-        return;
-    };
+    let Some(data) = shared_data() else { return };
     // CARDINAL_OWN_DATA_FULL=1 trains the default configuration (seed 0) instead of a quick
     // one and prints the results table of docs/RESULTS.md.
     let full = std::env::var_os("CARDINAL_OWN_DATA_FULL").is_some();

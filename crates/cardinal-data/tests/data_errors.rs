@@ -221,7 +221,7 @@ fn bad_label_xml() {
     at(&e, 3, 1, &["duplicate label name `a`"]);
     let e = parse_label_xml("<labels>\n<label name=\"a\">\n</labels>").unwrap_err();
     assert_eq!(e.location().unwrap().line, 3, "{e}");
-    assert!(matches!(e.parse_kind(), Some(ParseErrorKind::Xml(_))));
+    assert!(matches!(e.parse_kind(), Some(ParseErrorKind::Xml { .. })));
     let e = parse_label_xml("<other/>").unwrap_err();
     at(&e, 1, 1, &["root element <labels>"]);
 }

@@ -1,29 +1,16 @@
-//! Checks against the real MULAN files in the shared data folder (skipped when it is absent),
-//! and the vendored Bibtex (always).
+//! Checks against the real MULAN files in the shared data folder (without it: a failure under
+//! CI, a note elsewhere, see [`cardinal_testkit::shared_data`]), and the vendored Bibtex
+//! (always).
 
 use std::path::PathBuf;
 
 use cardinal_data::data::{
     iterative_stratification, resolve_dataset, vendored, DatasetStats, Resolved, TrainTest,
 };
-
-/// The shared data folder: `CARDINAL_SHARED_DATA`, else `shared/data` in or beside the checkout.
-fn shared_data() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CARDINAL_SHARED_DATA") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_dir());
-    }
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    ["../../shared/data", "../../../shared/data"]
-        .iter()
-        .map(|r| crate_dir.join(r))
-        .find(|p| p.join("bibtex").is_dir())
-}
+use cardinal_testkit::shared_data;
 
 fn load(name: &str) -> Option<TrainTest> {
-    let Some(dir) = shared_data() else {
-        eprintln!("note: shared data folder not found; skipping the {name} check");
-        return None;
-    };
+    let dir = shared_data()?;
     let path = dir.join(name);
     match resolve_dataset(path.to_str().unwrap(), None).unwrap() {
         Resolved::Split(tt) => Some(tt),
@@ -82,10 +69,7 @@ fn vendored_bibtex_counts() {
 
 #[test]
 fn vendored_bibtex_equals_shared() {
-    let Some(dir) = shared_data() else {
-        eprintln!("note: shared data folder not found; skipping the vendored-vs-shared check");
-        return;
-    };
+    let Some(dir) = shared_data() else { return };
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/bibtex");
     for f in ["bibtex-train.arff", "bibtex-test.arff", "bibtex.xml"] {
         let gz = std::fs::read(repo.join(format!("{f}.gz"))).unwrap();

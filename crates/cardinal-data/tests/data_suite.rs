@@ -1,22 +1,10 @@
 //! Every dataset of the development suite (`shared/data`, see its SUITE.md) loads through the
-//! CLI's entry point, with the expected shapes; skipped when the folder is absent. Bookmarks
-//! ships only its header and is left out.
-
-use std::path::PathBuf;
+//! CLI's entry point, with the expected shapes. Without the folder the tests fail under CI and
+//! only note it elsewhere ([`cardinal_testkit::shared_data`]). Bookmarks ships only its header
+//! and is left out.
 
 use cardinal_data::data::{resolve_dataset, resolve_dataset_noted, Resolved, TrainTest};
-
-/// The shared data folder: `CARDINAL_SHARED_DATA`, else `shared/data` in or beside the checkout.
-fn shared_data() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("CARDINAL_SHARED_DATA") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_dir());
-    }
-    let crate_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    ["../../shared/data", "../../../shared/data"]
-        .iter()
-        .map(|r| crate_dir.join(r))
-        .find(|p| p.join("bibtex").is_dir())
-}
+use cardinal_testkit::shared_data;
 
 /// `(name, has a standard split, train rows, test rows, features, labels)`.
 ///
@@ -55,10 +43,7 @@ fn load(dir: &std::path::Path, name: &str, split: bool) -> TrainTest {
 
 #[test]
 fn every_suite_dataset_loads_with_its_shape() {
-    let Some(dir) = shared_data() else {
-        eprintln!("note: shared data folder not found; skipping the suite check");
-        return;
-    };
+    let Some(dir) = shared_data() else { return };
     for &(name, split, n_train, n_test, d, l) in SUITE {
         let tt = load(&dir, name, split);
         let (tr, te) = (&tt.train, &tt.test);
@@ -82,10 +67,7 @@ fn every_suite_dataset_loads_with_its_shape() {
 
 #[test]
 fn genbase_protein_id_is_dropped_and_noted() {
-    let Some(dir) = shared_data() else {
-        eprintln!("note: shared data folder not found; skipping the genbase check");
-        return;
-    };
+    let Some(dir) = shared_data() else { return };
     let (resolved, notes) = resolve_dataset_noted("genbase", Some(&dir)).unwrap();
     let tt = resolved.into_train_test(0.8, 0).unwrap();
     assert!(!tt
@@ -110,10 +92,7 @@ fn genbase_protein_id_is_dropped_and_noted() {
 
 #[test]
 fn nominal_suite_features_are_named_by_value() {
-    let Some(dir) = shared_data() else {
-        eprintln!("note: shared data folder not found; skipping the nominal check");
-        return;
-    };
+    let Some(dir) = shared_data() else { return };
     let flags = load(&dir, "flags", true).train;
     assert_eq!(
         &flags.feature_names[..7],

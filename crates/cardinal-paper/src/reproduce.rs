@@ -479,13 +479,8 @@ mod tests {
 
     fn tiny(n: usize, seed: u64) -> Dataset {
         let (d, l) = (12, 6);
-        let mut s = seed;
-        let mut next = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 33) as usize
-        };
+        let mut g = cardinal_testkit::Lcg::new(seed);
+        let mut next = || (g.next_u64() >> 33) as usize;
         let mut x = CsrMatrix::new(d);
         let mut y = LabelSets::new(l);
         for _ in 0..n {

@@ -290,13 +290,8 @@ mod tests {
     use super::*;
 
     fn rows() -> Vec<(Vec<f64>, f64)> {
-        let mut s = 3u64;
-        let mut r = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut g = cardinal_testkit::Lcg::new(3);
+        let mut r = || g.uniform();
         (0..30)
             .map(|i| {
                 let l = 2 + i % 9;

@@ -1,6 +1,7 @@
 //! The figures, drawn with `plotters`' SVG back end; each function returns one `<svg>` element
 //! as text, ready to be inlined in the page.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -28,8 +29,10 @@ fn colour(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
-fn draw_err<E: std::fmt::Debug>(e: E) -> Error {
-    Error::Draw(format!("{e:?}"))
+fn draw_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> Error {
+    Error::Draw {
+        source: Box::new(e),
+    }
 }
 
 /// Runs `draw` on a fresh white SVG canvas of `size` and returns the SVG text.
@@ -80,97 +83,110 @@ pub fn training_curves(runs: &[Run]) -> Result<String> {
     svg(WIDE, |root| {
         let (left, right) = root.split_horizontally(WIDE.0 / 2);
         let n_max = runs.iter().map(|(_, h)| h.len()).max().unwrap_or(1).max(2);
-        let x_range = 0.5..n_max as f64 + 0.5;
-        let (lo, hi) = padded(runs.iter().flat_map(|(_, h)| h.iter().map(|r| r.loss)));
-        let mut chart = ChartBuilder::on(&left)
-            .caption("training loss per epoch", (FONT, 16))
-            .margin(10)
-            .x_label_area_size(35)
-            .y_label_area_size(55)
-            .build_cartesian_2d(x_range.clone(), lo..hi)
-            .map_err(draw_err)?;
-        chart
-            .configure_mesh()
-            .x_labels(n_max.min(15))
-            .x_label_formatter(&whole)
-            .x_desc("epoch")
-            .y_desc("mean loss per batch")
-            .draw()
-            .map_err(draw_err)?;
-        for (i, (name, h)) in runs.iter().enumerate() {
-            let c = colour(i);
-            let pts = h.iter().enumerate().map(|(e, r)| ((e + 1) as f64, r.loss));
-            chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-                .map_err(draw_err)?
-                .label(*name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
-        }
-        if runs.len() > 1 {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(draw_err)?;
-        }
-        let dev = |r: &EpochRecord| r.dev_example_f1;
-        let (lo, hi) = padded(runs.iter().flat_map(|(_, h)| h.iter().filter_map(dev)));
-        let mut chart = ChartBuilder::on(&right)
-            .caption("dev example-F1 (%) per epoch", (FONT, 16))
-            .margin(10)
-            .x_label_area_size(35)
-            .y_label_area_size(45)
-            .build_cartesian_2d(x_range, lo..hi)
-            .map_err(draw_err)?;
-        chart
-            .configure_mesh()
-            .x_labels(n_max.min(15))
-            .x_label_formatter(&whole)
-            .x_desc("epoch")
-            .y_desc("example-F1 (%)")
-            .draw()
-            .map_err(draw_err)?;
-        for (i, (name, h)) in runs.iter().enumerate() {
-            let c = colour(i);
-            let pts: Vec<(f64, f64)> = h
-                .iter()
-                .enumerate()
-                .filter_map(|(e, r)| dev(r).map(|f| ((e + 1) as f64, f)))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                .map_err(draw_err)?
-                .label(*name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 2, c.filled())))
-                .map_err(draw_err)?;
-            if let Some(b) = best_epoch(h) {
-                let p = ((b + 1) as f64, h[b].dev_example_f1.unwrap_or(0.0));
-                chart
-                    .draw_series([
-                        Circle::new(p, 7, c.stroke_width(2)).into_dyn(),
-                        Text::new(format!("best: epoch {}", b + 1), p, (FONT, 12)).into_dyn(),
-                    ])
-                    .map_err(draw_err)?;
-            }
-        }
-        if runs.len() > 1 {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .draw()
-                .map_err(draw_err)?;
-        }
-        Ok(())
+        loss_panel(&left, runs, n_max)?;
+        dev_f1_panel(&right, runs, n_max)
     })
+}
+
+/// One panel of the SVG canvas.
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// A legend of the runs' lines, when there is more than one run.
+fn legend<'a: 'b, 'b>(
+    chart: &mut ChartContext<'b, SVGBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    runs: &[Run],
+    position: SeriesLabelPosition,
+) -> Result<()> {
+    if runs.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(position)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(draw_err)?;
+    }
+    Ok(())
+}
+
+/// The left panel of [`training_curves`]: mean loss per epoch.
+fn loss_panel(area: &Area<'_>, runs: &[Run], n_max: usize) -> Result<()> {
+    let x_range = 0.5..n_max as f64 + 0.5;
+    let (lo, hi) = padded(runs.iter().flat_map(|(_, h)| h.iter().map(|r| r.loss)));
+    let mut chart = ChartBuilder::on(area)
+        .caption("training loss per epoch", (FONT, 16))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(55)
+        .build_cartesian_2d(x_range, lo..hi)
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .x_labels(n_max.min(15))
+        .x_label_formatter(&whole)
+        .x_desc("epoch")
+        .y_desc("mean loss per batch")
+        .draw()
+        .map_err(draw_err)?;
+    for (i, (name, h)) in runs.iter().enumerate() {
+        let c = colour(i);
+        let pts = h.iter().enumerate().map(|(e, r)| ((e + 1) as f64, r.loss));
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(draw_err)?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    // Where plotters puts a legend unless told.
+    legend(&mut chart, runs, SeriesLabelPosition::MiddleRight)
+}
+
+/// The right panel of [`training_curves`]: dev example-F1 per epoch, the best epoch ringed.
+fn dev_f1_panel(area: &Area<'_>, runs: &[Run], n_max: usize) -> Result<()> {
+    let x_range = 0.5..n_max as f64 + 0.5;
+    let dev = |r: &EpochRecord| r.dev_example_f1;
+    let (lo, hi) = padded(runs.iter().flat_map(|(_, h)| h.iter().filter_map(dev)));
+    let mut chart = ChartBuilder::on(area)
+        .caption("dev example-F1 (%) per epoch", (FONT, 16))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(45)
+        .build_cartesian_2d(x_range, lo..hi)
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .x_labels(n_max.min(15))
+        .x_label_formatter(&whole)
+        .x_desc("epoch")
+        .y_desc("example-F1 (%)")
+        .draw()
+        .map_err(draw_err)?;
+    for (i, (name, h)) in runs.iter().enumerate() {
+        let c = colour(i);
+        let pts: Vec<(f64, f64)> = h
+            .iter()
+            .enumerate()
+            .filter_map(|(e, r)| dev(r).map(|f| ((e + 1) as f64, f)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+            .map_err(draw_err)?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        chart
+            .draw_series(pts.iter().map(|&p| Circle::new(p, 2, c.filled())))
+            .map_err(draw_err)?;
+        if let Some(b) = best_epoch(h) {
+            let p = ((b + 1) as f64, h[b].dev_example_f1.unwrap_or(0.0));
+            chart
+                .draw_series([
+                    Circle::new(p, 7, c.stroke_width(2)).into_dyn(),
+                    Text::new(format!("best: epoch {}", b + 1), p, (FONT, 12)).into_dyn(),
+                ])
+                .map_err(draw_err)?;
+        }
+    }
+    legend(&mut chart, runs, SeriesLabelPosition::LowerRight)
 }
 
 /// The confusion matrix of counts: rows gold count, columns predicted `round(z)`, shaded by

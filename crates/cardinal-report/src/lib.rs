@@ -44,8 +44,12 @@ pub enum Error {
         message: String,
     },
     /// The plotting back end failed (it writes to memory: not expected).
-    #[error("drawing a figure: {0}")]
-    Draw(String),
+    #[error("drawing a figure: {source}")]
+    Draw {
+        /// The plotting library's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// This crate's results.

@@ -1,15 +1,26 @@
-//! Test-only helpers shared by the fuzz suites of `cardinal-data` (the readers) and `cardinal`
-//! (saved models): the proptest settings they run under and the mutations they apply to a
-//! valid file. A dev-dependency only; nothing of the product depends on it.
+//! Test-only helpers shared by the cardinal crates' tests: the proptest settings the fuzz suites
+//! of `cardinal-data` (the readers) and `cardinal` (saved models) run under and the mutations
+//! they apply to a valid file; a seeded random stream ([`Lcg`]) and a small dataset of a given
+//! shape ([`toy`]); and the shared data folder and browser that some tests need, which fail
+//! the test under CI when missing ([`shared_data`], [`chromium`]). A dev-dependency only;
+//! nothing of the product depends on it.
 //!
-//! Each suite adds its own mutations (token swaps for text formats, safetensors headers and
-//! tensor bytes for models) around the shared [`Edit`]s, and its own dictionary of tokens worth
-//! inserting.
+//! Each fuzz suite adds its own mutations (token swaps for text formats, safetensors headers
+//! and tensor bytes for models) around the shared [`Edit`]s, and its own dictionary of tokens
+//! worth inserting.
 
 #![warn(missing_docs)]
 
 use proptest::prelude::*;
 use proptest::sample::Index;
+
+mod env;
+mod rng;
+mod toy;
+
+pub use env::{chromium, in_ci, required, shared_data};
+pub use rng::{lcg, Lcg};
+pub use toy::{toy, Toy};
 
 /// The proptest settings of a fuzz suite: `default_cases` cases per target, or
 /// `CARDINAL_FUZZ_CASES` when set; no persistence file (findings become named regression
@@ -140,15 +151,6 @@ pub fn apply_edit(text: &mut Vec<u8>, e: &Edit, dict: &[&[u8]], numbers_end: usi
         }
         _ => {}
     }
-}
-
-/// A seeded uniform draw in `[0, 1)` (Knuth's 64-bit LCG, top 53 bits): reproducible test data
-/// without a random-number crate, the same stream in every test that shares a seed.
-pub fn lcg(seed: &mut u64) -> f64 {
-    *seed = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (*seed >> 11) as f64 / (1u64 << 53) as f64
 }
 
 #[cfg(test)]

@@ -61,14 +61,11 @@ pub struct ConstraintReport {
 }
 
 /// Everything `cardinal eval` reports. Its scores are fractions here and percent in files
-/// (`eval.json`, `--json`): it is serialised through
-/// [`EvalReportFile`](crate::eval_units::EvalReportFile), which also reads files written in
-/// fractions (see [`crate::eval_units`]).
+/// (`eval.json`, `--json`): [`crate::eval_units`] implements its `Serialize` and `Deserialize`,
+/// which tag the unit and also read files written in fractions. The derive below (`remote =
+/// "Self"`) gives only the field-by-field form those implementations wrap.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(
-    into = "crate::eval_units::EvalReportFile",
-    from = "crate::eval_units::EvalReportFile"
-)]
+#[serde(remote = "Self")]
 pub struct EvalReport {
     /// The configured threshold (0.5 in the paper's protocol) on `y_T`.
     pub threshold: f64,

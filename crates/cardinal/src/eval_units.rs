@@ -3,16 +3,16 @@
 //! `metrics.jsonl` (`dev_example_f1`), `cv.json` and every printed table always gave F1 in
 //! percent; `eval.json` (an [`EvalReport`]) gave fractions until it was tagged with
 //! `"unit": "percent"`. In memory an [`EvalReport`] keeps the metrics' own fractions (what
-//! [`crate::metrics`] computes); its serialised form, through [`EvalReportFile`], holds the
+//! [`crate::metrics`] computes); its serialised form holds a `"unit"` tag and the
 //! scores in percent: every F1, precision, recall, Jaccard index, subset accuracy and
 //! precision@k. Hamming loss (a loss, conventionally a fraction), counts, thresholds and the
 //! constraint's row fractions are not scores and keep their units. A file without the tag was
 //! written before the change and is read as fractions, so old run directories keep working.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::eval::{ConstraintReport, EvalReport};
-use crate::metrics::{CardinalityReport, MetricReport, PrecisionAtK};
+use crate::eval::EvalReport;
+use crate::metrics::{MetricReport, PrecisionAtK};
 
 /// The unit of the scores in a serialised [`EvalReport`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -33,36 +33,6 @@ impl ScoreUnit {
             ScoreUnit::Percent => 100.0,
         }
     }
-}
-
-/// [`EvalReport`] as it is written to and read from files: the same fields, with the scores in
-/// [`EvalReportFile::unit`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EvalReportFile {
-    /// The unit of every score below (absent in files written before it was tagged: then
-    /// fractions).
-    #[serde(default)]
-    pub unit: ScoreUnit,
-    /// See [`EvalReport::threshold`].
-    pub threshold: f64,
-    /// See [`EvalReport::at_threshold`].
-    pub at_threshold: MetricReport,
-    /// See [`EvalReport::at_top_round_z`].
-    pub at_top_round_z: MetricReport,
-    /// See [`EvalReport::dev_threshold`].
-    pub dev_threshold: Option<f64>,
-    /// See [`EvalReport::at_dev_threshold`].
-    pub at_dev_threshold: Option<MetricReport>,
-    /// See [`EvalReport::cardinality`].
-    pub cardinality: CardinalityReport,
-    /// See [`EvalReport::at_gold_count`].
-    #[serde(default)]
-    pub at_gold_count: Option<MetricReport>,
-    /// See [`EvalReport::precision_at_k`].
-    #[serde(default)]
-    pub precision_at_k: Vec<PrecisionAtK>,
-    /// See [`EvalReport::constraint`].
-    pub constraint: ConstraintReport,
 }
 
 /// Multiplies every score of `m` by `factor` (the fields the module docs name).
@@ -106,39 +76,29 @@ fn scaled(mut r: EvalReport, factor: f64) -> EvalReport {
     r
 }
 
-impl From<EvalReport> for EvalReportFile {
-    fn from(r: EvalReport) -> Self {
+/// A serialised [`EvalReport`]: the unit tag, then the report's own fields (its derived,
+/// field-by-field form) with the scores in that unit.
+#[derive(Serialize, Deserialize)]
+struct Tagged {
+    /// Absent in files written before the unit was tagged: then fractions.
+    #[serde(default)]
+    unit: ScoreUnit,
+    #[serde(flatten, with = "EvalReport")]
+    report: EvalReport,
+}
+
+impl Serialize for EvalReport {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let unit = ScoreUnit::Percent;
-        let r = scaled(r, unit.scale());
-        Self {
-            unit,
-            threshold: r.threshold,
-            at_threshold: r.at_threshold,
-            at_top_round_z: r.at_top_round_z,
-            dev_threshold: r.dev_threshold,
-            at_dev_threshold: r.at_dev_threshold,
-            cardinality: r.cardinality,
-            at_gold_count: r.at_gold_count,
-            precision_at_k: r.precision_at_k,
-            constraint: r.constraint,
-        }
+        let report = scaled(self.clone(), unit.scale());
+        Tagged { unit, report }.serialize(serializer)
     }
 }
 
-impl From<EvalReportFile> for EvalReport {
-    fn from(f: EvalReportFile) -> Self {
-        let r = EvalReport {
-            threshold: f.threshold,
-            at_threshold: f.at_threshold,
-            at_top_round_z: f.at_top_round_z,
-            dev_threshold: f.dev_threshold,
-            at_dev_threshold: f.at_dev_threshold,
-            cardinality: f.cardinality,
-            at_gold_count: f.at_gold_count,
-            precision_at_k: f.precision_at_k,
-            constraint: f.constraint,
-        };
-        scaled(r, 1.0 / f.unit.scale())
+impl<'de> Deserialize<'de> for EvalReport {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let Tagged { unit, report } = Tagged::deserialize(deserializer)?;
+        Ok(scaled(report, 1.0 / unit.scale()))
     }
 }
 
@@ -146,6 +106,7 @@ impl From<EvalReportFile> for EvalReport {
 mod tests {
     use super::*;
     use crate::data::LabelSets;
+    use crate::eval::ConstraintReport;
     use crate::metrics::{cardinality_report, evaluate, MetricOptions};
 
     fn sets(rows: &[&[u32]]) -> LabelSets {

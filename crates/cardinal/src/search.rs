@@ -224,7 +224,6 @@ pub fn summary(scores: &[CandidateScore], folds: usize, chosen: &str) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{CsrMatrix, LabelSets};
     use crate::system::Pnc;
 
     #[test]
@@ -288,29 +287,15 @@ mod tests {
     }
 
     fn toy(n: usize) -> Dataset {
-        let (d, l) = (10, 5);
-        let mut x = CsrMatrix::new(d);
-        let mut y = LabelSets::new(l);
-        for r in 0..n {
-            let idx: Vec<u32> = [r % d, (r * 7 + 3) % d]
-                .into_iter()
-                .map(|v| v as u32)
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .collect();
-            x.push_row(&idx, &vec![1.0; idx.len()]);
-            let mut lab: Vec<u32> = idx.iter().map(|&i| i % l as u32).collect();
-            lab.sort_unstable();
-            lab.dedup();
-            y.push_row(&lab);
-        }
-        Dataset {
-            name: "toy".into(),
-            features: x,
-            labels: y,
-            feature_names: vec![],
-            label_names: vec![],
-        }
+        cardinal_testkit::toy(&cardinal_testkit::Toy {
+            name: "toy",
+            rows: n,
+            features: 10,
+            labels: 5,
+            max_labels: 3,
+            fallback_label: 0,
+            seed: 1,
+        })
     }
 
     /// Off, or on a file above `max_rows`, the configuration comes back unchanged; on a small

@@ -2,33 +2,27 @@
 //! cardinality net) against central finite differences, in f64, for every parameter tensor.
 
 use cardinal::config::{Config, CountRange, IterateWeights};
-use cardinal::data::arrays::dataset_from_arrays;
-use cardinal::data::{CsrMatrix, Dataset, LabelSets};
+use cardinal::data::Dataset;
 use cardinal::model::Params;
 use cardinal::pipeline::{batch_loss, Model, Workspace};
 use cardinal::proj::Method;
 
-use cardinal_testkit::lcg;
+use cardinal_testkit::{lcg, toy, Toy};
 
 mod common;
 use common::f64_model;
 
+/// 6 rows of 12 features and 7 labels.
 fn tiny_dataset() -> Dataset {
-    let (n, d, l) = (6, 12, 7);
-    let mut s = 99u64;
-    let mut x = CsrMatrix::new(d);
-    let mut y = LabelSets::new(l);
-    for _ in 0..n {
-        let idx: Vec<u32> = (0..d as u32).filter(|_| lcg(&mut s) < 0.4).collect();
-        let val: Vec<f32> = idx.iter().map(|_| (0.5 + lcg(&mut s)) as f32).collect();
-        x.push_row(&idx, &val);
-        let mut lab: Vec<u32> = (0..l as u32).filter(|_| lcg(&mut s) < 0.35).collect();
-        if lab.is_empty() {
-            lab.push(2);
-        }
-        y.push_row(&lab);
-    }
-    dataset_from_arrays("tiny", x, y).unwrap()
+    toy(&Toy {
+        name: "tiny",
+        rows: 6,
+        features: 12,
+        labels: 7,
+        max_labels: 7,
+        fallback_label: 2,
+        seed: 99,
+    })
 }
 
 /// The f64 model of a configuration on [`tiny_dataset`], with its analytic gradient over every

@@ -6,36 +6,27 @@ use cardinal::checkpoint::{self, TrainedOn};
 use cardinal::config::{Config, CountRange, ZMode};
 use cardinal::data::arrays::with_sample_weights;
 use cardinal::data::synthetic::{synthetic, SyntheticShape};
-use cardinal::data::{CsrMatrix, Dataset, LabelSets};
+use cardinal::data::Dataset;
 use cardinal::engine::Engine;
 use cardinal::inference::Kernel;
 use cardinal::model::Params;
 use cardinal::pipeline::{BatchLoss, Model, Workspace};
 use cardinal::proj::Method;
 
-use cardinal_testkit::lcg;
-
 mod common;
 use common::f64_model;
 
 /// 20 rows of 12 features and 7 labels (1 to 4 a row).
 fn rows20() -> Dataset {
-    let (n, d, l) = (20, 12, 7);
-    let mut s = 31u64;
-    let mut x = CsrMatrix::new(d);
-    let mut y = LabelSets::new(l);
-    for _ in 0..n {
-        let idx: Vec<u32> = (0..d as u32).filter(|_| lcg(&mut s) < 0.4).collect();
-        let val: Vec<f32> = idx.iter().map(|_| (0.5 + lcg(&mut s)) as f32).collect();
-        x.push_row(&idx, &val);
-        let mut lab: Vec<u32> = (0..l as u32).filter(|_| lcg(&mut s) < 0.35).collect();
-        lab.truncate(4);
-        if lab.is_empty() {
-            lab.push(3);
-        }
-        y.push_row(&lab);
-    }
-    cardinal::data::arrays::dataset_from_arrays("rows20", x, y).unwrap()
+    cardinal_testkit::toy(&cardinal_testkit::Toy {
+        name: "rows20",
+        rows: 20,
+        features: 12,
+        labels: 7,
+        max_labels: 4,
+        fallback_label: 3,
+        seed: 31,
+    })
 }
 
 /// Small networks, no dropout (its masks depend on a row's place in the batch), every

@@ -5,11 +5,16 @@
 //! A dense matrix and its sparse (CSR) form give the same [`CsrMatrix`]: zeros are not stored,
 //! whether implicit or explicit, so that the model sees the same input either way.
 
+use super::invalid::{ArrayProblem, InvalidInput};
 use super::{CsrMatrix, DataError, Dataset, LabelSets, Result};
 
 /// An error about `what` (e.g. `"X"`), built by every check below.
-fn invalid(what: &str, detail: String) -> DataError {
-    DataError::Invalid(format!("{what}: {detail}"))
+fn invalid(what: &str, problem: ArrayProblem) -> DataError {
+    InvalidInput::Array {
+        array: what.to_string(),
+        problem,
+    }
+    .into()
 }
 
 /// Refuses a non-finite feature value, naming its row and column (from 0).
@@ -17,10 +22,7 @@ fn finite(what: &str, row: usize, col: usize, value: f32) -> Result<()> {
     if value.is_finite() {
         Ok(())
     } else {
-        Err(invalid(
-            what,
-            format!("row {row}, column {col} (from 0) holds {value}: expected a finite number"),
-        ))
+        Err(invalid(what, ArrayProblem::NonFinite { row, col, value }))
     }
 }
 
@@ -105,6 +107,64 @@ impl RowSink for LabelRows<'_> {
     }
 }
 
+/// The shape checks of [`walk_csr`]: one value per index, a column count that fits `u32`, and
+/// `indptr` of `n_rows + 1` non-decreasing offsets from 0 to `indices.len()`.
+fn check_csr_shape(
+    what: &str,
+    n_rows: usize,
+    n_cols: usize,
+    indptr: &[i64],
+    indices: &[i64],
+    n_values: usize,
+) -> Result<()> {
+    if n_values != indices.len() {
+        return Err(invalid(
+            what,
+            ArrayProblem::ValuesPerIndex {
+                values: n_values,
+                indices: indices.len(),
+            },
+        ));
+    }
+    if u32::try_from(n_cols).is_err() {
+        return Err(invalid(
+            what,
+            ArrayProblem::TooManyColumns { columns: n_cols },
+        ));
+    }
+    if indptr.len() != n_rows + 1 {
+        return Err(invalid(
+            what,
+            ArrayProblem::IndptrLength {
+                found: indptr.len(),
+                expected: n_rows + 1,
+            },
+        ));
+    }
+    if indptr[0] != 0 || indptr[n_rows] != indices.len() as i64 {
+        return Err(invalid(
+            what,
+            ArrayProblem::IndptrRange {
+                first: indptr[0],
+                last: indptr[n_rows],
+                entries: indices.len(),
+            },
+        ));
+    }
+    // Offsets first: non-decreasing from 0 to the entry count keeps every row in bounds.
+    if let Some(r) = (0..n_rows).find(|&r| indptr[r + 1] < indptr[r]) {
+        return Err(invalid(
+            what,
+            ArrayProblem::IndptrDecreases {
+                row: r,
+                start: indptr[r],
+                end: indptr[r + 1],
+            },
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a CSR structure (`indptr` of `n_rows + 1` non-decreasing offsets from 0 to
 /// `indices.len()`, one value per index, each row's indices strictly increasing and below
 /// `n_cols`) and feeds every stored entry to `sink`, in order, ending each row.
@@ -117,54 +177,7 @@ fn walk_csr<S: RowSink>(
     values: &[S::Value],
     sink: &mut S,
 ) -> Result<()> {
-    if values.len() != indices.len() {
-        return Err(invalid(
-            what,
-            format!(
-                "{} values for {} indices: expected one value per index",
-                values.len(),
-                indices.len()
-            ),
-        ));
-    }
-    if u32::try_from(n_cols).is_err() {
-        return Err(invalid(
-            what,
-            format!("{n_cols} columns: at most {} are supported", u32::MAX),
-        ));
-    }
-    if indptr.len() != n_rows + 1 {
-        return Err(invalid(
-            what,
-            format!(
-                "indptr has {} entries: expected {} (rows + 1)",
-                indptr.len(),
-                n_rows + 1
-            ),
-        ));
-    }
-    if indptr[0] != 0 || indptr[n_rows] != indices.len() as i64 {
-        return Err(invalid(
-            what,
-            format!(
-                "indptr runs from {} to {}: expected 0 to {} (the stored entries)",
-                indptr[0],
-                indptr[n_rows],
-                indices.len()
-            ),
-        ));
-    }
-    // Offsets first: non-decreasing from 0 to the entry count keeps every row in bounds.
-    if let Some(r) = (0..n_rows).find(|&r| indptr[r + 1] < indptr[r]) {
-        return Err(invalid(
-            what,
-            format!(
-                "indptr decreases at row {r} ({} then {}): expected non-decreasing",
-                indptr[r],
-                indptr[r + 1]
-            ),
-        ));
-    }
+    check_csr_shape(what, n_rows, n_cols, indptr, indices, values.len())?;
     for r in 0..n_rows {
         let (a, b) = (indptr[r], indptr[r + 1]);
         let mut previous: Option<i64> = None;
@@ -173,17 +186,21 @@ fn walk_csr<S: RowSink>(
             if c < 0 || c >= n_cols as i64 {
                 return Err(invalid(
                     what,
-                    format!("row {r} has column index {c}: expected 0..{n_cols}"),
+                    ArrayProblem::ColumnOutOfRange {
+                        row: r,
+                        col: c,
+                        columns: n_cols,
+                    },
                 ));
             }
             if previous.is_some_and(|p| c <= p) {
                 return Err(invalid(
                     what,
-                    format!(
-                        "row {r} has column index {c} after {}: expected strictly increasing \
-                         indices (sort them and sum duplicates first)",
-                        previous.unwrap_or_default()
-                    ),
+                    ArrayProblem::UnsortedColumn {
+                        row: r,
+                        col: c,
+                        previous: previous.unwrap_or_default(),
+                    },
                 ));
             }
             previous = Some(c);
@@ -206,10 +223,11 @@ fn walk_dense<S: RowSink>(
     if u32::try_from(n_cols).is_err() || n_rows.checked_mul(n_cols) != Some(values.len()) {
         return Err(invalid(
             what,
-            format!(
-                "{} values: expected {n_rows} rows × {n_cols} columns",
-                values.len()
-            ),
+            ArrayProblem::DenseSize {
+                values: values.len(),
+                rows: n_rows,
+                columns: n_cols,
+            },
         ));
     }
     for r in 0..n_rows {
@@ -257,10 +275,7 @@ fn indicator(what: &str, row: usize, col: usize, value: f64) -> Result<bool> {
     } else {
         Err(invalid(
             what,
-            format!(
-                "row {row}, column {col} (from 0) holds {value}: expected a label indicator, \
-                 0 or 1"
-            ),
+            ArrayProblem::NotIndicator { row, col, value },
         ))
     }
 }
@@ -297,17 +312,15 @@ pub fn labels_from_csr(
 /// one column each; without feature or label names.
 pub fn dataset_from_arrays(name: &str, features: CsrMatrix, labels: LabelSets) -> Result<Dataset> {
     if features.n_rows != labels.n_rows {
-        return Err(DataError::Invalid(format!(
-            "the features have {} rows where the labels have {}: expected one label row per \
-             example",
-            features.n_rows, labels.n_rows
-        )));
+        return Err(InvalidInput::RowCounts {
+            features: features.n_rows,
+            labels: labels.n_rows,
+        }
+        .into());
     }
     for (n, what) in [(features.n_cols, "feature"), (labels.n_labels, "label")] {
         if n == 0 {
-            return Err(DataError::Invalid(format!(
-                "the data has no {what} columns: expected at least one"
-            )));
+            return Err(InvalidInput::NoColumns { what }.into());
         }
     }
     Ok(Dataset {
@@ -326,11 +339,10 @@ pub fn with_sample_weights(labels: LabelSets, what: &str, weights: &[f64]) -> Re
     if weights.len() != labels.n_rows {
         return Err(invalid(
             what,
-            format!(
-                "{} weights for {} rows: expected one weight per example",
-                weights.len(),
-                labels.n_rows
-            ),
+            ArrayProblem::WeightCount {
+                weights: weights.len(),
+                rows: labels.n_rows,
+            },
         ));
     }
     if let Some((i, w)) = weights
@@ -338,21 +350,16 @@ pub fn with_sample_weights(labels: LabelSets, what: &str, weights: &[f64]) -> Re
         .enumerate()
         .find(|(_, w)| !w.is_finite() || **w < 0.0 || **w > f32::MAX as f64)
     {
-        let range = if w.is_finite() && *w > 0.0 {
-            " (within float32's range, in which the model computes)"
-        } else {
-            ""
-        };
         return Err(invalid(
             what,
-            format!("entry {i} (from 0) is {w}: expected a finite number >= 0{range}"),
+            ArrayProblem::BadWeight {
+                index: i,
+                value: *w,
+            },
         ));
     }
     if weights.iter().all(|&w| w == 0.0) {
-        return Err(invalid(
-            what,
-            "all weights are zero: at least one example must weigh more than 0".into(),
-        ));
+        return Err(invalid(what, ArrayProblem::AllWeightsZero));
     }
     Ok(LabelSets {
         weights: Some(weights.to_vec()),

@@ -5,6 +5,8 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::invalid::InvalidInput;
+
 /// Result alias of this module.
 pub type Result<T, E = DataError> = std::result::Result<T, E>;
 
@@ -176,12 +178,49 @@ pub enum ParseErrorKind {
         /// The constant that sets the limit.
         why: &'static str,
     },
-    /// An invalid [`LabelSpec`](super::LabelSpec) (e.g. a label listed twice).
-    #[error("invalid label specification: {0}")]
-    BadLabelSpec(String),
-    /// A malformed MULAN label XML file.
-    #[error("invalid label XML: {0}")]
-    Xml(String),
+    /// A [`LabelSpec::Names`](super::LabelSpec::Names) list that names a label twice.
+    #[error("invalid label specification: label `{name}` listed twice")]
+    LabelListedTwice {
+        /// The repeated label.
+        name: String,
+    },
+    /// A [`LabelSpec::First`](super::LabelSpec::First) or
+    /// [`LabelSpec::Last`](super::LabelSpec::Last) count above the number of attributes.
+    #[error(
+        "invalid label specification: {requested} labels requested but the header has only \
+         {attributes} attributes"
+    )]
+    TooManyLabelsRequested {
+        /// The count asked for.
+        requested: usize,
+        /// The attributes the header declares.
+        attributes: usize,
+    },
+    /// A MULAN label XML file that is not well-formed XML.
+    #[error("invalid label XML: {source}")]
+    Xml {
+        /// The XML parser's error.
+        #[source]
+        source: roxmltree::Error,
+    },
+    /// A MULAN label XML file whose root element is not `<labels>`.
+    #[error("invalid label XML: expected root element <labels>, found <{found}>")]
+    XmlRoot {
+        /// The root element's name.
+        found: String,
+    },
+    /// A `<label>` element without its `name` attribute.
+    #[error("invalid label XML: expected a `name` attribute on <label>")]
+    XmlUnnamedLabel,
+    /// Two `<label>` elements with the same name.
+    #[error("invalid label XML: duplicate label name `{name}`")]
+    XmlDuplicateLabel {
+        /// The repeated name.
+        name: String,
+    },
+    /// A label XML file without any `<label>` element.
+    #[error("invalid label XML: expected at least one <label> element")]
+    XmlNoLabels,
 }
 
 /// The error type of the data module.
@@ -224,8 +263,8 @@ pub enum DataError {
         detail: String,
     },
     /// Bad arguments (e.g. split sizes larger than the dataset, mismatched train/test headers).
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(#[from] InvalidInput),
 }
 
 impl DataError {

@@ -21,7 +21,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::arff::read_arff_path;
-use super::error::{DataError, Result};
+use super::error::Result;
+use super::invalid::InvalidInput;
 use super::resolve::{resolve_dataset_noted, LoadNote, Resolved};
 use super::sniff::{csv_refused, sniff, Sniffed};
 use super::svm::{
@@ -115,15 +116,19 @@ fn check_label_count(
         return Ok(inputs);
     }
     let Some(sets) = &mut inputs.labels else {
-        return Err(DataError::Invalid(format!(
-            "{spec}: the data has no labels to evaluate against"
-        )));
+        return Err(InvalidInput::NoLabelsToEvaluate {
+            input: spec.to_string(),
+        }
+        .into());
     };
     if sets.n_labels > schema.n_labels {
-        return Err(DataError::Invalid(format!(
-            "{spec}: the data has {} labels where the model has {}",
-            sets.n_labels, schema.n_labels
-        )));
+        return Err(InvalidInput::CountMismatch {
+            input: spec.to_string(),
+            what: "labels",
+            found: sets.n_labels,
+            expected: schema.n_labels,
+        }
+        .into());
     }
     sets.n_labels = schema.n_labels;
     Ok(inputs)
@@ -233,11 +238,14 @@ pub(crate) fn match_by_name(
     let mut at: HashMap<&str, usize> = HashMap::with_capacity(data.len());
     for (j, n) in data.iter().enumerate() {
         if let Some(first) = at.insert(n.as_str(), j) {
-            return Err(DataError::Invalid(format!(
-                "{source}: `{n}` appears twice among the {what} (columns {} and {})",
-                first + 1,
-                j + 1
-            )));
+            return Err(InvalidInput::DuplicateColumn {
+                input: source.to_string(),
+                name: n.clone(),
+                what: what.to_string(),
+                first: first + 1,
+                second: j + 1,
+            }
+            .into());
         }
     }
     let missing: Vec<&str> = model
@@ -252,25 +260,14 @@ pub(crate) fn match_by_name(
         .filter(|n| !known.contains(n))
         .collect();
     if !missing.is_empty() || !extra.is_empty() {
-        let mut why = Vec::new();
-        if !missing.is_empty() {
-            why.push(format!(
-                "{} of the model's {what} missing: {}",
-                missing.len(),
-                listed(&missing)
-            ));
+        let owned = |names: Vec<&str>| names.into_iter().map(str::to_owned).collect();
+        return Err(InvalidInput::ColumnsDiffer {
+            input: source.to_string(),
+            what: what.to_string(),
+            missing: owned(missing),
+            extra: owned(extra),
         }
-        if !extra.is_empty() {
-            why.push(format!(
-                "{} {what} the model does not know: {}",
-                extra.len(),
-                listed(&extra)
-            ));
-        }
-        return Err(DataError::Invalid(format!(
-            "{source}: the {what} differ from the model's ({})",
-            why.join("; ")
-        )));
+        .into());
     }
     Ok(Some(model.iter().map(|n| at[n.as_str()]).collect()))
 }
@@ -291,10 +288,13 @@ pub fn align_features(
     let model = &schema.feature_names;
     if names.is_empty() || model.is_empty() {
         if x.n_cols > schema.n_features {
-            return Err(DataError::Invalid(format!(
-                "{source}: the data has {} feature columns where the model has {}",
-                x.n_cols, schema.n_features
-            )));
+            return Err(InvalidInput::CountMismatch {
+                input: source.to_string(),
+                what: "feature columns",
+                found: x.n_cols,
+                expected: schema.n_features,
+            }
+            .into());
         }
         let mut out = x.clone();
         out.n_cols = schema.n_features;

@@ -24,6 +24,7 @@ pub mod arff;
 pub mod arrays;
 pub mod error;
 pub mod inputs;
+pub mod invalid;
 mod lex;
 pub mod multi_target;
 pub mod multi_target_inputs;
@@ -43,6 +44,7 @@ pub use arff::{
 };
 pub use error::{DataError, Location, ParseErrorKind, Result};
 pub use inputs::{align_features, read_inputs, InputSchema, Inputs, Labels};
+pub use invalid::{ArrayProblem, InvalidInput};
 pub use resolve::{
     load_dir, load_file, load_vendored, resolve_dataset, resolve_dataset_noted, vendored, LoadNote,
     NoteKind, Resolved, VENDORED,

@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 
-use super::error::{DataError, Result};
-use super::inputs::{listed, match_by_name as order};
+use super::error::Result;
+use super::inputs::match_by_name as order;
+use super::invalid::InvalidInput;
 use super::multi_target::MultiTargetDataset;
 
 /// The names a multi-target model was trained with.
@@ -43,34 +44,32 @@ impl MultiTargetDataset {
         if self.positions() == 0 {
             return Ok(self);
         }
-        let classes: Option<Vec<u32>> =
-            match self.class_names == schema.class_names {
-                true => None,
-                false => {
-                    let model: HashMap<&str, u32> = schema
-                        .class_names
-                        .iter()
-                        .enumerate()
-                        .map(|(k, c)| (c.as_str(), k as u32))
-                        .collect();
-                    let unknown: Vec<&str> = self
-                        .class_names
-                        .iter()
-                        .map(String::as_str)
-                        .filter(|c| !model.contains_key(c))
-                        .collect();
-                    if !unknown.is_empty() {
-                        return Err(DataError::Invalid(format!(
-                        "{source}: the targets take {} classes the model does not know: {} (its \
-                         classes are {})",
-                        unknown.len(),
-                        listed(&unknown),
-                        listed(&schema.class_names.iter().map(String::as_str).collect::<Vec<_>>())
-                    )));
+        let classes: Option<Vec<u32>> = match self.class_names == schema.class_names {
+            true => None,
+            false => {
+                let model: HashMap<&str, u32> = schema
+                    .class_names
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| (c.as_str(), k as u32))
+                    .collect();
+                let unknown: Vec<&str> = self
+                    .class_names
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|c| !model.contains_key(c))
+                    .collect();
+                if !unknown.is_empty() {
+                    return Err(InvalidInput::UnknownClasses {
+                        input: source.to_string(),
+                        unknown: unknown.into_iter().map(str::to_owned).collect(),
+                        known: schema.class_names.to_vec(),
                     }
-                    Some(self.class_names.iter().map(|c| model[c.as_str()]).collect())
+                    .into());
                 }
-            };
+                Some(self.class_names.iter().map(|c| model[c.as_str()]).collect())
+            }
+        };
         let cols = order(&self.target_names, schema.target_names, "targets", source)?;
         if cols.is_some() || classes.is_some() {
             let l = self.positions();

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::arff::{read_arff_path_noted, read_mulan_noted};
 use super::error::{DataError, ParseErrorKind, Result};
+use super::invalid::InvalidInput;
 use super::sniff::{csv_refused, sniff, Sniffed};
 use super::svm::{
     looks_like_xmc, read_libsvm_path, read_libsvm_path_evidence, read_xmc_path, IndexBase,
@@ -91,9 +92,10 @@ impl Resolved {
             Resolved::Split(tt) => Ok(tt),
             Resolved::Single(d) => {
                 if !(0.0..=1.0).contains(&train_fraction) {
-                    return Err(DataError::Invalid(format!(
-                        "train fraction {train_fraction} not in [0, 1]"
-                    )));
+                    return Err(InvalidInput::TrainFraction {
+                        value: train_fraction,
+                    }
+                    .into());
                 }
                 let n_train = (d.n_rows() as f64 * train_fraction).round() as usize;
                 d.train_test_split(n_train, d.n_rows() - n_train, seed)
@@ -193,10 +195,10 @@ pub fn resolve_dataset_noted(
         return Ok((load_file_noted(path, &mut notes)?, notes));
     }
     if path.exists() {
-        return Err(DataError::Invalid(format!(
-            "{spec} is neither a file nor a folder (a device, FIFO or socket): data is read \
-             from files"
-        )));
+        return Err(InvalidInput::NotAFile {
+            spec: spec.to_string(),
+        }
+        .into());
     }
     let mut looked = Vec::new();
     // No environment variable is read here: a front end passes `CARDINAL_DATA` as `data_dir`.
@@ -346,11 +348,12 @@ fn read_arff_file(
     let (ds, found) = match xml {
         Some(xml) => read_mulan_noted(arff, xml)?,
         None => read_arff_path_noted(arff, &LabelSpec::Meka).map_err(|e| match e.parse_kind() {
-            Some(ParseErrorKind::NoMekaLabels { relation }) => DataError::Invalid(format!(
-                "{}: cannot tell which attributes are labels: no label file {xml_name} \
-                 beside it, and its relation name `{relation}` has no MEKA option `-C n`",
-                arff.display()
-            )),
+            Some(ParseErrorKind::NoMekaLabels { relation }) => InvalidInput::NoLabelSource {
+                arff: arff.to_path_buf(),
+                xml_name: xml_name.to_string(),
+                relation: relation.clone(),
+            }
+            .into(),
             _ => e,
         })?,
     };
@@ -451,11 +454,11 @@ fn load_svm(paths: &[PathBuf], notes: &mut Vec<LoadNote>) -> Result<Vec<Dataset>
     };
     let (zero_declared, one_declared) = (declared(IndexBase::Zero), declared(IndexBase::One));
     if let (Some(z), Some(o)) = (zero_declared, one_declared) {
-        return Err(DataError::Invalid(format!(
-            "{} declares zero-based column indices but {} declares one-based ones",
-            paths[z].display(),
-            paths[o].display()
-        )));
+        return Err(InvalidInput::MixedIndexBases {
+            zero: paths[z].to_path_buf(),
+            one: paths[o].to_path_buf(),
+        }
+        .into());
     }
     let zero_used = svm.iter().find(|(_, ev)| ev.zero).map(|e| e.0);
     let why_zero = match (zero_declared, one_declared, zero_used) {
@@ -482,10 +485,10 @@ fn load_svm(paths: &[PathBuf], notes: &mut Vec<LoadNote>) -> Result<Vec<Dataset>
         let e = read_libsvm_path(&paths[k], &SvmOptions::new(IndexBase::One))
             .err()
             .unwrap_or_else(|| {
-                DataError::Invalid(format!(
-                    "{}: feature index 0 in a 1-based file",
-                    paths[k].display()
-                ))
+                InvalidInput::ZeroIndexInOneBased {
+                    path: paths[k].to_path_buf(),
+                }
+                .into()
             });
         return Err(e);
     }
@@ -519,14 +522,18 @@ fn pair(mut train: Dataset, mut test: Dataset, name: &str) -> Result<Resolved> {
         }
     }
     if train.feature_names != test.feature_names || train.n_features() != test.n_features() {
-        return Err(DataError::Invalid(format!(
-            "{name}: train and test have different features"
-        )));
+        return Err(InvalidInput::SplitMismatch {
+            name: name.to_string(),
+            what: "features",
+        }
+        .into());
     }
     if train.label_names != test.label_names {
-        return Err(DataError::Invalid(format!(
-            "{name}: train and test have different labels"
-        )));
+        return Err(InvalidInput::SplitMismatch {
+            name: name.to_string(),
+            what: "labels",
+        }
+        .into());
     }
     train.name = name.to_string();
     test.name = name.to_string();

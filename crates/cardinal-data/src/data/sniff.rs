@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::error::{DataError, Result};
+use super::invalid::InvalidInput;
 use super::lex::{is_blank, Lines};
 
 /// The format a file's first data line shows.
@@ -56,12 +57,10 @@ fn of_line(line: &[u8]) -> Sniffed {
 
 /// The refusal of the CSV file `path`.
 pub(crate) fn csv_refused(path: &Path) -> DataError {
-    DataError::Invalid(format!(
-        "{}: this looks like CSV (comma-separated values on its first line, no `index:value` \
-         pairs); cardinal reads ARFF (with a MULAN XML label file or a MEKA `-C n` relation \
-         name), LIBSVM and XMC files: convert it to one of them",
-        path.display()
-    ))
+    InvalidInput::Csv {
+        path: path.to_path_buf(),
+    }
+    .into()
 }
 
 #[cfg(test)]

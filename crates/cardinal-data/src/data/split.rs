@@ -5,7 +5,8 @@
 //! Fisher–Yates from the last position down, drawing `j` in `0..=i` with [`SplitMix64::below`].
 //! Returned index lists are sorted ascending, so subsets keep the file's row order.
 
-use super::error::{DataError, Result};
+use super::error::Result;
+use super::invalid::InvalidInput;
 use super::LabelSets;
 
 /// The splitmix64 generator: a 64-bit state advanced by the golden-ratio constant and mixed.
@@ -94,9 +95,12 @@ pub fn kfold(n: usize, k: usize, seed: u64) -> Vec<Vec<usize>> {
 pub fn split_sizes(n: usize, sizes: &[usize], seed: u64) -> Result<Vec<Vec<usize>>> {
     let total: usize = sizes.iter().sum();
     if total > n {
-        return Err(DataError::Invalid(format!(
-            "split sizes {sizes:?} add up to {total}, more than the {n} rows"
-        )));
+        return Err(InvalidInput::SplitTooLarge {
+            sizes: sizes.to_vec(),
+            total,
+            rows: n,
+        }
+        .into());
     }
     let p = permutation(n, seed);
     let mut start = 0;
@@ -131,38 +135,14 @@ pub fn iterative_stratification(
     fractions: &[f64],
     seed: u64,
 ) -> Vec<Vec<usize>> {
-    let k = fractions.len();
-    assert!(
-        k > 0,
-        "iterative_stratification needs at least one fraction"
-    );
-    assert!(
-        fractions.iter().all(|f| f.is_finite() && *f >= 0.0),
-        "fractions must be finite and >= 0"
-    );
-    let sum: f64 = fractions.iter().sum();
-    assert!(sum > 0.0, "fractions must not sum to zero");
-    let r: Vec<f64> = fractions.iter().map(|f| f / sum).collect();
+    let r = normalised(fractions);
+    let k = r.len();
     let (n, nl) = (labels.n_rows, labels.n_labels);
     let mut rng = SplitMix64::new(seed);
 
     // Rows in a seeded random order; the inverted index keeps that order per label.
     let order = permutation(n, rng.next_u64());
-    let mut lptr = vec![0usize; nl + 1];
-    for &l in &labels.indices {
-        lptr[l as usize + 1] += 1;
-    }
-    for l in 0..nl {
-        lptr[l + 1] += lptr[l];
-    }
-    let mut fill = lptr.clone();
-    let mut rows_of = vec![0u32; labels.indices.len()];
-    for &row in &order {
-        for &l in labels.row(row) {
-            rows_of[fill[l as usize]] = row as u32;
-            fill[l as usize] += 1;
-        }
-    }
+    let (lptr, rows_of) = rows_by_label(labels, &order);
     let mut remaining: Vec<usize> = (0..nl).map(|l| lptr[l + 1] - lptr[l]).collect();
     // want[l * k + j]: positives of label l subset j still wants; want_rows[j]: rows it wants.
     let mut want: Vec<f64> = remaining
@@ -174,16 +154,7 @@ pub fn iterative_stratification(
     let label_order = permutation(nl, rng.next_u64());
     let mut ties = Vec::with_capacity(k);
 
-    loop {
-        // Label with fewest (but > 0) unassigned positives.
-        let mut best: Option<(usize, usize)> = None;
-        for &l in &label_order {
-            let c = remaining[l];
-            if c > 0 && best.is_none_or(|(_, bc)| c < bc) {
-                best = Some((l, c));
-            }
-        }
-        let Some((l, _)) = best else { break };
+    while let Some(l) = rarest_label(&label_order, &remaining) {
         for p in lptr[l]..lptr[l + 1] {
             let row = rows_of[p] as usize;
             if assigned[row] != usize::MAX {
@@ -200,11 +171,7 @@ pub fn iterative_stratification(
                     .fold(f64::NEG_INFINITY, f64::max);
                 ties.retain(|&j| want_rows[j] == top_rows);
             }
-            let j = if ties.len() == 1 {
-                ties[0]
-            } else {
-                ties[rng.below(ties.len())]
-            };
+            let j = pick(&ties, &mut rng);
             assigned[row] = j;
             want_rows[j] -= 1.0;
             for &m in labels.row(row) {
@@ -213,22 +180,93 @@ pub fn iterative_stratification(
             }
         }
     }
+    subsets(&order, &assigned, &r, want_rows, &mut rng)
+}
+
+/// `fractions` scaled to sum 1.
+///
+/// # Panics
+/// If `fractions` is empty or has a negative/non-finite entry or sums to zero.
+fn normalised(fractions: &[f64]) -> Vec<f64> {
+    assert!(
+        !fractions.is_empty(),
+        "iterative_stratification needs at least one fraction"
+    );
+    assert!(
+        fractions.iter().all(|f| f.is_finite() && *f >= 0.0),
+        "fractions must be finite and >= 0"
+    );
+    let sum: f64 = fractions.iter().sum();
+    assert!(sum > 0.0, "fractions must not sum to zero");
+    fractions.iter().map(|f| f / sum).collect()
+}
+
+/// The inverted index of `labels`: label `l`'s rows are `rows_of[lptr[l]..lptr[l + 1]]`, in the
+/// order of `order`.
+fn rows_by_label(labels: &LabelSets, order: &[usize]) -> (Vec<usize>, Vec<u32>) {
+    let nl = labels.n_labels;
+    let mut lptr = vec![0usize; nl + 1];
+    for &l in &labels.indices {
+        lptr[l as usize + 1] += 1;
+    }
+    for l in 0..nl {
+        lptr[l + 1] += lptr[l];
+    }
+    let mut fill = lptr.clone();
+    let mut rows_of = vec![0u32; labels.indices.len()];
+    for &row in order {
+        for &l in labels.row(row) {
+            rows_of[fill[l as usize]] = row as u32;
+            fill[l as usize] += 1;
+        }
+    }
+    (lptr, rows_of)
+}
+
+/// The label with the fewest (but > 0) unassigned positives, the first in `label_order` on a
+/// tie.
+fn rarest_label(label_order: &[usize], remaining: &[usize]) -> Option<usize> {
+    let mut best: Option<(usize, usize)> = None;
+    for &l in label_order {
+        let c = remaining[l];
+        if c > 0 && best.is_none_or(|(_, bc)| c < bc) {
+            best = Some((l, c));
+        }
+    }
+    best.map(|(l, _)| l)
+}
+
+/// One of the tied subsets `ties` (not empty): the only one, or a seeded random one.
+fn pick(ties: &[usize], rng: &mut SplitMix64) -> usize {
+    if ties.len() == 1 {
+        ties[0]
+    } else {
+        ties[rng.below(ties.len())]
+    }
+}
+
+/// Each subset's rows, sorted, from the subsets `assigned` to the rows with labels; a row
+/// without labels (`usize::MAX`) goes to the subset wanting most rows, in `order`.
+fn subsets(
+    order: &[usize],
+    assigned: &[usize],
+    r: &[f64],
+    mut want_rows: Vec<f64>,
+    rng: &mut SplitMix64,
+) -> Vec<Vec<usize>> {
+    let (k, n) = (r.len(), assigned.len());
     let mut out: Vec<Vec<usize>> = (0..k)
         .map(|j| Vec::with_capacity((r[j] * n as f64) as usize + 1))
         .collect();
-    for &row in &order {
+    let mut ties = Vec::with_capacity(k);
+    for &row in order {
         let j = if assigned[row] != usize::MAX {
             assigned[row]
         } else {
-            // Row without labels.
             let top = want_rows.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             ties.clear();
             ties.extend((0..k).filter(|&j| want_rows[j] == top));
-            let j = if ties.len() == 1 {
-                ties[0]
-            } else {
-                ties[rng.below(ties.len())]
-            };
+            let j = pick(&ties, rng);
             want_rows[j] -= 1.0;
             j
         };

@@ -23,6 +23,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 use super::error::{try_room, DataError, ParseErrorKind, Result};
+use super::invalid::InvalidInput;
 use super::lex::{is_blank, parse_f32, Cur, Lines};
 use super::{CsrMatrix, Dataset, LabelSets};
 
@@ -187,7 +188,6 @@ fn parse_row(
     l_bound: Option<(u64, &'static str)>,
     b: &mut Builder,
 ) -> Result<()> {
-    let row_start = b.li.len();
     // Labels: present unless the first word is a feature (`i:v`) or the line starts blank.
     let first_is_feature = {
         let rest = &c.s[c.pos..];
@@ -198,89 +198,90 @@ fn parse_row(
         rest[..end].contains(&b':') || end == 0
     };
     if !first_is_feature {
-        loop {
-            let pos = c.pos;
-            let raw = c.uint("a label id")?;
-            let l = based(c, pos, raw, opts.label_base, "label id")?;
-            if l >= MAX_LABELS as u64 {
-                return Err(c.err_at(
-                    pos,
-                    ParseErrorKind::TooLarge {
-                        what: "label id",
-                        value: raw,
-                        limit: MAX_LABELS as u64 - 1 + opts.label_base.offset(),
-                        why: MAX_LABELS_WHY,
-                    },
-                ));
-            }
-            if let Some((bound, what)) = l_bound {
-                if l >= bound {
-                    return Err(c.err_at(
-                        pos,
-                        ParseErrorKind::IndexOutOfRange {
-                            index: raw,
-                            bound: bound + opts.label_base.offset(),
-                            what,
-                        },
-                    ));
-                }
-            }
-            b.max_l = b.max_l.max(l + 1);
-            b.li.push(l as u32);
-            if c.peek() == Some(b',') {
-                c.pos += 1;
-            } else {
-                break;
-            }
-        }
-        let labels = &mut b.li[row_start..];
-        if labels.windows(2).any(|w| w[0] >= w[1]) {
-            labels.sort_unstable();
-            if let Some(w) = labels.windows(2).find(|w| w[0] == w[1]) {
-                let label = u64::from(w[0]) + opts.label_base.offset();
-                return Err(c.err_at(0, ParseErrorKind::DuplicateLabel { label }));
-            }
-        }
-        if !matches!(c.peek(), None | Some(b' ' | b'\t')) {
-            return Err(c.expected("`,` or a space after a label id"));
-        }
+        parse_labels(c, opts, l_bound, b)?;
     }
-    let mut prev: Option<u64> = None;
+    parse_features(c, opts, f_bound, b)?;
+    b.indptr.push(b.fi.len());
+    b.lptr.push(b.li.len());
+    Ok(())
+}
+
+/// The comma-separated label ids that start a row, pushed to `b.li` (checked for range and
+/// repeats, sorted).
+fn parse_labels(
+    c: &mut Cur<'_>,
+    opts: &SvmOptions,
+    l_bound: Option<(u64, &'static str)>,
+    b: &mut Builder,
+) -> Result<()> {
+    let row_start = b.li.len();
     loop {
-        c.skip_ws();
-        if matches!(c.peek(), None | Some(b'#')) {
-            break;
-        }
         let pos = c.pos;
-        let raw = c.uint("a feature index")?;
-        b.evidence.zero |= raw == 0;
-        let f = based(c, pos, raw, opts.feature_base, "feature index")?;
-        if let Some((bound, what)) = f_bound {
-            if f >= bound {
+        let raw = c.uint("a label id")?;
+        let l = based(c, pos, raw, opts.label_base, "label id")?;
+        if l >= MAX_LABELS as u64 {
+            return Err(c.err_at(
+                pos,
+                ParseErrorKind::TooLarge {
+                    what: "label id",
+                    value: raw,
+                    limit: MAX_LABELS as u64 - 1 + opts.label_base.offset(),
+                    why: MAX_LABELS_WHY,
+                },
+            ));
+        }
+        if let Some((bound, what)) = l_bound {
+            if l >= bound {
                 return Err(c.err_at(
                     pos,
                     ParseErrorKind::IndexOutOfRange {
                         index: raw,
-                        bound: bound + opts.feature_base.offset(),
+                        bound: bound + opts.label_base.offset(),
                         what,
                     },
                 ));
             }
         }
-        if let Some(p) = prev {
-            if f == p {
-                return Err(c.err_at(pos, ParseErrorKind::DuplicateIndex { index: raw }));
-            }
-            if f < p {
-                return Err(c.err_at(
-                    pos,
-                    ParseErrorKind::UnsortedIndex {
-                        index: raw,
-                        previous: p + opts.feature_base.offset(),
-                    },
-                ));
-            }
+        b.max_l = b.max_l.max(l + 1);
+        b.li.push(l as u32);
+        if c.peek() == Some(b',') {
+            c.pos += 1;
+        } else {
+            break;
         }
+    }
+    let labels = &mut b.li[row_start..];
+    if labels.windows(2).any(|w| w[0] >= w[1]) {
+        labels.sort_unstable();
+        if let Some(w) = labels.windows(2).find(|w| w[0] == w[1]) {
+            let label = u64::from(w[0]) + opts.label_base.offset();
+            return Err(c.err_at(0, ParseErrorKind::DuplicateLabel { label }));
+        }
+    }
+    if !matches!(c.peek(), None | Some(b' ' | b'\t')) {
+        return Err(c.expected("`,` or a space after a label id"));
+    }
+    Ok(())
+}
+
+/// The `index:value` pairs of a row, up to its end or a `#` comment; non-zero values are pushed
+/// to `b.fi`/`b.fv`.
+fn parse_features(
+    c: &mut Cur<'_>,
+    opts: &SvmOptions,
+    f_bound: Option<(u64, &'static str)>,
+    b: &mut Builder,
+) -> Result<()> {
+    let mut prev: Option<u64> = None;
+    loop {
+        c.skip_ws();
+        if matches!(c.peek(), None | Some(b'#')) {
+            return Ok(());
+        }
+        let pos = c.pos;
+        let raw = c.uint("a feature index")?;
+        b.evidence.zero |= raw == 0;
+        let f = feature_index(c, opts, f_bound, prev, pos, raw)?;
         prev = Some(f);
         c.expect(b':', "`:` after a feature index")?;
         let vpos = c.pos;
@@ -312,9 +313,46 @@ fn parse_row(
             b.fv.push(v);
         }
     }
-    b.indptr.push(b.fi.len());
-    b.lptr.push(b.li.len());
-    Ok(())
+}
+
+/// The 0-based feature index of `raw` (read at `pos`), checked against the bound and the
+/// row's previous index.
+fn feature_index(
+    c: &Cur<'_>,
+    opts: &SvmOptions,
+    f_bound: Option<(u64, &'static str)>,
+    prev: Option<u64>,
+    pos: usize,
+    raw: u64,
+) -> Result<u64> {
+    let f = based(c, pos, raw, opts.feature_base, "feature index")?;
+    if let Some((bound, what)) = f_bound {
+        if f >= bound {
+            return Err(c.err_at(
+                pos,
+                ParseErrorKind::IndexOutOfRange {
+                    index: raw,
+                    bound: bound + opts.feature_base.offset(),
+                    what,
+                },
+            ));
+        }
+    }
+    if let Some(p) = prev {
+        if f == p {
+            return Err(c.err_at(pos, ParseErrorKind::DuplicateIndex { index: raw }));
+        }
+        if f < p {
+            return Err(c.err_at(
+                pos,
+                ParseErrorKind::UnsortedIndex {
+                    index: raw,
+                    previous: p + opts.feature_base.offset(),
+                },
+            ));
+        }
+    }
+    Ok(f)
 }
 
 /// Converts a raw index to 0-based.
@@ -364,9 +402,12 @@ pub(crate) fn read_libsvm_evidence<R: BufRead>(
         .map(|d| (d as u64, "given number of features"));
     let l_bound = opts.n_labels.map(|l| (l as u64, "given number of labels"));
     if let Some(l) = opts.n_labels.filter(|&l| l > MAX_LABELS) {
-        return Err(DataError::Invalid(format!(
-            "{l} labels requested: at most {MAX_LABELS} are supported ({MAX_LABELS_WHY})"
-        )));
+        return Err(InvalidInput::TooManyLabels {
+            requested: l,
+            limit: MAX_LABELS,
+            why: MAX_LABELS_WHY,
+        }
+        .into());
     }
     while lines.advance()? {
         let line = lines.line();
@@ -389,11 +430,8 @@ pub(crate) fn read_libsvm_evidence<R: BufRead>(
     Ok((b.finish(String::new(), d, l, opts.label_base), evidence))
 }
 
-/// Reads an Extreme Classification Repository file (header `N D L`, 0-based labels).
-pub fn read_xmc<R: BufRead>(reader: R, feature_base: IndexBase) -> Result<Dataset> {
-    let mut lines = Lines::new(reader);
-    let opts = SvmOptions::new(feature_base);
-    let mut header = None;
+/// The header `N D L` of an XMC file: its first line that is not blank.
+fn xmc_header<R: BufRead>(lines: &mut Lines<R>) -> Result<[u64; 3]> {
     while lines.advance()? {
         if is_blank(lines.line()) {
             continue;
@@ -423,19 +461,23 @@ pub fn read_xmc<R: BufRead>(reader: R, feature_base: IndexBase) -> Result<Datase
             }
         }
         c.expect_end(b'#')?;
-        header = Some(dims);
-        break;
+        return Ok(dims);
     }
-    let Some([n, d, l]) = header else {
-        let (line, col) = lines.eof();
-        return Err(DataError::parse(
-            line,
-            col,
-            ParseErrorKind::UnexpectedEof {
-                expected: "the header `N D L`",
-            },
-        ));
-    };
+    let (line, col) = lines.eof();
+    Err(DataError::parse(
+        line,
+        col,
+        ParseErrorKind::UnexpectedEof {
+            expected: "the header `N D L`",
+        },
+    ))
+}
+
+/// Reads an Extreme Classification Repository file (header `N D L`, 0-based labels).
+pub fn read_xmc<R: BufRead>(reader: R, feature_base: IndexBase) -> Result<Dataset> {
+    let mut lines = Lines::new(reader);
+    let opts = SvmOptions::new(feature_base);
+    let [n, d, l] = xmc_header(&mut lines)?;
     let mut b = Builder::new();
     let mut rows = 0usize;
     while lines.advance()? {

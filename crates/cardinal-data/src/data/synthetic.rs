@@ -3,20 +3,15 @@
 //! The labels are a function of the features (each feature votes for a few labels), so that a
 //! model has something to learn, but only the shape matters for timing.
 
+use super::split::SplitMix64;
 use super::{CsrMatrix, Dataset, LabelSets, TrainTest};
 
-/// SplitMix64: deterministic, dependency-free.
-struct Rng(u64);
+/// The crate's splitmix64 stream, drawn in `0..n` by a modulo (not [`SplitMix64::below`]'s
+/// multiply-shift): the draw this data has always been made with.
+struct Rng(SplitMix64);
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.0.next_u64() % n as u64) as usize
     }
 }
 
@@ -40,7 +35,7 @@ pub struct SyntheticShape {
 /// A train/test pair of the given shape: every row has `round(density·features)` (at least 1)
 /// distinct features of value 1 and 1 to 4 labels (mean 2.5, Bibtex's 2.4).
 pub fn synthetic(shape: &SyntheticShape) -> TrainTest {
-    let mut rng = Rng(shape.seed ^ 0x5EED_DA7A);
+    let mut rng = Rng(SplitMix64::new(shape.seed ^ 0x5EED_DA7A));
     let (d, l) = (shape.features.max(1), shape.labels.max(1));
     let nnz = ((shape.density * d as f64).round() as usize).clamp(1, d);
     let mut make = |rows: usize, name: &str| {

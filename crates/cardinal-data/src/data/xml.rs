@@ -48,21 +48,20 @@ pub fn parse_label_xml(text: &str) -> Result<Vec<String>> {
         DataError::parse(
             p.row as usize,
             p.col as usize,
-            ParseErrorKind::Xml(e.to_string()),
+            ParseErrorKind::Xml { source: e },
         )
     })?;
-    let at = |node: roxmltree::Node<'_, '_>, msg: String| {
+    let at = |node: roxmltree::Node<'_, '_>, kind: ParseErrorKind| {
         let p = doc.text_pos_at(node.range().start);
-        DataError::parse(p.row as usize, p.col as usize, ParseErrorKind::Xml(msg))
+        DataError::parse(p.row as usize, p.col as usize, kind)
     };
     let root = doc.root_element();
     if root.tag_name().name() != "labels" {
         return Err(at(
             root,
-            format!(
-                "expected root element <labels>, found <{}>",
-                root.tag_name().name()
-            ),
+            ParseErrorKind::XmlRoot {
+                found: root.tag_name().name().to_string(),
+            },
         ));
     }
     let mut names = Vec::new();
@@ -72,15 +71,20 @@ pub fn parse_label_xml(text: &str) -> Result<Vec<String>> {
         .filter(|n| n.is_element() && n.tag_name().name() == "label")
     {
         let Some(name) = node.attribute("name") else {
-            return Err(at(node, "expected a `name` attribute on <label>".into()));
+            return Err(at(node, ParseErrorKind::XmlUnnamedLabel));
         };
         if !seen.insert(name) {
-            return Err(at(node, format!("duplicate label name `{name}`")));
+            return Err(at(
+                node,
+                ParseErrorKind::XmlDuplicateLabel {
+                    name: name.to_string(),
+                },
+            ));
         }
         names.push(name.to_string());
     }
     if names.is_empty() {
-        return Err(at(root, "expected at least one <label> element".into()));
+        return Err(at(root, ParseErrorKind::XmlNoLabels));
     }
     Ok(names)
 }

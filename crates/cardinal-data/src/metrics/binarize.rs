@@ -47,7 +47,11 @@ impl fmt::Display for Binarize {
 impl FromStr for Binarize {
     type Err = MetricsError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || MetricsError::Parse(s.to_string());
+        let bad = || MetricsError::Parse {
+            what: "a binarisation",
+            found: s.to_string(),
+            expected: "`threshold=T` or a bare T with T in [0, 1], `top-k=K` or `round-z`",
+        };
         let t = s.trim();
         if t == "round-z" || t == "top-round-z" {
             return Ok(Binarize::TopRoundZ);

@@ -77,34 +77,9 @@ pub fn cardinality_report(
         }
     };
     let (mean_z, mean_gold) = (mean(&zs), mean(&counts));
-    let err = |pred: &dyn Fn(usize) -> f64| {
-        let (mut a, mut s) = (0.0, 0.0);
-        for (i, &c) in counts.iter().enumerate() {
-            let d = pred(i) - c;
-            a += d.abs();
-            s += d * d;
-        }
-        if n == 0 {
-            (0.0, 0.0)
-        } else {
-            (a / n as f64, s / n as f64)
-        }
-    };
-    let (mae, mse) = err(&|i| zs[i]);
-    let (baseline_mae, baseline_mse) = err(&|_| train_mean);
-    // Centred sums: more stable than the one-pass formula.
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (&x, &y) in zs.iter().zip(&counts) {
-        let (dx, dy) = (x - mean_z, y - mean_gold);
-        sxy += dx * dy;
-        sxx += dx * dx;
-        syy += dy * dy;
-    }
-    let pearson = if n >= 2 && sxx > 0.0 && syy > 0.0 {
-        Some(sxy / (sxx * syy).sqrt())
-    } else {
-        None
-    };
+    let (mae, mse) = abs_and_squared_error(&counts, &|i| zs[i]);
+    let (baseline_mae, baseline_mse) = abs_and_squared_error(&counts, &|_| train_mean);
+    let pearson = pearson(&zs, &counts, mean_z, mean_gold);
     let rounded: Vec<usize> = z.iter().map(|&v| round_cardinality(v, l)).collect();
     let hits = rounded
         .iter()
@@ -137,6 +112,41 @@ pub fn cardinality_report(
         baseline_mae,
         baseline_mse,
     })
+}
+
+/// The mean absolute and the mean squared error of `pred(i)` against `counts[i]` (0 and 0 for
+/// no rows).
+fn abs_and_squared_error(counts: &[f64], pred: &dyn Fn(usize) -> f64) -> (f64, f64) {
+    let n = counts.len();
+    let (mut a, mut s) = (0.0, 0.0);
+    for (i, &c) in counts.iter().enumerate() {
+        let d = pred(i) - c;
+        a += d.abs();
+        s += d * d;
+    }
+    if n == 0 {
+        (0.0, 0.0)
+    } else {
+        (a / n as f64, s / n as f64)
+    }
+}
+
+/// Pearson's correlation of `x` and `y` given their means; `None` for fewer than two rows or a
+/// constant one.
+fn pearson(x: &[f64], y: &[f64], mean_x: f64, mean_y: f64) -> Option<f64> {
+    // Centred sums: more stable than the one-pass formula.
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (&x, &y) in x.iter().zip(y) {
+        let (dx, dy) = (x - mean_x, y - mean_y);
+        sxy += dx * dy;
+        sxx += dx * dx;
+        syy += dy * dy;
+    }
+    if x.len() >= 2 && sxx > 0.0 && syy > 0.0 {
+        Some(sxy / (sxx * syy).sqrt())
+    } else {
+        None
+    }
 }
 
 impl fmt::Display for CardinalityReport {

@@ -118,9 +118,16 @@ pub enum MetricsError {
     /// precision@k with `k = 0`.
     #[error("precision@k needs k >= 1")]
     ZeroK,
-    /// A string that is not a valid [`EmptyF1`] or [`Binarize`] (the string given).
-    #[error("cannot parse {0:?}")]
-    Parse(String),
+    /// A string that is not a valid [`EmptyF1`] or [`Binarize`].
+    #[error("cannot parse {found:?} as {what}: expected {expected}")]
+    Parse {
+        /// What was being parsed.
+        what: &'static str,
+        /// The string given.
+        found: String,
+        /// The accepted forms.
+        expected: &'static str,
+    },
 }
 
 /// Score of an example whose prediction and gold set are both empty (0/0 in F1 and Jaccard).
@@ -167,7 +174,11 @@ impl FromStr for EmptyF1 {
         match s.trim().to_ascii_lowercase().as_str() {
             "zero" | "0" => Ok(EmptyF1::Zero),
             "one" | "1" => Ok(EmptyF1::One),
-            _ => Err(MetricsError::Parse(s.to_string())),
+            _ => Err(MetricsError::Parse {
+                what: "the F1 of an empty prediction for an empty gold set",
+                found: s.to_string(),
+                expected: "`zero` (or 0) or `one` (or 1)",
+            }),
         }
     }
 }

@@ -342,13 +342,8 @@ mod tests {
     use crate::systems::Activation;
 
     fn rnd_gen(seed: u64) -> impl FnMut() -> f64 {
-        let mut s = seed;
-        move || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-        }
+        let mut g = cardinal_testkit::Lcg::new(seed);
+        move || g.signed()
     }
 
     /// A random linear functional of every iterate, as a function of everything.

@@ -212,11 +212,8 @@ mod tests {
         let model = init_model(&data, &cfg).unwrap();
         let p: Params<f64> = model.params.cast();
         let rows = [0usize, 2, 3, 8];
-        let mut s = 3u64;
-        let hyp = Array2::from_shape_fn((4, 6), |_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1);
-            (s >> 40) as f64 / (1u64 << 24) as f64
-        });
+        let mut g = cardinal_testkit::Lcg::new(3);
+        let hyp = Array2::from_shape_fn((4, 6), |_| g.uniform());
         let mut g = p.zeros_like();
         value_loss_grad(&model, &p, &data, &rows, &hyp, &mut g);
         let mut scratch = p.zeros_like();

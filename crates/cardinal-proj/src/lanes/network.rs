@@ -167,18 +167,11 @@ mod tests {
     fn lockstep_ties_check<F: Real>() {
         const N: usize = 8;
         let pool = [1.5, 0.25, 0.0, -0.0, -2.0];
-        let mut state = 17u64;
+        let mut g = cardinal_testkit::Lcg::new(17);
         for n in [1, 2, 7, 33, 159, crate::util::RADIX_MIN_LEN + 5] {
             let net = SortingNetwork::new(n);
             let v: Vec<Lanes<F, N>> = (0..n)
-                .map(|_| {
-                    std::array::from_fn(|_| {
-                        state = state
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        F::from(pool[(state >> 33) as usize % pool.len()]).unwrap()
-                    })
-                })
+                .map(|_| std::array::from_fn(|_| F::from(pool[g.below(pool.len())]).unwrap()))
                 .collect();
             let mut sorted = v.clone();
             let mut idx: Vec<Lanes<u16, N>> = (0..n).map(|i| [i as u16; N]).collect();

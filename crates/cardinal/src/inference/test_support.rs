@@ -5,14 +5,10 @@ use ndarray::Array2;
 
 use super::Unroll;
 
-/// A deterministic stream of numbers uniform in [−1, 1) (an LCG).
-pub(super) fn uniform_pm1(mut s: u64) -> impl FnMut() -> f64 {
-    move || {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    }
+/// A deterministic stream of numbers uniform in [−1, 1) (the testkit's LCG from `seed`).
+pub(super) fn uniform_pm1(seed: u64) -> impl FnMut() -> f64 {
+    let mut g = cardinal_testkit::Lcg::new(seed);
+    move || g.signed()
 }
 
 /// The Euclidean unroll (η 0.2, momentum 0.9) that the block-against-row tests compare.

@@ -77,13 +77,8 @@ mod tests {
     /// (by brute force), and `E(k)` is the best subset of size `k`.
     #[test]
     fn the_best_size_matches_brute_force_over_every_subset() {
-        let mut state = 12345u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut g = cardinal_testkit::Lcg::new(12345);
+        let mut next = || g.uniform();
         for case in 0..300 {
             let l = 1 + case % 6;
             let m: Vec<f64> = (0..l).map(|_| next()).collect();

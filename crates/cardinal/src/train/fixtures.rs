@@ -12,24 +12,18 @@ pub(super) fn small(mut cfg: Config) -> Config {
 }
 
 /// 20 rows of 30 binary features (up to 5 a row) and 9 labels (1 or 2 a row), drawn from a
-/// fixed linear congruential sequence.
+/// fixed [`cardinal_testkit::Lcg`] stream.
 pub(super) fn tiny() -> Dataset {
     let (n, d, l) = (20, 30, 9);
-    let mut s = 7u64;
-    let mut next = || {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (s >> 33) as usize
-    };
+    let mut g = cardinal_testkit::Lcg::new(7);
     let mut x = CsrMatrix::new(d);
     let mut y = LabelSets::new(l);
     for _ in 0..n {
-        let mut idx: Vec<u32> = (0..5).map(|_| (next() % d) as u32).collect();
+        let mut idx: Vec<u32> = (0..5).map(|_| g.below(d) as u32).collect();
         idx.sort_unstable();
         idx.dedup();
         x.push_row(&idx, &vec![1.0; idx.len()]);
-        let mut lab: Vec<u32> = (0..2).map(|_| (next() % l) as u32).collect();
+        let mut lab: Vec<u32> = (0..2).map(|_| g.below(l) as u32).collect();
         lab.sort_unstable();
         lab.dedup();
         y.push_row(&lab);

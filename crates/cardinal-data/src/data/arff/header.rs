@@ -199,41 +199,7 @@ pub(super) fn label_positions(
     let mut label_of: Vec<Option<u32>> = vec![None; n];
     let label_names: Vec<String> = match spec {
         LabelSpec::Names(names) => {
-            let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(n);
-            for (i, a) in attrs.iter().enumerate() {
-                if by_name.insert(a.name.as_str(), i).is_some() {
-                    return Err(DataError::parse(
-                        a.line,
-                        1,
-                        ParseErrorKind::DuplicateAttribute {
-                            name: a.name.clone(),
-                        },
-                    ));
-                }
-            }
-            for (k, name) in names.iter().enumerate() {
-                let Some(&i) = by_name.get(name.as_str()) else {
-                    return Err(DataError::parse(
-                        data_line,
-                        1,
-                        ParseErrorKind::LabelNotInHeader {
-                            name: name.clone(),
-                            source_name: "the label list".into(),
-                        },
-                    ));
-                };
-                if label_of[i].is_some() {
-                    return Err(DataError::Parse {
-                        location: Location {
-                            path: None,
-                            line: data_line,
-                            column: 1,
-                        },
-                        kind: ParseErrorKind::BadLabelSpec(format!("label `{name}` listed twice")),
-                    });
-                }
-                label_of[i] = Some(k as u32);
-            }
+            named_labels(attrs, names, data_line, &mut label_of)?;
             names.clone()
         }
         LabelSpec::Last(k) | LabelSpec::First(k) => {
@@ -241,9 +207,10 @@ pub(super) fn label_positions(
                 return Err(DataError::parse(
                     data_line,
                     1,
-                    ParseErrorKind::BadLabelSpec(format!(
-                        "{k} labels requested but the header has only {n} attributes"
-                    )),
+                    ParseErrorKind::TooManyLabelsRequested {
+                        requested: *k,
+                        attributes: n,
+                    },
                 ));
             }
             let range = if matches!(spec, LabelSpec::Last(_)) {
@@ -273,4 +240,50 @@ pub(super) fn label_positions(
         LabelSpec::Skip(_) => Vec::new(),
     };
     Ok((label_of, label_names))
+}
+
+/// Marks the attributes named in `names` as labels `0, 1, ...` in `label_of`.
+fn named_labels(
+    attrs: &[Attr],
+    names: &[String],
+    data_line: usize,
+    label_of: &mut [Option<u32>],
+) -> Result<()> {
+    let n = attrs.len();
+    let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(n);
+    for (i, a) in attrs.iter().enumerate() {
+        if by_name.insert(a.name.as_str(), i).is_some() {
+            return Err(DataError::parse(
+                a.line,
+                1,
+                ParseErrorKind::DuplicateAttribute {
+                    name: a.name.clone(),
+                },
+            ));
+        }
+    }
+    for (k, name) in names.iter().enumerate() {
+        let Some(&i) = by_name.get(name.as_str()) else {
+            return Err(DataError::parse(
+                data_line,
+                1,
+                ParseErrorKind::LabelNotInHeader {
+                    name: name.clone(),
+                    source_name: "the label list".into(),
+                },
+            ));
+        };
+        if label_of[i].is_some() {
+            return Err(DataError::Parse {
+                location: Location {
+                    path: None,
+                    line: data_line,
+                    column: 1,
+                },
+                kind: ParseErrorKind::LabelListedTwice { name: name.clone() },
+            });
+        }
+        label_of[i] = Some(k as u32);
+    }
+    Ok(())
 }

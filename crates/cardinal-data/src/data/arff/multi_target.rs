@@ -103,40 +103,8 @@ fn read_with<R: BufRead>(
     let mut lines = Lines::new(reader);
     let (relation, attrs) = read_header(&mut lines)?;
     let is_target = target_flags(&relation, &attrs, model_targets, lines.line_no)?;
-    let targets: Vec<&Attr> = attrs
-        .iter()
-        .zip(&is_target)
-        .filter_map(|(a, &t)| t.then_some(a))
-        .collect();
-    let no_classes = Vec::new();
-    let classes = targets.first().map_or(&no_classes, |a| &a.nominal.values);
-    for a in &targets {
-        if a.ty != AttrType::Nominal || a.nominal.values != *classes {
-            return Err(DataError::parse(
-                a.line,
-                a.col,
-                ParseErrorKind::Expected {
-                    expected: "a nominal target with the same classes as the first target",
-                    found: show(a.ty_text.as_bytes()),
-                },
-            ));
-        }
-    }
-    let features: Vec<&Attr> = attrs
-        .iter()
-        .zip(&is_target)
-        .filter_map(|(a, &t)| (!t).then_some(a))
-        .collect();
-    if let Some(a) = features.iter().find(|a| a.ty != AttrType::Numeric) {
-        return Err(DataError::parse(
-            a.line,
-            a.col,
-            ParseErrorKind::Expected {
-                expected: "a numeric feature (the targets are the attributes `-C` names)",
-                found: show(a.ty_text.as_bytes()),
-            },
-        ));
-    }
+    let (targets, features) = split_attributes(&attrs, &is_target)?;
+    let classes = targets.first().map_or(&[][..], |a| &a.nominal.values[..]);
     // Each attribute's place among the targets (or the features).
     let mut place = Vec::with_capacity(attrs.len());
     let (mut t, mut f) = (0, 0);
@@ -144,7 +112,6 @@ fn read_with<R: BufRead>(
         place.push(if target { t } else { f });
         (t, f) = if target { (t + 1, f) } else { (t, f + 1) };
     }
-    let width = attrs.len();
     let mut ds = MultiTargetDataset {
         name: relation
             .split_once(':')
@@ -160,13 +127,85 @@ fn read_with<R: BufRead>(
         features: Vec::new(),
         targets: Vec::new(),
     };
+    let layout = RowLayout {
+        attrs: &attrs,
+        is_target: &is_target,
+        place: &place,
+    };
     let (mut row_targets, mut row_features) = (vec![0; t], vec![0.0; f]);
     while lines.advance()? {
         let line = lines.line();
         if is_blank(line) || line.trim_ascii_start().starts_with(b"%") {
             continue;
         }
-        let line_no = lines.line_no;
+        layout.read_row(line, lines.line_no, &mut row_targets, &mut row_features)?;
+        ds.targets.extend_from_slice(&row_targets);
+        ds.features.extend_from_slice(&row_features);
+    }
+    Ok(ds)
+}
+
+/// The target and the feature attributes, checked: targets nominal over the first target's
+/// classes, features numeric.
+fn split_attributes<'a>(
+    attrs: &'a [Attr],
+    is_target: &[bool],
+) -> Result<(Vec<&'a Attr>, Vec<&'a Attr>)> {
+    let targets: Vec<&Attr> = attrs
+        .iter()
+        .zip(is_target)
+        .filter_map(|(a, &t)| t.then_some(a))
+        .collect();
+    let features: Vec<&Attr> = attrs
+        .iter()
+        .zip(is_target)
+        .filter_map(|(a, &t)| (!t).then_some(a))
+        .collect();
+    let no_classes = Vec::new();
+    let classes = targets.first().map_or(&no_classes, |a| &a.nominal.values);
+    for a in &targets {
+        if a.ty != AttrType::Nominal || a.nominal.values != *classes {
+            return Err(DataError::parse(
+                a.line,
+                a.col,
+                ParseErrorKind::Expected {
+                    expected: "a nominal target with the same classes as the first target",
+                    found: show(a.ty_text.as_bytes()),
+                },
+            ));
+        }
+    }
+    if let Some(a) = features.iter().find(|a| a.ty != AttrType::Numeric) {
+        return Err(DataError::parse(
+            a.line,
+            a.col,
+            ParseErrorKind::Expected {
+                expected: "a numeric feature (the targets are the attributes `-C` names)",
+                found: show(a.ty_text.as_bytes()),
+            },
+        ));
+    }
+    Ok((targets, features))
+}
+
+/// Where each attribute's value of a dense row goes.
+struct RowLayout<'a> {
+    attrs: &'a [Attr],
+    is_target: &'a [bool],
+    /// Each attribute's place among the targets (or the features).
+    place: &'a [usize],
+}
+
+impl RowLayout<'_> {
+    /// Reads the dense row `line` (line `line_no`) into `row_targets` and `row_features`.
+    fn read_row(
+        &self,
+        line: &[u8],
+        line_no: usize,
+        row_targets: &mut [u32],
+        row_features: &mut [f32],
+    ) -> Result<()> {
+        let width = self.attrs.len();
         let mut col = 1;
         let mut k = 0;
         for field in line.split(|&b| b == b',') {
@@ -186,10 +225,10 @@ fn read_with<R: BufRead>(
                     found: show(tok),
                 });
             }
-            if is_target[k] {
-                let a = &attrs[k];
+            if self.is_target[k] {
+                let a = &self.attrs[k];
                 match a.nominal.index(tok) {
-                    Some(c) => row_targets[place[k]] = c,
+                    Some(c) => row_targets[self.place[k]] = c,
                     None => {
                         return err(ParseErrorKind::BadNominal {
                             name: a.name.clone(),
@@ -200,7 +239,7 @@ fn read_with<R: BufRead>(
                 }
             } else {
                 match parse_f32(tok).filter(|x| x.is_finite()) {
-                    Some(x) => row_features[place[k]] = x,
+                    Some(x) => row_features[self.place[k]] = x,
                     None => return err(ParseErrorKind::NonNumeric { found: show(tok) }),
                 }
             }
@@ -216,10 +255,8 @@ fn read_with<R: BufRead>(
                 },
             ));
         }
-        ds.targets.extend_from_slice(&row_targets);
-        ds.features.extend_from_slice(&row_features);
+        Ok(())
     }
-    Ok(ds)
 }
 
 /// Writes `ds` as MEKA multi-target ARFF (relation `'NAME: -C L'`), features with the shortest

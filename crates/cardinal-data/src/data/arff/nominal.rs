@@ -163,78 +163,12 @@ pub(super) fn assign_roles(
         _ => HashSet::new(),
     };
     for (i, a) in attrs.iter().enumerate() {
-        let unsupported = |kind| Err(DataError::parse(a.line, a.col, kind));
-        if skipped.contains(a.name.as_str()) {
-            roles.push(Role::Dropped);
-            continue;
-        }
-        if let Some(idx) = label_of[i] {
-            let ok = a.ty == AttrType::Numeric || (a.ty == AttrType::Nominal && a.nominal.zero_one);
-            if !ok {
-                return unsupported(ParseErrorKind::UnsupportedLabelType {
-                    name: a.name.clone(),
-                    found: a.ty_text.clone(),
-                });
-            }
-            roles.push(Role::Label { idx });
-            continue;
-        }
-        // Column indices are u32: refuse a header whose one-hot encoding would overflow them.
-        let col = u32::try_from(feature_names.len()).ok();
-        let k = a.nominal.values.len();
-        let role = match a.ty {
-            AttrType::Unsupported => {
-                return unsupported(ParseErrorKind::UnknownAttributeType {
-                    name: a.name.clone(),
-                    found: a.ty_text.clone(),
-                })
-            }
-            AttrType::Text => {
-                notes.dropped.push(DroppedAttribute {
-                    name: a.name.clone(),
-                    reason: DropReason::String,
-                });
-                Role::Dropped
-            }
-            AttrType::Nominal if k > MAX_NOMINAL_VALUES => {
-                notes.dropped.push(DroppedAttribute {
-                    name: a.name.clone(),
-                    reason: DropReason::Identifier { values: k },
-                });
-                Role::Dropped
-            }
-            AttrType::Numeric | AttrType::Nominal => {
-                let width = if a.ty == AttrType::Nominal && k > 2 {
-                    k
-                } else {
-                    1
-                };
-                let Some(col) = col.filter(|c| c.checked_add(width as u32).is_some()) else {
-                    return unsupported(ParseErrorKind::TooLarge {
-                        what: "feature count",
-                        value: (feature_names.len() + width) as u64,
-                        limit: u64::from(u32::MAX),
-                        why: "u32 column indices",
-                    });
-                };
-                if width > 1 {
-                    one_hot.push((i, col));
-                    feature_names.extend(
-                        a.nominal
-                            .values
-                            .iter()
-                            .map(|v| format!("{}={}", a.name, String::from_utf8_lossy(v))),
-                    );
-                    Role::OneHot { col }
-                } else {
-                    feature_names.push(a.name.clone());
-                    if a.ty == AttrType::Numeric {
-                        Role::Numeric { col }
-                    } else {
-                        Role::Binary { col }
-                    }
-                }
-            }
+        let role = if skipped.contains(a.name.as_str()) {
+            Role::Dropped
+        } else if let Some(idx) = label_of[i] {
+            label_role(a, idx)?
+        } else {
+            feature_role(i, a, &mut feature_names, &mut one_hot, &mut notes)?
         };
         roles.push(role);
     }
@@ -244,5 +178,90 @@ pub(super) fn assign_roles(
         label_names,
         one_hot,
         notes,
+    })
+}
+
+/// The role of the label attribute `a`, label `idx`: it must be numeric or `{0,1}`.
+fn label_role(a: &Attr, idx: u32) -> Result<Role> {
+    let ok = a.ty == AttrType::Numeric || (a.ty == AttrType::Nominal && a.nominal.zero_one);
+    if !ok {
+        return Err(DataError::parse(
+            a.line,
+            a.col,
+            ParseErrorKind::UnsupportedLabelType {
+                name: a.name.clone(),
+                found: a.ty_text.clone(),
+            },
+        ));
+    }
+    Ok(Role::Label { idx })
+}
+
+/// The role of the feature attribute `a` (attribute `i`): its columns are appended to
+/// `feature_names` (and `one_hot`), or it is dropped with a note.
+fn feature_role(
+    i: usize,
+    a: &Attr,
+    feature_names: &mut Vec<String>,
+    one_hot: &mut Vec<(usize, u32)>,
+    notes: &mut ArffNotes,
+) -> Result<Role> {
+    let unsupported = |kind| Err(DataError::parse(a.line, a.col, kind));
+    // Column indices are u32: refuse a header whose one-hot encoding would overflow them.
+    let col = u32::try_from(feature_names.len()).ok();
+    let k = a.nominal.values.len();
+    Ok(match a.ty {
+        AttrType::Unsupported => {
+            return unsupported(ParseErrorKind::UnknownAttributeType {
+                name: a.name.clone(),
+                found: a.ty_text.clone(),
+            })
+        }
+        AttrType::Text => {
+            notes.dropped.push(DroppedAttribute {
+                name: a.name.clone(),
+                reason: DropReason::String,
+            });
+            Role::Dropped
+        }
+        AttrType::Nominal if k > MAX_NOMINAL_VALUES => {
+            notes.dropped.push(DroppedAttribute {
+                name: a.name.clone(),
+                reason: DropReason::Identifier { values: k },
+            });
+            Role::Dropped
+        }
+        AttrType::Numeric | AttrType::Nominal => {
+            let width = if a.ty == AttrType::Nominal && k > 2 {
+                k
+            } else {
+                1
+            };
+            let Some(col) = col.filter(|c| c.checked_add(width as u32).is_some()) else {
+                return unsupported(ParseErrorKind::TooLarge {
+                    what: "feature count",
+                    value: (feature_names.len() + width) as u64,
+                    limit: u64::from(u32::MAX),
+                    why: "u32 column indices",
+                });
+            };
+            if width > 1 {
+                one_hot.push((i, col));
+                feature_names.extend(
+                    a.nominal
+                        .values
+                        .iter()
+                        .map(|v| format!("{}={}", a.name, String::from_utf8_lossy(v))),
+                );
+                Role::OneHot { col }
+            } else {
+                feature_names.push(a.name.clone());
+                if a.ty == AttrType::Numeric {
+                    Role::Numeric { col }
+                } else {
+                    Role::Binary { col }
+                }
+            }
+        }
     })
 }

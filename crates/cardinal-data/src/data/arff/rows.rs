@@ -224,34 +224,16 @@ fn value(
     row: &mut RowBuf,
 ) -> Result<()> {
     let missing = tok == b"?";
-    let missing_err = || {
-        c.err_at(
-            start,
-            ParseErrorKind::MissingValue {
-                name: attr.name.clone(),
-            },
-        )
-    };
-    let bad_nominal = |expected: String| {
-        c.err_at(
-            start,
-            ParseErrorKind::BadNominal {
-                name: attr.name.clone(),
-                found: String::from_utf8_lossy(tok).into_owned(),
-                expected,
-            },
-        )
-    };
     let nominal_index = || {
         attr.nominal
             .index(tok)
-            .ok_or_else(|| bad_nominal(attr.nominal.shown()))
+            .ok_or_else(|| bad_nominal(c, attr, tok, start, attr.nominal.shown()))
     };
     match role {
         Role::Dropped => {}
         Role::Numeric { col } => {
             if missing {
-                return Err(missing_err());
+                return Err(missing_value(c, attr, start));
             }
             let v = parse_f32(tok).ok_or_else(|| {
                 c.err_at(
@@ -276,23 +258,50 @@ fn value(
             }
         }
         Role::Label { idx } => {
-            if missing {
-                return Err(missing_err());
-            }
-            // Label attributes are `{0,1}` or numeric (checked when roles were assigned).
-            let on = if attr.ty == AttrType::Nominal {
-                attr.nominal.index(tok).map(|i| i == 1)
-            } else {
-                match parse_f32(tok) {
-                    Some(0.0) => Some(false),
-                    Some(1.0) => Some(true),
-                    _ => None,
-                }
-            };
-            if on.ok_or_else(|| bad_nominal("{0,1}".into()))? {
+            if label_on(c, attr, tok, start)? {
                 row.li.push(idx);
             }
         }
     }
     Ok(())
+}
+
+/// Whether the label attribute `attr` is on in the value `tok` (read at `start`).
+fn label_on(c: &Cur<'_>, attr: &Attr, tok: &[u8], start: usize) -> Result<bool> {
+    if tok == b"?" {
+        return Err(missing_value(c, attr, start));
+    }
+    // Label attributes are `{0,1}` or numeric (checked when roles were assigned).
+    let on = if attr.ty == AttrType::Nominal {
+        attr.nominal.index(tok).map(|i| i == 1)
+    } else {
+        match parse_f32(tok) {
+            Some(0.0) => Some(false),
+            Some(1.0) => Some(true),
+            _ => None,
+        }
+    };
+    on.ok_or_else(|| bad_nominal(c, attr, tok, start, "{0,1}".into()))
+}
+
+/// The error of a missing value `?` of `attr` at `start`.
+fn missing_value(c: &Cur<'_>, attr: &Attr, start: usize) -> DataError {
+    c.err_at(
+        start,
+        ParseErrorKind::MissingValue {
+            name: attr.name.clone(),
+        },
+    )
+}
+
+/// The error of a value `tok` of `attr` at `start` outside `expected`.
+fn bad_nominal(c: &Cur<'_>, attr: &Attr, tok: &[u8], start: usize, expected: String) -> DataError {
+    c.err_at(
+        start,
+        ParseErrorKind::BadNominal {
+            name: attr.name.clone(),
+            found: String::from_utf8_lossy(tok).into_owned(),
+            expected,
+        },
+    )
 }
