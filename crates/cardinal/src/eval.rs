@@ -11,8 +11,8 @@ use crate::metrics::{
 };
 use crate::pipeline::{Model, Outputs, Workspace};
 
-// The serialised form of an [`EvalReport`] and its unit, with the report they describe.
-pub use crate::eval_units::{EvalReportFile, ScoreUnit};
+// The unit of a serialised [`EvalReport`]'s scores, with the report it describes.
+pub use crate::eval_units::ScoreUnit;
 
 /// Predict and Constrain's inference on every row of `x`, `batch` rows at a time (rows in
 /// parallel). Other systems predict their own way (`System::predict`).

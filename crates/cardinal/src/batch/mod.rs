@@ -24,10 +24,19 @@ mod kernel;
 mod stages;
 mod workspace;
 
+// The batch's end-to-end tests: the gradient against finite differences, and per-example loss
+// weights against repeated rows.
+#[cfg(test)]
+mod gradcheck;
+#[cfg(test)]
+mod sample_weights;
+#[cfg(test)]
+mod test_model;
+
 pub use clock::{Stage, StageClock};
 #[cfg(test)]
 pub use gradient::batch_loss;
 pub use gradient::BatchLoss;
 #[cfg(test)]
-pub use kernel::{INFER_LANES, TRAIN_LANES};
+pub use kernel::TRAIN_LANES;
 pub use workspace::Workspace;

@@ -18,6 +18,9 @@ use crate::model::{Params, Standardizer};
 use crate::pipeline::Model;
 
 mod commit;
+// Generated corrupt model directories: loading never panics and names the file.
+#[cfg(test)]
+mod fuzz;
 mod labels;
 mod meta;
 mod read;

@@ -5,8 +5,6 @@
 //! with the binary model.
 
 use std::path::Path;
-#[cfg(test)]
-use std::path::PathBuf;
 
 use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
@@ -17,8 +15,6 @@ use super::train::{SegConfig, SegEpoch, SegState};
 use crate::checkpoint::{ckpt_err, write_atomic};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::Result;
-#[cfg(test)]
-use crate::run_dir;
 use crate::run_dir::RunModel;
 
 /// The optimizer's file in a checkpoint.
@@ -86,26 +82,6 @@ impl RunModel for SegmentRun<'_> {
     fn history(state: &SegState) -> &[SegEpoch] {
         &state.history
     }
-}
-
-/// Writes the checkpoint of `state` (trained by `cfg` on `train`) into the run directory
-/// `dir`.
-#[cfg(test)]
-pub fn save_state(
-    dir: &Path,
-    state: &SegState,
-    cfg: &SegConfig,
-    train: &MultiTargetDataset,
-) -> Result<PathBuf> {
-    let kind = SegmentRun { config: cfg, train };
-    run_dir::save_checkpoint(&kind, dir, state)
-}
-
-/// Loads the latest checkpoint of the run in `dir`: the state, its configuration and its
-/// meta data. Every file is checked as the model directory's are (names the file on error).
-#[cfg(test)]
-pub fn load_state(dir: &Path) -> Result<(SegState, SegConfig, SegMeta)> {
-    run_dir::load_checkpoint::<SegmentRun>(dir)
 }
 
 /// Reads the checkpoint folder `ckpt`.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::Config;
 use crate::data::{CsrMatrix, LabelSets};
 use crate::train::fixtures::{small, tiny};
 

@@ -1,16 +1,13 @@
-//! Helpers shared by the library's integration tests.
+//! A model for the batch tests: f64, with signal on every path.
 
-// Each test binary includes this module and may use only part of it.
-#![allow(dead_code)]
-
-use cardinal::config::Config;
-use cardinal::data::Dataset;
-use cardinal::pipeline::Model;
-use cardinal::train::init_model;
+use crate::config::Config;
+use crate::data::Dataset;
+use crate::engine::Model;
+use crate::train::init_model;
 use cardinal_testkit::lcg;
 
 /// An f64 model of `cfg` for `data`, with non-zero biases so that every path carries signal.
-pub fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
+pub(super) fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
     let m = init_model(data, cfg).unwrap();
     let mut params = m.params.cast::<f64>();
     let mut s = 5u64;

@@ -2,19 +2,19 @@
 //! checked by an independent route: an integer weight must act as that many copies of its row,
 //! and all-ones weights must change nothing at all.
 
-use cardinal::checkpoint::{self, TrainedOn};
-use cardinal::config::{Config, CountRange, ZMode};
-use cardinal::data::arrays::with_sample_weights;
-use cardinal::data::synthetic::{synthetic, SyntheticShape};
-use cardinal::data::Dataset;
-use cardinal::engine::Engine;
-use cardinal::inference::Kernel;
-use cardinal::model::Params;
-use cardinal::pipeline::{BatchLoss, Model, Workspace};
-use cardinal::proj::Method;
+use crate::batch::{BatchLoss, Workspace};
+use crate::checkpoint::{self, TrainedOn};
+use crate::config::{Config, CountRange, ZMode};
+use crate::data::arrays::with_sample_weights;
+use crate::data::synthetic::{synthetic, SyntheticShape};
+use crate::data::Dataset;
+use crate::engine::Engine;
+use crate::engine::Model;
+use crate::inference::Kernel;
+use crate::model::Params;
+use crate::proj::Method;
 
-mod common;
-use common::f64_model;
+use super::test_model::f64_model;
 
 /// 20 rows of 12 features and 7 labels (1 to 4 a row).
 fn rows20() -> Dataset {
@@ -83,7 +83,7 @@ fn integer_weights_act_as_repeated_rows() {
         .collect();
     let repeated = data.select_rows(&repeats);
     // More rows than one lockstep block of `TRAIN_LANES`: the repeated batch spans two.
-    assert!(repeated.n_rows() > cardinal::pipeline::TRAIN_LANES);
+    assert!(repeated.n_rows() > crate::batch::TRAIN_LANES);
     assert!(repeated.labels.weights.is_none());
     let mut cases = 0;
     for (method, z_mode) in [
@@ -139,7 +139,7 @@ fn integer_weights_act_as_repeated_rows() {
 
 /// The bytes of the model directory `model` saves as.
 fn model_bytes(model: &Model<f32>, name: &str) -> Vec<(String, Vec<u8>)> {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let dir = std::env::temp_dir().join(format!("cardinal-weights-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     checkpoint::save(model, &dir, &TrainedOn::default()).unwrap();
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)

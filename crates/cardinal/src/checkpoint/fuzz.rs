@@ -12,12 +12,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use cardinal::checkpoint::{self, CONFIG_FILE, META_FILE, WEIGHTS_FILE};
-use cardinal::config::Config;
-use cardinal::data::arrays::dataset_from_arrays;
-use cardinal::data::{CsrMatrix, Dataset, LabelSets};
-use cardinal::pipeline::Model;
-use cardinal::train::TrainState;
+use crate::checkpoint::{self, CONFIG_FILE, META_FILE, WEIGHTS_FILE};
+use crate::config::Config;
+use crate::data::arrays::dataset_from_arrays;
+use crate::data::{CsrMatrix, Dataset, LabelSets};
+use crate::engine::Model;
+use crate::train::TrainState;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
@@ -257,7 +257,7 @@ fn check_model(model: &Model<f32>, meta_n: (usize, usize)) -> Result<(), TestCas
         let ds = tiny_dataset();
         // Projection errors are allowed; panics are not.
         let _ = no_panic("forward pass of a loaded model", || {
-            cardinal::eval::predict(model, &ds.features, 4)
+            crate::eval::predict(model, &ds.features, 4)
         })?;
     }
     Ok(())
@@ -463,7 +463,7 @@ fn init_model_refuses_models_above_the_memory_budget() {
     let mut ds = tiny_dataset();
     ds.labels.n_labels = 3_000_000;
     ds.label_names.clear();
-    let e = cardinal::train::init_model(&ds, &Config::paper())
+    let e = crate::train::init_model(&ds, &Config::paper())
         .expect_err("3 million labels exceed the default budget")
         .to_string();
     assert!(
@@ -477,15 +477,15 @@ fn init_model_refuses_models_above_the_memory_budget() {
 #[test]
 fn init_model_count_min_above_labels_is_an_error() {
     let mut cfg = tiny_config();
-    cfg.model.counts = cardinal::config::CountRange::Fixed { min: 9, max: 12 };
-    let e = cardinal::train::init_model(&tiny_dataset(), &cfg)
+    cfg.model.counts = crate::config::CountRange::Fixed { min: 9, max: 12 };
+    let e = crate::train::init_model(&tiny_dataset(), &cfg)
         .expect_err("no count possible")
         .to_string();
     assert!(e.contains("model.counts.min = 9"), "{e}");
 }
 
 /// What the saved models record of their data: `ds`, named "tiny".
-fn trained_on(ds: &cardinal::data::Dataset) -> checkpoint::TrainedOn {
+fn trained_on(ds: &crate::data::Dataset) -> checkpoint::TrainedOn {
     checkpoint::TrainedOn {
         dataset: "tiny".into(),
         ..checkpoint::TrainedOn::of(ds)

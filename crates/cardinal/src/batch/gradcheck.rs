@@ -1,16 +1,16 @@
 //! The end-to-end gradient (through the networks, all T unrolled steps, every projection and the
 //! cardinality net) against central finite differences, in f64, for every parameter tensor.
 
-use cardinal::config::{Config, CountRange, IterateWeights};
-use cardinal::data::Dataset;
-use cardinal::model::Params;
-use cardinal::pipeline::{batch_loss, Model, Workspace};
-use cardinal::proj::Method;
+use crate::batch::{batch_loss, Workspace};
+use crate::config::{Config, CountRange, IterateWeights};
+use crate::data::Dataset;
+use crate::engine::Model;
+use crate::model::Params;
+use crate::proj::Method;
 
 use cardinal_testkit::{lcg, toy, Toy};
 
-mod common;
-use common::f64_model;
+use super::test_model::f64_model;
 
 /// 6 rows of 12 features and 7 labels.
 fn tiny_dataset() -> Dataset {
@@ -165,7 +165,7 @@ fn gradient_matches_finite_differences_without_energy() {
 fn gradient_matches_finite_differences_clip() {
     let mut cfg = tiny_config(Method::Clip);
     cfg.inference.momentum = 0.0;
-    cfg.loss.iterate_weights = cardinal::config::IterateWeights::Last;
+    cfg.loss.iterate_weights = crate::config::IterateWeights::Last;
     check(&cfg, "clip");
 }
 
@@ -228,7 +228,7 @@ fn dropout_changes_training_gradients_but_not_inference() {
     let mut dropped = plain.clone();
     dropped.config = cfg;
     let run = |m: &Model<f64>| {
-        let mut out = cardinal::pipeline::Outputs::default();
+        let mut out = crate::pipeline::Outputs::default();
         m.forward(&data.features, &rows, &mut Workspace::default(), &mut out)
             .unwrap();
         out.y
@@ -259,7 +259,7 @@ fn dropout_changes_training_gradients_but_not_inference() {
 fn gradient_matches_finite_differences_with_sample_weights() {
     let data = tiny_dataset();
     let weights = [0.5, 2.25, 0.0, 1.0, 3.5, 0.75];
-    let labels = cardinal::data::arrays::with_sample_weights(data.labels.clone(), "w", &weights);
+    let labels = crate::data::arrays::with_sample_weights(data.labels.clone(), "w", &weights);
     let data = Dataset {
         labels: labels.unwrap(),
         ..data
