@@ -68,10 +68,11 @@ pub use crate::pipeline::{Model, Outputs, Stage, StageClock};
 pub use crate::train::{EpochRecord, Event, Progress, Trained};
 
 /// Rows per inference batch.
-pub const PREDICT_BATCH: usize = 256;
+pub(crate) const PREDICT_BATCH: usize = 256;
 
 // Run directories' files and checkpoints, where front ends have always found them.
-pub use crate::run_dir::{hash_dataset, Checkpoints, DATA_FILE, EVAL_FILE, METRICS_FILE, RUN_FILE};
+pub(crate) use crate::run_dir::RUN_FILE;
+pub use crate::run_dir::{hash_dataset, Checkpoints, EVAL_FILE, METRICS_FILE};
 
 /// A run directory ready to train: its data, and where training starts.
 #[derive(Debug)]
@@ -291,7 +292,7 @@ impl Engine {
         add_dev_threshold(model, report, &dev_out, &dev.labels, out, gold)
     }
 
-    /// `k`-fold cross-validation of `cfg` on `train` (see [`cross_validate`]).
+    /// `k`-fold cross-validation of `cfg` on `train`: a [`CvReport`] of every fold.
     pub fn cross_validate(
         &self,
         train: &Dataset,

@@ -22,7 +22,7 @@ pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Output
 
 /// [`predict`] with each row's count `z` taken from `counts` (one per row of `x`) instead of
 /// `h(x)`.
-pub fn predict_with_counts(
+pub(crate) fn predict_with_counts(
     model: &Model<f32>,
     x: &CsrMatrix,
     counts: Vec<f32>,
@@ -61,8 +61,8 @@ pub struct ConstraintReport {
 }
 
 /// Everything `cardinal eval` reports. Its scores are fractions here and percent in files
-/// (`eval.json`, `--json`): [`crate::eval_units`] implements its `Serialize` and `Deserialize`,
-/// which tag the unit and also read files written in fractions. The derive below (`remote =
+/// (`eval.json`, `--json`): its `Serialize` and `Deserialize` (in the crate's `eval_units`) tag
+/// the unit ([`ScoreUnit`]) and also read files written in fractions. The derive below (`remote =
 /// "Self"`) gives only the field-by-field form those implementations wrap.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
@@ -95,7 +95,7 @@ pub struct EvalReport {
 }
 
 /// Checks the constraint on the outputs.
-pub fn constraint_report(out: &Outputs<f32>, n_labels: usize) -> ConstraintReport {
+pub(crate) fn constraint_report(out: &Outputs<f32>, n_labels: usize) -> ConstraintReport {
     let n = out.z.len().max(1) as f64;
     let (mut within, mut boxed, mut gap_sum) = (0usize, 0usize, 0.0f64);
     let (mut min_y, mut max_y) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -148,7 +148,7 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
 /// Sets `report.at_gold_count` from `out`, the outputs of inference on the evaluated rows with
 /// each row's count replaced by its gold count (`System::predict_with_counts`), binarised at
 /// the model's threshold.
-pub fn add_gold_count(
+pub(crate) fn add_gold_count(
     model: &Model<f32>,
     report: &mut EvalReport,
     out: &Outputs<f32>,
@@ -165,7 +165,7 @@ pub fn add_gold_count(
 }
 
 /// Each row's gold count, as the counts to run inference with for [`add_gold_count`].
-pub fn gold_counts(gold: &LabelSets) -> Vec<f32> {
+pub(crate) fn gold_counts(gold: &LabelSets) -> Vec<f32> {
     (0..gold.n_rows).map(|r| gold.count(r) as f32).collect()
 }
 

@@ -4,18 +4,36 @@
 //! predicts how many labels an input has, `z = h(x)`, and then which, by unrolled projected
 //! gradient ascent on a learned score over relaxed labels `y ∈ [0,1]^L` constrained to `Σ y = z`.
 //!
-//! Modules, one per concern: [`data`] (readers, splits) and [`metrics`] (from `cardinal-data`),
-//! [`model`] (networks and the score), [`inference`] (the unrolled, differentiable solver),
-//! [`loss`] (the relaxed F1), [`batch`] (the whole model on a batch: networks → unroll → loss,
-//! named through [`pipeline`]), [`train`] (AdaGrad, schedule, loop), [`eval`], [`cv`] (k-fold
-//! cross-validation), [`engine`], [`config`], [`checkpoint`]. The projection math lives in the
-//! `cardinal-proj` crate, re-exported as [`proj`].
+//! # The public surface
+//!
+//! The front ends (the command line, the Python package, the HTML report) reach the library
+//! through [`engine`]: an [`Engine`] trains, predicts, evaluates, cross-validates and manages
+//! run directories, and `engine` names every type it takes or returns (a model and its
+//! outputs, training events, a model folder's metadata, the cross-validation report). Beside
+//! it: [`config`], [`error`], [`eval`] (the evaluation report), [`runtime`] (threads and
+//! memory), [`search`] (the default's configuration search) and [`segment`] (the paper's
+//! Section 6 model), with [`data`] and [`metrics`] from `cardinal-data` and the projections of
+//! `cardinal-proj` as [`proj`].
+//!
+//! The systems of the paper's Table 1 (the `cardinal-paper` crate) implement [`system`]'s
+//! `System` trait and build their networks from [`parts`]: the model's parameters, input
+//! standardisation, sparse first layer, dropout and relaxed F1.
+//!
+//! Every type has one path; the five names every front end starts from, [`Config`],
+//! [`Engine`], [`DataSpec`], [`Error`] and [`Result`], are also at the root.
+//!
+//! # Inside the crate
+//!
+//! Crate-private modules, one per concern: `model` (networks and the score), `inference` (the
+//! unrolled, differentiable solver), `loss` (the relaxed F1), `batch` (the whole model on a
+//! batch: networks → unroll → loss, named through `pipeline`), `train` (AdaGrad, schedule,
+//! loop), `cv` (k-fold cross-validation), `checkpoint` (model folders), `run_dir` (run
+//! directories), `eval_units` (F1 in percent in files) and `simd`.
 //!
 //! Within the crate the arrows run one way: `engine → {train, eval, cv} → batch →
 //! {inference, loss} → model → cardinal-proj`.
 
 #![warn(missing_docs)]
-#![warn(unnameable_types)]
 
 pub use cardinal_data::{data, metrics};
 pub use cardinal_proj as proj;

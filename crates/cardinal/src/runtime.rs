@@ -48,9 +48,9 @@ pub struct Runtime {
 }
 
 /// The environment variable of [`Runtime::memory_budget`].
-pub const MEMORY_BUDGET_VAR: &str = "CARDINAL_MEMORY_BUDGET";
+pub(crate) const MEMORY_BUDGET_VAR: &str = "CARDINAL_MEMORY_BUDGET";
 /// The environment variable of [`Runtime::data_dir`].
-pub const DATA_VAR: &str = "CARDINAL_DATA";
+pub(crate) const DATA_VAR: &str = "CARDINAL_DATA";
 
 /// The environment variables the library's behaviour depends on, as a front end read them
 /// (once, at start-up; nothing else in the library reads the environment).
@@ -154,15 +154,15 @@ impl MemoryBudget {
 
 /// The most worker threads a runtime may ask for, per core: more only slows every thread
 /// down (and a typo like `--threads 100000` would otherwise start that many).
-pub const MAX_THREADS_PER_CORE: usize = 4;
+pub(crate) const MAX_THREADS_PER_CORE: usize = 4;
 
 /// The most worker threads a runtime may ask for on a machine of `cores` cores.
-pub fn max_threads(cores: usize) -> usize {
+pub(crate) fn max_threads(cores: usize) -> usize {
     MAX_THREADS_PER_CORE.saturating_mul(cores.max(1))
 }
 
 /// The cores this process may run on (1 when that cannot be told).
-pub fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -206,7 +206,7 @@ impl Runtime {
 /// Runs `f` on the current rayon worker while, under [`WaitPolicy::Active`], the pool's other
 /// workers poll for jobs instead of sleeping. With one thread, or passive waiting, it just
 /// runs `f`.
-pub fn run_with_active_workers<R>(wait: WaitPolicy, f: impl FnOnce() -> R) -> R {
+pub(crate) fn run_with_active_workers<R>(wait: WaitPolicy, f: impl FnOnce() -> R) -> R {
     let others = rayon::current_num_threads().saturating_sub(1);
     if others == 0 || wait == WaitPolicy::Passive {
         return f();

@@ -7,15 +7,13 @@
 
 use std::sync::Arc;
 
-use crate::config::{Config, SECTION};
+use crate::config::{Config, PNC, SECTION};
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
 use crate::eval;
 use crate::pipeline::{Model, Outputs};
 use crate::train::Trained;
 pub use crate::train::{Hooks, Start, TrainState};
-
-pub use crate::config::PNC;
 
 /// A system of the paper: how it trains, how it predicts, and what it accepts.
 ///
@@ -55,7 +53,7 @@ pub trait System: Send + Sync {
     }
 }
 
-/// Predict and Constrain: the unrolled, end-to-end trained model of [`crate::train`].
+/// Predict and Constrain: the unrolled model, trained end to end by the crate's trainer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pnc;
 

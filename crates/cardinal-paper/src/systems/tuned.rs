@@ -8,13 +8,14 @@
 //! afterwards), so that the dev threshold and the choice between candidates stay honest.
 
 use cardinal::config::Config;
+use cardinal::config::PNC;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Event, Trained};
 use cardinal::engine::{Model, Outputs};
 use cardinal::error::{Error, Result};
 use cardinal::eval::evaluate_outputs;
 use cardinal::search::scaled_dev_fraction;
-use cardinal::system::{Hooks, Pnc, Start, System, PNC};
+use cardinal::system::{Hooks, Pnc, Start, System};
 
 /// `config.system` of the tuned MLP.
 pub const MLP: &str = "mlp";

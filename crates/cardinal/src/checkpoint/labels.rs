@@ -16,10 +16,10 @@ pub const MULTI_TARGET: &str = "multi_target";
 /// What a model directory predicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LabelStructure {
-    /// A set of binary labels per row (the paper's Sections 3 to 5; [`super::load`]).
+    /// A set of binary labels per row (the paper's Sections 3 to 5; [`Engine::load`](crate::engine::Engine::load)).
     Binary,
     /// One of `classes` classes at each of `positions` positions (the paper's Section 6;
-    /// [`crate::segment::saved::load`]).
+    /// [`Engine::load_segmentation`](crate::engine::Engine::load_segmentation)).
     MultiTarget {
         /// Positions `L`.
         positions: usize,

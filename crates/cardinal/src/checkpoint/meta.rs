@@ -8,7 +8,7 @@ use crate::data::{Dataset, IndexBase, InputSchema, LoadNote, NoteKind};
 /// What a model directory says about itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
-    /// [`super::FORMAT_VERSION`] of the writer.
+    /// The version of the on-disk layout of the writer (bumped on any incompatible change).
     pub format_version: u32,
     /// Version of the `cardinal` crate that wrote it.
     pub cardinal_version: String,

@@ -17,8 +17,8 @@ pub const MAX_JSON_BYTES: u64 = 256 << 20;
 pub const MAX_TENSOR_BYTES: u64 = 64 << 30;
 
 /// The bytes of the model folder file `path`, refused (naming it, never quoting it) unless it
-/// is a plain file within the size limit of its kind ([`MAX_TENSOR_BYTES`] for
-/// `.safetensors`, [`MAX_JSON_BYTES`] for the rest). A missing file is an
+/// is a plain file within the size limit of its kind (`MAX_TENSOR_BYTES` for
+/// `.safetensors`, `MAX_JSON_BYTES` for the rest). A missing file is an
 /// [`Error::Io`] of kind `NotFound`.
 pub fn read_model_file(path: &Path) -> Result<Vec<u8>> {
     let limit = match path.extension().and_then(|e| e.to_str()) {

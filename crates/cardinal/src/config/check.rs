@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 pub const MAX_EPOCHS: usize = 100_000;
 
 /// The refusal of `value` for `field`, which expects `range`.
-pub fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
+pub(crate) fn out_of_range(field: &str, value: impl Display, range: &str) -> Error {
     Error::OutOfRange {
         field: field.to_string(),
         value: value.to_string(),
@@ -50,7 +50,7 @@ pub fn non_negative(field: &str, value: f64) -> Result<()> {
 }
 
 /// `value`, when given, is a finite number above 0.
-pub fn positive_or_null(field: &str, value: Option<f64>) -> Result<()> {
+pub(crate) fn positive_or_null(field: &str, value: Option<f64>) -> Result<()> {
     match value {
         Some(v) => check(
             v.is_finite() && v > 0.0,
@@ -79,7 +79,7 @@ pub fn count(field: &str, value: usize, min: usize, max: usize) -> Result<()> {
 
 /// The refusal of `value`, a name, for `field`, which takes one of `names`
 /// (`"a", "b"` read as `a or b`).
-pub fn not_one_of(field: &str, value: &str, names: &[&str]) -> Error {
+pub(crate) fn not_one_of(field: &str, value: &str, names: &[&str]) -> Error {
     let allowed = match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         Some((last, _)) => (*last).to_string(),

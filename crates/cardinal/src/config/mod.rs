@@ -29,10 +29,12 @@ mod train;
 
 pub use inference::InferenceConfig;
 pub use loss::{IterateWeights, LossConfig};
-pub use model::{resolve_counts, CountRange, ModelConfig, ZMode};
+pub(crate) use model::resolve_counts;
+pub use model::{CountRange, ModelConfig, ZMode};
 pub use request::ConfigRequest;
 pub use search::SearchConfig;
-pub use system_settings::{SystemSettings, SECTION};
+pub use system_settings::SystemSettings;
+pub(crate) use system_settings::SECTION;
 pub use train::{DevFold, TrainConfig};
 
 /// The name of Predict and Constrain in `config.system`.

@@ -92,7 +92,7 @@ impl Engine {
         segment::saved::save(model, cfg, dir, train)
     }
 
-    /// Loads a multi-target model directory (see [`segment::saved::load`]).
+    /// Loads a multi-target model directory (written by [`Engine::save_segmentation`]).
     pub fn load_segmentation(&self, dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
         segment::saved::load(dir)
     }

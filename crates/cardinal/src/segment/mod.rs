@@ -10,21 +10,21 @@
 //!   `Y_0 = 1/M`, `Y_{t+1} = P(Y_t + η S; z)` with `P` a projection onto
 //!   `{Y ≥ 0, Y1 = 1, Yᵀ1 = z}` from [`cardinal_proj::matrix`] (exact, the paper's Dykstra, or
 //!   Sinkhorn), optionally with a global energy `E(Y) = Σ_k w_k softplus(⟨B_k, Y⟩)` whose
-//!   gradient joins the score, `Y_{t+1} = P(Y_t + η(S + ∇E(Y_t)); z)` ([`energy`]), and
+//!   gradient joins the score, `Y_{t+1} = P(Y_t + η(S + ∇E(Y_t)); z)` (`energy`), and
 //!   optionally a pairwise energy between the 4-neighbours of an image grid
-//!   ([`grid_energy`]);
+//!   (`grid_energy`);
 //! * **loss**: one minus the soft intersection-over-union averaged over classes (the relaxed
 //!   mean IoU, the metric itself, as the binary model trains on a relaxed F1), plus
 //!   `λ Σ_j (z_j/L − n_j/L)²` on the counts. Cross-entropy was not chosen because the Euclidean
 //!   projection puts exact zeros in `Y_T`: `−log Y` is unbounded there.
 //!
-//! Trained end to end by Adam ([`train`]) on hand-written gradients (checked against finite
+//! Trained end to end by Adam ([`fit`]) on hand-written gradients (checked against finite
 //! differences in the tests). [`Mode`] picks the unary softmax baseline, the unroll without
 //! class sizes (rows on the simplex only), P&C with predicted counts, or P&C with the gold
 //! counts (an oracle). Front ends reach it through
 //! [`crate::engine::Engine`] (`fit_segmentation`, `evaluate_segmentation`,
 //! `predict_segmentation`, `save_segmentation`, `load_segmentation`); a model directory
-//! ([`saved`]) records `"labels": "multi_target"` so that `eval` and `predict` dispatch on it.
+//! (`saved`) records `"labels": "multi_target"` so that `eval` and `predict` dispatch on it.
 
 pub(crate) mod checkpoint;
 pub(crate) mod energy;

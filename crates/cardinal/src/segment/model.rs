@@ -440,7 +440,7 @@ impl SegModel {
         }
     }
 
-    /// Every parameter, in the order of [`Grads::flat`] (the optimizer's and the checkpoint's
+    /// Every parameter, in the order of the gradients' `flat` (the optimizer's and the checkpoint's
     /// order).
     pub fn params_mut(&mut self) -> impl Iterator<Item = &mut f64> {
         self.w

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SegMeta {
-    /// [`FORMAT_VERSION`] of the writer.
+    /// The version of the on-disk layout of the writer (bumped on any incompatible change).
     pub format_version: u32,
     /// Version of the `cardinal` crate that wrote it.
     pub cardinal_version: String,
