@@ -81,7 +81,7 @@ pub struct EvalReport {
     pub cardinality: CardinalityReport,
     /// The same model re-run with every row's `z` set to its gold count `|y*|` (at the
     /// threshold): what a perfect count predictor would give, so that the distance to
-    /// `at_threshold` is what a better `h(x)` can still buy. Set by [`add_gold_count`] (P&C
+    /// `at_threshold` is what a better `h(x)` can still buy. Set by `add_gold_count` (P&C
     /// only; absent from reports written by older versions).
     #[serde(default)]
     pub at_gold_count: Option<MetricReport>,

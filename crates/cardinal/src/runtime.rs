@@ -6,7 +6,7 @@
 //! Active waiting is the analogue of `OMP_WAIT_POLICY=ACTIVE`. A training batch has a dozen
 //! short parallel sections separated by short serial stretches. An idle rayon worker soon
 //! parks on a futex, and on a virtual machine waking a parked vCPU takes tens of
-//! microseconds, several times per batch. While [`run_with_active_workers`] runs its closure,
+//! microseconds, several times per batch. While `run_with_active_workers` runs its closure,
 //! every other worker of the pool instead polls for jobs (`rayon::yield_now`), so a parallel
 //! section starts at once. It costs the otherwise idle cores' cycles, and never changes a
 //! result: jobs and their order are those of the closure.
@@ -167,7 +167,7 @@ pub(crate) fn cores() -> usize {
 }
 
 impl Runtime {
-    /// Checks the thread count asked for: at most [`max_threads`] of this machine's cores.
+    /// Checks the thread count asked for: at most `max_threads` of this machine's cores.
     pub fn check(&self) -> Result<()> {
         match self.threads {
             Some(n) if n > max_threads(cores()) => Err(Error::OutOfRange {
