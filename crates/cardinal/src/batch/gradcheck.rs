@@ -239,8 +239,10 @@ fn dropout_changes_training_gradients_but_not_inference() {
         "dropout must not act at inference"
     );
     let loss = |m: &Model<f64>, key: u64| {
-        let mut ws = Workspace::default();
-        ws.dropout_key = key;
+        let mut ws = Workspace {
+            dropout_key: key,
+            ..Workspace::default()
+        };
         batch_loss(m, &data.features, &data.labels, &rows, &mut ws).unwrap()
     };
     assert_ne!(loss(&plain, 0), loss(&dropped, 0));

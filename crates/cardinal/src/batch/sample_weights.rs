@@ -54,8 +54,10 @@ fn loss_and_grad(
     kernel: Option<Kernel>,
 ) -> (BatchLoss, Params<f64>) {
     let rows: Vec<usize> = (0..data.n_rows()).collect();
-    let mut ws = Workspace::default();
-    ws.kernel = kernel;
+    let mut ws = Workspace {
+        kernel,
+        ..Workspace::default()
+    };
     let mut grad = model.params.zeros_like();
     let loss = model
         .loss_and_grad(&data.features, &data.labels, &rows, &mut ws, &mut grad)
