@@ -176,7 +176,7 @@ pub fn grid_threshold(t: f32) -> f64 {
 
 /// Adds the SPEN protocol to `report`: the threshold with the best example-F1 on `dev` (grid
 /// 0.05, 0.10, …, 0.95; never the test set) applied to the test outputs `out`.
-pub fn add_dev_threshold(
+pub(crate) fn add_dev_threshold(
     model: &Model<f32>,
     report: &mut EvalReport,
     dev_out: &Outputs<f32>,

@@ -21,7 +21,7 @@ use crate::system::System;
 use crate::train::Event;
 use cardinal_proj::Method;
 
-/// How [`choose`] scores and decides, for caches keyed by the rule's inputs (the suite's
+/// How `choose` scores and decides, for caches keyed by the rule's inputs (the suite's
 /// cells): changed whenever the same candidates could be chosen or decoded differently.
 pub const RULE: &str =
     "cv example-F1, empty=1; threshold by one paired standard error; predict counts by expected F1";
@@ -92,7 +92,7 @@ pub struct CandidateScore {
 /// scored on, so the rule is chosen on training data only, from every row of the file; the
 /// standard error keeps it at 0.5 unless the folds agree that another point is better (a
 /// plain arg-max over 19 thresholds of 3 folds chases noise).
-pub fn best_threshold(grid: &[f32], folds: &[Vec<f64>]) -> (f64, f64) {
+pub(crate) fn best_threshold(grid: &[f32], folds: &[Vec<f64>]) -> (f64, f64) {
     let k = folds.len().max(1) as f64;
     let mean = |j: usize| folds.iter().map(|f| f[j]).sum::<f64>() / k;
     let means: Vec<f64> = (0..grid.len()).map(mean).collect();
@@ -131,7 +131,7 @@ pub fn best_threshold(grid: &[f32], folds: &[Vec<f64>]) -> (f64, f64) {
 /// decision threshold set to the one where that candidate's cross-validated example-F1 is
 /// best (an F1 decoding chosen on the training file, as GFM and BOOMER's F1 predictor decode
 /// for F1; recorded in the saved configuration like every other choice).
-pub fn choose(
+pub(crate) fn choose(
     system: &dyn System,
     train: &Dataset,
     cfg: Config,

@@ -18,7 +18,7 @@
 //!   `λ Σ_j (z_j/L − n_j/L)²` on the counts. Cross-entropy was not chosen because the Euclidean
 //!   projection puts exact zeros in `Y_T`: `−log Y` is unbounded there.
 //!
-//! Trained end to end by Adam ([`fit`]) on hand-written gradients (checked against finite
+//! Trained end to end by Adam (`fit`) on hand-written gradients (checked against finite
 //! differences in the tests). [`Mode`] picks the unary softmax baseline, the unroll without
 //! class sizes (rows on the simplex only), P&C with predicted counts, or P&C with the gold
 //! counts (an oracle). Front ends reach it through
@@ -37,11 +37,14 @@ pub(crate) mod settings;
 mod step;
 pub(crate) mod train;
 
-pub use eval::{evaluate, SegMetrics};
+pub(crate) use eval::evaluate;
+pub use eval::SegMetrics;
 pub use model::{Mode, SegModel};
-pub use predict::{predict_rows, SegRow};
+pub(crate) use predict::predict_rows;
+pub use predict::SegRow;
 pub use saved::SegMeta;
-pub use train::{fit, SegConfig, SegEpoch, SegState};
+pub(crate) use train::fit;
+pub use train::{SegConfig, SegEpoch, SegState};
 
 /// `n` deterministic values in `[-1, 1)` (xorshift), for the tests' random matrices.
 #[cfg(test)]

@@ -14,7 +14,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-/// What [`fit`] trains.
+/// What a Section 6 model trains with ([`crate::engine::Engine::fit_segmentation`]).
 #[derive(Debug, Clone, Copy)]
 pub struct SegConfig {
     /// Which model.
