@@ -46,7 +46,7 @@ pub struct SmoothTape<F> {
 }
 
 #[inline]
-pub(crate) fn sigmoid<F: Real>(x: F) -> F {
+fn sigmoid<F: Real>(x: F) -> F {
     if x >= F::zero() {
         F::one() / (F::one() + (-x).exp())
     } else {

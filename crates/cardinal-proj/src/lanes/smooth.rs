@@ -127,8 +127,8 @@ impl SmoothLanes {
         let mut by_row = [false; N];
         for w in 0..N {
             let zf = z[w].to_f64().unwrap_or(f64::NAN);
-            by_row[w] = !(zf >= 0.0 && zf <= l as f64)
-                || !finite[w]
+            let valid = zf >= 0.0 && zf <= l as f64 && finite[w];
+            by_row[w] = !valid
                 || z[w] <= zero
                 || z[w] >= lf
                 || l > PLAIN_MAX_LEN

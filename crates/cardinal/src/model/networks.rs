@@ -181,7 +181,11 @@ fn relu_dropout_backward<F: Float>(
         Some(d) => {
             let scale: F = d.scale();
             for ((g, &a), &h) in dh.iter_mut().zip(pre).zip(hidden) {
-                *g = if a > zero && h > zero { *g * scale } else { zero };
+                *g = if a > zero && h > zero {
+                    *g * scale
+                } else {
+                    zero
+                };
             }
         }
         None => {

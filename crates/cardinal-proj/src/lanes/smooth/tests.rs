@@ -122,7 +122,12 @@ fn errors_are_the_first_refused_lanes() {
     z[6] = 7.0;
     let err = lanes.forward(&v, &z, &mut out, &mut t).unwrap_err();
     let want = rowp
-        .forward(&[0.5, 0.5, f64::NAN, 0.5], 1.0, &mut [0.0; 4], &mut SmoothTape::default())
+        .forward(
+            &[0.5, 0.5, f64::NAN, 0.5],
+            1.0,
+            &mut [0.0; 4],
+            &mut SmoothTape::default(),
+        )
         .unwrap_err();
     // Debug strings: the value is NaN, unequal to itself.
     assert_eq!(format!("{err:?}"), format!("{want:?}"));
