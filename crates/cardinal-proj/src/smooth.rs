@@ -40,9 +40,9 @@ pub struct SmoothCappedSimplex {
 /// What [`SmoothCappedSimplex::vjp`] needs: the output (for `s_i`) and the temperature.
 #[derive(Debug, Clone, Default)]
 pub struct SmoothTape<F> {
-    out: Vec<F>,
+    pub(crate) out: Vec<F>,
     /// `1/ε`, or 0 when `z` is at a bound (`u` constant, zero Jacobian).
-    inv_eps: F,
+    pub(crate) inv_eps: F,
 }
 
 #[inline]
@@ -56,9 +56,9 @@ fn sigmoid<F: Real>(x: F) -> F {
 }
 
 /// Longest row of the single-float solver (longer rows: [`theta_wide`]).
-const PLAIN_MAX_LEN: usize = 8192;
+pub(crate) const PLAIN_MAX_LEN: usize = 8192;
 /// Largest `|v_i|` of the single-float solver (`f32` resolves θ there to `2^-14`).
-const PLAIN_MAX_ABS: f64 = 1024.0;
+pub(crate) const PLAIN_MAX_ABS: f64 = 1024.0;
 
 #[inline]
 fn sigmoid_f64(x: f64) -> f64 {
@@ -159,7 +159,7 @@ impl SmoothCappedSimplex {
         F::from_f64(inv).expect("eps representable")
     }
 
-    fn check_eps(&self) -> Result<(), ProjError> {
+    pub(crate) fn check_eps(&self) -> Result<(), ProjError> {
         if self.eps.is_finite() && self.eps > 0.0 {
             Ok(())
         } else {

@@ -32,15 +32,18 @@
 //!
 //! Files: `network.rs` (the sorting network and the tie order), `soft_round.rs` (one round's
 //! inner input and soft simplex threshold), `forward.rs` (the operator and its inference pass),
-//! `vjp.rs` (the taped forward pass and the VJP).
+//! `vjp.rs` (the taped forward pass and the VJP), `smooth.rs` (the smoothed projection, the
+//! final projection of the lockstep unroll, bit for bit as the per-row operator).
 
 mod forward;
 mod network;
+mod smooth;
 mod soft_round;
 mod vjp;
 
 pub use forward::{LanesScratch, SoftDykstraLanes};
 pub use network::SortingNetwork;
+pub use smooth::{SmoothLanes, SmoothLanesTape};
 pub use vjp::{LanesTape, LanesVjpScratch};
 
 use crate::Real;

@@ -1,8 +1,10 @@
 //! Lockstep inference: `y_T` and the ranking scores for a block of rows at once, one row per
 //! SIMD lane, without a tape.
 
-use cardinal_proj::lanes::{Lanes, LanesScratch, SoftDykstraLanes, LANES};
-use cardinal_proj::{AnyProjector, ProjError, Projector};
+use cardinal_proj::lanes::{
+    Lanes, LanesScratch, SmoothLanes, SmoothLanesTape, SoftDykstraLanes, LANES,
+};
+use cardinal_proj::{AnyProjector, Method, ProjError, Projector};
 
 #[cfg(doc)]
 use super::RowTape;
@@ -20,6 +22,9 @@ pub struct BlockScratch<F: Float, const N: usize = LANES> {
     proj: LanesScratch<F, N>,
     final_tape: <AnyProjector as Projector<F>>::Tape,
     row: Vec<F>,
+    /// The smoothed final projection in lanes: its output and tape.
+    fin: Vec<Lanes<F, N>>,
+    smooth: SmoothLanesTape<F, N>,
 }
 
 impl<F: Float, const N: usize> Default for BlockScratch<F, N> {
@@ -33,6 +38,8 @@ impl<F: Float, const N: usize> Default for BlockScratch<F, N> {
             proj: LanesScratch::default(),
             final_tape: Default::default(),
             row: Vec::new(),
+            fin: Vec::new(),
+            smooth: SmoothLanesTape::default(),
         }
     }
 }
@@ -125,12 +132,21 @@ impl<F: Float> Unroll<'_, F> {
             );
             lanes.forward(&s.x, &zl, &mut s.y, &mut s.proj)?;
         }
+        // The smoothed final projection runs in lanes (the row operator's bits); any other
+        // row by row below.
+        let smooth = self.final_smooth_lanes();
+        if let Some(sl) = smooth {
+            s.fin.clear();
+            s.fin.resize(l, [zero; N]);
+            sl.forward(&s.y, &zl, &mut s.fin, &mut s.smooth)?;
+        }
+        let y_t = if smooth.is_some() { &s.fin } else { &s.y };
         for (r, (out, rank)) in y_out
             .chunks_exact_mut(l)
             .zip(rank_out.chunks_exact_mut(l))
             .enumerate()
         {
-            for (o, yi) in out.iter_mut().zip(&s.y) {
+            for (o, yi) in out.iter_mut().zip(y_t) {
                 *o = yi[r];
             }
             // As `RowTape::ranking`: the last step's point before its projection.
@@ -138,13 +154,20 @@ impl<F: Float> Unroll<'_, F> {
             for (o, xi) in rank.iter_mut().zip(last_point) {
                 *o = xi[r];
             }
-            if let Some(fp) = self.final_projector {
+            if let (Some(fp), None) = (self.final_projector, smooth) {
                 s.row.clear();
                 s.row.extend_from_slice(out);
                 fp.forward(&s.row, z[r], out, &mut s.final_tape)?;
             }
         }
         Ok(())
+    }
+
+    /// The final projection in lanes, where it is the smoothed one.
+    pub(super) fn final_smooth_lanes(&self) -> Option<SmoothLanes> {
+        self.final_projector
+            .filter(|fp| fp.method == Method::Smooth)
+            .map(|fp| SmoothLanes { eps: fp.eps })
     }
 }
 
@@ -183,8 +206,15 @@ mod tests {
         let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
         let projector = AnyProjector::new(Method::DykstraSoft, 2, 20);
         let exact = AnyProjector::new(Method::Exact, 2, 20);
+        let smooth = AnyProjector::new(Method::Smooth, 2, 20).with_eps(0.05);
         let lanes = SoftDykstraLanes::new(2, l);
-        for (steps, final_projector) in [(6, None), (6, Some(&exact)), (0, Some(&exact))] {
+        for (steps, final_projector) in [
+            (6, None),
+            (6, Some(&exact)),
+            (0, Some(&exact)),
+            (6, Some(&smooth)),
+            (0, Some(&smooth)),
+        ] {
             for rows in [1, 3, LANES] {
                 let u: Vec<f64> = (0..rows * l).map(|_| 3.0 * rnd()).collect();
                 let z: Vec<f64> = (0..rows).map(|_| 1.0 + 4.0 * (rnd() + 1.0)).collect();

@@ -2,7 +2,7 @@
 //! with its tape and loss, the backward pass, and the energy's parameter gradients.
 
 use cardinal_proj::lanes::{
-    Lanes, LanesScratch, LanesTape, LanesVjpScratch, SoftDykstraLanes, LANES,
+    Lanes, LanesScratch, LanesTape, LanesVjpScratch, SmoothLanesTape, SoftDykstraLanes, LANES,
 };
 use cardinal_proj::{AnyProjector, ProjError, Projector};
 use ndarray::linalg::general_mat_mul;
@@ -63,8 +63,10 @@ struct ForwardRecord<F: Float, const N: usize> {
     masks: Vec<Lanes<F, N>>,
     proj: Vec<LanesTape<F, N>>,
     f1: Vec<[Lanes<F, N>; 2]>,
-    /// Per lane: the final projection's tape (if any).
+    /// Per lane: the final projection's tape (if any, and not the smoothed one).
     final_tapes: Vec<<AnyProjector as Projector<F>>::Tape>,
+    /// The smoothed final projection's tape (it runs in lanes).
+    final_smooth: SmoothLanesTape<F, N>,
 }
 
 /// Every row's results, one per lane.
@@ -96,6 +98,8 @@ struct BlockWork<F: Float, const N: usize> {
     /// A row's worth of scratch (the final projection, row by row).
     row: Vec<F>,
     row_out: Vec<F>,
+    /// The smoothed final projection's output (then swapped into `y`).
+    fin: Vec<Lanes<F, N>>,
     /// Scratch of [`Unroll::energy_block`].
     energy_s: Vec<Lanes<F, N>>,
     energy_p: Array2<F>,
@@ -120,6 +124,7 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
                 proj: Vec::new(),
                 f1: Vec::new(),
                 final_tapes: Vec::new(),
+                final_smooth: SmoothLanesTape::default(),
             },
             out: BlockResults {
                 loss: zero,
@@ -141,6 +146,7 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
                 bwd: LanesVjpScratch::default(),
                 row: Vec::new(),
                 row_out: Vec::new(),
+                fin: Vec::new(),
                 energy_s: Vec::new(),
                 energy_p: Array2::zeros((0, 0)),
             },
@@ -215,8 +221,8 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
 
 impl<F: Float> Unroll<'_, F> {
     /// The training forward pass of a block of up to `N` rows in lockstep (soft Dykstra
-    /// steps, `lanes` with the rounds of `self.projector`; the final projection, if any, row
-    /// by row on `y_T`): records the tape and each row's loss
+    /// steps, `lanes` with the rounds of `self.projector`; the final projection, if any, on
+    /// `y_T`, in lanes if it is the smoothed one, otherwise row by row): records the tape and each row's loss
     /// `−Σ_t weights[t−1]·F1(y_t, gold(r))` (the relaxed F1 of
     /// [`soft_f1`](crate::loss::soft_f1)). `u` holds the rows' unary scores (`rows × L`), `z`
     /// their counts. The same numbers as [`Self::forward_row`] followed by `soft_f1`, to
@@ -321,7 +327,19 @@ impl<F: Float> Unroll<'_, F> {
                 &mut t.record.proj[step],
                 &mut t.work.fwd,
             )?;
-            if let (Some(fp), true) = (self.final_projector, step + 1 == steps) {
+            let last = step + 1 == steps;
+            if let (Some(sl), true) = (self.final_smooth_lanes(), last) {
+                // y_T replaced by its smoothed projection, in lanes (the rows' bits).
+                t.work.fin.clear();
+                t.work.fin.resize(l, [zero; N]);
+                sl.forward(
+                    &t.work.y,
+                    &t.input.zl,
+                    &mut t.work.fin,
+                    &mut t.record.final_smooth,
+                )?;
+                std::mem::swap(&mut t.work.y, &mut t.work.fin);
+            } else if let (Some(fp), true) = (self.final_projector, last) {
                 // y_T replaced by its final projection, row by row (every lane: spare lanes
                 // hold a valid copy of row 0).
                 t.record.final_tapes.resize_with(N, Default::default);
@@ -426,7 +444,15 @@ impl<F: Float> Unroll<'_, F> {
             {
                 *gy += d;
             }
-            if let (Some(fp), true) = (self.final_projector, step + 1 == steps) {
+            let last = step + 1 == steps;
+            if let (Some(sl), true) = (self.final_smooth_lanes(), last) {
+                // Through the smoothed projection of y_T, in lanes.
+                let gzf = sl.vjp(&t.record.final_smooth, &t.work.gy, &mut t.work.gyp);
+                for w in 0..N {
+                    gz[w] += gzf[w];
+                }
+                std::mem::swap(&mut t.work.gy, &mut t.work.gyp);
+            } else if let (Some(fp), true) = (self.final_projector, last) {
                 // Through the final projection of y_T, row by row.
                 for w in 0..N {
                     lane_to_row(&t.work.gy, w, &mut t.work.row);

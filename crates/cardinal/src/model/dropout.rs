@@ -34,14 +34,29 @@ impl Dropout {
     }
 
     fn apply_row_with<F: Float>(&self, r: usize, h: &mut [F], scale: F, cut: u64) {
+        apply_row_dispatch(self.key, r as u64, h, scale, cut);
+    }
+
+    /// The scale `1/(1 − rate)` of the units kept.
+    pub fn scale<F: Float>(&self) -> F {
+        c(1.0 / (1.0 - self.rate))
+    }
+}
+
+crate::simd::dispatch! {
+    features ["avx512f", "avx512dq"], ["avx2"];
+    /// Unit `j` of `h` (data row `row`) scaled by `scale` if its hash clears `cut`, else 0:
+    /// branch-free, the hash lane-wise in 64-bit vector arithmetic.
+    fn apply_row_dispatch<F: Float>(key: u64, row: u64, h: &mut [F], scale: F, cut: u64) {
         for (j, v) in h.iter_mut().enumerate() {
-            let keep = dropout_hash(self.key, r as u64, j as u64) >> 11 >= cut;
+            let keep = dropout_hash(key, row, j as u64) >> 11 >= cut;
             *v = if keep { *v * scale } else { F::zero() };
         }
     }
 }
 
 /// SplitMix64 finaliser over the three words (a counter-based generator: no state).
+#[inline(always)]
 fn dropout_hash(key: u64, row: u64, unit: u64) -> u64 {
     let mut z =
         key ^ row.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ unit.wrapping_mul(0xD1B5_4A32_D192_ED03);

@@ -155,17 +155,44 @@ impl<'a, F: Float> TwoLayer<'a, F> {
             },
             || {
                 general_mat_mul(F::one(), dout, &w2.t(), F::zero(), dh);
-                dh.zip_mut_with(pre, |d, &a| {
-                    if a <= F::zero() {
-                        *d = F::zero()
-                    }
-                });
-                if let Some(d) = dropout {
-                    d.apply(rows, dh);
-                }
+                relu_dropout_backward(dh, pre, hidden, dropout);
             },
         );
         sparse_first_layer_backward(x, rows, stdz, dh.view(), grad.b1, grad.aux);
+    }
+}
+
+/// `dh ← dh ⊙ 1[pre > 0]`, then times the dropout mask and scale, in one branch-free pass.
+/// The mask is read off `hidden` rather than hashed again: where `pre > 0` the forward pass
+/// left `hidden = pre·scale > 0` for a kept unit and exactly 0 for a dropped one.
+fn relu_dropout_backward<F: Float>(
+    dh: &mut Array2<F>,
+    pre: &Array2<F>,
+    hidden: &Array2<F>,
+    dropout: Option<Dropout>,
+) {
+    let zero = F::zero();
+    let (dh, pre, hidden) = (
+        dh.as_slice_mut().expect("contiguous"),
+        pre.as_slice().expect("contiguous"),
+        hidden.as_slice().expect("contiguous"),
+    );
+    match dropout {
+        Some(d) => {
+            let scale: F = d.scale();
+            for ((g, &a), &h) in dh.iter_mut().zip(pre).zip(hidden) {
+                *g = if a > zero && h > zero {
+                    *g * scale
+                } else {
+                    zero
+                };
+            }
+        }
+        None => {
+            for (g, &a) in dh.iter_mut().zip(pre) {
+                *g = if a > zero { *g } else { zero };
+            }
+        }
     }
 }
 
