@@ -46,9 +46,6 @@ pub mod engine;
 pub mod error;
 pub mod eval;
 mod eval_units;
-// `Kernel::supports` and a few `BlockTape` accessors were public API with no caller left now
-// that the module is crate-private; their owners remove them.
-#[allow(dead_code)]
 mod inference;
 mod loss;
 mod model;

@@ -33,6 +33,8 @@ pub const TRAIN_LANES: usize = 32;
 pub(super) trait UnrollKernel<F: Float>: Sync {
     /// Inference, rows spread over threads: `y_T` into `y` and the ranking scores into `rank`
     /// (both `rows × L`). An invalid row is reported as [`Error::Row`](crate::Error::Row).
+    /// Only the tests' whole-batch reference pass (`Model::forward`) runs it.
+    #[cfg(test)]
     fn infer(
         &self,
         un: &Unroll<'_, F>,
@@ -153,6 +155,7 @@ pub(super) struct KernelBuffers<F: Float> {
     pub(super) energy_s: Array2<F>,
     pub(super) energy_proj: Array2<F>,
     /// Lockstep inference scratch, one per block of `INFER_LANES` rows.
+    #[cfg(test)]
     pub(super) blocks: Vec<BlockScratch<F, INFER_LANES>>,
     /// Lockstep training tapes, one per block of `TRAIN_LANES` rows.
     pub(super) block_tapes: Vec<BlockTape<F, TRAIN_LANES>>,

@@ -17,9 +17,6 @@
 mod clock;
 mod forward;
 mod gradient;
-// A few of the kernels' helpers (`Kernels::infer`, the `blocks` count) serve only the tests
-// now that the module is crate-private.
-#[cfg_attr(not(test), allow(dead_code))]
 mod kernel;
 mod stages;
 mod workspace;

@@ -157,11 +157,6 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
 }
 
 impl<F: Float, const N: usize> BlockTape<F, N> {
-    /// Rows of the last block.
-    pub fn rows(&self) -> usize {
-        self.input.rows
-    }
-
     /// Row `r`'s loss `−Σ_t w_t F1(y_t)` of the last forward pass.
     pub fn loss(&self, r: usize) -> F {
         self.out.loss[r]
@@ -196,6 +191,7 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
     }
 
     /// Entry `i` of row `r`'s `y_0 = σ(u)`.
+    #[cfg(test)]
     pub fn y0(&self, r: usize, i: usize) -> F {
         self.record.y0[i][r]
     }
@@ -205,6 +201,7 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
     /// and the energy masks into `masks` (`T × L` and `T × E`, row-major). Training needs only
     /// `gu` ([`Self::write_gu`]): the energy gradients are formed in lanes
     /// ([`Unroll::energy_block`]).
+    #[cfg(test)]
     pub fn write_row(&self, r: usize, gu: &mut [F], ggs: &mut [F], masks: &mut [F]) {
         lane_to_row(&self.out.gu, r, gu);
         let [l, e, steps] = self.input.dims;

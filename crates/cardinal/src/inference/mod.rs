@@ -76,14 +76,6 @@ impl Kernel {
             Self::Row
         }
     }
-
-    /// Whether this kernel can run steps projected by `method`.
-    pub fn supports(self, method: Method) -> bool {
-        match self {
-            Self::Row => true,
-            Self::Lockstep => method == Method::DykstraSoft,
-        }
-    }
 }
 
 /// The fixed parts of one unrolled solve.

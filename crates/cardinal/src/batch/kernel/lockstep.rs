@@ -27,6 +27,7 @@ pub(in crate::batch) struct LockstepKernel<'a> {
 }
 
 impl<F: Float> UnrollKernel<F> for LockstepKernel<'_> {
+    #[cfg(test)]
     fn infer(
         &self,
         un: &Unroll<'_, F>,

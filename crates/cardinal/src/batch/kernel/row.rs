@@ -15,6 +15,7 @@ use crate::model::{ensure_shape, Float};
 pub(in crate::batch) struct RowKernel;
 
 impl<F: Float> UnrollKernel<F> for RowKernel {
+    #[cfg(test)]
     fn infer(
         &self,
         un: &Unroll<'_, F>,
