@@ -4,7 +4,7 @@
 //! loading never panics, and a model that loads has finite weights of consistent shapes and runs
 //! inference.
 
-use cardinal::checkpoint::{load, CONFIG_FILE, META_FILE, WEIGHTS_FILE};
+use cardinal::engine::{Engine, CONFIG_FILE, META_FILE, WEIGHTS_FILE};
 use cardinal::data::CsrMatrix;
 use libfuzzer_sys::fuzz_target;
 
@@ -28,14 +28,15 @@ fuzz_target!(|data: &[u8]| {
     ] {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
-    if let Ok((model, meta)) = load(&dir) {
+    let engine = Engine::new(Default::default());
+    if let Ok((model, meta)) = engine.load(&dir) {
         assert!(model.params.first_nonfinite().is_none());
         assert_eq!(model.n_labels(), meta.n_labels);
         // Small enough models run one prediction on an empty row.
         if model.n_features() * model.n_labels() < 1 << 22 {
             let mut x = CsrMatrix::new(model.n_features());
             x.push_row(&[], &[]);
-            let _ = cardinal::eval::predict(&model, &x, 1);
+            let _ = engine.predict(&model, &x);
         }
     }
 });

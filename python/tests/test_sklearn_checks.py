@@ -46,10 +46,10 @@ EXPECTED_FAILED_CHECKS = {
     "2-D label indicator matrix",
     "check_sample_weight_equivalence_on_dense_data": "passes a 1-D multiclass target as the "
     "keyword y; the targets are a 2-D label indicator matrix Y. (The loss and its gradient "
-    "equal those of repeated rows: crates/cardinal/tests/sample_weights.rs.)",
+    "equal those of repeated rows: crates/cardinal/src/batch/sample_weights.rs.)",
     "check_sample_weight_equivalence_on_sparse_data": "passes a 1-D multiclass target as the "
     "keyword y; the targets are a 2-D label indicator matrix Y. (The loss and its gradient "
-    "equal those of repeated rows: crates/cardinal/tests/sample_weights.rs.)",
+    "equal those of repeated rows: crates/cardinal/src/batch/sample_weights.rs.)",
 }
 
 if "expected_failed_checks" not in inspect.signature(parametrize_with_checks).parameters:

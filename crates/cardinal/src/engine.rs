@@ -61,7 +61,7 @@ pub use segment_run::{SegOutcome, SegRun};
 // files and what they record, the events of a training run, and a model with its outputs.
 pub use crate::checkpoint::{
     load_state, read_model_file, read_model_file_if_any, write_atomic, LabelStructure, Meta,
-    TrainedOn, WEIGHTS_FILE,
+    TrainedOn, CONFIG_FILE, META_FILE, WEIGHTS_FILE,
 };
 pub use crate::cv::{CvReport, FoldResult};
 pub use crate::pipeline::{Model, Outputs, Stage, StageClock};
