@@ -109,25 +109,39 @@ fn legend<'a: 'b, 'b>(
     Ok(())
 }
 
-/// The left panel of [`training_curves`]: mean loss per epoch.
-fn loss_panel(area: &Area<'_>, runs: &[Run], n_max: usize) -> Result<()> {
-    let x_range = 0.5..n_max as f64 + 0.5;
-    let (lo, hi) = padded(runs.iter().flat_map(|(_, h)| h.iter().map(|r| r.loss)));
+/// A panel of [`training_curves`]: epochs `1..=n_max` across, `y` (low, high) up, its mesh
+/// drawn; `y_area` is the width left for the y labels.
+fn epoch_chart<'a, 'b>(
+    area: &'a Area<'b>,
+    caption: &str,
+    y_area: u32,
+    (lo, hi): (f64, f64),
+    n_max: usize,
+    y_desc: &str,
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>> {
     let mut chart = ChartBuilder::on(area)
-        .caption("training loss per epoch", (FONT, 16))
+        .caption(caption, (FONT, 16))
         .margin(10)
         .x_label_area_size(35)
-        .y_label_area_size(55)
-        .build_cartesian_2d(x_range, lo..hi)
+        .y_label_area_size(y_area)
+        .build_cartesian_2d(0.5..n_max as f64 + 0.5, lo..hi)
         .map_err(draw_err)?;
     chart
         .configure_mesh()
         .x_labels(n_max.min(15))
         .x_label_formatter(&whole)
         .x_desc("epoch")
-        .y_desc("mean loss per batch")
+        .y_desc(y_desc)
         .draw()
         .map_err(draw_err)?;
+    Ok(chart)
+}
+
+/// The left panel of [`training_curves`]: mean loss per epoch.
+fn loss_panel(area: &Area<'_>, runs: &[Run], n_max: usize) -> Result<()> {
+    let y = padded(runs.iter().flat_map(|(_, h)| h.iter().map(|r| r.loss)));
+    let caption = "training loss per epoch";
+    let mut chart = epoch_chart(area, caption, 55, y, n_max, "mean loss per batch")?;
     for (i, (name, h)) in runs.iter().enumerate() {
         let c = colour(i);
         let pts = h.iter().enumerate().map(|(e, r)| ((e + 1) as f64, r.loss));
@@ -143,24 +157,10 @@ fn loss_panel(area: &Area<'_>, runs: &[Run], n_max: usize) -> Result<()> {
 
 /// The right panel of [`training_curves`]: dev example-F1 per epoch, the best epoch ringed.
 fn dev_f1_panel(area: &Area<'_>, runs: &[Run], n_max: usize) -> Result<()> {
-    let x_range = 0.5..n_max as f64 + 0.5;
     let dev = |r: &EpochRecord| r.dev_example_f1;
-    let (lo, hi) = padded(runs.iter().flat_map(|(_, h)| h.iter().filter_map(dev)));
-    let mut chart = ChartBuilder::on(area)
-        .caption("dev example-F1 (%) per epoch", (FONT, 16))
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(45)
-        .build_cartesian_2d(x_range, lo..hi)
-        .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .x_labels(n_max.min(15))
-        .x_label_formatter(&whole)
-        .x_desc("epoch")
-        .y_desc("example-F1 (%)")
-        .draw()
-        .map_err(draw_err)?;
+    let y = padded(runs.iter().flat_map(|(_, h)| h.iter().filter_map(dev)));
+    let caption = "dev example-F1 (%) per epoch";
+    let mut chart = epoch_chart(area, caption, 45, y, n_max, "example-F1 (%)")?;
     for (i, (name, h)) in runs.iter().enumerate() {
         let c = colour(i);
         let pts: Vec<(f64, f64)> = h
