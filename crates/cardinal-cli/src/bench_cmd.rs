@@ -14,7 +14,7 @@ use cardinal::engine::{EpochBench, Stage};
 const BIBTEX_DENSITY: f64 = 0.0372;
 
 #[derive(Debug, clap::Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// Dataset name or path (as for `train --dataset`).
     #[arg(long, default_value = "bibtex")]
     pub dataset: String,
@@ -144,7 +144,7 @@ fn time_epochs(
     Ok((epochs, stages_s))
 }
 
-pub fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
+pub(crate) fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
     let data = bench_data(engine, args)?;
     let file = match &args.config {
         Some(p) => {

@@ -8,7 +8,7 @@ use cardinal::engine::Engine;
 use crate::model_cmd::{ConfigArgs, DataSource};
 
 #[derive(Debug, clap::Args)]
-pub struct CvArgs {
+pub(crate) struct CvArgs {
     #[command(flatten)]
     pub data: DataSource,
     #[command(flatten)]
@@ -21,7 +21,7 @@ pub struct CvArgs {
     pub json: Option<PathBuf>,
 }
 
-pub fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
+pub(crate) fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
     let cfg = args.cfg.load()?;
     let spec = engine.locate(&args.data.spec());
     let data = match spec.load() {

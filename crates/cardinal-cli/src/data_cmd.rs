@@ -13,13 +13,13 @@ mod synth_seg;
 
 /// Dataset commands.
 #[derive(Debug, clap::Args)]
-pub struct DataArgs {
+pub(crate) struct DataArgs {
     #[command(subcommand)]
     pub command: DataCommand,
 }
 
 #[derive(Debug, clap::Subcommand)]
-pub enum DataCommand {
+pub(crate) enum DataCommand {
     /// Print instances, features, labels, label cardinality, density and distinct label sets
     /// for train, test and all.
     Stats(StatsArgs),
@@ -29,7 +29,7 @@ pub enum DataCommand {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct StatsArgs {
+pub(crate) struct StatsArgs {
     /// Dataset name (looked up in the data directory, then among the vendored datasets) or path
     /// (MULAN folder, ARFF file with its XML beside it, LIBSVM or XMC file).
     pub dataset: String,
@@ -41,7 +41,7 @@ pub struct StatsArgs {
     pub data_dir: Option<PathBuf>,
 }
 
-pub fn run(engine: &cardinal::engine::Engine, args: &DataArgs) -> anyhow::Result<()> {
+pub(crate) fn run(engine: &cardinal::engine::Engine, args: &DataArgs) -> anyhow::Result<()> {
     match &args.command {
         DataCommand::Stats(a) => stats(a, crate::data_dir(engine, a.data_dir.as_deref())),
         DataCommand::SynthSeg(a) => synth_seg::run(a),

@@ -6,7 +6,7 @@ use clap::CommandFactory;
 
 /// Arguments of `cardinal completions`.
 #[derive(Debug, clap::Args)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell to complete in.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
@@ -14,14 +14,14 @@ pub struct CompletionsArgs {
 
 /// Arguments of `cardinal man`.
 #[derive(Debug, clap::Args)]
-pub struct ManArgs {
+pub(crate) struct ManArgs {
     /// A subcommand whose page to print (`cardinal-train(1)`, ...); default the top-level page,
     /// which lists the subcommands.
     pub subcommand: Option<String>,
 }
 
 /// Prints the completion script of `C` for the shell asked for.
-pub fn completions<C: CommandFactory>(args: &CompletionsArgs) -> anyhow::Result<()> {
+pub(crate) fn completions<C: CommandFactory>(args: &CompletionsArgs) -> anyhow::Result<()> {
     let mut buf = Vec::new();
     clap_complete::generate(args.shell, &mut C::command(), "cardinal", &mut buf);
     crate::output::bytes(&buf);
@@ -29,7 +29,7 @@ pub fn completions<C: CommandFactory>(args: &CompletionsArgs) -> anyhow::Result<
 }
 
 /// Prints the manual page (roff) of `C` or of one of its subcommands.
-pub fn man<C: CommandFactory>(args: &ManArgs) -> anyhow::Result<()> {
+pub(crate) fn man<C: CommandFactory>(args: &ManArgs) -> anyhow::Result<()> {
     let mut cmd = C::command();
     cmd.build();
     let page = match &args.subcommand {

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 /// The form of the log on standard error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     /// Human-readable lines; a progress bar when standard error is a terminal.
     Text,
     /// One JSON object per event (tracing's JSON format), never a progress bar.
@@ -17,24 +17,24 @@ pub enum LogFormat {
 
 /// The tracing target of progress events (always enabled, whatever the verbosity, so that
 /// `--log-format json` reports every epoch).
-pub const PROGRESS_TARGET: &str = "cardinal::progress";
+pub(crate) const PROGRESS_TARGET: &str = "cardinal::progress";
 
 static FORMAT: OnceLock<LogFormat> = OnceLock::new();
 
 /// The format chosen at start-up.
-pub fn format() -> LogFormat {
+pub(crate) fn format() -> LogFormat {
     *FORMAT.get().unwrap_or(&LogFormat::Text)
 }
 
 /// Whether a live progress bar can be drawn: text logs on a terminal.
-pub fn interactive() -> bool {
+pub(crate) fn interactive() -> bool {
     format() == LogFormat::Text && std::io::stderr().is_terminal()
 }
 
 /// Installs the subscriber: warnings by default, `-v` the library's info events (data loaded,
 /// phases, early stopping, checkpoints, evaluation), `-vv` debug events (every new best epoch,
 /// timings of each stage); `RUST_LOG` overrides the library's level.
-pub fn init(format: LogFormat, verbose: u8) {
+pub(crate) fn init(format: LogFormat, verbose: u8) {
     let _ = FORMAT.set(format);
     let level = match verbose {
         0 => "warn",
@@ -63,7 +63,7 @@ pub fn init(format: LogFormat, verbose: u8) {
 }
 
 /// A line for the user on standard error: as is in text, as a progress event in JSON.
-pub fn note(message: &str) {
+pub(crate) fn note(message: &str) {
     match format() {
         LogFormat::Text => errln!("{message}"),
         LogFormat::Json => tracing::info!(target: PROGRESS_TARGET, "{message}"),

@@ -13,7 +13,7 @@ use cardinal::{Config, DataSpec};
 
 /// Where the data comes from (saved as `run.json` in the model directory for `--resume`).
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
-pub struct DataSource {
+pub(crate) struct DataSource {
     /// Dataset name (data directory, then vendored) or path (MULAN folder, ARFF with XML beside,
     /// LIBSVM or XMC file). Multi-target data (a folder with train.arff and test.arff, or one
     /// ARFF file, whose MEKA header makes nominal targets of classes other than 0/1) trains the
@@ -39,7 +39,7 @@ pub struct DataSource {
 
 impl DataSource {
     /// The library's description of this data source.
-    pub fn spec(&self) -> DataSpec {
+    pub(crate) fn spec(&self) -> DataSpec {
         DataSpec {
             dataset: self.dataset.clone(),
             train: self.train.clone(),
@@ -53,7 +53,7 @@ impl DataSource {
 
 /// Which configuration to train (shared by `train` and `cv`).
 #[derive(Debug, clap::Args)]
-pub struct ConfigArgs {
+pub(crate) struct ConfigArgs {
     /// JSON configuration (fields left out keep the preset's values).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -85,7 +85,7 @@ pub struct ConfigArgs {
 impl ConfigArgs {
     /// The configuration these options ask for, by the library's one rule
     /// ([`ConfigRequest`]).
-    pub fn load(&self) -> anyhow::Result<Config> {
+    pub(crate) fn load(&self) -> anyhow::Result<Config> {
         let text = match &self.config {
             Some(path) => Some(
                 std::fs::read_to_string(path)
@@ -114,7 +114,7 @@ impl ConfigArgs {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct TrainArgs {
+pub(crate) struct TrainArgs {
     #[command(flatten)]
     pub data: DataSource,
     #[command(flatten)]
@@ -162,7 +162,7 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 
 impl TrainArgs {
     /// When to write resumable checkpoints.
-    pub fn checkpoints(&self) -> Checkpoints {
+    pub(crate) fn checkpoints(&self) -> Checkpoints {
         if self.no_checkpoints {
             Checkpoints::Never
         } else if self.checkpoint_every == 0.0 {
@@ -173,7 +173,7 @@ impl TrainArgs {
     }
 }
 
-pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
+pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     if crate::seg_model_cmd::trains_multi_target(engine, args)? {
         return crate::seg_model_cmd::train(engine, args);
     }
@@ -242,7 +242,7 @@ pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn print_report(name: &str, split: &str, r: &EvalReport) {
+pub(crate) fn print_report(name: &str, split: &str, r: &EvalReport) {
     let t = &r.at_threshold;
     let z = &r.at_top_round_z;
     outln!("{name} {split}: {} examples", t.n_examples);
@@ -320,7 +320,7 @@ pub fn print_report(name: &str, split: &str, r: &EvalReport) {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct EvalArgs {
+pub(crate) struct EvalArgs {
     /// Model directory written by `cardinal train`.
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
@@ -391,7 +391,7 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
     Ok(dev)
 }
 
-pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
+pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     if let Some(p) = args.json.as_ref().filter(|p| p.as_os_str() != "-") {
         crate::out_path::refuse_inside_model(p, "--json", &args.model)?;
     }

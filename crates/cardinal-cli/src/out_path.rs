@@ -53,7 +53,7 @@ fn file_ids(dir: &Path, depth: usize, ids: &mut Vec<(u64, u64)>) {
 
 /// Refuses `out` (given as `flag`) when it lies inside the model folder `model`, is that
 /// folder, or is (a link to) one of its files.
-pub fn refuse_inside_model(out: &Path, flag: &str, model: &Path) -> anyhow::Result<()> {
+pub(crate) fn refuse_inside_model(out: &Path, flag: &str, model: &Path) -> anyhow::Result<()> {
     let Ok(model_real) = std::fs::canonicalize(model) else {
         // No such folder: reading it fails with its own message.
         return Ok(());

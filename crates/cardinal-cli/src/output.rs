@@ -14,12 +14,12 @@ use std::sync::Mutex;
 static FIRST_ERROR: Mutex<Option<std::io::Error>> = Mutex::new(None);
 
 /// Writes one formatted line to standard output (see the module docs).
-pub fn line(args: std::fmt::Arguments) {
+pub(crate) fn line(args: std::fmt::Arguments) {
     bytes(format!("{args}\n").as_bytes());
 }
 
 /// Writes raw bytes to standard output (see the module docs).
-pub fn bytes(b: &[u8]) {
+pub(crate) fn bytes(b: &[u8]) {
     let mut first = FIRST_ERROR.lock().unwrap_or_else(|e| e.into_inner());
     if first.is_some() {
         return;
@@ -30,7 +30,7 @@ pub fn bytes(b: &[u8]) {
 }
 
 /// Flushes standard output and returns the first write error, if any.
-pub fn finish() -> Option<std::io::Error> {
+pub(crate) fn finish() -> Option<std::io::Error> {
     let mut first = FIRST_ERROR.lock().unwrap_or_else(|e| e.into_inner());
     if first.is_none() {
         if let Err(e) = std::io::stdout().lock().flush() {
@@ -48,7 +48,7 @@ macro_rules! outln {
 }
 
 /// Writes one formatted line to standard error, ignoring a failed write (see the module docs).
-pub fn err_line(args: std::fmt::Arguments) {
+pub(crate) fn err_line(args: std::fmt::Arguments) {
     let _ = std::io::stderr()
         .lock()
         .write_all(format!("{args}\n").as_bytes());

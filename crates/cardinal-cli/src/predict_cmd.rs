@@ -11,7 +11,7 @@ use cardinal::metrics::{binarize, Binarize};
 use npyz::WriterBuilder;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// One JSON object per row: row, z, labels, scores.
     Jsonl,
     /// A header and one line per row: row, z, labels (space-separated; a name holding a
@@ -24,7 +24,7 @@ pub enum Format {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct PredictArgs {
+pub(crate) struct PredictArgs {
     /// Model directory written by `cardinal train`.
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
@@ -69,7 +69,7 @@ struct Predicted<'a> {
     chosen: cardinal::data::LabelSets,
 }
 
-pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
+pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
     if let Some(p) = &args.out {
         crate::out_path::refuse_inside_model(p, "--out", &args.model)?;
     }

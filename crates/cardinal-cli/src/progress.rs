@@ -16,7 +16,7 @@ use crate::log::{self, LogFormat, PROGRESS_TARGET};
 
 /// Epochs still to run after the current one, at least and at most.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EpochsLeft {
+pub(crate) struct EpochsLeft {
     /// If the first phase stops as early as it can.
     pub min: usize,
     /// If it runs to its epoch limit.
@@ -25,7 +25,7 @@ pub struct EpochsLeft {
 
 /// The schedule's rules as far as the remaining time is concerned, and where the run stands.
 #[derive(Debug, Clone)]
-pub struct Schedule {
+pub(crate) struct Schedule {
     phase1_epochs: usize,
     phase2_epochs: usize,
     patience: usize,
@@ -37,7 +37,7 @@ pub struct Schedule {
 
 impl Schedule {
     /// The schedule of `cfg`, before its first epoch.
-    pub fn new(cfg: &Config) -> Self {
+    pub(crate) fn new(cfg: &Config) -> Self {
         let tc = &cfg.train;
         Self {
             phase1_epochs: tc.epochs,
@@ -52,7 +52,7 @@ impl Schedule {
 
     /// Where a resumed run stands: its phase, the epochs done in it, the early-stopping state
     /// (as [`Progress`] holds them).
-    pub fn resume(
+    pub(crate) fn resume(
         &mut self,
         phase: u8,
         epochs_done: usize,
@@ -67,7 +67,7 @@ impl Schedule {
 
     /// A phase begins (`epochs` from the event: what the phase actually runs at most). A
     /// resumed run announces the phase it resumes in: its epochs done are kept.
-    pub fn start(&mut self, phase: u8, epochs: usize) {
+    pub(crate) fn start(&mut self, phase: u8, epochs: usize) {
         if phase != self.phase {
             self.done_in_phase = 0;
         }
@@ -79,7 +79,7 @@ impl Schedule {
     }
 
     /// An epoch finished with this dev F1 (phase 1 with a dev split).
-    pub fn epoch(&mut self, dev_f1: Option<f64>) {
+    pub(crate) fn epoch(&mut self, dev_f1: Option<f64>) {
         self.done_in_phase += 1;
         if self.phase == 1 && self.patience > 0 {
             let f1 = dev_f1.unwrap_or(0.0);
@@ -93,7 +93,7 @@ impl Schedule {
     }
 
     /// Whole epochs left after the ones finished (the current one, if any, included).
-    pub fn left(&self) -> EpochsLeft {
+    pub(crate) fn left(&self) -> EpochsLeft {
         if self.phase >= 2 {
             let n = self.phase2_epochs.saturating_sub(self.done_in_phase);
             return EpochsLeft { min: n, max: n };
@@ -112,7 +112,7 @@ impl Schedule {
 }
 
 /// `1:05`, `12:40`, `1:02:03`.
-pub fn clock(d: Duration) -> String {
+pub(crate) fn clock(d: Duration) -> String {
     let s = d.as_secs();
     if s >= 3600 {
         format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
@@ -122,7 +122,7 @@ pub fn clock(d: Duration) -> String {
 }
 
 /// The ETA text for `left` epochs (minus the `done` fraction of the current one) at `per_epoch`.
-pub fn eta(left: EpochsLeft, done: f64, per_epoch: Duration) -> String {
+pub(crate) fn eta(left: EpochsLeft, done: f64, per_epoch: Duration) -> String {
     let at = |n: usize| clock(per_epoch.mul_f64((n as f64 - done).max(0.0)));
     if left.min == left.max {
         format!("ETA {}", at(left.max))
@@ -138,7 +138,7 @@ pub fn eta(left: EpochsLeft, done: f64, per_epoch: Duration) -> String {
 }
 
 /// Reports a training run's events.
-pub struct TrainProgress {
+pub(crate) struct TrainProgress {
     bar: Option<ProgressBar>,
     quiet: bool,
     schedule: Schedule,
@@ -150,7 +150,7 @@ pub struct TrainProgress {
 
 impl TrainProgress {
     /// Progress for a run of `cfg`; `quiet` shows nothing but warnings.
-    pub fn new(cfg: &Config, quiet: bool) -> Self {
+    pub(crate) fn new(cfg: &Config, quiet: bool) -> Self {
         let bar = (!quiet && log::interactive()).then(|| {
             let bar = ProgressBar::new(0);
             bar.set_style(
@@ -170,7 +170,7 @@ impl TrainProgress {
     }
 
     /// Continues from a resumed run's state (see [`Schedule::resume`]).
-    pub fn resume(&mut self, p: &Progress) {
+    pub(crate) fn resume(&mut self, p: &Progress) {
         self.schedule
             .resume(p.phase, p.epochs_done, p.best_dev_f1, p.since_best);
     }
@@ -182,7 +182,7 @@ impl TrainProgress {
     }
 
     /// Handles one training event.
-    pub fn on_event(&mut self, ev: Event) {
+    pub(crate) fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Start {
                 phase,
@@ -314,7 +314,7 @@ impl TrainProgress {
     }
 
     /// Clears the bar.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

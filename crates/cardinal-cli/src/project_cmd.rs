@@ -15,7 +15,7 @@ mod matrix;
 
 /// Arguments of `cardinal project`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct ProjectArgs {
+pub(crate) struct ProjectArgs {
     /// Cardinality z for every line (required unless --z-column); with --classes M, the M class
     /// sizes as one argument, e.g. --z "3 2.5 1.5" (they must sum to the number of rows L).
     #[arg(
@@ -134,14 +134,14 @@ fn write_numbers<W: Write>(out: &[f32], text: &mut String, output: &mut W) -> Re
 }
 
 /// Runs the command on stdin/stdout.
-pub fn run(args: &ProjectArgs) -> Result<()> {
+pub(crate) fn run(args: &ProjectArgs) -> Result<()> {
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     project_stream(args, stdin.lock(), BufWriter::new(stdout.lock()))
 }
 
 /// The command on any reader/writer (testable without a process).
-pub fn project_stream<R: BufRead, W: Write>(
+pub(crate) fn project_stream<R: BufRead, W: Write>(
     args: &ProjectArgs,
     input: R,
     mut output: W,

@@ -9,7 +9,7 @@ use cardinal::engine::Engine;
 
 /// Arguments of `cardinal report`.
 #[derive(Debug, clap::Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Model directory written by `cardinal train` (repeat for a side-by-side comparison).
     #[arg(long = "model", value_name = "DIR", required = true)]
     pub models: Vec<PathBuf>,
@@ -19,7 +19,7 @@ pub struct ReportArgs {
 }
 
 /// Writes the report of `dirs` to `out` and says where it went.
-pub fn write_report(engine: &Engine, dirs: &[PathBuf], out: &Path) -> anyhow::Result<()> {
+pub(crate) fn write_report(engine: &Engine, dirs: &[PathBuf], out: &Path) -> anyhow::Result<()> {
     let html = cardinal_report::report(engine, dirs)?;
     write_atomic(out, html.as_bytes()).with_context(|| format!("writing {}", out.display()))?;
     crate::log::note(&format!(
@@ -31,7 +31,7 @@ pub fn write_report(engine: &Engine, dirs: &[PathBuf], out: &Path) -> anyhow::Re
     Ok(())
 }
 
-pub fn run(engine: &Engine, args: &ReportArgs) -> anyhow::Result<()> {
+pub(crate) fn run(engine: &Engine, args: &ReportArgs) -> anyhow::Result<()> {
     for model in &args.models {
         crate::out_path::refuse_inside_model(&args.out, "--out", model)?;
         if engine.is_multi_target_run(model) {

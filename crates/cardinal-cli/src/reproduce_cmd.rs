@@ -12,13 +12,13 @@ use cardinal_paper::reproduce::{
 use cardinal_paper::suite::mean_sd;
 
 #[derive(Debug, clap::Args)]
-pub struct ReproduceArgs {
+pub(crate) struct ReproduceArgs {
     #[command(subcommand)]
     pub what: What,
 }
 
 #[derive(Debug, clap::Subcommand)]
-pub enum What {
+pub(crate) enum What {
     /// Train every implemented row of Table 1 and print a markdown table (resumable: finished
     /// cells are read back, not retrained).
     Table1 {
@@ -88,7 +88,7 @@ fn mean_sd_text(xs: &[f64]) -> String {
     }
 }
 
-pub fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::Result<()> {
+pub(crate) fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::Result<()> {
     match &args.what {
         What::Suite(a) => crate::suite_cmd::run(engine, a),
         What::Table1 {

@@ -3,7 +3,7 @@
 
 /// `--threads`, for the commands that run a model.
 #[derive(Debug, Clone, clap::Args)]
-pub struct Threads {
+pub(crate) struct Threads {
     /// Worker threads (default: all cores). Results are identical for any thread count.
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -11,7 +11,7 @@ pub struct Threads {
 
 /// `--threads` and `--wait`, for the commands that train.
 #[derive(Debug, Clone, clap::Args)]
-pub struct TrainingRuntime {
+pub(crate) struct TrainingRuntime {
     #[command(flatten)]
     pub threads: Threads,
     /// While training, idle worker threads poll for work (`active`, the default, like
@@ -23,7 +23,7 @@ pub struct TrainingRuntime {
 
 /// The wait policy of idle worker threads while training.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Wait {
+pub(crate) enum Wait {
     /// Poll for work.
     Active,
     /// Sleep until work comes.

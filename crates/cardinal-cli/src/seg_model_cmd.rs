@@ -16,7 +16,7 @@ use crate::predict_cmd::{Format, PredictArgs};
 
 /// Whether `cardinal train` with `args` trains the Section 6 model: the run to resume is a
 /// multi-target one, or the data is multi-target.
-pub fn trains_multi_target(engine: &Engine, args: &TrainArgs) -> anyhow::Result<bool> {
+pub(crate) fn trains_multi_target(engine: &Engine, args: &TrainArgs) -> anyhow::Result<bool> {
     Ok(match &args.resume {
         Some(dir) => engine.is_multi_target_run(dir),
         None => engine
@@ -59,7 +59,7 @@ fn seg_config(args: &TrainArgs) -> anyhow::Result<SegConfig> {
 
 /// `cardinal train` on multi-target data: a run directory as the binary model's (checkpoints,
 /// `--resume`, `metrics.jsonl`, `eval.json`), the test metrics printed at the end.
-pub fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
+pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     let run = match &args.resume {
         Some(dir) => {
             let run = engine
@@ -160,7 +160,7 @@ fn print_metrics(name: &str, rows: usize, metrics: &SegMetrics) {
 
 /// Whether `dir` holds a multi-target model (an unreadable `meta.json` is left to the binary
 /// loader, whose error names it).
-pub fn is_multi_target(engine: &Engine, dir: &Path) -> bool {
+pub(crate) fn is_multi_target(engine: &Engine, dir: &Path) -> bool {
     engine
         .label_structure(dir)
         .is_ok_and(|s| s.is_multi_target())
@@ -168,7 +168,7 @@ pub fn is_multi_target(engine: &Engine, dir: &Path) -> bool {
 
 /// `cardinal eval --model DIR --data FILE` on a multi-target model: its metrics on every row
 /// of FILE.
-pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
+pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     if args.dev_threshold {
         bail!("--dev-threshold applies to binary multi-label models only");
     }
@@ -217,7 +217,7 @@ pub fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
 
 /// `cardinal predict --model DIR --data FILE` on a multi-target model: one JSON line per row,
 /// `{"row", "classes" (one per position), "z" (class sizes; null for the unary model)}`.
-pub fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
+pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
     if args.format != Format::Jsonl
         || args.labels_by.is_some()
         || args.all_scores

@@ -13,7 +13,7 @@ use cardinal_paper::cell_key::suite_cell_key;
 use cardinal_paper::suite::{entries, mean_sd, run_cell, Cell, Entry, DATASETS};
 
 #[derive(Debug, clap::Args)]
-pub struct SuiteArgs {
+pub(crate) struct SuiteArgs {
     /// Datasets (names looked up as for `train --dataset`, or paths).
     #[arg(long, value_delimiter = ',', default_values_t = DATASETS.map(String::from))]
     pub datasets: Vec<String>,
@@ -71,7 +71,7 @@ fn seeds_text(cells: &[Cell]) -> String {
     }
 }
 
-pub fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
+pub(crate) fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
     let dir = crate::data_dir(engine, args.data_dir.as_deref());
     let systems = entries();
     for wanted in &args.systems {

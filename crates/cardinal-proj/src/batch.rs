@@ -6,7 +6,7 @@
 use crate::{ProjError, Projector, Real};
 
 /// Below this many entries (B·L) a batch runs on the calling thread.
-pub const PAR_MIN_ENTRIES: usize = 16 * 1024;
+pub(crate) const PAR_MIN_ENTRIES: usize = 16 * 1024;
 
 fn check_shape(what: &str, len: usize, rows: usize, l: usize) -> Result<(), ProjError> {
     if l == 0 || len != rows * l {

@@ -70,17 +70,17 @@ fn matrix_from<T: numpy::Element, M>(
 }
 
 /// Features from a dense float32 array or CSR parts; errors name `what` (e.g. `"X"`).
-pub fn features(x: &Bound<'_, PyAny>, what: &str) -> PyResult<CsrMatrix> {
+pub(crate) fn features(x: &Bound<'_, PyAny>, what: &str) -> PyResult<CsrMatrix> {
     matrix_from(x, what, "float32", features_from_csr, features_from_dense)
 }
 
 /// Label sets from a dense float64 indicator array or CSR parts; errors name `what`.
-pub fn labels(y: &Bound<'_, PyAny>, what: &str) -> PyResult<LabelSets> {
+pub(crate) fn labels(y: &Bound<'_, PyAny>, what: &str) -> PyResult<LabelSets> {
     matrix_from(y, what, "float64", labels_from_csr, labels_from_dense)
 }
 
 /// A row-major `rows × cols` buffer as a numpy array.
-pub fn matrix<'py, T: numpy::Element>(
+pub(crate) fn matrix<'py, T: numpy::Element>(
     py: Python<'py>,
     rows: usize,
     cols: usize,
@@ -92,7 +92,7 @@ pub fn matrix<'py, T: numpy::Element>(
 }
 
 /// Label sets as a dense `uint8` indicator matrix.
-pub fn indicator_matrix<'py>(
+pub(crate) fn indicator_matrix<'py>(
     py: Python<'py>,
     labels: &LabelSets,
 ) -> PyResult<Bound<'py, PyArray2<u8>>> {

@@ -58,7 +58,7 @@ fn in_python_words(e: cardinal::Error) -> PyErr {
 /// `notes` (what the readers decided on the way).
 #[pyfunction]
 #[pyo3(signature = (name_or_path=None, data_dir=None, train_fraction=0.8, train=None, test=None, labels=None))]
-pub fn load_dataset<'py>(
+pub(crate) fn load_dataset<'py>(
     py: Python<'py>,
     name_or_path: Option<String>,
     data_dir: Option<PathBuf>,

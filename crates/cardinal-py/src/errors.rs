@@ -8,7 +8,7 @@ use pyo3::exceptions::{
 use pyo3::PyErr;
 
 /// The Python exception for a library error.
-pub fn to_py(e: cardinal::Error) -> PyErr {
+pub(crate) fn to_py(e: cardinal::Error) -> PyErr {
     use cardinal::Error as E;
     let msg = e.to_string();
     match e {
@@ -27,13 +27,13 @@ pub fn to_py(e: cardinal::Error) -> PyErr {
 }
 
 /// [`to_py`] for errors of the data readers and array constructors.
-pub fn data_to_py(e: cardinal::data::DataError) -> PyErr {
+pub(crate) fn data_to_py(e: cardinal::data::DataError) -> PyErr {
     to_py(cardinal::Error::Data(e))
 }
 
 /// A panic caught at the boundary (a bug, never bad input) as a `RuntimeError`, so that it does
 /// not reach the interpreter as pyo3's `PanicException`.
-pub fn panic_to_py(payload: Box<dyn std::any::Any + Send>) -> PyErr {
+pub(crate) fn panic_to_py(payload: Box<dyn std::any::Any + Send>) -> PyErr {
     let what = payload
         .downcast_ref::<String>()
         .cloned()

@@ -21,11 +21,11 @@ use crate::errors::panic_to_py;
 const POLL: Duration = Duration::from_millis(50);
 
 /// A line of progress, sent from the work to the waiting thread.
-pub type Say<'a> = &'a mut (dyn FnMut(String) + Send);
+pub(crate) type Say<'a> = &'a mut (dyn FnMut(String) + Send);
 
 /// Runs `work(say, cancel)` on its own thread; see the module documentation. A panic in the
 /// work becomes a `RuntimeError` (it never unwinds into the interpreter).
-pub fn run<R: Send>(
+pub(crate) fn run<R: Send>(
     py: Python<'_>,
     work: impl FnOnce(Say<'_>, &AtomicBool) -> R + Send,
 ) -> PyResult<R> {

@@ -115,7 +115,7 @@ fn resolve(
 /// calls it to refuse bad parameters early and to show the full configuration).
 #[pyfunction]
 #[pyo3(signature = (preset=None, config=None, overrides=None, seed=None))]
-pub fn check_config(
+pub(crate) fn check_config(
     preset: Option<&str>,
     config: Option<&str>,
     overrides: Option<&str>,
@@ -405,7 +405,7 @@ impl NativeModel {
 /// chooses from an inference's outputs, as an `int64` indicator matrix: a threshold applies to
 /// `y_T`, a ranking rule ranks by the tie-free ranking scores, as in `cardinal predict`.
 #[pyfunction]
-pub fn label_sets<'py>(
+pub(crate) fn label_sets<'py>(
     py: Python<'py>,
     y: PyReadonlyArray2<'py, f32>,
     z: PyReadonlyArray1<'py, f32>,

@@ -60,7 +60,7 @@ fn row_error(r: usize, e: cardinal::proj::ProjError) -> PyErr {
 /// count of its row in `z`.
 #[pyfunction]
 #[pyo3(signature = (v, z, method="exact", rounds=2, iters=10, eps=None))]
-pub fn project<'py>(
+pub(crate) fn project<'py>(
     py: Python<'py>,
     v: PyReadonlyArray2<'py, f64>,
     z: PyReadonlyArray1<'py, f64>,
@@ -89,7 +89,7 @@ pub fn project<'py>(
 /// `(∂ℓ/∂v, ∂ℓ/∂z)`.
 #[pyfunction]
 #[pyo3(signature = (v, z, g, method="exact", rounds=2, iters=10, eps=None))]
-pub fn project_vjp<'py>(
+pub(crate) fn project_vjp<'py>(
     py: Python<'py>,
     v: PyReadonlyArray2<'py, f64>,
     z: PyReadonlyArray1<'py, f64>,

@@ -77,7 +77,7 @@ pub struct CvReport {
 /// curve, then the epochs on all of them. The held-out fold is never seen before it is scored
 /// (were it the dev split, early stopping and a tuned threshold would be chosen on the rows
 /// they are scored on). `on_fold` sees each result as it comes.
-pub fn cross_validate(
+pub(crate) fn cross_validate(
     system: &dyn System,
     train: &Dataset,
     cfg: &Config,

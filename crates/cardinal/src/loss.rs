@@ -30,7 +30,7 @@ pub fn soft_f1<F: Float>(y: &[F], gold: &[u32], grad: Option<(&mut [F], F)>) -> 
 /// with no gold labels whose iterate is nearly 0 (its count near 0) has `D = Σy` so small that
 /// `D²` underflows: then it is computed as `−2(⟨y, y*⟩/D)/D`, which is 0 rather than `0/0`.
 #[inline(always)]
-pub fn f1_common<F: Float>(inter: F, denom: F, scale: F) -> F {
+pub(crate) fn f1_common<F: Float>(inter: F, denom: F, scale: F) -> F {
     let two: F = c(2.0);
     let d2 = denom * denom;
     if d2 > F::zero() {

@@ -31,16 +31,18 @@ mod lock;
 mod model;
 mod swap;
 
-pub use checkpoints::{latest_checkpoint, load_checkpoint, Checkpointer, Checkpoints};
+pub use checkpoints::Checkpoints;
+pub(crate) use checkpoints::{latest_checkpoint, load_checkpoint, Checkpointer};
 #[cfg(test)]
-pub use checkpoints::{save_checkpoint, LATEST_FILE};
+pub(crate) use checkpoints::{save_checkpoint, LATEST_FILE};
+pub use files::hash_dataset;
+pub(crate) use files::DATA_FILE;
 pub(crate) use files::{check_identity, create, read_spec, reopen};
-pub use files::{hash_dataset, DATA_FILE};
-pub use lock::{lock, RunLock, LOCK_FILE};
-pub use model::RunModel;
+pub(crate) use lock::{lock, RunLock, LOCK_FILE};
+pub(crate) use model::RunModel;
 
 /// The name of the file in a run directory that records where its data came from.
-pub const RUN_FILE: &str = "run.json";
+pub(crate) const RUN_FILE: &str = "run.json";
 /// The name of the per-epoch log in a run directory (one JSON object per line).
 pub const METRICS_FILE: &str = "metrics.jsonl";
 /// The name of the final evaluation in a run directory.
@@ -49,7 +51,7 @@ pub const EVAL_FILE: &str = "eval.json";
 /// `metrics.jsonl` of a run: the records of the epochs run so far, one JSON object per line,
 /// the whole file rewritten atomically after every epoch.
 #[derive(Debug)]
-pub struct MetricsLog {
+pub(crate) struct MetricsLog {
     path: PathBuf,
     lines: String,
 }
@@ -57,7 +59,7 @@ pub struct MetricsLog {
 impl MetricsLog {
     /// The log of the run written into `dir`, starting with the records of the epochs an
     /// interrupted run had run (`history`, empty for a fresh run); nothing is written yet.
-    pub fn new<E: Serialize>(dir: &Path, history: &[E]) -> Self {
+    pub(crate) fn new<E: Serialize>(dir: &Path, history: &[E]) -> Self {
         let mut log = Self {
             path: dir.join(METRICS_FILE),
             lines: String::new(),
@@ -73,7 +75,7 @@ impl MetricsLog {
     }
 
     /// Adds the record of an epoch just run, and writes the log.
-    pub fn push(&mut self, record: &impl Serialize) -> Result<()> {
+    pub(crate) fn push(&mut self, record: &impl Serialize) -> Result<()> {
         self.add(record);
         write_atomic(&self.path, self.lines.as_bytes())
     }
@@ -81,7 +83,7 @@ impl MetricsLog {
 
 /// What [`prepare`] does with a directory that already holds a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Existing {
+pub(crate) enum Existing {
     /// Refuse it (the default: never overwrite a model without being asked).
     Refuse,
     /// Replace the run: the new run is written into a fresh sibling folder and swapped in
@@ -107,7 +109,7 @@ fn holds_anything(dir: &Path) -> Result<bool> {
 /// A run directory held for writing: the lock of the run directory as named, and the folder
 /// the run's files are written into until [`RunDir::commit`] makes them the run.
 #[derive(Debug)]
-pub struct RunDir {
+pub(crate) struct RunDir {
     target: PathBuf,
     lock: RunLock,
     /// When replacing a run: the sibling folder the new run is written into, and its lock.
@@ -117,7 +119,7 @@ pub struct RunDir {
 impl RunDir {
     /// Where the run's files are written: the run directory itself, or, while an existing run
     /// is being replaced, the sibling folder that becomes it at [`RunDir::commit`].
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match &self.staging {
             Some((staging, _)) => staging,
             None => &self.target,
@@ -125,13 +127,13 @@ impl RunDir {
     }
 
     /// Writes the trained `model`, of the model kind `kind`, as the run's model.
-    pub fn save_model<M: RunModel>(&self, kind: &M, model: &M::Model) -> Result<()> {
+    pub(crate) fn save_model<M: RunModel>(&self, kind: &M, model: &M::Model) -> Result<()> {
         kind.save(model, self.path())
     }
 
     /// Ends a run: writes its evaluation `eval` as `eval.json`, then makes it the run
     /// ([`RunDir::commit`]).
-    pub fn finish(self, eval: &impl Serialize) -> Result<()> {
+    pub(crate) fn finish(self, eval: &impl Serialize) -> Result<()> {
         let json = serde_json::to_string_pretty(eval).expect("serialisable");
         write_atomic(&self.path().join(EVAL_FILE), json.as_bytes())?;
         self.commit()
@@ -140,7 +142,7 @@ impl RunDir {
     /// Makes what was written the run: a replacement is swapped in with one rename (the old
     /// run is then removed, keeping any files cardinal did not write); otherwise nothing is
     /// left to do. Dropped without it, a replacement is abandoned and the old run stays whole.
-    pub fn commit(mut self) -> Result<()> {
+    pub(crate) fn commit(mut self) -> Result<()> {
         if let Some((staging, mut staging_lock)) = self.staging.take() {
             let lock = &mut self.lock;
             swap::swap_in(&staging, &self.target, &mut || {
@@ -165,7 +167,7 @@ impl Drop for RunDir {
 /// Creates (or reuses, as `existing` allows) the run directory `dir` and locks it. Replacing
 /// an existing run writes the new one into a fresh sibling folder (see [`RunDir`]), so that
 /// the old run stays whole until [`RunDir::commit`].
-pub fn prepare(dir: &Path, existing: Existing) -> Result<RunDir> {
+pub(crate) fn prepare(dir: &Path, existing: Existing) -> Result<RunDir> {
     // Looked at before locking (a run in the way is refused without touching its folder),
     // and again once locked: another run may have finished there meanwhile.
     refuse_unless_allowed(dir, existing)?;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 /// Arguments of `cardinal data synth-seg`.
 #[derive(Debug, clap::Args)]
-pub struct SynthSegArgs {
+pub(crate) struct SynthSegArgs {
     /// Folder to write train.arff and test.arff into (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -36,7 +36,7 @@ pub struct SynthSegArgs {
 }
 
 /// Runs the command.
-pub fn run(a: &SynthSegArgs) -> Result<()> {
+pub(super) fn run(a: &SynthSegArgs) -> Result<()> {
     if !(a.noise >= 0.0 && a.noise.is_finite()) {
         bail!(
             "--noise {} is out of range: expected a finite number >= 0",

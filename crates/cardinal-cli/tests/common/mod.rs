@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs the `cardinal` binary with `args` (standard error piped: not a terminal).
-pub fn cardinal(args: &[&str]) -> Output {
+pub(crate) fn cardinal(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cardinal"))
         .args(args)
         .output()
@@ -15,7 +15,7 @@ pub fn cardinal(args: &[&str]) -> Output {
 }
 
 /// A fresh, empty temporary folder for test `name` of this process.
-pub fn tmpdir(name: &str) -> PathBuf {
+pub(crate) fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("cardinal-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
@@ -23,7 +23,7 @@ pub fn tmpdir(name: &str) -> PathBuf {
 }
 
 /// Standard output and standard error together, for messages.
-pub fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -32,19 +32,19 @@ pub fn text(o: &Output) -> String {
 }
 
 /// A path as a command-line argument (the tests' temporary paths are UTF-8).
-pub fn arg(p: &Path) -> &str {
+pub(crate) fn arg(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
 /// Writes the configuration `json` as `quick.json` in `dir` and returns its path.
-pub fn write_config(dir: &Path, json: &str) -> PathBuf {
+pub(crate) fn write_config(dir: &Path, json: &str) -> PathBuf {
     let p = dir.join("quick.json");
     std::fs::write(&p, json).unwrap();
     p
 }
 
 /// The arguments of `cardinal train --config CFG --out OUT` followed by `extra`.
-pub fn train_args<'a>(cfg: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn train_args<'a>(cfg: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["train", "--config", arg(cfg), "--out", arg(out)];
     args.extend_from_slice(extra);
     args
@@ -52,7 +52,7 @@ pub fn train_args<'a>(cfg: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'
 
 /// A fresh temporary folder for test `name` holding the configuration `json` (as
 /// [`write_config`]), and the configuration's path.
-pub fn dir_with_config(name: &str, json: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn dir_with_config(name: &str, json: &str) -> (PathBuf, PathBuf) {
     let dir = tmpdir(name);
     let cfg = write_config(&dir, json);
     (dir, cfg)

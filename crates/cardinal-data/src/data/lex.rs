@@ -16,7 +16,7 @@ pub(crate) struct Lines<R> {
 }
 
 impl<R: BufRead> Lines<R> {
-    pub fn new(reader: R) -> Self {
+    pub(super) fn new(reader: R) -> Self {
         Self {
             reader,
             buf: Vec::with_capacity(4096),
@@ -28,7 +28,7 @@ impl<R: BufRead> Lines<R> {
 
     /// 1-based line and column of the end of input (after [`Self::advance`] returned `false`):
     /// the start of the line after the last, or the end of an unterminated last line.
-    pub fn eof(&self) -> (usize, usize) {
+    pub(super) fn eof(&self) -> (usize, usize) {
         if self.terminated {
             (self.line_no + 1, 1)
         } else {
@@ -37,7 +37,7 @@ impl<R: BufRead> Lines<R> {
     }
 
     /// Advances to the next line; `false` at end of input. The line excludes `\n` and a final `\r`.
-    pub fn advance(&mut self) -> Result<bool> {
+    pub(super) fn advance(&mut self) -> Result<bool> {
         self.buf.clear();
         let n = self
             .reader
@@ -62,12 +62,12 @@ impl<R: BufRead> Lines<R> {
         Ok(true)
     }
 
-    pub fn line(&self) -> &[u8] {
+    pub(super) fn line(&self) -> &[u8] {
         &self.buf
     }
 
     /// A cursor over the current line.
-    pub fn cursor(&self) -> Cur<'_> {
+    pub(super) fn cursor(&self) -> Cur<'_> {
         Cur {
             s: &self.buf,
             pos: 0,
@@ -93,17 +93,17 @@ pub(crate) struct Cur<'a> {
 
 impl<'a> Cur<'a> {
     #[inline]
-    pub fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.s.get(self.pos).copied()
     }
 
     #[inline]
-    pub fn at_end(&self) -> bool {
+    pub(super) fn at_end(&self) -> bool {
         self.pos >= self.s.len()
     }
 
     #[inline]
-    pub fn skip_ws(&mut self) {
+    pub(super) fn skip_ws(&mut self) {
         while let Some(b) = self.peek() {
             if b == b' ' || b == b'\t' {
                 self.pos += 1;
@@ -115,20 +115,20 @@ impl<'a> Cur<'a> {
 
     /// 1-based byte column of the current position.
     #[inline]
-    pub fn col(&self) -> usize {
+    pub(super) fn col(&self) -> usize {
         self.pos + 1
     }
 
-    pub fn err_at(&self, pos: usize, kind: ParseErrorKind) -> DataError {
+    pub(super) fn err_at(&self, pos: usize, kind: ParseErrorKind) -> DataError {
         DataError::parse(self.line, pos + 1, kind)
     }
 
-    pub fn err(&self, kind: ParseErrorKind) -> DataError {
+    pub(super) fn err(&self, kind: ParseErrorKind) -> DataError {
         self.err_at(self.pos, kind)
     }
 
     /// Error for a missing item: "end of file" on an unterminated last line, else what was found.
-    pub fn expected(&self, expected: &'static str) -> DataError {
+    pub(super) fn expected(&self, expected: &'static str) -> DataError {
         if self.at_end() && !self.terminated {
             return self.err(ParseErrorKind::UnexpectedEof { expected });
         }
@@ -143,7 +143,7 @@ impl<'a> Cur<'a> {
     }
 
     /// Consumes `b` or fails with "expected `what`".
-    pub fn expect(&mut self, b: u8, what: &'static str) -> Result<()> {
+    pub(super) fn expect(&mut self, b: u8, what: &'static str) -> Result<()> {
         if self.peek() == Some(b) {
             self.pos += 1;
             Ok(())
@@ -153,7 +153,7 @@ impl<'a> Cur<'a> {
     }
 
     /// Parses an unsigned decimal integer (at least one digit).
-    pub fn uint(&mut self, what: &'static str) -> Result<u64> {
+    pub(super) fn uint(&mut self, what: &'static str) -> Result<u64> {
         let start = self.pos;
         let mut v: u64 = 0;
         while let Some(b) = self.peek() {
@@ -184,7 +184,7 @@ impl<'a> Cur<'a> {
     }
 
     /// Takes bytes up to (not including) whitespace or any of `stops`.
-    pub fn word(&mut self, stops: &[u8]) -> &'a [u8] {
+    pub(super) fn word(&mut self, stops: &[u8]) -> &'a [u8] {
         let start = self.pos;
         while let Some(b) = self.peek() {
             if b == b' ' || b == b'\t' || stops.contains(&b) {
@@ -197,7 +197,12 @@ impl<'a> Cur<'a> {
 
     /// Reads a name or value: `'...'` or `"..."` with backslash escapes, else a bare word ending at
     /// whitespace or one of `stops`. Unescaped text goes to `out` (cleared first).
-    pub fn name_into(&mut self, stops: &[u8], out: &mut Vec<u8>, what: &'static str) -> Result<()> {
+    pub(super) fn name_into(
+        &mut self,
+        stops: &[u8],
+        out: &mut Vec<u8>,
+        what: &'static str,
+    ) -> Result<()> {
         out.clear();
         match self.peek() {
             Some(q @ (b'\'' | b'"')) => {
@@ -250,7 +255,7 @@ impl<'a> Cur<'a> {
     }
 
     /// Fails unless only whitespace or a `%`/`#` comment (per `comment`) remains.
-    pub fn expect_end(&mut self, comment: u8) -> Result<()> {
+    pub(super) fn expect_end(&mut self, comment: u8) -> Result<()> {
         self.skip_ws();
         match self.peek() {
             None => Ok(()),

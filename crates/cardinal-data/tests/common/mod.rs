@@ -8,17 +8,17 @@ use std::path::{Path, PathBuf};
 use cardinal_data::data::Dataset;
 
 /// A file or folder of the tiny fixtures, `tests/fixtures/data/REL`.
-pub fn fx(rel: &str) -> PathBuf {
+pub(crate) fn fx(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/data")
         .join(rel)
 }
 
 /// One row: (column, value) pairs and labels.
-pub type Row = (Vec<(u32, f32)>, Vec<u32>);
+pub(crate) type Row = (Vec<(u32, f32)>, Vec<u32>);
 
 /// Every row of `ds`, for comparing with a fixture's known content.
-pub fn rows(ds: &Dataset) -> Vec<Row> {
+pub(crate) fn rows(ds: &Dataset) -> Vec<Row> {
     (0..ds.n_rows())
         .map(|r| {
             let (i, v) = ds.features.row(r);

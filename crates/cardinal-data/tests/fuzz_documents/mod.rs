@@ -83,7 +83,7 @@ fn number(g: &mut Gen) -> &'static str {
 
 /// A valid MULAN ARFF file with its label specification and expected label count.
 #[derive(Debug, Clone)]
-pub struct ArffDoc {
+pub(crate) struct ArffDoc {
     /// The file's bytes.
     pub text: Vec<u8>,
     /// Which attributes are labels.
@@ -91,7 +91,7 @@ pub struct ArffDoc {
 }
 
 /// A valid ARFF file of `n_rows` rows, `n_feat` features and `n_lab` labels, from `seed`.
-pub fn gen_arff(n_feat: usize, n_lab: usize, n_rows: usize, seed: u64) -> ArffDoc {
+pub(crate) fn gen_arff(n_feat: usize, n_lab: usize, n_rows: usize, seed: u64) -> ArffDoc {
     let g = &mut Gen(SplitMix64::new(seed));
     let n_attr = n_feat + n_lab;
     let names: Vec<String> = (0..n_attr).map(|i| raw_name(g, i)).collect();
@@ -202,7 +202,7 @@ fn xml_escape(s: &str) -> String {
 }
 
 /// A valid MULAN label XML file, with nested labels and comments.
-pub fn gen_xml(n_lab: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn gen_xml(n_lab: usize, seed: u64) -> Vec<u8> {
     let g = &mut Gen(SplitMix64::new(seed));
     let mut t = String::new();
     if !g.coin(3) {
@@ -234,7 +234,7 @@ pub fn gen_xml(n_lab: usize, seed: u64) -> Vec<u8> {
 }
 
 /// A valid LIBSVM multi-label file and options that accept it.
-pub fn gen_libsvm(n_rows: usize, seed: u64) -> (Vec<u8>, SvmOptions) {
+pub(crate) fn gen_libsvm(n_rows: usize, seed: u64) -> (Vec<u8>, SvmOptions) {
     let g = &mut Gen(SplitMix64::new(seed));
     let fb = if g.coin(2) {
         IndexBase::One
@@ -282,7 +282,7 @@ pub fn gen_libsvm(n_rows: usize, seed: u64) -> (Vec<u8>, SvmOptions) {
 }
 
 /// A valid XMC file (header `N D L`) and its feature base.
-pub fn gen_xmc(n_rows: usize, seed: u64) -> (Vec<u8>, IndexBase) {
+pub(crate) fn gen_xmc(n_rows: usize, seed: u64) -> (Vec<u8>, IndexBase) {
     let g = &mut Gen(SplitMix64::new(seed));
     let fb = if g.coin(2) {
         IndexBase::One

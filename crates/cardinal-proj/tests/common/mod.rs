@@ -5,36 +5,36 @@
 use cardinal_proj::{Projector, Real};
 
 /// SplitMix64: deterministic and dependency-free.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    pub fn uniform(&mut self) -> f64 {
+    pub(crate) fn uniform(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
-    pub fn range(&mut self, a: f64, b: f64) -> f64 {
+    pub(crate) fn range(&mut self, a: f64, b: f64) -> f64 {
         a + (b - a) * self.uniform()
     }
-    pub fn normal(&mut self) -> f64 {
+    pub(crate) fn normal(&mut self) -> f64 {
         let u1 = self.uniform().max(1e-300);
         let u2 = self.uniform();
         (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
     }
-    pub fn normals(&mut self, n: usize, scale: f64) -> Vec<f64> {
+    pub(crate) fn normals(&mut self, n: usize, scale: f64) -> Vec<f64> {
         (0..n).map(|_| scale * self.normal()).collect()
     }
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next_u64() % n as u64) as usize
     }
 }
 
 /// Runs a projector's forward on a fresh tape.
-pub fn project<F: Real, P: Projector<F>>(p: &P, v: &[F], z: F) -> Vec<F> {
+pub(crate) fn project<F: Real, P: Projector<F>>(p: &P, v: &[F], z: F) -> Vec<F> {
     let mut out = vec![F::zero(); v.len()];
     let mut tape = P::Tape::default();
     p.forward(v, z, &mut out, &mut tape).expect("valid input");
@@ -42,7 +42,7 @@ pub fn project<F: Real, P: Projector<F>>(p: &P, v: &[F], z: F) -> Vec<F> {
 }
 
 /// Neumaier-compensated sum.
-pub fn ksum(xs: impl IntoIterator<Item = f64>) -> f64 {
+pub(crate) fn ksum(xs: impl IntoIterator<Item = f64>) -> f64 {
     let (mut s, mut c) = (0.0f64, 0.0f64);
     for x in xs {
         let t = s + x;
@@ -58,7 +58,7 @@ pub fn ksum(xs: impl IntoIterator<Item = f64>) -> f64 {
 
 /// Slow reference: bisection on τ to the last representable bit with compensated sums, then
 /// `clip(v − τ, 0, 1)`. Independent of the crate's breakpoint logic.
-pub fn reference_capped(v: &[f64], z: f64) -> Vec<f64> {
+pub(crate) fn reference_capped(v: &[f64], z: f64) -> Vec<f64> {
     let g = |t: f64| ksum(v.iter().map(|&x| (x - t).clamp(0.0, 1.0))) - z;
     let mut lo = v.iter().cloned().fold(f64::INFINITY, f64::min) - 1.0;
     let mut hi = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -80,7 +80,7 @@ pub fn reference_capped(v: &[f64], z: f64) -> Vec<f64> {
 
 /// Brute force over active sets (each coordinate 0, free or 1): the feasible structured candidate
 /// closest to v. Exponential; L ≤ 8.
-pub fn brute_capped(v: &[f64], z: f64) -> Vec<f64> {
+pub(crate) fn brute_capped(v: &[f64], z: f64) -> Vec<f64> {
     let l = v.len();
     let mut best: Option<(f64, Vec<f64>)> = None;
     let total = 3usize.pow(l as u32);
@@ -120,7 +120,7 @@ pub fn brute_capped(v: &[f64], z: f64) -> Vec<f64> {
 }
 
 /// KKT of the capped projection: some τ has u = clip(v − τ, 0, 1). Returns the violation.
-pub fn kkt_violation(v: &[f64], u: &[f64], z: f64) -> f64 {
+pub(crate) fn kkt_violation(v: &[f64], u: &[f64], z: f64) -> f64 {
     let tol = 1e-12;
     let mut viol = (u.iter().sum::<f64>() - z).abs();
     for &x in u {
@@ -146,7 +146,7 @@ pub fn kkt_violation(v: &[f64], u: &[f64], z: f64) -> f64 {
 // ---------------------------------------------------------------------------------------------
 
 /// A differentiable map `(x, θ) ↦ y` with its VJP; θ is `[z]` for projections, `w` for SC.
-pub trait DiffOp {
+pub(crate) trait DiffOp {
     fn name(&self) -> String;
     fn eval(&self, x: &[f64], theta: &[f64]) -> Vec<f64>;
     /// Returns `(x̄, θ̄)` for the upstream adjoint `g`.
@@ -154,7 +154,7 @@ pub trait DiffOp {
 }
 
 /// Adapts a [`Projector`] to [`DiffOp`], θ = [z]; forward and VJP go through one tape.
-pub struct ProjOp<P>(pub String, pub P);
+pub(crate) struct ProjOp<P>(pub String, pub P);
 impl<P: Projector<f64>> DiffOp for ProjOp<P> {
     fn name(&self) -> String {
         self.0.clone()
@@ -173,7 +173,7 @@ impl<P: Projector<f64>> DiffOp for ProjOp<P> {
 }
 
 /// Outcome of one FD comparison.
-pub enum FdOutcome {
+pub(crate) enum FdOutcome {
     Ok,
     /// Two step sizes disagree: the point sits near a kink, skip it.
     Kink,
@@ -181,7 +181,13 @@ pub enum FdOutcome {
 }
 
 /// Compares every partial derivative of `⟨g, op(x, θ)⟩` with central differences.
-pub fn fd_check(op: &dyn DiffOp, x: &[f64], theta: &[f64], g: &[f64], tol: f64) -> FdOutcome {
+pub(crate) fn fd_check(
+    op: &dyn DiffOp,
+    x: &[f64],
+    theta: &[f64],
+    g: &[f64],
+    tol: f64,
+) -> FdOutcome {
     let (gx, gt) = op.vjp(x, theta, g);
     let f = |x: &[f64], t: &[f64]| -> f64 { op.eval(x, t).iter().zip(g).map(|(a, b)| a * b).sum() };
     let n = x.len() + theta.len();

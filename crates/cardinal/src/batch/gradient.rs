@@ -16,7 +16,7 @@ use crate::model::{c, ensure_shape, Float, Model, Params, TwoLayer, TwoLayerGrad
 
 /// Loss terms of one batch.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct BatchLoss {
+pub(crate) struct BatchLoss {
     /// Weighted negative relaxed F1 over the iterates (summed or averaged over the batch).
     pub f1_loss: f64,
     /// Supervised cardinality cross-entropy term (already weighted).
@@ -27,7 +27,7 @@ pub struct BatchLoss {
 
 impl BatchLoss {
     /// The sum of the terms.
-    pub fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.f1_loss + self.card_loss + self.decay_loss
     }
 }
@@ -340,7 +340,7 @@ fn unary_bce<F: Float>(u: &[F], gold: &[u32], w: F, gu: &mut [F]) -> F {
 
 /// Gradient checks need the loss as a plain function of the parameters.
 #[cfg(test)]
-pub fn batch_loss<F: Float>(
+pub(crate) fn batch_loss<F: Float>(
     model: &Model<F>,
     x: &CsrMatrix,
     labels: &LabelSets,

@@ -20,11 +20,11 @@ pub(super) use lockstep::LockstepKernel;
 pub(super) use row::RowKernel;
 
 /// Rows per lockstep block in inference (the widths compared: docs/journal/2026-11-26-speed.md).
-pub const INFER_LANES: usize = LANES;
+pub(crate) const INFER_LANES: usize = LANES;
 
 /// Rows per lockstep block in training (each lane's arithmetic is the same for any width; the
 /// widths compared: docs/journal/2026-11-26-speed.md).
-pub const TRAIN_LANES: usize = 32;
+pub(crate) const TRAIN_LANES: usize = 32;
 
 /// One implementation of the unrolled ascent over the rows of a batch, for inference and for
 /// training. Every kernel computes the numbers of the reference row kernel (to rounding; the

@@ -32,8 +32,8 @@ mod test_model;
 
 pub use clock::{Stage, StageClock};
 #[cfg(test)]
-pub use gradient::batch_loss;
-pub use gradient::BatchLoss;
+pub(crate) use gradient::batch_loss;
+pub(crate) use gradient::BatchLoss;
 #[cfg(test)]
-pub use kernel::TRAIN_LANES;
-pub use workspace::Workspace;
+pub(crate) use kernel::TRAIN_LANES;
+pub(crate) use workspace::Workspace;

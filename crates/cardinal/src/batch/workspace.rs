@@ -9,7 +9,7 @@ use crate::model::{FirstLayerGrad, Float};
 
 /// Reusable buffers of one batch (no allocation once grown).
 #[derive(Default)]
-pub struct Workspace<F: Float> {
+pub(crate) struct Workspace<F: Float> {
     pub(super) pre1: Array2<F>,
     pub(super) h1: Array2<F>,
     pub(super) u: Array2<F>,

@@ -12,7 +12,7 @@ use super::{ckpt_err, read_model_file_if_any, write_atomic, Staged};
 use crate::error::{Error, Result};
 
 /// The journal of a model save whose files are not all renamed into place yet.
-pub const SAVE_JOURNAL: &str = ".cardinal-save.json";
+pub(crate) const SAVE_JOURNAL: &str = ".cardinal-save.json";
 
 /// The journal: each staged file's name and the name it is renamed to, both in the folder.
 type Journal = Vec<(String, String)>;

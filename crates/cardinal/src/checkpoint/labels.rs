@@ -11,7 +11,7 @@ use super::{ckpt_err, META_FILE};
 use crate::error::Result;
 
 /// The value of `labels` in a multi-target model's `meta.json`.
-pub const MULTI_TARGET: &str = "multi_target";
+pub(crate) const MULTI_TARGET: &str = "multi_target";
 
 /// What a model directory predicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub(crate) fn of_meta_bytes(path: &Path, bytes: &[u8]) -> Result<LabelStructure>
 }
 
 /// The label structure of the model directory `dir`, from its `meta.json`.
-pub fn label_structure(dir: &Path) -> Result<LabelStructure> {
+pub(crate) fn label_structure(dir: &Path) -> Result<LabelStructure> {
     let path = super::current(dir, META_FILE)?;
     let bytes = super::read_model_file(&path)?;
     of_meta_bytes(&path, &bytes)

@@ -26,20 +26,22 @@ mod meta;
 mod read;
 mod run_state;
 
-pub use commit::SAVE_JOURNAL;
+pub(crate) use commit::SAVE_JOURNAL;
 pub(crate) use commit::{commit_all, current, recover};
 pub(crate) use labels::of_meta_bytes as labels_of;
-pub use labels::{label_structure, LabelStructure, MULTI_TARGET};
+pub use labels::LabelStructure;
+pub(crate) use labels::{label_structure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
 pub(crate) use read::json_problem;
 pub use read::{read_model_file, read_model_file_if_any};
+pub(crate) use run_state::latest_checkpoint;
+pub use run_state::load_state;
 #[cfg(test)]
-pub use run_state::save_state;
-pub use run_state::BinaryRun;
-pub use run_state::{latest_checkpoint, load_state};
+pub(crate) use run_state::save_state;
+pub(crate) use run_state::BinaryRun;
 
 /// Version of the on-disk layout; bumped on any incompatible change.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// The weights of a model directory.
 pub const WEIGHTS_FILE: &str = "model.safetensors";
@@ -128,7 +130,7 @@ fn f32_bytes(data: &[f32]) -> Vec<u8> {
 }
 
 /// Saves `model` into `dir` (created if needed). Refuses to write non-finite weights.
-pub fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<()> {
+pub(crate) fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<()> {
     if let Some(name) = model.params.first_nonfinite() {
         return Err(Error::Checkpoint {
             path: dir.to_path_buf(),
@@ -197,7 +199,7 @@ pub(crate) fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
 
 /// Loads a model directory written by [`save`], with its meta data: the meta data (its
 /// format version checked), the configuration, then the weights, checked against both.
-pub fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
+pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
     let (meta_path, meta) = load_meta(dir)?;
     let (cfg_path, cfg_bytes) = read_current(dir, CONFIG_FILE)?;
     let config =

@@ -11,10 +11,10 @@ use crate::error::{Error, Result};
 
 /// The largest JSON file (`meta.json`, `config.json`, `run.json`, progress records) read from
 /// a model folder: 256 MiB, far above the label names of the largest XMC datasets.
-pub const MAX_JSON_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_JSON_BYTES: u64 = 256 << 20;
 
 /// The largest tensor file (`*.safetensors`) read from a model folder: 64 GiB.
-pub const MAX_TENSOR_BYTES: u64 = 64 << 30;
+pub(crate) const MAX_TENSOR_BYTES: u64 = 64 << 30;
 
 /// The bytes of the model folder file `path`, refused (naming it, never quoting it) unless it
 /// is a plain file within the size limit of its kind (`MAX_TENSOR_BYTES` for

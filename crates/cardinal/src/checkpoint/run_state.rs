@@ -13,12 +13,12 @@ use crate::pipeline::Model;
 use crate::run_dir::{self, RunModel};
 use crate::train::{Adagrad, EpochRecord, Progress, TrainState};
 
-pub use crate::run_dir::latest_checkpoint;
+pub(crate) use crate::run_dir::latest_checkpoint;
 
 /// The binary multi-label model as a run directory's [`RunModel`]: its files record
 /// `trained_on` (the data's name and columns) beside the weights.
 #[derive(Debug, Clone, Copy)]
-pub struct BinaryRun<'a> {
+pub(crate) struct BinaryRun<'a> {
     /// What the model was trained on, as `meta.json` records it.
     pub trained_on: &'a TrainedOn,
 }
@@ -70,7 +70,11 @@ impl RunModel for BinaryRun<'_> {
 /// Writes a resumable checkpoint of a run in progress to `<dir>/checkpoints/epoch-NNNN` and
 /// points `<dir>/checkpoints/LATEST` at it (see [`run_dir::save_checkpoint`]).
 #[cfg(test)]
-pub fn save_state(dir: &Path, state: &TrainState, data: &TrainedOn) -> Result<std::path::PathBuf> {
+pub(crate) fn save_state(
+    dir: &Path,
+    state: &TrainState,
+    data: &TrainedOn,
+) -> Result<std::path::PathBuf> {
     run_dir::save_checkpoint(&BinaryRun { trained_on: data }, dir, state)
 }
 

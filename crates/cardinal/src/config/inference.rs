@@ -96,11 +96,11 @@ mod method_name {
     use cardinal_proj::Method;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(m: &Method, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(m: &Method, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(m)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Method, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Method, D::Error> {
         let name = String::deserialize(d)?;
         name.parse()
             .map_err(|e| serde::de::Error::custom(format!("{e}")))
@@ -112,14 +112,14 @@ mod opt_method_name {
     use cardinal_proj::Method;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(m: &Option<Method>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(m: &Option<Method>, s: S) -> Result<S::Ok, S::Error> {
         match m {
             Some(m) => s.collect_str(m),
             None => s.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Method>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Method>, D::Error> {
         let name: Option<String> = Option::deserialize(d)?;
         name.map(|n| {
             n.parse()

@@ -98,7 +98,7 @@ impl ModelConfig {
 
 /// Resolves a [`CountRange`] against the training label counts: the smallest and largest
 /// count, the largest capped at `n_labels`.
-pub fn resolve_counts(
+pub(crate) fn resolve_counts(
     range: &CountRange,
     train_counts: &[usize],
     n_labels: usize,

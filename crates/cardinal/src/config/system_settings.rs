@@ -12,7 +12,7 @@ use super::Config;
 use crate::error::{Error, Result};
 
 /// The key of [`Config::system_settings`] in a configuration file.
-pub const SECTION: &str = "baseline";
+pub(crate) const SECTION: &str = "baseline";
 
 /// The section as every configuration saved while the product still carried it wrote it,
 /// for every system: its fields at their defaults of the time. A `pnc` configuration saved

@@ -13,7 +13,7 @@ use crate::model::Float;
 use crate::simd;
 
 /// Buffers of [`Unroll::forward_block`], reused across blocks.
-pub struct BlockScratch<F: Float, const N: usize = LANES> {
+pub(crate) struct BlockScratch<F: Float, const N: usize = LANES> {
     u: Vec<Lanes<F, N>>,
     y: Vec<Lanes<F, N>>,
     x: Vec<Lanes<F, N>>,
@@ -50,7 +50,7 @@ impl<F: Float> Unroll<'_, F> {
     /// `self.projector`). `u` holds the rows' unary scores (`rows × L`), `z` their counts;
     /// `y_out` receives `y_T` and `rank_out` the ranking scores ([`RowTape::ranking`]; both
     /// `rows × L`). Agrees with [`Self::forward_row`] to rounding.
-    pub fn forward_block<const N: usize>(
+    pub(crate) fn forward_block<const N: usize>(
         &self,
         lanes: &SoftDykstraLanes,
         u: &[F],

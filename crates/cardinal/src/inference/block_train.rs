@@ -15,7 +15,7 @@ use crate::simd;
 
 /// What [`Unroll::forward_block_tape`] records for [`Unroll::backward_block`], its results,
 /// and scratch space; reused across blocks and batches (no allocation once grown).
-pub struct BlockTape<F: Float, const N: usize = LANES> {
+pub(crate) struct BlockTape<F: Float, const N: usize = LANES> {
     /// The block's rows in lanes.
     input: BlockInput<F, N>,
     /// What the forward pass keeps for the backward pass.
@@ -158,19 +158,19 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
 
 impl<F: Float, const N: usize> BlockTape<F, N> {
     /// Row `r`'s loss `−Σ_t w_t F1(y_t)` of the last forward pass.
-    pub fn loss(&self, r: usize) -> F {
+    pub(crate) fn loss(&self, r: usize) -> F {
         self.out.loss[r]
     }
 
     /// Row `r`'s `(∂ℓ/∂z, ∂ℓ/∂η)` of the last backward pass.
-    pub fn grads(&self, r: usize) -> (F, F) {
+    pub(crate) fn grads(&self, r: usize) -> (F, F) {
         (self.out.gz[r], self.out.geta[r])
     }
 
     /// Multiplies row `r`'s loss and its seeds `∂ℓ/∂y_t` by `weights[r]` (per-example loss
     /// weights), between [`Unroll::forward_block_tape`] and [`Unroll::backward_block`]: the
     /// backward pass is linear in the seeds, so every gradient of row `r` is scaled too.
-    pub fn scale_rows(&mut self, weights: &[F]) {
+    pub(crate) fn scale_rows(&mut self, weights: &[F]) {
         assert_eq!(
             weights.len(),
             self.input.rows,
@@ -186,13 +186,13 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
     }
 
     /// Copies row `r`'s `∂ℓ/∂u` out of the lanes.
-    pub fn write_gu(&self, r: usize, gu: &mut [F]) {
+    pub(crate) fn write_gu(&self, r: usize, gu: &mut [F]) {
         lane_to_row(&self.out.gu, r, gu);
     }
 
     /// Entry `i` of row `r`'s `y_0 = σ(u)`.
     #[cfg(test)]
-    pub fn y0(&self, r: usize, i: usize) -> F {
+    pub(crate) fn y0(&self, r: usize, i: usize) -> F {
         self.record.y0[i][r]
     }
 
@@ -202,7 +202,7 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
     /// `gu` ([`Self::write_gu`]): the energy gradients are formed in lanes
     /// ([`Unroll::energy_block`]).
     #[cfg(test)]
-    pub fn write_row(&self, r: usize, gu: &mut [F], ggs: &mut [F], masks: &mut [F]) {
+    pub(crate) fn write_row(&self, r: usize, gu: &mut [F], ggs: &mut [F], masks: &mut [F]) {
         lane_to_row(&self.out.gu, r, gu);
         let [l, e, steps] = self.input.dims;
         for t in 0..steps {
@@ -224,7 +224,7 @@ impl<F: Float> Unroll<'_, F> {
     /// [`soft_f1`](crate::loss::soft_f1)). `u` holds the rows' unary scores (`rows × L`), `z`
     /// their counts. The same numbers as [`Self::forward_row`] followed by `soft_f1`, to
     /// rounding.
-    pub fn forward_block_tape<'g, const N: usize>(
+    pub(crate) fn forward_block_tape<'g, const N: usize>(
         &self,
         lanes: &SoftDykstraLanes,
         u: &[F],
@@ -386,7 +386,7 @@ impl<F: Float> Unroll<'_, F> {
     /// Backward of the last [`Self::forward_block_tape`] on `t`: `∂ℓ/∂u`, the adjoints of
     /// every `g_t`, `∂ℓ/∂z` and `∂ℓ/∂η` of every row, as [`Self::backward_row`] computes them;
     /// read them with [`BlockTape::write_row`] and [`BlockTape::grads`].
-    pub fn backward_block<const N: usize>(
+    pub(crate) fn backward_block<const N: usize>(
         &self,
         lanes: &SoftDykstraLanes,
         t: &mut BlockTape<F, N>,
@@ -498,7 +498,7 @@ impl<F: Float> Unroll<'_, F> {
     /// rows and steps, into `t.gwp` and `t.gwe`: `∂Wp = Σ ḡg (w2 ⊙ m)ᵀ` and
     /// `∂w2 = Σ (Wpᵀ ḡg) ⊙ m`, as two GEMMs straight on the lanes (adjoints `L × TN`, masks
     /// `E × TN`; spare lanes are masked out).
-    pub fn energy_block<const N: usize>(&self, t: &mut BlockTape<F, N>) {
+    pub(crate) fn energy_block<const N: usize>(&self, t: &mut BlockTape<F, N>) {
         let [l, e, steps] = t.input.dims;
         let zero = F::zero();
         if t.gwp.dim() != (l, e) {

@@ -38,20 +38,20 @@ mod row;
 mod test_support;
 
 pub use crate::loss::soft_f1;
-pub use block::BlockScratch;
-pub use block_train::BlockTape;
-pub use row::RowTape;
+pub(crate) use block::BlockScratch;
+pub(crate) use block_train::BlockTape;
+pub(crate) use row::RowTape;
 
 /// Up to this many labels, inference runs rows in lockstep (`Unroll::forward_block`); above it,
 /// a block's buffers (64 rows × L) leave the cache and the per-row path is faster (measured with
 /// `bench/scaling.sh`: see docs/RESULTS.md).
-pub const LOCKSTEP_MAX_LABELS: usize = 4096;
+pub(crate) const LOCKSTEP_MAX_LABELS: usize = 4096;
 
 /// Which implementation of the unroll runs a pass. Both compute the same numbers (to
 /// rounding; the tests compare them); [`Kernel::choose`] is the rule that picks, and the batch
 /// passes run the kind it names through one interface (`batch`'s `UnrollKernel`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kernel {
+pub(crate) enum Kernel {
     /// One row at a time ([`Unroll::forward_row`], [`Unroll::backward_row`]): any projection.
     /// The reference.
     Row,
@@ -66,7 +66,7 @@ impl Kernel {
     /// The kernel for steps projected by `method` over `n_labels` labels: lockstep for soft
     /// Dykstra up to [`LOCKSTEP_MAX_LABELS`] labels (in training, only with at least one
     /// step: with none there is nothing to run in lockstep), the row kernel otherwise.
-    pub fn choose(method: Method, steps: usize, n_labels: usize, training: bool) -> Self {
+    pub(crate) fn choose(method: Method, steps: usize, n_labels: usize, training: bool) -> Self {
         if method == Method::DykstraSoft
             && n_labels <= LOCKSTEP_MAX_LABELS
             && (steps > 0 || !training)
@@ -79,7 +79,7 @@ impl Kernel {
 }
 
 /// The fixed parts of one unrolled solve.
-pub struct Unroll<'a, F: Float> {
+pub(crate) struct Unroll<'a, F: Float> {
     /// Energy matrix transposed, `Wpᵀ` (`E × L`, rows contiguous: both products below then
     /// run over contiguous length-`L` rows).
     pub wpt: ArrayView2<'a, F>,

@@ -8,7 +8,7 @@ use crate::model::Float;
 
 /// What the forward pass of one row records for its backward pass, plus scratch space.
 /// Reused across rows and batches: buffers grow to size once, then no allocation.
-pub struct RowTape<F: Float> {
+pub(crate) struct RowTape<F: Float> {
     /// `y_0..y_T`, `(T+1) × L`.
     pub ys: Vec<F>,
     /// Ascent directions `g_1..g_T`, `T × L`.
@@ -46,7 +46,7 @@ impl<F: Float> Default for RowTape<F> {
 
 impl<F: Float> RowTape<F> {
     /// The iterate `y_t` (`t = 0..=T`) of the last forward pass.
-    pub fn y(&self, t: usize, l: usize) -> &[F] {
+    pub(crate) fn y(&self, t: usize, l: usize) -> &[F] {
         &self.ys[t * l..(t + 1) * l]
     }
 
@@ -54,14 +54,19 @@ impl<F: Float> RowTape<F> {
     /// projection, `x_T = y_{T−1} + v_T` (`y_0` when `T = 0`). The projections on the way to `y_T` preserve order (the soft Dykstra
     /// steps approximately: violations of ~5e-7 seen), so these order the labels as `y_T`
     /// does, without its ties where entries meet the bounds 0 and 1.
-    pub fn ranking(&self, l: usize) -> &[F] {
+    pub(crate) fn ranking(&self, l: usize) -> &[F] {
         &self.gyp[..l]
     }
 }
 
 impl<F: Float> Unroll<'_, F> {
     /// Runs the `T` steps for one row with unary scores `u` and count `z`.
-    pub fn forward_row(&self, u: &[F], z: F, tape: &mut RowTape<F>) -> Result<(), ProjError> {
+    pub(crate) fn forward_row(
+        &self,
+        u: &[F],
+        z: F,
+        tape: &mut RowTape<F>,
+    ) -> Result<(), ProjError> {
         let (l, e, steps) = (self.l(), self.e(), self.steps);
         tape.ys.resize((steps + 1) * l, F::zero());
         tape.gs.resize(steps * l, F::zero());
@@ -128,7 +133,7 @@ impl<F: Float> Unroll<'_, F> {
     ///
     /// `gys` holds `∂ℓ/∂y_t` for `t = 1..T` (`T × L`). Writes `∂ℓ/∂u` into `gu` and `η·ḡv_t`
     /// (the adjoint of `g_t`) into `ggs` (`T × L`); returns `(∂ℓ/∂z, ∂ℓ/∂η)`.
-    pub fn backward_row(
+    pub(crate) fn backward_row(
         &self,
         tape: &mut RowTape<F>,
         gys: &[F],

@@ -19,7 +19,7 @@
 /// The expected example-F1 `E(k)` of predicting the `k` labels of highest marginal, for every
 /// `k` from 0 to `marginals.len()` (module docs). `probs[j]` is the probability of the count
 /// `counts[j]`; `marginals` need not be sorted.
-pub fn expected_f1_by_size(probs: &[f64], counts: &[f64], marginals: &[f64]) -> Vec<f64> {
+pub(crate) fn expected_f1_by_size(probs: &[f64], counts: &[f64], marginals: &[f64]) -> Vec<f64> {
     let mut m = marginals.to_vec();
     m.sort_by(|a, b| b.total_cmp(a));
     let mut e = vec![0.0; m.len() + 1];
@@ -39,7 +39,7 @@ pub fn expected_f1_by_size(probs: &[f64], counts: &[f64], marginals: &[f64]) -> 
 
 /// The set size with the highest expected example-F1 ([`expected_f1_by_size`]), the smallest
 /// among ties.
-pub fn expected_f1_count(probs: &[f64], counts: &[f64], marginals: &[f64]) -> usize {
+pub(crate) fn expected_f1_count(probs: &[f64], counts: &[f64], marginals: &[f64]) -> usize {
     let e = expected_f1_by_size(probs, counts, marginals);
     let mut best = 0;
     for (k, &v) in e.iter().enumerate() {

@@ -16,7 +16,7 @@
 //! adds its methods to [`Model`].
 
 mod dropout;
-pub mod expected_f1;
+pub(crate) mod expected_f1;
 mod networks;
 mod params;
 mod sparse_layer;
@@ -125,12 +125,12 @@ pub fn decay_coefficient(class: Decay, wd: f64, unary_mult: f64) -> f64 {
 }
 
 /// Builds the count values `min..=max`.
-pub fn count_values<F: Float>(min: usize, max: usize) -> Vec<F> {
+pub(crate) fn count_values<F: Float>(min: usize, max: usize) -> Vec<F> {
     (min..=max).map(|k| c(k as f64)).collect()
 }
 
 /// Checks that a model fits a dataset's dimensions.
-pub fn check_dims<F: Float>(
+pub(crate) fn check_dims<F: Float>(
     model: &Model<F>,
     n_features: usize,
     n_labels: usize,

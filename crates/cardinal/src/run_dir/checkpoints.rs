@@ -10,7 +10,7 @@ use crate::checkpoint::{ckpt_err, read_model_file_if_any, write_atomic};
 use crate::error::{Error, Result};
 
 /// Name of the file in `<dir>/checkpoints` that names the latest complete checkpoint.
-pub const LATEST_FILE: &str = "LATEST";
+pub(crate) const LATEST_FILE: &str = "LATEST";
 
 /// When a run writes its resumable checkpoint (`checkpoints/`, for `--resume`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +50,7 @@ impl Default for Checkpoints {
 
 /// Writes a run's checkpoints after its epochs, as [`Checkpoints`] says.
 #[derive(Debug)]
-pub struct Checkpointer<'a, M> {
+pub(crate) struct Checkpointer<'a, M> {
     kind: &'a M,
     dir: PathBuf,
     when: Checkpoints,
@@ -60,7 +60,7 @@ pub struct Checkpointer<'a, M> {
 impl<'a, M: RunModel> Checkpointer<'a, M> {
     /// Checkpoints of the run written into `dir` (its [`super::RunDir::path`]), of the model
     /// kind `kind`; the clock starts now.
-    pub fn new(kind: &'a M, dir: &Path, when: Checkpoints) -> Self {
+    pub(crate) fn new(kind: &'a M, dir: &Path, when: Checkpoints) -> Self {
         Self {
             kind,
             dir: dir.to_path_buf(),
@@ -70,7 +70,7 @@ impl<'a, M: RunModel> Checkpointer<'a, M> {
     }
 
     /// Called after every epoch: writes the checkpoint of `state` when one is due.
-    pub fn after_epoch(&mut self, state: &M::State) -> Result<()> {
+    pub(crate) fn after_epoch(&mut self, state: &M::State) -> Result<()> {
         if self.when.due(self.last) {
             save_checkpoint(self.kind, &self.dir, state)?;
             tracing::debug!(
@@ -86,12 +86,16 @@ impl<'a, M: RunModel> Checkpointer<'a, M> {
 
 /// Writes the checkpoint of `state`, a run of the model kind `kind` in progress, into the run
 /// directory `dir`, and returns its folder.
-pub fn save_checkpoint<M: RunModel>(kind: &M, dir: &Path, state: &M::State) -> Result<PathBuf> {
+pub(crate) fn save_checkpoint<M: RunModel>(
+    kind: &M,
+    dir: &Path,
+    state: &M::State,
+) -> Result<PathBuf> {
     write_checkpoint(dir, M::epochs_run(state), |tmp| kind.save_state(state, tmp))
 }
 
 /// Reads the latest checkpoint of the run in `dir` back, as the model kind `M` wrote it.
-pub fn load_checkpoint<M: RunModel>(dir: &Path) -> Result<M::Resumed> {
+pub(crate) fn load_checkpoint<M: RunModel>(dir: &Path) -> Result<M::Resumed> {
     let ckpt = latest_checkpoint(dir)?.ok_or_else(|| {
         ckpt_err(
             dir,
@@ -154,7 +158,7 @@ fn remove_older(root: &Path, keep: &str, tmp: &Path) {
 }
 
 /// The directory of the latest complete checkpoint under `<dir>/checkpoints`, if any.
-pub fn latest_checkpoint(dir: &Path) -> Result<Option<PathBuf>> {
+pub(crate) fn latest_checkpoint(dir: &Path) -> Result<Option<PathBuf>> {
     let root = dir.join("checkpoints");
     let latest = root.join(LATEST_FILE);
     match read_model_file_if_any(&latest)? {

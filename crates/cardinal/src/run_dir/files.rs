@@ -17,7 +17,7 @@ use crate::engine::DataSpec;
 use crate::error::{Error, Result};
 
 /// The name of the file in a run directory that records what its data was.
-pub const DATA_FILE: &str = "data.json";
+pub(crate) const DATA_FILE: &str = "data.json";
 
 /// What a run's data was, as `data.json` records it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

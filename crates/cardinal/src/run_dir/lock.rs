@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 
 /// The lock file of a run directory (it holds the owner's process id).
-pub const LOCK_FILE: &str = ".cardinal.lock";
+pub(crate) const LOCK_FILE: &str = ".cardinal.lock";
 
 /// Held while a process writes into a run directory; removes the lock file when dropped.
 ///
@@ -15,7 +15,7 @@ pub const LOCK_FILE: &str = ".cardinal.lock";
 /// its owner. The owner's `flock` lasts as long as the process: a lock whose `flock` is free
 /// belongs to a process that is gone, and is taken over.
 #[derive(Debug)]
-pub struct RunLock {
+pub(crate) struct RunLock {
     /// The lock file (swapped with the staging folder's when a replacement is committed).
     pub(super) path: PathBuf,
     /// The lock file, held locked (and, after a take-over, the stale file replaced, held so
@@ -163,7 +163,7 @@ fn same_file(file: &std::fs::File, path: &Path) -> bool {
 }
 
 /// Takes the lock of the run directory `dir`, or says which process holds it.
-pub fn lock(dir: &Path) -> Result<RunLock> {
+pub(crate) fn lock(dir: &Path) -> Result<RunLock> {
     let path = dir.join(LOCK_FILE);
     let mut staged = stage(dir)?;
     let mut owner = 0;

@@ -15,7 +15,7 @@ use crate::error::Result;
 /// A value of the implementing type knows what the run trains on: what its files record
 /// beside the weights (the data's name and columns, the configuration). Reading back needs
 /// no such value.
-pub trait RunModel {
+pub(crate) trait RunModel {
     /// The trained model.
     type Model;
     /// The resumable state of a run in progress (the model, its optimizer, its epochs).

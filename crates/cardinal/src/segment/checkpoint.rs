@@ -33,7 +33,7 @@ struct SegProgress {
 /// The Section 6 model as a run directory's [`RunModel`]: its files record the configuration
 /// `config` and the names and shape of the training data `train` beside the weights.
 #[derive(Debug, Clone, Copy)]
-pub struct SegmentRun<'a> {
+pub(crate) struct SegmentRun<'a> {
     /// The configuration the model is trained by (`config.json`).
     pub config: &'a SegConfig,
     /// The training data (`meta.json` records its name, shape and names).

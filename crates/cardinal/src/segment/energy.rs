@@ -33,7 +33,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// The energy's parameters: `B` (`K × (L·M)`, row `k` is `vec(B_k)`) and `w` (`K`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct GlobalEnergy {
+pub(crate) struct GlobalEnergy {
     /// `vec(B_k)` for each `k`, row-major `K × (L·M)`.
     pub b: Vec<f64>,
     /// Output weights `w` (`K`).
@@ -42,7 +42,7 @@ pub struct GlobalEnergy {
 
 /// What a forward evaluation of `∇E` at one `Y` keeps for the backward pass.
 #[derive(Debug, Clone, Default)]
-pub struct EnergyTape {
+pub(crate) struct EnergyTape {
     /// `Y` at which the gradient was taken.
     pub y: Vec<f64>,
     /// `σ(u_k)` for each `k`.
@@ -51,7 +51,7 @@ pub struct EnergyTape {
 
 impl GlobalEnergy {
     /// `K` terms over matrices of `len = L·M` entries, all zero (`w = 0`: no energy).
-    pub fn zeros(terms: usize, len: usize) -> Self {
+    pub(crate) fn zeros(terms: usize, len: usize) -> Self {
         Self {
             b: vec![0.0; terms * len],
             w: vec![0.0; terms],
@@ -59,7 +59,7 @@ impl GlobalEnergy {
     }
 
     /// Number of terms `K`.
-    pub fn terms(&self) -> usize {
+    pub(crate) fn terms(&self) -> usize {
         self.w.len()
     }
 
@@ -70,7 +70,7 @@ impl GlobalEnergy {
 
     /// `E(Y)`.
     #[cfg(test)]
-    pub fn value(&self, y: &[f64]) -> f64 {
+    pub(crate) fn value(&self, y: &[f64]) -> f64 {
         self.rows(y.len())
             .zip(&self.w)
             .map(|(bk, wk)| wk * softplus(dot(bk, y)))
@@ -78,7 +78,7 @@ impl GlobalEnergy {
     }
 
     /// Adds `scale · ∇E(Y)` into `out`, and returns what the backward pass needs.
-    pub fn add_grad(&self, y: &[f64], scale: f64, out: &mut [f64]) -> EnergyTape {
+    pub(crate) fn add_grad(&self, y: &[f64], scale: f64, out: &mut [f64]) -> EnergyTape {
         let sig: Vec<f64> = self.rows(y.len()).map(|bk| sigmoid(dot(bk, y))).collect();
         for ((bk, wk), s) in self.rows(y.len()).zip(&self.w).zip(&sig) {
             let c = scale * wk * s;
@@ -89,7 +89,7 @@ impl GlobalEnergy {
 
     /// Backward through `scale · ∇E(Y)` at `tape` for the upstream gradient `g`: adds
     /// `scale · ∇²E(Y) g` into `gy` and the parameters' gradients into `grad`.
-    pub fn backward(
+    pub(crate) fn backward(
         &self,
         tape: &EnergyTape,
         g: &[f64],

@@ -26,7 +26,7 @@ pub struct SegMetrics {
 }
 
 /// Evaluates `model` on `test`.
-pub fn evaluate(model: &SegModel, test: &MultiTargetDataset) -> Result<SegMetrics> {
+pub(crate) fn evaluate(model: &SegModel, test: &MultiTargetDataset) -> Result<SegMetrics> {
     let m = test.classes();
     let start = std::time::Instant::now();
     let preds = predict_rows(model, test)?;

@@ -11,7 +11,7 @@
 
 /// The class compatibility `C` of a `side × side` grid.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct GridEnergy {
+pub(crate) struct GridEnergy {
     /// Positions per row and per column.
     pub side: usize,
     /// Classes `M`.
@@ -23,7 +23,7 @@ pub struct GridEnergy {
 impl GridEnergy {
     /// `C = 0` (no energy) on a grid of `positions` positions, or `None` if that is not a
     /// square.
-    pub fn zeros(positions: usize, classes: usize) -> Option<Self> {
+    pub(crate) fn zeros(positions: usize, classes: usize) -> Option<Self> {
         let side = (positions as f64).sqrt().round() as usize;
         (side * side == positions && side > 0).then(|| Self {
             side,
@@ -59,7 +59,7 @@ impl GridEnergy {
 
     /// `out_p += scale · Σ_{q ∈ N(p)} C̄ v_q` for every position `p`: `scale · ∇E(v)`, and
     /// equally the Hessian-vector product with `v`.
-    pub fn add_apply(&self, v: &[f64], scale: f64, out: &mut [f64]) {
+    pub(crate) fn add_apply(&self, v: &[f64], scale: f64, out: &mut [f64]) {
         let m = self.classes;
         let cs = self.symmetric();
         for (p, op) in out.chunks_exact_mut(m).enumerate() {
@@ -74,7 +74,7 @@ impl GridEnergy {
 
     /// `E(Y)`.
     #[cfg(test)]
-    pub fn value(&self, y: &[f64]) -> f64 {
+    pub(crate) fn value(&self, y: &[f64]) -> f64 {
         let mut g = vec![0.0; y.len()];
         self.add_apply(y, 0.5, &mut g);
         y.iter().zip(&g).map(|(a, b)| a * b).sum()
@@ -82,7 +82,14 @@ impl GridEnergy {
 
     /// Backward through `scale · ∇E(Y)` at `y` for the upstream gradient `g`: adds
     /// `scale · ∇²E g` into `gy` and `∂⟨scale ∇E(Y), g⟩/∂C` into `grad_c`.
-    pub fn backward(&self, y: &[f64], g: &[f64], scale: f64, gy: &mut [f64], grad_c: &mut [f64]) {
+    pub(crate) fn backward(
+        &self,
+        y: &[f64],
+        g: &[f64],
+        scale: f64,
+        gy: &mut [f64],
+        grad_c: &mut [f64],
+    ) {
         self.add_apply(g, scale, gy);
         let m = self.classes;
         let mut s = vec![0.0; m * m];

@@ -78,7 +78,7 @@ pub struct SegModel {
 
 /// Gradients of every parameter, laid out as in [`SegModel`].
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Grads {
+pub(crate) struct Grads {
     /// `∂ℓ/∂W`.
     pub w: Vec<f64>,
     /// `∂ℓ/∂b`.
@@ -95,7 +95,7 @@ pub struct Grads {
 
 impl Grads {
     /// Every gradient in the order of [`SegModel::params_mut`].
-    pub fn flat(&self) -> impl Iterator<Item = &f64> {
+    pub(crate) fn flat(&self) -> impl Iterator<Item = &f64> {
         self.w
             .iter()
             .chain(&self.b)
@@ -118,7 +118,7 @@ struct UnrollTape {
 
 /// What the forward pass of one image yields.
 #[derive(Debug, Clone, Default)]
-pub struct Prediction {
+pub(crate) struct Prediction {
     /// The relaxed labelling `Y` (`L × M`): `Y_T`, or the softmax for [`Mode::Unary`].
     pub y: Vec<f64>,
     /// The counts used (empty for [`Mode::Unary`]).
@@ -140,7 +140,7 @@ fn softmax_rows(s: &[f64], m: usize, out: &mut Vec<f64>) {
 /// `1 − mean_j IoU_j` and its gradient in `y`, with the soft IoU
 /// `I_j/U_j`, `I_j = Σ_p Y_pj G_pj`, `U_j = Σ_p (Y_pj + G_pj − Y_pj G_pj)`, over the classes
 /// with `U_j > 0`.
-pub fn soft_iou_loss(y: &[f64], gold: &[u32], m: usize, grad: &mut [f64]) -> f64 {
+pub(crate) fn soft_iou_loss(y: &[f64], gold: &[u32], m: usize, grad: &mut [f64]) -> f64 {
     let (mut inter, mut union) = (vec![0.0; m], vec![0.0; m]);
     for (row, &g) in y.chunks_exact(m).zip(gold) {
         for (j, &yj) in row.iter().enumerate() {

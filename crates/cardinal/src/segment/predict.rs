@@ -22,7 +22,7 @@ pub struct SegRow {
 
 /// Predicts every row of `data` (in row order). Its gold targets are read only by
 /// [`super::Mode::Gold`], the oracle.
-pub fn predict_rows(model: &SegModel, data: &MultiTargetDataset) -> Result<Vec<SegRow>> {
+pub(crate) fn predict_rows(model: &SegModel, data: &MultiTargetDataset) -> Result<Vec<SegRow>> {
     let c = channels(data)?;
     let m = data.classes();
     if c != model.channels || m != model.classes {

@@ -245,7 +245,7 @@ pub(super) fn read_f64(
 }
 
 /// Saves `model`, trained by `cfg` on `train`, into `dir` (created if needed).
-pub fn save(
+pub(crate) fn save(
     model: &SegModel,
     cfg: &SegConfig,
     dir: &Path,
@@ -298,7 +298,7 @@ pub fn save(
 /// Loads a directory written by [`save`]: the model, its configuration and its meta data.
 /// A binary model's directory, a tampered `meta.json`, a configuration out of range and
 /// weights of the wrong shape or not finite are refused, naming the file.
-pub fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
+pub(crate) fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
     let read = |name: &str| -> Result<(PathBuf, Vec<u8>)> {
         let p = crate::checkpoint::current(dir, name)?;
         let bytes = crate::checkpoint::read_model_file(&p)?;

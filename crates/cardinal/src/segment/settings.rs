@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use cardinal_proj::matrix::{AnyMatrixProjector, MatrixMethod};
 
 /// The name of the document's one section.
-pub const SECTION: &str = "multi_target";
+pub(crate) const SECTION: &str = "multi_target";
 
 /// The JSON form of [`SegConfig`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,7 +71,7 @@ struct SegConfigDoc {
 }
 
 /// `mode` by its command-line name (`unary`, `pnc`, `oracle`).
-pub fn parse_mode(s: &str) -> Result<Mode> {
+pub(crate) fn parse_mode(s: &str) -> Result<Mode> {
     Mode::ALL
         .into_iter()
         .find(|m| m.name() == s)

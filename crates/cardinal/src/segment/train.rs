@@ -164,7 +164,7 @@ fn initial(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<(SegModel, Xos
 }
 
 /// The state before the first epoch.
-pub fn start(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegState> {
+pub(crate) fn start(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegState> {
     let (model, _) = initial(train, cfg)?;
     let n = model.n_params();
     Ok(SegState {
@@ -177,14 +177,14 @@ pub fn start(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegState> {
 }
 
 /// Trains a model on `train` from scratch.
-pub fn fit(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegModel> {
+pub(crate) fn fit(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegModel> {
     Ok(fit_from(train, cfg, start(train, cfg)?, &mut |_| Ok(()))?.model)
 }
 
 /// Trains `state` on `train` up to `cfg.epochs` epochs, calling `after_epoch` after each (to
 /// write a checkpoint, or stop with an error). A state saved after epoch `k` continues exactly
 /// as the uninterrupted run would: the shuffles of the first `k` epochs are replayed.
-pub fn fit_from(
+pub(crate) fn fit_from(
     train: &MultiTargetDataset,
     cfg: &SegConfig,
     mut state: SegState,

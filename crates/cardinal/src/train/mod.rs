@@ -15,8 +15,8 @@ mod state;
 mod fixtures;
 
 pub use init::{init_model, init_model_within};
-pub use optim::Adagrad;
+pub(crate) use optim::Adagrad;
 #[cfg(test)]
-pub use schedule::train;
-pub use schedule::{epoch_over_all, run};
+pub(crate) use schedule::train;
+pub(crate) use schedule::{epoch_over_all, run};
 pub use state::{EpochRecord, Event, Hooks, Progress, Start, TrainState, Trained};

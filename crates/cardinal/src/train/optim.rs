@@ -7,7 +7,7 @@ use rayon::prelude::*;
 
 /// AdaGrad, as TensorFlow's: `acc += g²; w −= lr·g/√acc`, `acc` starting at `init`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Adagrad<F: Float> {
+pub(crate) struct Adagrad<F: Float> {
     /// Learning rate.
     pub lr: F,
     /// Running sum of squared gradients, one per weight.
@@ -16,7 +16,7 @@ pub struct Adagrad<F: Float> {
 
 impl<F: Float> Adagrad<F> {
     /// An optimiser for `params` with learning rate `lr`, every accumulator starting at `init`.
-    pub fn new(params: &Params<F>, lr: f64, init: f64) -> Self {
+    pub(crate) fn new(params: &Params<F>, lr: f64, init: f64) -> Self {
         let mut acc = params.zeros_like();
         acc.visit_mut(|_, a, _| a.fill(c(init)));
         Self { lr: c(lr), acc }
@@ -26,7 +26,7 @@ impl<F: Float> Adagrad<F> {
     /// decay fused in (`grad.w1` and `grad.c1` are not read: the first layers' gradients are in
     /// `ws`). Returns the weight-decay loss before the step and the first tensor holding a
     /// non-finite value after.
-    pub fn step_fused(
+    pub(crate) fn step_fused(
         &mut self,
         model: &mut Model<F>,
         grad: &mut Params<F>,
@@ -102,7 +102,11 @@ impl<F: Float> Adagrad<F> {
     /// first tensor holding a non-finite value afterwards (a non-finite gradient always shows
     /// up here).
     #[cfg(test)]
-    pub fn step(&mut self, params: &mut Params<F>, grad: &Params<F>) -> Option<&'static str> {
+    pub(crate) fn step(
+        &mut self,
+        params: &mut Params<F>,
+        grad: &Params<F>,
+    ) -> Option<&'static str> {
         let lr = self.lr;
         let mut bad = None;
         params.update_with(&mut self.acc, grad, |name, w, acc, g, _| {

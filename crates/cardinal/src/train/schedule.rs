@@ -19,7 +19,7 @@ use crate::train::Hooks;
 
 /// Trains a model on `train` (a dev part is held out as configured).
 #[cfg(test)]
-pub fn train(
+pub(crate) fn train(
     train: &Dataset,
     cfg: &crate::config::Config,
     on_event: &mut dyn FnMut(Event),
@@ -31,7 +31,7 @@ pub fn train(
 
 /// Runs (or continues) `state` to the end. `hooks.after_epoch` is called with the state after
 /// every epoch (e.g. to write a checkpoint); an error from it stops training.
-pub fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<Trained> {
+pub(crate) fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<Trained> {
     let on_event = &mut *hooks.on_event;
     let after_epoch = &mut *hooks.after_epoch;
     let wait = hooks.wait;
@@ -419,7 +419,7 @@ fn dev_scores(
 
 /// Runs one epoch over every row of `train` (no dev evaluation), for benchmarks. Returns the
 /// mean loss per batch.
-pub fn epoch_over_all(
+pub(crate) fn epoch_over_all(
     train: &Dataset,
     state: &mut TrainState,
     ws: &mut Workspace<f32>,
