@@ -100,17 +100,17 @@ impl Default for MemoryBudget {
 
 impl MemoryBudget {
     /// No limit.
-    pub const UNLIMITED: Self = Self { bytes: None };
+    pub(crate) const UNLIMITED: Self = Self { bytes: None };
 
     /// A budget of `bytes` (0: no limit).
-    pub fn bytes(bytes: u64) -> Self {
+    pub(crate) fn bytes(bytes: u64) -> Self {
         Self {
             bytes: (bytes > 0).then_some(bytes),
         }
     }
 
     /// The budget in bytes; `None`: no limit.
-    pub fn limit(self) -> Option<u64> {
+    pub(crate) fn limit(self) -> Option<u64> {
         self.bytes
     }
 
@@ -168,7 +168,7 @@ pub(crate) fn cores() -> usize {
 
 impl Runtime {
     /// Checks the thread count asked for: at most `max_threads` of this machine's cores.
-    pub fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         match self.threads {
             Some(n) if n > max_threads(cores()) => Err(Error::OutOfRange {
                 field: "threads".into(),
@@ -185,7 +185,7 @@ impl Runtime {
     }
 
     /// Runs `f` on a worker of a pool of this runtime's threads (refused when the thread
-    /// count is out of bounds: see [`Runtime::check`]).
+    /// count is out of bounds: see `Runtime::check`).
     ///
     /// `f` runs on a worker, not on the calling thread: a batch has dozens of short parallel
     /// sections, and entered from outside the pool each one would wake a worker and put the

@@ -152,7 +152,7 @@ impl Systems {
     }
 
     /// The names known, in registration order.
-    pub fn names(&self) -> Vec<&'static str> {
+    pub(crate) fn names(&self) -> Vec<&'static str> {
         self.systems.iter().map(|s| s.name()).collect()
     }
 

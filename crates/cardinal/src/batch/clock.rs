@@ -63,16 +63,6 @@ impl Stage {
         Stage::Average,
     ];
 
-    /// The top-level stages: one after another, wall time.
-    pub const TOP: [Stage; 6] = [
-        Stage::NetsForward,
-        Stage::Unroll,
-        Stage::Loss,
-        Stage::NetsBackward,
-        Stage::Optimizer,
-        Stage::Average,
-    ];
-
     /// The stage's name in `cardinal bench`'s `stages_s`.
     pub fn name(self) -> &'static str {
         match self {
@@ -102,13 +92,13 @@ pub struct StageClock {
 
 impl StageClock {
     /// Adds the time since `start` to `stage`.
-    pub fn add(&self, stage: Stage, start: Instant) {
+    pub(crate) fn add(&self, stage: Stage, start: Instant) {
         let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.ns[stage as usize].fetch_add(ns, Ordering::Relaxed);
     }
 
     /// Runs `f`, adding its time to `stage`.
-    pub fn time<T>(&self, stage: Stage, f: impl FnOnce() -> T) -> T {
+    pub(crate) fn time<T>(&self, stage: Stage, f: impl FnOnce() -> T) -> T {
         let start = Instant::now();
         let out = f();
         self.add(stage, start);

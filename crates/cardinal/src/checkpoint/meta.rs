@@ -38,7 +38,7 @@ pub struct Meta {
 
 impl Meta {
     /// How new data is read for this model (see [`crate::data::inputs`]).
-    pub fn input_schema(&self) -> InputSchema {
+    pub(crate) fn input_schema(&self) -> InputSchema {
         InputSchema {
             n_features: self.n_features,
             n_labels: self.n_labels,
@@ -143,7 +143,7 @@ pub struct TrainedOn {
 impl TrainedOn {
     /// The names of `data`. Data without feature names is taken for LIBSVM read 1-based
     /// unless [`Self::with_notes`] says otherwise.
-    pub fn of(data: &Dataset) -> Self {
+    pub(crate) fn of(data: &Dataset) -> Self {
         Self {
             dataset: data.name.clone(),
             feature_names: data.feature_names.clone(),
@@ -154,7 +154,7 @@ impl TrainedOn {
 
     /// Takes the index base the loader decided from its `notes` (a LIBSVM dataset read as
     /// 0-based).
-    pub fn with_notes(mut self, notes: &[LoadNote]) -> Self {
+    pub(crate) fn with_notes(mut self, notes: &[LoadNote]) -> Self {
         if notes.iter().any(|n| n.kind == NoteKind::ZeroBasedLibsvm) {
             self.libsvm_base = Some(IndexBase::Zero);
         }

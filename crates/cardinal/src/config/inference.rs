@@ -72,7 +72,7 @@ impl Default for InferenceConfig {
 impl InferenceConfig {
     /// Checks every field against its allowed range; the error names the field
     /// (`inference.eta`), its value and the range.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         count("inference.steps", self.steps, 0, 1000)?;
         positive("inference.eta", self.eta)?;
         rate("inference.momentum", self.momentum)?;

@@ -50,7 +50,7 @@ impl Default for LossConfig {
 impl LossConfig {
     /// Checks every field against its allowed range; the error names the field
     /// (`loss.f1_weight`), its value and the range.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         non_negative("loss.cardinality_weight", self.cardinality_weight)?;
         non_negative("loss.f1_weight", self.f1_weight)?;
         non_negative("loss.unary_bce_weight", self.unary_bce_weight)

@@ -97,8 +97,9 @@ impl Config {
     /// fields were added to the presets; the `table1-*` rows and the cardinality analysis
     /// derive from `paper`, and so do `paper-projected` and `paper-wide`, candidates of the
     /// default's search);
-    /// otherwise `predict`.
-    pub fn resolve(
+    /// otherwise `predict`. (The tests' shorthand for a [`ConfigRequest`].)
+    #[cfg(test)]
+    pub(crate) fn resolve(
         preset: Option<&str>,
         overrides: Option<&str>,
         seed: Option<u64>,
@@ -146,13 +147,13 @@ impl Config {
         }
     }
 
-    /// The user's JSON `text` read over `self` ([`Config::from_json_over`]), with one rule
+    /// The user's JSON `text` read over `self` (`Config::read_over`), with one rule
     /// more: a text that sets a hyper-parameter (any field but `preset`, `seed`, `system` and
     /// `search`) turns the default's search off unless it names `search` itself. The search's
     /// candidates are fixed configurations, so it would otherwise replace what the user set
     /// (`{"model": {"hidden": 32}}` trained with 500 units); a saved `config.json` names
     /// `search` whenever it was on, so it trains again as it did.
-    pub fn with_overrides(&self, text: &str) -> Result<Self> {
+    pub(crate) fn with_overrides(&self, text: &str) -> Result<Self> {
         let (mut cfg, user) = Self::read_over(self, text)?;
         let keys: Vec<&str> = user
             .as_object()
@@ -172,11 +173,12 @@ impl Config {
     /// `train.dev_fold` given names both its fields). `text` is first read on its own,
     /// strictly (see [`Config::from_json`]), so that a refusal names a line and column of
     /// `text`, not of the merged configuration.
-    pub fn from_json_over(base: &Config, text: &str) -> Result<Self> {
+    #[cfg(test)]
+    pub(crate) fn from_json_over(base: &Config, text: &str) -> Result<Self> {
         Self::read_over(base, text).map(|(cfg, _)| cfg)
     }
 
-    /// [`Config::from_json_over`], with the user's JSON as read (for the keys it names).
+    /// `Config::from_json_over`, with the user's JSON as read (for the keys it names).
     fn read_over(base: &Config, text: &str) -> Result<(Self, serde_json::Value)> {
         fn merge(into: &mut serde_json::Value, from: serde_json::Value) {
             match (into, from) {

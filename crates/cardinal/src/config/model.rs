@@ -73,7 +73,7 @@ impl Default for ModelConfig {
 impl ModelConfig {
     /// Checks every field against its allowed range; the error names the field
     /// (`model.hidden`), its value and the range.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         count("model.hidden", self.hidden, 1, 1 << 16)?;
         count("model.energy_hidden", self.energy_hidden, 0, 1 << 16)?;
         count("model.card_hidden", self.card_hidden, 1, 1 << 16)?;

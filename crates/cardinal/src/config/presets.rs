@@ -64,10 +64,10 @@ impl Config {
     }
 
     /// Names of the presets, for help texts.
-    pub const PRESETS: &'static [&'static str] = &["paper", "predict"];
+    pub(crate) const PRESETS: &'static [&'static str] = &["paper", "predict"];
 
     /// A configuration by preset name.
-    pub fn preset(name: &str) -> Result<Self> {
+    pub(crate) fn preset(name: &str) -> Result<Self> {
         match name {
             "paper" => Ok(Self::paper()),
             "predict" => Ok(Self::predict()),

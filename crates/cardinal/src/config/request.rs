@@ -9,9 +9,9 @@ use crate::error::Result;
 /// order, each over the one before:
 ///
 /// 1. the preset: `preset`, else the one `file` names, else `predict` (see
-///    [`Config::resolve`]);
+///    `Config::unvalidated`);
 /// 2. `file`, a JSON configuration read over it (one that sets a hyper-parameter turns the
-///    default's search off unless it names `search`: [`Config::with_overrides`]);
+///    default's search off unless it names `search`: `Config::with_overrides`);
 /// 3. `overrides`, JSON read over that by the same rule (Python's keyword parameters);
 /// 4. `system`, then `search` (`Some(true)`: the default's search on, `Some(false)`: off);
 /// 5. `seed`;

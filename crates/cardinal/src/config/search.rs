@@ -8,7 +8,7 @@ use crate::error::Result;
 
 /// When and how the rule searches: on in the `predict` preset ([`SearchConfig::predict`]),
 /// off (`max_rows = 0`) in `paper`, with `--no-search`, and when a configuration sets
-/// hyper-parameters of its own ([`crate::Config::with_overrides`]).
+/// hyper-parameters of its own (`Config::with_overrides`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SearchConfig {
@@ -36,12 +36,12 @@ impl SearchConfig {
     }
 
     /// Whether it never searches (then the field is left out of saved configurations).
-    pub fn is_off(&self) -> bool {
+    pub(crate) fn is_off(&self) -> bool {
         self.max_rows == 0
     }
 
     /// Checks the fold count.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         count("search.folds", self.folds, 2, 20)
     }
 }

@@ -52,7 +52,8 @@ impl SystemSettings {
     }
 
     /// The fields, by name.
-    pub fn fields(&self) -> &Map<String, Value> {
+    #[cfg(test)]
+    pub(crate) fn fields(&self) -> &Map<String, Value> {
         &self.0
     }
 
@@ -69,7 +70,7 @@ impl SystemSettings {
 
     /// The first field set to anything but what every configuration saved before held: a
     /// setting for a system that reads none of these fields is one that does nothing.
-    pub fn not_at_legacy_default(&self) -> Option<&str> {
+    pub(crate) fn not_at_legacy_default(&self) -> Option<&str> {
         let defaults = Self::legacy_defaults();
         self.0
             .iter()

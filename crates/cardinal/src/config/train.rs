@@ -82,7 +82,7 @@ impl TrainConfig {
 
     /// Refuses a dev split that leaves none of a training file's `n` rows to train on in the
     /// first phase (`train.dev_fraction` 0.999 on 65 rows: epochs of 0 batches).
-    pub fn check_rows(&self, n: usize) -> Result<()> {
+    pub(crate) fn check_rows(&self, n: usize) -> Result<()> {
         if !self.has_dev() || self.epochs == 0 || n == 0 {
             return Ok(());
         }
@@ -108,7 +108,7 @@ impl TrainConfig {
 
     /// Checks every field against its allowed range, and that early stopping has dev data;
     /// the error names the field (`train.lr`), its value and the range.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         positive("train.lr", self.lr)?;
         positive("train.adagrad_init", self.adagrad_init)?;
         count("train.batch_size", self.batch_size, 1, 1 << 20)?;

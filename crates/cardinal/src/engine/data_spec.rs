@@ -44,7 +44,7 @@ impl DataSpec {
 
     /// The folder datasets are looked up in by name: `data_dir` (no environment variable is
     /// read here: see [`DataSpec::or_data_dir`]).
-    pub fn data_dir(&self) -> Option<PathBuf> {
+    pub(crate) fn data_dir(&self) -> Option<PathBuf> {
         self.data_dir.clone()
     }
 

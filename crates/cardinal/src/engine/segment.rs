@@ -13,7 +13,7 @@ use crate::segment::{self, SegConfig, SegMeta, SegMetrics, SegModel, SegRow};
 
 impl Engine {
     /// Reads a multi-target (MEKA) ARFF file, naming it in errors.
-    pub fn read_multi_target(&self, path: &Path) -> Result<MultiTargetDataset> {
+    pub(crate) fn read_multi_target(&self, path: &Path) -> Result<MultiTargetDataset> {
         read_named(path, read_multi_target_arff)
     }
 

@@ -46,7 +46,7 @@ pub struct SegOutcome {
 impl Engine {
     /// The train and test data of multi-target `files`; a single file is split by
     /// `train_fraction` (seeded, as binary single files are).
-    pub fn read_multi_target_files(
+    pub(crate) fn read_multi_target_files(
         &self,
         files: &MultiTargetFiles,
         train_fraction: f64,

@@ -27,7 +27,7 @@ impl Dropout {
     }
 
     /// [`Self::apply`] on one hidden row `h` of data row `r`.
-    pub fn apply_row<F: Float>(&self, r: usize, h: &mut [F]) {
+    pub(crate) fn apply_row<F: Float>(&self, r: usize, h: &mut [F]) {
         let scale: F = c(1.0 / (1.0 - self.rate));
         let cut = (self.rate * (1u64 << 53) as f64) as u64;
         self.apply_row_with(r, h, scale, cut);
@@ -38,7 +38,7 @@ impl Dropout {
     }
 
     /// The scale `1/(1 − rate)` of the units kept.
-    pub fn scale<F: Float>(&self) -> F {
+    pub(crate) fn scale<F: Float>(&self) -> F {
         c(1.0 / (1.0 - self.rate))
     }
 }

@@ -105,7 +105,7 @@ impl<F: Float> Model<F> {
 
     /// The weight-decay coefficient in effect: `train.weight_decay`, scaled down for label-rich
     /// data when `train.decay_reference_cardinality` is set.
-    pub fn weight_decay(&self) -> f64 {
+    pub(crate) fn weight_decay(&self) -> f64 {
         let t = &self.config.train;
         let scale = t
             .decay_reference_cardinality

@@ -71,7 +71,7 @@ macro_rules! for_each_tensor {
 
 impl<F: Float> Params<F> {
     /// All-zero parameters of the given sizes.
-    pub fn zeros(d: usize, h: usize, l: usize, e: usize, hc: usize, k: usize) -> Self {
+    pub(crate) fn zeros(d: usize, h: usize, l: usize, e: usize, hc: usize, k: usize) -> Self {
         Self {
             w1: Array2::zeros((d, h)),
             b1: Array1::zeros(h),
@@ -152,7 +152,7 @@ impl<F: Float> Params<F> {
     }
 
     /// Visits every tensor of `self` mutably together with the same tensor of `other`.
-    pub fn zip_mut(
+    pub(crate) fn zip_mut(
         &mut self,
         other: &Self,
         mut f: impl FnMut(&'static str, &mut [F], &[F], Decay),
@@ -193,7 +193,7 @@ impl<F: Float> Params<F> {
     }
 
     /// Shapes by tensor name (for checkpoints).
-    pub fn shapes(&self) -> Vec<(&'static str, Vec<usize>)> {
+    pub(crate) fn shapes(&self) -> Vec<(&'static str, Vec<usize>)> {
         let mut out = Vec::new();
         macro_rules! v {
             ($field:ident, $name:expr, $decay:expr) => {

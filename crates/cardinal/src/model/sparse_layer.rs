@@ -173,7 +173,7 @@ crate::simd::dispatch! {
 
 /// The gradient of a standardised sparse first layer, split for speed: the batch touches few
 /// rows of `W`, whose sparse part is kept as the batch's non-zeros grouped by feature together
-/// with `∂ℓ/∂pre` (a row is formed where it is consumed, see [`Self::sparse_row`]), while the
+/// with `∂ℓ/∂pre` (a row is formed where it is consumed, see `Self::sparse_row`), while the
 /// standardisation shift adds a dense rank-one term `−(mean ⊙ scale) ⊗ colsum(∂ℓ/∂pre)`, also
 /// applied where the gradient is consumed (see [`FirstLayerGrad::densify`]).
 #[derive(Debug, Clone, Default)]
@@ -195,7 +195,7 @@ impl<F: Float> FirstLayerGrad<F> {
     /// Writes row `d` of the sparse part of `∂ℓ/∂W` into `out` (length `H`) and returns true,
     /// or returns false (leaving `out` alone) if the batch does not touch row `d`. The row
     /// receives the batch rows' products in batch order, starting from zero.
-    pub fn sparse_row(&self, d: usize, out: &mut [F]) -> bool {
+    pub(crate) fn sparse_row(&self, d: usize, out: &mut [F]) -> bool {
         let start = if d == 0 { 0 } else { self.end[d - 1] as usize };
         let end = self.end[d] as usize;
         if start == end {

@@ -29,11 +29,11 @@ impl Checkpoints {
     /// The default: at most every 30 s. A checkpoint holds four copies of the weights (with
     /// the optimizer, best and averaged weights), which after every epoch costs more than
     /// the README's main job can afford (measured in docs/RESULTS.md, "Reliability").
-    pub const DEFAULT: Self = Self::AtMostEvery(std::time::Duration::from_secs(30));
+    pub(crate) const DEFAULT: Self = Self::AtMostEvery(std::time::Duration::from_secs(30));
 
     /// Whether a checkpoint is due after an epoch, the last one written at `last` (or the run
     /// started then).
-    pub fn due(self, last: std::time::Instant) -> bool {
+    pub(crate) fn due(self, last: std::time::Instant) -> bool {
         match self {
             Checkpoints::Never => false,
             Checkpoints::EveryEpoch => true,

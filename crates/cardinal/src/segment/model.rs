@@ -22,15 +22,15 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode.
-    pub const ALL: [Mode; 4] = [Mode::Unary, Mode::Rows, Mode::Predicted, Mode::Gold];
+    pub(crate) const ALL: [Mode; 4] = [Mode::Unary, Mode::Rows, Mode::Predicted, Mode::Gold];
 
     /// Whether it runs the unrolled steps (every mode but [`Mode::Unary`]).
-    pub fn unrolls(self) -> bool {
+    pub(crate) fn unrolls(self) -> bool {
         self != Mode::Unary
     }
 
     /// Whether it constrains the class sizes ([`Mode::Predicted`], [`Mode::Gold`]).
-    pub fn uses_counts(self) -> bool {
+    pub(crate) fn uses_counts(self) -> bool {
         matches!(self, Mode::Predicted | Mode::Gold)
     }
 
@@ -173,7 +173,12 @@ pub(crate) fn soft_iou_loss(y: &[f64], gold: &[u32], m: usize, grad: &mut [f64])
 
 impl SegModel {
     /// A model with zero parameters (training initialises them).
-    pub fn new(channels: usize, classes: usize, mode: Mode, proj: AnyMatrixProjector) -> Self {
+    pub(crate) fn new(
+        channels: usize,
+        classes: usize,
+        mode: Mode,
+        proj: AnyMatrixProjector,
+    ) -> Self {
         Self {
             channels,
             classes,
@@ -192,7 +197,7 @@ impl SegModel {
     }
 
     /// Unary scores `S = XW + 1bᵀ` of an image `x` (`L × C`).
-    pub fn scores(&self, x: &[f64]) -> Vec<f64> {
+    pub(crate) fn scores(&self, x: &[f64]) -> Vec<f64> {
         let (c, m) = (self.channels, self.classes);
         let mut s = Vec::with_capacity(x.len() / c * m);
         for xp in x.chunks_exact(c) {
@@ -227,7 +232,7 @@ impl SegModel {
 
     /// The counts the model uses for an image (`gold` class per position for [`Mode::Gold`];
     /// none for the modes without counts).
-    pub fn counts(&self, x: &[f64], gold: &[u32]) -> Vec<f64> {
+    pub(crate) fn counts(&self, x: &[f64], gold: &[u32]) -> Vec<f64> {
         let l = (x.len() / self.channels) as f64;
         match self.mode {
             Mode::Unary | Mode::Rows => Vec::new(),
@@ -442,7 +447,7 @@ impl SegModel {
 
     /// Every parameter, in the order of the gradients' `flat` (the optimizer's and the checkpoint's
     /// order).
-    pub fn params_mut(&mut self) -> impl Iterator<Item = &mut f64> {
+    pub(crate) fn params_mut(&mut self) -> impl Iterator<Item = &mut f64> {
         self.w
             .iter_mut()
             .chain(self.b.iter_mut())
@@ -454,7 +459,7 @@ impl SegModel {
     }
 
     /// Number of parameters.
-    pub fn n_params(&self) -> usize {
+    pub(crate) fn n_params(&self) -> usize {
         self.w.len()
             + self.b.len()
             + self.v.len()

@@ -90,7 +90,7 @@ impl SegMeta {
     }
 
     /// Whether `data` has this model's shape (positions, classes, features per position).
-    pub fn check_data(&self, data: &MultiTargetDataset) -> Result<()> {
+    pub(crate) fn check_data(&self, data: &MultiTargetDataset) -> Result<()> {
         let (l, m, d) = (data.positions(), data.classes(), data.n_features());
         if l != self.positions || m != self.classes || d != self.positions * self.channels {
             return Err(Error::Shape {

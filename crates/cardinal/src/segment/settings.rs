@@ -100,7 +100,7 @@ fn positive(field: &str, v: f64, zero_ok: bool) -> Result<()> {
 
 impl SegConfig {
     /// Checks every value's range (`epochs` may be 0, which leaves the initial model).
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         in_range("rounds", self.proj.rounds, 1, 1000)?;
         positive("eps", self.proj.eps, false)?;
         in_range("steps", self.steps, 1, 100)?;

@@ -79,7 +79,7 @@ pub struct SegEpoch {
 pub struct SegState {
     /// The model after the epochs run.
     pub model: SegModel,
-    /// Adam's first moments, in the order of [`SegModel::params_mut`].
+    /// Adam's first moments, in the order of `SegModel::params_mut`.
     pub m1: Vec<f64>,
     /// Adam's second moments.
     pub m2: Vec<f64>,

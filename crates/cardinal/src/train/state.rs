@@ -127,13 +127,14 @@ pub struct TrainState {
 }
 
 impl TrainState {
-    /// A fresh run of `cfg` on `train`, within the default memory budget.
-    pub fn new(train: &Dataset, cfg: &Config) -> Result<Self> {
+    /// A fresh run of `cfg` on `train`, within the default memory budget (tests' shorthand).
+    #[cfg(test)]
+    pub(crate) fn new(train: &Dataset, cfg: &Config) -> Result<Self> {
         Self::new_within(train, cfg, MemoryBudget::default())
     }
 
     /// A fresh run of `cfg` on `train`, refused when its model would not fit `budget`.
-    pub fn new_within(train: &Dataset, cfg: &Config, budget: MemoryBudget) -> Result<Self> {
+    pub(crate) fn new_within(train: &Dataset, cfg: &Config, budget: MemoryBudget) -> Result<Self> {
         let model = init_model_within(train, cfg, budget)?;
         let optimizer = Adagrad::new(&model.params, cfg.train.lr, cfg.train.adagrad_init);
         // Batch order uses its own stream so that changing the split never changes the init.
@@ -160,7 +161,7 @@ impl TrainState {
     }
 
     /// Total epochs run so far, over both phases.
-    pub fn epochs_run(&self) -> usize {
+    pub(crate) fn epochs_run(&self) -> usize {
         self.progress.history.len()
     }
 }
