@@ -39,7 +39,8 @@ pub fn suite_cell_key(data: &TrainTest, cfg: &Config) -> String {
     let n = data.train.n_rows();
     if cfg.search.applies(n) {
         h.update(cardinal::search::RULE.as_bytes());
-        for candidate in cardinal::search::candidates(cfg, n) {
+        let weighted = data.train.labels.weights.is_some();
+        for candidate in cardinal::search::candidates(cfg, n, weighted) {
             h.update(unseeded(&candidate));
         }
     }

@@ -37,6 +37,9 @@ fn pnc_predict(
     batch: usize,
     count_override: Option<Vec<f32>>,
 ) -> Result<Outputs<f32>> {
+    if let Some(forest) = &model.forest {
+        return crate::forest::predict(model, forest, x, count_override.as_deref());
+    }
     let mut ws = Workspace::default();
     ws.count_override = count_override;
     let mut out = Outputs::default();

@@ -46,6 +46,7 @@ pub mod engine;
 pub mod error;
 pub mod eval;
 mod eval_units;
+mod forest;
 mod inference;
 mod loss;
 mod model;

@@ -10,7 +10,7 @@
 //! trainings on `(folds − 1)/folds` of the file, on files small enough for that to take
 //! seconds (measured in docs/results/suite.md).
 
-use crate::config::{Config, SearchConfig};
+use crate::config::{Config, ForestConfig, SearchConfig};
 use crate::cv::cross_validate;
 use crate::data::Dataset;
 use crate::error::Result;
@@ -23,8 +23,11 @@ use cardinal_proj::Method;
 
 /// How `choose` scores and decides, for caches keyed by the rule's inputs (the suite's
 /// cells): changed whenever the same candidates could be chosen or decoded differently.
-pub const RULE: &str =
-    "cv example-F1, empty=1; threshold by one paired standard error; predict counts by expected F1";
+pub const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard error; \
+                        predict counts by expected F1; forest candidate";
+
+/// The forest candidate's preset name.
+pub const FOREST: &str = "forest";
 
 /// Fewest dev rows worth early stopping on: a 5 % dev split of a small training file (7 rows
 /// of Flags' 129) decides by one or two rows, so small files hold out up to a fifth instead.
@@ -46,7 +49,7 @@ pub fn scaled_dev_fraction(configured: f64, n: usize) -> f64 {
 /// every candidate's output holds `Σy = z` and `y ∈ [0, 1]` exactly, as `cfg`'s does); and
 /// that with 500 hidden units and dropout 0.3 (`paper-wide`). Each has the search off,
 /// `cfg`'s seed and split seed, and the dev fraction scaled to the file.
-pub fn candidates(cfg: &Config, n: usize) -> Vec<Config> {
+pub fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> {
     let mut plain = cfg.clone();
     plain.search = SearchConfig::default();
     if plain.loss.cardinality_weight > 0.0 {
@@ -64,7 +67,20 @@ pub fn candidates(cfg: &Config, n: usize) -> Vec<Config> {
     wide.preset = "paper-wide".into();
     wide.model.hidden = 500;
     wide.model.dropout = 0.3;
+    // A random forest's neighbourhoods, decided for the expected F1 (`crate::forest`); its
+    // networks are not trained, so they are kept at their smallest.
+    let mut forest = plain.clone();
+    forest.preset = FOREST.into();
+    forest.model.forest = Some(ForestConfig::default());
+    forest.model.hidden = 1;
+    forest.model.card_hidden = 1;
+    forest.model.energy_hidden = 0;
+    forest.model.dropout = 0.0;
+    forest.inference.expected_f1_count = false;
     let mut out = vec![plain, paper, wide];
+    if !weighted {
+        out.push(forest);
+    }
     for c in &mut out {
         c.train.dev_fraction = scaled_dev_fraction(c.train.dev_fraction, n);
     }
@@ -146,7 +162,7 @@ pub(crate) fn choose(
     let grid = default_threshold_grid();
     let mut scores: Vec<CandidateScore> = Vec::new();
     let mut best: Option<(f64, Config)> = None;
-    let all = candidates(&cfg, train.n_rows());
+    let all = candidates(&cfg, train.n_rows(), train.labels.weights.is_some());
     on_event(Event::Searching {
         candidates: all.len(),
         folds,
@@ -170,15 +186,16 @@ pub(crate) fn choose(
             .collect();
         // A count chosen for the expected F1 already decides the label set (`y_T` on `C(z)`
         // for an integer `z`): its threshold stays at 0.5, not tuned a second time.
-        let (threshold, score) = if candidate.inference.expected_f1_count {
-            let half = (0..grid.len())
-                .min_by(|&a, &b| (grid[a] - 0.5).abs().total_cmp(&(grid[b] - 0.5).abs()))
-                .expect("a non-empty grid");
-            let at: Vec<Vec<f64>> = by_fold.iter().map(|f| vec![f[half]]).collect();
-            best_threshold(&grid[half..=half], &at)
-        } else {
-            best_threshold(&grid, &by_fold)
-        };
+        let (threshold, score) =
+            if candidate.inference.expected_f1_count || candidate.model.forest.is_some() {
+                let half = (0..grid.len())
+                    .min_by(|&a, &b| (grid[a] - 0.5).abs().total_cmp(&(grid[b] - 0.5).abs()))
+                    .expect("a non-empty grid");
+                let at: Vec<Vec<f64>> = by_fold.iter().map(|f| vec![f[half]]).collect();
+                best_threshold(&grid[half..=half], &at)
+            } else {
+                best_threshold(&grid, &by_fold)
+            };
         tracing::info!(
             "search: {} scores {score:.2} at threshold {threshold} in {}-fold cross-validation",
             candidate.preset,
@@ -243,11 +260,15 @@ mod tests {
         assert!(predict.search.applies(129) && predict.search.applies(2000));
         assert!(!predict.search.applies(4880) && !predict.search.applies(12920));
         assert!(!Config::paper().search.applies(129));
-        let all = candidates(&predict, 400);
-        assert_eq!(all.len(), 3);
-        // The count-supervised candidate counts for the expected F1; the `paper` ones do not.
+        let all = candidates(&predict, 400, false);
+        assert_eq!(all.len(), 4);
+        // Weighted rows: no forest, which counts every row once.
+        assert_eq!(candidates(&predict, 400, true).len(), 3);
+        // The count-supervised candidate counts for the expected F1; the `paper` ones do not,
+        // and the forest decides its sets itself.
         let f1: Vec<bool> = all.iter().map(|c| c.inference.expected_f1_count).collect();
-        assert_eq!(f1, [true, false, false]);
+        assert_eq!(f1, [true, false, false, false]);
+        assert!(all[3].model.forest.is_some() && all[3].preset == FOREST);
         assert!(!predict.inference.expected_f1_count);
         assert!(predict.inference.final_projection.is_some());
         for c in all {
@@ -255,7 +276,8 @@ mod tests {
             assert!(c.search.is_off());
             assert_eq!(c.train.dev_fraction, 0.2);
             let exact_steps = c.inference.test_projection == Method::Exact;
-            assert!(exact_steps || c.inference.final_projection.is_some());
+            let decided = c.model.forest.is_some();
+            assert!(exact_steps || decided || c.inference.final_projection.is_some());
             // A saved candidate configuration reads back as itself.
             let text = serde_json::to_string(&c).unwrap();
             assert_eq!(Config::resolve(None, Some(&text), None).unwrap(), c);
@@ -363,11 +385,11 @@ mod tests {
         assert_eq!(chosen.threshold, picked.threshold);
         let mut as_candidate = chosen.clone();
         as_candidate.threshold = Config::predict().threshold;
-        assert!(candidates(&cfg, 60).contains(&as_candidate));
+        assert!(candidates(&cfg, 60, false).contains(&as_candidate));
         // The event names every candidate's score and the one chosen, the best.
         assert_eq!((folds, name.as_str()), (3, chosen.preset.as_str()));
         let names: Vec<&str> = scores.iter().map(|s| s.preset.as_str()).collect();
-        assert_eq!(names, ["predict", "paper-projected", "paper-wide"]);
+        assert_eq!(names, ["predict", "paper-projected", "paper-wide", FOREST]);
         let best = scores.iter().map(|s| s.example_f1).fold(f64::MIN, f64::max);
         assert_eq!(picked.example_f1, best);
         assert_eq!(

@@ -96,6 +96,15 @@ impl System for Pnc {
                     hooks.memory_budget,
                     hooks.on_event,
                 )?;
+                if let Some(settings) = &cfg.model.forest {
+                    // Nothing to train by gradient: the forest is the model.
+                    let mut model = TrainState::new_within(train, &cfg, hooks.memory_budget)?.model;
+                    model.forest = Some(crate::forest::Forest::fit(train, settings, cfg.seed)?);
+                    return Ok(Trained {
+                        model,
+                        history: Vec::new(),
+                    });
+                }
                 TrainState::new_within(train, &cfg, hooks.memory_budget)?
             }
             Start::Resume(state) => *state,

@@ -22,5 +22,6 @@ pub(super) fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
         standardizer: m.standardizer,
         counts: m.counts.iter().map(|&k| k as f64).collect(),
         train_mean_cardinality: m.train_mean_cardinality,
+        forest: None,
     }
 }

@@ -151,6 +151,11 @@ pub(crate) fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<(
         vec![d],
         f32_bytes(&model.standardizer.scale),
     ));
+    if let Some(forest) = &model.forest {
+        for (name, shape, values) in forest.tensors() {
+            tensors.push((name, shape, f32_bytes(&values)));
+        }
+    }
     let meta = Meta {
         format_version: FORMAT_VERSION,
         cardinal_version: env!("CARGO_PKG_VERSION").into(),
@@ -223,6 +228,10 @@ pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
     };
     let params = weights.params(&meta, &config)?;
     let standardizer = weights.standardizer(meta.n_features)?;
+    let forest = match config.model.forest {
+        Some(_) => Some(weights.forest(&meta)?),
+        None => None,
+    };
     let model = Model {
         config,
         params,
@@ -231,6 +240,7 @@ pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
             .map(|k| k as f32)
             .collect(),
         train_mean_cardinality: meta.train_mean_cardinality,
+        forest,
     };
     Ok((model, meta))
 }
@@ -295,6 +305,30 @@ impl Weights<'_> {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect())
+    }
+
+    /// The forest (`forest.*` tensors) of a model of `meta`'s sizes, every index checked.
+    fn forest(&self, meta: &Meta) -> Result<crate::forest::Forest> {
+        let get = |name: &str| -> std::result::Result<(Vec<usize>, Vec<f32>), String> {
+            let t = self
+                .st
+                .tensor(name)
+                .map_err(|_| format!("tensor `{name}` is missing"))?;
+            if t.dtype() != Dtype::F32 {
+                return Err(format!(
+                    "tensor `{name}` has dtype {:?}, expected F32",
+                    t.dtype()
+                ));
+            }
+            let values = t
+                .data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            Ok((t.shape().to_vec(), values))
+        };
+        crate::forest::Forest::from_tensors(&get, meta.n_features, meta.n_labels)
+            .map_err(|why| ckpt_err(self.path, why))
     }
 
     fn a2(&self, name: &str, r: usize, c: usize) -> Result<Array2<f32>> {

@@ -30,7 +30,7 @@ mod train;
 pub use inference::InferenceConfig;
 pub use loss::{IterateWeights, LossConfig};
 pub(crate) use model::resolve_counts;
-pub use model::{CountRange, ModelConfig, ZMode};
+pub use model::{CountRange, ForestConfig, ModelConfig, ZMode};
 pub use request::ConfigRequest;
 pub use search::SearchConfig;
 pub use system_settings::SystemSettings;
@@ -126,8 +126,9 @@ impl Config {
                 || ["cardinality-only", "paper-projected", "paper-wide"].contains(&n)
         };
         if let Some(n) = named.as_deref() {
-            let known =
-                Self::PRESETS.contains(&n) || from_paper(n) || ["mlp", "br-logistic"].contains(&n);
+            let known = Self::PRESETS.contains(&n)
+                || from_paper(n)
+                || ["mlp", "br-logistic", crate::search::FOREST].contains(&n);
             if !known {
                 return Err(Error::UnknownPreset {
                     name: n.into(),

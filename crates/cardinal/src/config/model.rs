@@ -55,6 +55,32 @@ pub struct ModelConfig {
     /// Dropout rate on the unary network's hidden units while training (0 = none, the paper;
     /// inverted dropout, so inference uses the network as is).
     pub dropout: f64,
+    /// The forest candidate of the default's search (`crate::search`): when set, the label
+    /// sets come from a random forest's neighbourhoods, each the set of highest expected
+    /// example-F1 under them (its size is the predicted count), and the three networks are
+    /// not trained (the candidate keeps them at their smallest). Unset (and then not
+    /// written) otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forest: Option<ForestConfig>,
+}
+
+/// The forest of [`ModelConfig::forest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ForestConfig {
+    /// Number of trees.
+    pub trees: usize,
+    /// Fewest (bootstrap-weighted) training rows in a leaf.
+    pub min_leaf: usize,
+}
+
+impl Default for ForestConfig {
+    fn default() -> Self {
+        Self {
+            trees: 300,
+            min_leaf: 1,
+        }
+    }
 }
 
 impl Default for ModelConfig {
@@ -66,6 +92,7 @@ impl Default for ModelConfig {
             counts: CountRange::Auto { coverage: 0.8 },
             z_mode: ZMode::Expectation,
             dropout: 0.0,
+            forest: None,
         }
     }
 }
@@ -78,6 +105,10 @@ impl ModelConfig {
         count("model.energy_hidden", self.energy_hidden, 0, 1 << 16)?;
         count("model.card_hidden", self.card_hidden, 1, 1 << 16)?;
         rate("model.dropout", self.dropout)?;
+        if let Some(f) = &self.forest {
+            count("model.forest.trees", f.trees, 1, 10_000)?;
+            count("model.forest.min_leaf", f.min_leaf, 1, 1_000_000)?;
+        }
         match self.counts {
             // `min` is bounded by `max` here and by the number of labels when training starts.
             CountRange::Fixed { min, max } => check(

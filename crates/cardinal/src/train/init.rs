@@ -51,6 +51,7 @@ pub fn init_model_within(
         standardizer: Standardizer::fit(&train.features),
         counts: count_values(kmin, kmax),
         train_mean_cardinality: counts.iter().sum::<usize>() as f64 / counts.len().max(1) as f64,
+        forest: None,
     })
 }
 

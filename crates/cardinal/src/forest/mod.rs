@@ -1,0 +1,269 @@
+//! The forest candidate of the default's search: label sets decided for the expected
+//! example-F1 under the joint distribution that a random forest's neighbourhoods give.
+//!
+//! A random forest of multi-label trees (`tree`) defines, for an input `x`, weights over the
+//! training rows: each tree gives the rows that share `x`'s leaf `1/(leaf size)`, and the
+//! forest averages its trees. Those weights are a distribution over the training label sets,
+//! so they estimate the joint `Δ_is` (label `i` on, `s` labels in all) and `P(∅)` that the
+//! F1-optimal decision needs (`gfm`). The predicted count is the chosen set's size `z = k`,
+//! and `y` is the indicator of the set: `Σ y = z` and `y ∈ {0, 1}` on every row. On a few
+//! hundred rows this needs no gradient training and is hard to overfit, which is where the
+//! networks lose to tree ensembles and F1 decoders (measured in docs/results/peers.md).
+
+mod gfm;
+mod saved;
+mod tree;
+
+use rayon::prelude::*;
+
+use crate::config::ForestConfig;
+use crate::data::{CsrMatrix, Dataset};
+use crate::error::{Error, Result};
+use gfm::Joint;
+use tree::{Columns, Growth, Tree};
+
+/// A fitted forest, with what its decisions read: every training row's leaf in every tree
+/// and the training label sets.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Forest {
+    trees: Vec<Tree>,
+    /// Per tree, the leaf of every training row.
+    leaf_of_row: Vec<Vec<u32>>,
+    /// The training label sets: row offsets and labels.
+    label_indptr: Vec<usize>,
+    label_indices: Vec<u32>,
+    n_labels: usize,
+    n_features: usize,
+    /// Derived: per tree, the rows of each leaf (offsets by leaf, then rows).
+    leaf_rows: Vec<(Vec<u32>, Vec<u32>)>,
+    /// Derived: the largest training set size.
+    s_max: usize,
+}
+
+/// The forest's outputs for a batch of rows, row-major `n × L` where per label.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ForestOutputs {
+    /// The chosen sets' indicators.
+    pub(crate) y: Vec<f32>,
+    /// The sets' sizes.
+    pub(crate) z: Vec<f32>,
+    /// Each label's marginal probability under the forest's weights.
+    pub(crate) marginal: Vec<f32>,
+    /// Each label's score `f_i(k)` at the chosen size (the ranking).
+    pub(crate) ranking: Vec<f32>,
+}
+
+/// Largest index a forest stores: its tensors hold indices as `f32`, exact below `2^24`.
+const MAX_INDEX: usize = 1 << 24;
+
+impl Forest {
+    /// Grows `cfg.trees` trees on `train` from `seed` (tree `t` from its own stream, so the
+    /// forest is the same for any number of threads).
+    pub(crate) fn fit(train: &Dataset, cfg: &ForestConfig, seed: u64) -> Result<Self> {
+        let n = train.n_rows();
+        let labels = &train.labels;
+        if n == 0 {
+            return Err(Error::Empty {
+                data: train.name.clone(),
+                what: "rows",
+            });
+        }
+        if n >= MAX_INDEX || labels.indices.len() >= MAX_INDEX || train.n_features() >= MAX_INDEX {
+            return Err(Error::OutOfRange {
+                field: "model.forest".into(),
+                value: n.to_string(),
+                allowed: format!("training rows, labels and features below {MAX_INDEX}"),
+            });
+        }
+        if labels.weights.is_some() {
+            // The trees and the neighbourhoods count every row once: refused rather than
+            // silently unweighted.
+            return Err(Error::NotRead {
+                field: "sample weights".into(),
+                system: "model.forest".into(),
+                why: "the forest counts every training row once".into(),
+            });
+        }
+        let cols = Columns::new(&train.features);
+        let growth = Growth {
+            mtry: (train.n_features() as f64).sqrt().floor().max(1.0) as usize,
+            min_leaf: cfg.min_leaf,
+        };
+        let trees: Vec<Tree> = (0..cfg.trees as u64)
+            .into_par_iter()
+            .map(|t| tree::grow(&cols, labels, growth, mix(seed, t)))
+            .collect();
+        let x = &train.features;
+        let leaf_of_row = trees
+            .par_iter()
+            .map(|tree| {
+                (0..n)
+                    .map(|r| {
+                        let span = x.indptr[r]..x.indptr[r + 1];
+                        tree.leaf(&x.indices[span.clone()], &x.values[span])
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(Self::assemble(
+            trees,
+            leaf_of_row,
+            labels.indptr.clone(),
+            labels.indices.clone(),
+            labels.n_labels,
+            train.n_features(),
+        ))
+    }
+
+    fn assemble(
+        trees: Vec<Tree>,
+        leaf_of_row: Vec<Vec<u32>>,
+        label_indptr: Vec<usize>,
+        label_indices: Vec<u32>,
+        n_labels: usize,
+        n_features: usize,
+    ) -> Self {
+        let leaf_rows = trees
+            .iter()
+            .zip(&leaf_of_row)
+            .map(|(tree, leaves)| {
+                let mut offsets = vec![0u32; tree.n_leaves as usize + 1];
+                for &leaf in leaves {
+                    offsets[leaf as usize + 1] += 1;
+                }
+                for i in 1..offsets.len() {
+                    offsets[i] += offsets[i - 1];
+                }
+                let mut next = offsets.clone();
+                let mut rows = vec![0u32; leaves.len()];
+                for (r, &leaf) in leaves.iter().enumerate() {
+                    rows[next[leaf as usize] as usize] = r as u32;
+                    next[leaf as usize] += 1;
+                }
+                (offsets, rows)
+            })
+            .collect();
+        let s_max = label_indptr
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        Self {
+            trees,
+            leaf_of_row,
+            label_indptr,
+            label_indices,
+            n_labels,
+            n_features,
+            leaf_rows,
+            s_max,
+        }
+    }
+
+    /// The decision for every row of `x`: with `counts`, the best set of exactly that many
+    /// labels per row, else the set of highest expected example-F1.
+    pub(crate) fn decide(&self, x: &CsrMatrix, counts: Option<&[f32]>) -> ForestOutputs {
+        let l = self.n_labels;
+        let rows: Vec<_> = (0..x.n_rows)
+            .into_par_iter()
+            .map(|r| {
+                let span = x.indptr[r]..x.indptr[r + 1];
+                let (delta, p_empty) = self.joint(&x.indices[span.clone()], &x.values[span]);
+                let joint = Joint {
+                    delta: &delta,
+                    s_max: self.s_max,
+                    p_empty,
+                };
+                let fixed = counts.map(|c| c[r].max(0.0).round() as usize);
+                let d = joint.decide(fixed);
+                let marginal: Vec<f32> = delta
+                    .chunks(self.s_max)
+                    .map(|c| c.iter().sum::<f64>() as f32)
+                    .collect();
+                (d, marginal)
+            })
+            .collect();
+        let mut out = ForestOutputs {
+            y: vec![0.0; x.n_rows * l],
+            z: Vec::with_capacity(x.n_rows),
+            marginal: Vec::with_capacity(x.n_rows * l),
+            ranking: Vec::with_capacity(x.n_rows * l),
+        };
+        for (r, (d, marginal)) in rows.into_iter().enumerate() {
+            for &i in &d.labels {
+                out.y[r * l + i as usize] = 1.0;
+            }
+            out.z.push(d.labels.len() as f32);
+            out.marginal.extend(marginal);
+            out.ranking.extend(d.scores.iter().map(|&s| s as f32));
+        }
+        out
+    }
+
+    /// The joint `Δ` (`L × s_max`) and `P(∅)` of the input row `(indices, values)`.
+    fn joint(&self, indices: &[u32], values: &[f32]) -> (Vec<f64>, f64) {
+        let n = self.label_indptr.len() - 1;
+        let mut weight = vec![0.0f64; n];
+        let share = 1.0 / self.trees.len() as f64;
+        for (tree, (offsets, rows)) in self.trees.iter().zip(&self.leaf_rows) {
+            let leaf = tree.leaf(indices, values) as usize;
+            let members = &rows[offsets[leaf] as usize..offsets[leaf + 1] as usize];
+            // A leaf holds at least one training row (the bootstrap rows that grew it).
+            let w = share / members.len().max(1) as f64;
+            for &m in members {
+                weight[m as usize] += w;
+            }
+        }
+        let mut delta = vec![0.0; self.n_labels * self.s_max];
+        let mut p_empty = 0.0;
+        for (r, &w) in weight.iter().enumerate().filter(|(_, w)| **w > 0.0) {
+            let labels = &self.label_indices[self.label_indptr[r]..self.label_indptr[r + 1]];
+            if labels.is_empty() {
+                p_empty += w;
+            }
+            for &i in labels {
+                delta[i as usize * self.s_max + labels.len() - 1] += w;
+            }
+        }
+        (delta, p_empty)
+    }
+}
+
+/// Tree `t`'s seed: SplitMix64 over the forest's seed and the tree's number.
+fn mix(seed: u64, t: u64) -> u64 {
+    let mut z = seed ^ t.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `model`'s outputs where its `forest` decides: `y` the chosen sets, `z` their sizes (or
+/// `counts`), `unary` the labels' marginal probabilities, `ranking` their F1 scores.
+pub(crate) fn predict(
+    model: &crate::model::Model<f32>,
+    forest: &Forest,
+    x: &CsrMatrix,
+    counts: Option<&[f32]>,
+) -> Result<crate::model::Outputs<f32>> {
+    crate::model::check_dims(model, x.n_cols, model.n_labels(), "the input rows")?;
+    if let Some(c) = counts {
+        if c.len() != x.n_rows {
+            return Err(Error::Shape {
+                what: "the counts".into(),
+                found: format!("{} counts", c.len()),
+                expected: format!("one per row ({})", x.n_rows),
+            });
+        }
+    }
+    let out = forest.decide(x, counts);
+    Ok(crate::model::Outputs {
+        y: out.y,
+        z: out.z,
+        unary: out.marginal,
+        ranking: out.ranking,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,197 @@
+//! A forest in a model folder: its tensors in `model.safetensors` (indices stored as exact
+//! `f32`), checked whole when read back, since a model folder is untrusted input.
+
+use super::tree::{Node, Tree, LEAF};
+use super::{Forest, MAX_INDEX};
+
+/// A named `f32` tensor: name, shape, values.
+pub(crate) type Tensor = (String, Vec<usize>, Vec<f32>);
+
+impl Forest {
+    /// The forest as named tensors (`forest.*`).
+    pub(crate) fn tensors(&self) -> Vec<Tensor> {
+        let mut nodes = Vec::new();
+        let mut offsets = vec![0.0f32];
+        for tree in &self.trees {
+            for n in &tree.nodes {
+                let feature = if n.feature == LEAF {
+                    -1.0
+                } else {
+                    n.feature as f32
+                };
+                nodes.extend([feature, n.threshold, n.left as f32, n.right as f32]);
+            }
+            offsets.push((nodes.len() / 4) as f32);
+        }
+        let n = self.label_indptr.len() - 1;
+        let as_f32 = |v: &[u32]| v.iter().map(|&x| x as f32).collect::<Vec<f32>>();
+        vec![
+            ("forest.nodes".into(), vec![nodes.len() / 4, 4], nodes),
+            ("forest.tree_offsets".into(), vec![offsets.len()], offsets),
+            (
+                "forest.leaf_of_row".into(),
+                vec![self.trees.len(), n],
+                self.leaf_of_row.iter().flat_map(|v| as_f32(v)).collect(),
+            ),
+            (
+                "forest.label_indptr".into(),
+                vec![n + 1],
+                self.label_indptr.iter().map(|&x| x as f32).collect(),
+            ),
+            (
+                "forest.label_indices".into(),
+                vec![self.label_indices.len()],
+                as_f32(&self.label_indices),
+            ),
+        ]
+    }
+
+    /// The forest from its tensors (`get` gives a tensor's shape and values by name, or an
+    /// error naming it), for a model of `n_features` inputs and `n_labels` labels. Every
+    /// index is checked, so that a damaged file is refused, never followed out of bounds.
+    pub(crate) fn from_tensors(
+        get: &dyn Fn(&str) -> Result<(Vec<usize>, Vec<f32>), String>,
+        n_features: usize,
+        n_labels: usize,
+    ) -> Result<Self, String> {
+        let index = |name: &str, v: f32, below: usize| -> Result<usize, String> {
+            if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && (v as usize) < below {
+                Ok(v as usize)
+            } else {
+                Err(format!(
+                    "`{name}` holds {v}, expected an index below {below}"
+                ))
+            }
+        };
+        let shaped = |name: &str, dims: usize| -> Result<(Vec<usize>, Vec<f32>), String> {
+            let (shape, data) = get(name)?;
+            if shape.len() != dims {
+                return Err(format!(
+                    "`{name}` has shape {shape:?}, expected {dims} dimension(s)"
+                ));
+            }
+            Ok((shape, data))
+        };
+        let (shape, nodes) = shaped("forest.nodes", 2)?;
+        if shape[1] != 4 {
+            return Err(format!(
+                "`forest.nodes` has shape {shape:?}, expected [nodes, 4]"
+            ));
+        }
+        let (_, offsets) = shaped("forest.tree_offsets", 1)?;
+        let n_nodes = shape[0];
+        let offsets: Vec<usize> = offsets
+            .iter()
+            .map(|&o| index("forest.tree_offsets", o, n_nodes + 1))
+            .collect::<Result<_, _>>()?;
+        if offsets.len() < 2 || offsets[0] != 0 || *offsets.last().unwrap() != n_nodes {
+            return Err(format!(
+                "`forest.tree_offsets` must run from 0 to {n_nodes} over at least one tree"
+            ));
+        }
+        let mut trees = Vec::with_capacity(offsets.len() - 1);
+        for w in offsets.windows(2) {
+            let (lo, hi) = (w[0], w[1]);
+            if hi <= lo {
+                return Err("`forest.tree_offsets` must increase".into());
+            }
+            trees.push(read_tree(&nodes[4 * lo..4 * hi], n_features, &index)?);
+        }
+        let (shape, leaves) = shaped("forest.leaf_of_row", 2)?;
+        let n = shape[1];
+        if shape[0] != trees.len() || n == 0 || n >= MAX_INDEX {
+            return Err(format!(
+                "`forest.leaf_of_row` has shape {shape:?}, expected [{}, rows]",
+                trees.len()
+            ));
+        }
+        let leaf_of_row = trees
+            .iter()
+            .zip(leaves.chunks(n))
+            .map(|(tree, row)| {
+                row.iter()
+                    .map(|&v| {
+                        index("forest.leaf_of_row", v, tree.n_leaves as usize).map(|i| i as u32)
+                    })
+                    .collect::<Result<Vec<u32>, String>>()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let (shape, indptr) = shaped("forest.label_indptr", 1)?;
+        let (_, labels) = shaped("forest.label_indices", 1)?;
+        if shape[0] != n + 1 {
+            return Err(format!(
+                "`forest.label_indptr` has {} entries, expected {}",
+                shape[0],
+                n + 1
+            ));
+        }
+        let indptr: Vec<usize> = indptr
+            .iter()
+            .map(|&v| index("forest.label_indptr", v, labels.len() + 1))
+            .collect::<Result<_, _>>()?;
+        if indptr[0] != 0 || indptr[n] != labels.len() || indptr.windows(2).any(|w| w[1] < w[0]) {
+            return Err(
+                "`forest.label_indptr` must run from 0 to the label count, not decreasing".into(),
+            );
+        }
+        let labels: Vec<u32> = labels
+            .iter()
+            .map(|&v| index("forest.label_indices", v, n_labels).map(|i| i as u32))
+            .collect::<Result<_, _>>()?;
+        if indptr
+            .windows(2)
+            .any(|w| labels[w[0]..w[1]].windows(2).any(|p| p[1] <= p[0]))
+        {
+            return Err("`forest.label_indices` must increase within each row".into());
+        }
+        Ok(Self::assemble(
+            trees,
+            leaf_of_row,
+            indptr,
+            labels,
+            n_labels,
+            n_features,
+        ))
+    }
+}
+
+/// One tree's nodes (`[feature or −1, threshold, left, right]` each). Children come after
+/// their parent (as `grow` numbers them), so no path can loop, and leaves are numbered
+/// `0, 1, …` in node order.
+fn read_tree(
+    raw: &[f32],
+    n_features: usize,
+    index: &dyn Fn(&str, f32, usize) -> Result<usize, String>,
+) -> Result<Tree, String> {
+    let count = raw.len() / 4;
+    let mut nodes = Vec::with_capacity(count);
+    let mut n_leaves = 0u32;
+    for (at, n) in raw.chunks_exact(4).enumerate() {
+        if n[0] == -1.0 {
+            if index("forest.nodes", n[2], MAX_INDEX)? != n_leaves as usize {
+                return Err(format!("`forest.nodes`: leaf {} is out of order", n[2]));
+            }
+            nodes.push(Node {
+                feature: LEAF,
+                threshold: 0.0,
+                left: n_leaves,
+                right: 0,
+            });
+            n_leaves += 1;
+        } else {
+            let feature = index("forest.nodes", n[0], n_features)? as u32;
+            let left = index("forest.nodes", n[2], count)?;
+            let right = index("forest.nodes", n[3], count)?;
+            if left <= at || right <= at || n[1].is_nan() {
+                return Err(format!("`forest.nodes`: node {at} is not a valid split"));
+            }
+            nodes.push(Node {
+                feature,
+                threshold: n[1],
+                left: left as u32,
+                right: right as u32,
+            });
+        }
+    }
+    Ok(Tree { nodes, n_leaves })
+}
