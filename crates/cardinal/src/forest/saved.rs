@@ -7,6 +7,9 @@ use super::{Forest, MAX_INDEX};
 /// A named `f32` tensor: name, shape, values.
 pub(crate) type Tensor = (String, Vec<usize>, Vec<f32>);
 
+/// A tensor's shape and values by name, or why it cannot be read.
+pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Result<(Vec<usize>, Vec<f32>), String>;
+
 impl Forest {
     /// The forest as named tensors (`forest.*`).
     pub(crate) fn tensors(&self) -> Vec<Tensor> {
@@ -50,7 +53,7 @@ impl Forest {
     /// error naming it), for a model of `n_features` inputs and `n_labels` labels. Every
     /// index is checked, so that a damaged file is refused, never followed out of bounds.
     pub(crate) fn from_tensors(
-        get: &dyn Fn(&str) -> Result<(Vec<usize>, Vec<f32>), String>,
+        get: Lookup<'_>,
         n_features: usize,
         n_labels: usize,
     ) -> Result<Self, String> {
