@@ -23,6 +23,8 @@ pub mod dvn;
 mod fit;
 pub mod logistic;
 pub mod nets;
+#[cfg(test)]
+mod reads;
 pub mod settings;
 pub mod ssvm;
 pub mod tuned;
