@@ -161,7 +161,8 @@ fn dvn() -> Config {
         b.optimizer = Optimizer::Sgd;
         b.hidden_activation = Activation::Softplus;
         b.energy_activation = Activation::Softplus;
-        b.init_zeros = true;
+        // Its inference starts from zeros by construction (`baseline.init_zeros`, which
+        // this preset once set, is not DVN's to read).
         b.dvn_adversarial_fraction = 0.5;
     });
     c.train.lr = 0.1;
@@ -202,7 +203,8 @@ fn topz_hinge() -> Config {
     c.system = TOPZ_HINGE.into();
     c.model.counts = CountRange::Auto { coverage: 1.0 };
     c.train.unary_weight_decay_mult = 1.0;
-    c.loss.sum_over_batch = false;
+    // Its hinge is the batch mean whatever `loss.sum_over_batch` says (which this preset
+    // once set to `false`): top-z reads no field of the `loss` section.
     c
 }
 
@@ -470,6 +472,9 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{}: {e}", row.system));
             let del = row.config_for("delicious").unwrap();
             del.validate()
+                .unwrap_or_else(|e| panic!("{} on Delicious: {e}", row.system));
+            systems()
+                .for_config(&del)
                 .unwrap_or_else(|e| panic!("{} on Delicious: {e}", row.system));
             // A Delicious setting changes something, and only on Delicious.
             assert_eq!(row.delicious.is_some(), &del != cfg, "{}", row.system);

@@ -329,10 +329,19 @@ impl Engine {
         Ok(read_inputs(spec, dir, &meta.input_schema(), labels)?)
     }
 
-    /// Loads the model directory `dir` (checking that its system is known).
+    /// Loads the model directory `dir` (checking that its system is known). A field of its
+    /// configuration that its system does not read is dropped, with a warning
+    /// ([`Systems::drop_unread`]).
     pub fn load(&self, dir: &Path) -> Result<(Model<f32>, Meta)> {
-        let (model, meta) = checkpoint::load(dir)?;
-        self.systems.get(&model.config.system)?;
+        let (mut model, meta) = checkpoint::load(dir)?;
+        for field in self.systems.drop_unread(&mut model.config)? {
+            tracing::warn!(
+                dir = %dir.display(),
+                field,
+                system = %model.config.system,
+                "the model's system does not read this field of its configuration: dropped"
+            );
+        }
         tracing::info!(
             dir = %dir.display(),
             system = %model.config.system,

@@ -3,11 +3,16 @@
 //!
 //! Training, evaluation and cross-validation take a `&dyn System` and never ask which it is;
 //! [`Systems::get`] is the only place that looks at `config.system`. The product registers
-//! [`Pnc`]; the `cardinal-paper` crate adds the baselines of the paper's Table 1.
+//! [`Pnc`]; the `cardinal-paper` crate adds the baselines of the paper's Table 1. Each system
+//! declares what of a configuration it reads ([`Reads`]), and a field it does not read is
+//! refused when set ([`check`]), so that a setting that does nothing never passes for one
+//! that does.
 
 use std::sync::Arc;
 
-use crate::config::{Config, PNC, SECTION};
+use serde::Serialize;
+
+use crate::config::{Config, InferenceConfig, LossConfig, SearchConfig, PNC, SECTION};
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
 use crate::eval;
@@ -23,7 +28,14 @@ pub trait System: Send + Sync {
     /// Its name in `config.system`.
     fn name(&self) -> &'static str;
 
-    /// Refuses configuration fields that this system would otherwise silently ignore.
+    /// What of a configuration it reads: every product section and no field of the
+    /// `baseline` section unless it says otherwise.
+    fn reads(&self) -> Reads {
+        Reads::PNC
+    }
+
+    /// Its own checks of a configuration, beyond the refusal of what it does not read
+    /// ([`check`] runs both).
     fn validate(&self, _cfg: &Config) -> Result<()> {
         Ok(())
     }
@@ -62,22 +74,6 @@ impl System for Pnc {
         PNC
     }
 
-    /// Refuses any setting of the `baseline` section ([`Config::system_settings`]): only the
-    /// Table 1 systems read it, and a setting that does nothing must not pass for one that
-    /// does. A field at the value every configuration saved before held sets nothing, so
-    /// that those configurations train again.
-    fn validate(&self, cfg: &Config) -> Result<()> {
-        match cfg.system_settings.not_at_legacy_default() {
-            Some(field) => Err(Error::NotRead {
-                field: format!("{SECTION}.{field}"),
-                system: PNC.into(),
-                why: "the `baseline` section configures the Table 1 systems (`--system`) only"
-                    .into(),
-            }),
-            None => Ok(()),
-        }
-    }
-
     fn resumable(&self) -> bool {
         true
     }
@@ -85,7 +81,7 @@ impl System for Pnc {
     fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
         let state = match start {
             Start::Fresh(cfg) => {
-                self.validate(&cfg)?;
+                check(self, &cfg)?;
                 // The default's data-dependent rule: on a small file, the configuration
                 // that cross-validates best on it (unchanged otherwise).
                 let cfg = crate::search::choose(
@@ -127,6 +123,96 @@ impl System for Pnc {
     }
 }
 
+/// What of a configuration a system reads, besides the sections every system reads (`model`,
+/// `train`, the seed and the threshold). A field it does not read must stay at its default:
+/// in the `baseline` section the value every configuration saved before carried, in a
+/// product section the `paper` preset's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reads {
+    /// The fields of the `baseline` section ([`Config::system_settings`]) it reads.
+    pub settings: &'static [&'static str],
+    /// Whether it reads the `inference` section.
+    pub inference: bool,
+    /// Whether it reads the `loss` section.
+    pub loss: bool,
+    /// Whether it runs the default's search (the `search` section).
+    pub search: bool,
+}
+
+impl Reads {
+    /// Predict and Constrain's: every product section, no field of the `baseline` section.
+    pub const PNC: Self = Self {
+        settings: &[],
+        inference: true,
+        loss: true,
+        search: true,
+    };
+
+    /// The first field of `cfg` this leaves unread and `cfg` sets, by its dotted path, with
+    /// why it is not read.
+    fn first_unread(&self, cfg: &Config) -> Option<(String, String)> {
+        if let Some(field) = cfg.system_settings.first_not_read(self.settings) {
+            let why = match self.settings {
+                [] => format!(
+                    "it reads no field of the `{SECTION}` section, which configures the other \
+                     Table 1 systems (`--system`)"
+                ),
+                read => format!(
+                    "of the `{SECTION}` section it reads {} only",
+                    read.join(", ")
+                ),
+            };
+            return Some((format!("{SECTION}.{field}"), why));
+        }
+        let sections = [
+            (
+                self.inference,
+                changed(&cfg.inference, &InferenceConfig::default()),
+            ),
+            (self.loss, changed(&cfg.loss, &LossConfig::default())),
+            (self.search, changed(&cfg.search, &SearchConfig::default())),
+        ];
+        let names = ["inference", "loss", "search"];
+        sections
+            .into_iter()
+            .zip(names)
+            .find_map(|((read, changed), name)| match (read, changed) {
+                (false, Some(field)) => Some((
+                    format!("{name}.{field}"),
+                    format!("it reads no field of the `{name}` section"),
+                )),
+                _ => None,
+            })
+    }
+}
+
+/// The first field of `section` whose value differs from `default`'s, by name.
+fn changed<T: Serialize>(section: &T, default: &T) -> Option<String> {
+    let (a, b) = (
+        serde_json::to_value(section).expect("serialisable"),
+        serde_json::to_value(default).expect("serialisable"),
+    );
+    let (a, b) = (a.as_object()?, b.as_object()?);
+    a.keys()
+        .chain(b.keys())
+        .find(|k| a.get(k.as_str()) != b.get(k.as_str()))
+        .cloned()
+}
+
+/// Checks `cfg` for `system`: refuses a field it does not read ([`System::reads`]) with
+/// [`Error::NotRead`], naming the field and the system, then runs its own checks
+/// ([`System::validate`]).
+pub fn check<S: System + ?Sized>(system: &S, cfg: &Config) -> Result<()> {
+    if let Some((field, why)) = system.reads().first_unread(cfg) {
+        return Err(Error::NotRead {
+            field,
+            system: system.name().into(),
+            why,
+        });
+    }
+    system.validate(cfg)
+}
+
 /// The systems a front end knows, by name.
 #[derive(Clone)]
 pub struct Systems {
@@ -161,7 +247,7 @@ impl Systems {
     }
 
     /// The names known, in registration order.
-    pub(crate) fn names(&self) -> Vec<&'static str> {
+    pub fn names(&self) -> Vec<&'static str> {
         self.systems.iter().map(|s| s.name()).collect()
     }
 
@@ -177,11 +263,39 @@ impl Systems {
             })
     }
 
-    /// The system of `cfg`, after it has checked the configuration.
+    /// The system of `cfg`, after it has checked the configuration ([`check`]).
     pub fn for_config(&self, cfg: &Config) -> Result<&dyn System> {
         let system = self.get(&cfg.system)?;
-        system.validate(cfg)?;
+        check(system, cfg)?;
         Ok(system)
+    }
+
+    /// A loaded model's configuration made one its system accepts: each field the system
+    /// does not read is dropped from the `baseline` section, or the product section that
+    /// holds one set back to its default; returns their dotted paths (a section's first
+    /// such field), for a note. A model folder saved before its system declared what it
+    /// reads may carry such a field (the `dvn` preset set `baseline.init_zeros`, which `dvn`
+    /// never read): it set nothing when the model was trained, so dropping it changes no
+    /// prediction, where refusing it would lose the model, and keeping it would hand it on
+    /// with the model's configuration (to `train --config`, which refuses it). Unknown
+    /// systems are refused.
+    pub fn drop_unread(&self, cfg: &mut Config) -> Result<Vec<String>> {
+        let reads = self.get(&cfg.system)?.reads();
+        let mut dropped: Vec<String> = cfg
+            .system_settings
+            .drop_not_read(reads.settings)
+            .into_iter()
+            .map(|f| format!("{SECTION}.{f}"))
+            .collect();
+        while let Some((field, _)) = reads.first_unread(cfg) {
+            match field.split('.').next() {
+                Some("inference") => cfg.inference = InferenceConfig::default(),
+                Some("loss") => cfg.loss = LossConfig::default(),
+                _ => cfg.search = SearchConfig::default(),
+            }
+            dropped.push(field);
+        }
+        Ok(dropped)
     }
 }
 
@@ -234,5 +348,78 @@ mod tests {
         let text = serde_json::to_string(&saved).unwrap();
         let cfg = Config::resolve(None, Some(&text), None).unwrap();
         assert_eq!(systems.for_config(&cfg).unwrap().name(), PNC);
+    }
+
+    /// A system that reads one field of the `baseline` section and no `loss` or `search`.
+    struct Narrow;
+
+    impl System for Narrow {
+        fn name(&self) -> &'static str {
+            "narrow"
+        }
+        fn reads(&self) -> Reads {
+            Reads {
+                settings: &["optimizer"],
+                loss: false,
+                search: false,
+                ..Reads::PNC
+            }
+        }
+        fn fit(&self, _: &Dataset, _: Start, _: &mut Hooks) -> Result<Trained> {
+            unreachable!("never trained")
+        }
+        fn predict(&self, _: &Model<f32>, _: &CsrMatrix, _: usize) -> Result<Outputs<f32>> {
+            unreachable!("never run")
+        }
+    }
+
+    /// What a system does not read is refused by its path, what it reads passes; a loaded
+    /// configuration drops the first and keeps the second.
+    #[test]
+    fn a_system_refuses_what_it_does_not_read_and_a_loaded_model_drops_it() {
+        let systems = Systems::product().with(Narrow);
+        let refused = |text: &str| {
+            let mut cfg = Config::paper();
+            cfg = cfg.with_overrides(text).unwrap();
+            cfg.system = "narrow".into();
+            match systems.for_config(&cfg) {
+                Ok(_) => None,
+                Err(Error::NotRead { field, system, .. }) => {
+                    assert_eq!(system, "narrow");
+                    Some(field)
+                }
+                Err(e) => panic!("{text}: {e}"),
+            }
+        };
+        assert_eq!(refused(r#"{"baseline": {"optimizer": "adam"}}"#), None);
+        assert_eq!(refused(r#"{"inference": {"eta": 0.1}}"#), None);
+        assert_eq!(
+            refused(r#"{"baseline": {"lr_decay": 0.5}}"#).as_deref(),
+            Some("baseline.lr_decay")
+        );
+        assert_eq!(
+            refused(r#"{"loss": {"f1_weight": 2.0}}"#).as_deref(),
+            Some("loss.f1_weight")
+        );
+        let mut cfg = Config::paper();
+        cfg.search = SearchConfig::predict();
+        cfg.system = "narrow".into();
+        let e = systems.for_config(&cfg).err().unwrap().to_string();
+        assert!(e.starts_with("search.") && e.contains("`narrow`"), "{e}");
+
+        cfg = cfg
+            .with_overrides(r#"{"baseline": {"optimizer": "adam", "lr_decay": 0.5}, "loss": {"f1_weight": 2.0}, "search": {}}"#)
+            .unwrap();
+        cfg.search = SearchConfig::predict();
+        let dropped = systems.drop_unread(&mut cfg).unwrap();
+        assert_eq!(dropped.len(), 3, "{dropped:?}");
+        assert_eq!(dropped[0], "baseline.lr_decay");
+        assert!(dropped[1].starts_with("loss.") && dropped[2].starts_with("search."));
+        assert_eq!(cfg.system_settings.fields().len(), 1);
+        assert_eq!(
+            (&cfg.loss, &cfg.search),
+            (&LossConfig::default(), &SearchConfig::default())
+        );
+        assert_eq!(systems.for_config(&cfg).unwrap().name(), "narrow");
     }
 }

@@ -19,7 +19,31 @@ use cardinal::engine::{Model, Outputs};
 use cardinal::error::Result;
 use cardinal::parts::{c, Float, Params};
 use cardinal::parts::{sigmoid, soft_f1};
+use cardinal::system::Reads;
 use ndarray::Array2;
+
+/// What DVN reads: of its inference the steps and step size, neither the `loss` section (its
+/// objective is the value regression) nor the search. Its inference starts from zeros
+/// whatever `baseline.init_zeros` says, and its own initialisation replaces the unary
+/// pre-training.
+pub const READS: Reads = Reads {
+    settings: &[
+        // The training loop's (`fit`).
+        "optimizer",
+        "lr_drops",
+        "lr_decay",
+        "freeze_unary_epochs",
+        "keep_best",
+        "dev_every",
+        "select_with_threshold_grid",
+        "hidden_activation",
+        "energy_activation",
+        "dvn_adversarial_fraction",
+    ],
+    inference: true,
+    loss: false,
+    search: false,
+};
 
 fn energy_of<'a, F: Float>(model: &Model<f32>, p: &'a Params<F>) -> Energy<'a, F> {
     Energy {

@@ -20,7 +20,7 @@ use cardinal::parts::{
     first_layer_shift, sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad, Float,
     Params, Standardizer,
 };
-use cardinal::system::{Hooks, Start, System};
+use cardinal::system::{Hooks, Reads, Start, System};
 
 use super::tuned::choose_on_dev;
 use super::BatchObjective;
@@ -163,6 +163,13 @@ impl System for BrLogistic {
         BR_LOGISTIC
     }
 
+    /// No field of the `baseline` section: its candidates set their own, and its inference reads none. The product sections are not refused:
+    /// the search replaces them by its candidates', which is what a saved model of this
+    /// system records and trains again from, and the default `predict` preset sets them.
+    fn reads(&self) -> Reads {
+        Reads::PNC
+    }
+
     fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
         let Start::Fresh(cfg) = start else {
             return Err(Error::Unsupported {
@@ -175,9 +182,13 @@ impl System for BrLogistic {
             .map(|&wd| candidate(&cfg, train.n_rows(), train.n_labels(), wd))
             .collect();
         let budget = hooks.memory_budget;
-        choose_on_dev(train, candidates, hooks, |c, on_event| {
+        let mut trained = choose_on_dev(train, candidates, hooks, |c, on_event| {
             super::fit(train, c, &mut Logistic, on_event, budget)
-        })
+        })?;
+        // The candidate's `baseline` fields were its training loop's; this system reads none,
+        // so the saved configuration, which trains again from the start, carries none.
+        trained.model.config.system_settings = Default::default();
+        Ok(trained)
     }
 
     fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {

@@ -23,6 +23,8 @@ pub mod dvn;
 mod fit;
 pub mod logistic;
 pub mod nets;
+#[cfg(test)]
+mod reads;
 pub mod settings;
 pub mod ssvm;
 pub mod tuned;
@@ -41,7 +43,7 @@ use cardinal::eval::evaluate_outputs;
 use cardinal::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use cardinal::parts::Params;
 use cardinal::parts::{dropout_key, Dropout};
-use cardinal::system::{Hooks, Start, System, Systems};
+use cardinal::system::{check, Hooks, Reads, Start, System, Systems};
 pub use fit::fit;
 use nets::{Mlp, MlpCache, MlpGrad, Opt};
 pub use settings::{Activation, BaselineConfig, Optimizer, TaskLoss};
@@ -60,44 +62,59 @@ pub const TOPZ_HINGE: &str = "topz-hinge";
 
 /// The product's systems and every system of this crate.
 pub fn systems() -> Systems {
-    Systems::product()
-        .with(Baseline {
+    baselines()
+        .into_iter()
+        .fold(Systems::product(), Systems::with)
+        .with(tuned::TunedMlp)
+        .with(logistic::BrLogistic)
+}
+
+/// The systems trained in one go by [`fit`], in registration order.
+fn baselines() -> [Baseline; 5] {
+    [
+        Baseline {
             name: SPEN_SSVM,
+            reads: ssvm::SPEN_READS,
             objective: || Box::new(ssvm::Ssvm),
             predict_rows: |m, x, rows| unrolled::predict_rows(Flavor::Spen, m, x, rows),
-        })
-        .with(Baseline {
+        },
+        Baseline {
             name: DVN,
+            reads: dvn::READS,
             objective: || Box::new(dvn::Dvn),
             predict_rows: dvn::predict_rows,
-        })
-        .with(Baseline {
+        },
+        Baseline {
             name: SC,
+            reads: unrolled::SC_READS,
             objective: || Box::new(unrolled::Unrolled { flavor: Flavor::Sc }),
             predict_rows: |m, x, rows| unrolled::predict_rows(Flavor::Sc, m, x, rows),
-        })
-        .with(Baseline {
+        },
+        Baseline {
             name: LOGIT,
+            reads: unrolled::LOGIT_READS,
             objective: || {
                 Box::new(unrolled::Unrolled {
                     flavor: Flavor::Logit,
                 })
             },
             predict_rows: |m, x, rows| unrolled::predict_rows(Flavor::Logit, m, x, rows),
-        })
-        .with(Baseline {
+        },
+        Baseline {
             name: TOPZ_HINGE,
+            reads: ssvm::TOPZ_READS,
             objective: || Box::new(ssvm::TopzHinge),
             predict_rows: ssvm::topz_predict_rows,
-        })
-        .with(tuned::TunedMlp)
-        .with(logistic::BrLogistic)
+        },
+    ]
 }
 
 /// A system trained in one go by [`fit`] with its own batch objective, and run by its own
 /// inference.
 struct Baseline {
     name: &'static str,
+    /// What of a configuration it reads, declared beside its code.
+    reads: Reads,
     objective: fn() -> Box<dyn BatchObjective>,
     predict_rows: fn(&Model<f32>, &CsrMatrix, &[usize]) -> Outputs<f32>,
 }
@@ -105,6 +122,10 @@ struct Baseline {
 impl System for Baseline {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn reads(&self) -> Reads {
+        self.reads
     }
 
     fn validate(&self, cfg: &Config) -> Result<()> {
@@ -132,7 +153,7 @@ impl System for Baseline {
     fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
         match start {
             Start::Fresh(cfg) => {
-                self.validate(&cfg)?;
+                check(self, &cfg)?;
                 let mut objective = (self.objective)();
                 fit(
                     train,

@@ -1,7 +1,9 @@
 //! The settings of the Table 1 systems and of unary pre-training ([`BaselineConfig`]): the
 //! `baseline` section of a configuration, which this crate owns. The product keeps the
 //! section as JSON ([`Config::system_settings`]); the systems read it here, through
-//! [`Config::system_section`], and check it with the product's range-check helpers.
+//! [`Config::system_section`], and check it with the product's range-check helpers. Each
+//! system reads some of its fields only, and declares which beside its code
+//! ([`cardinal::system::Reads`]); the product refuses the others when set.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -49,7 +51,7 @@ pub struct BaselineConfig {
     /// Optimiser of the system's own training.
     pub optimizer: Optimizer,
     /// Epochs of pre-training the unary network alone with binary cross-entropy before the
-    /// system's own training (SPEN's `pretrain_unaries` stage); 0 = none. Also for `pnc`.
+    /// system's own training (SPEN's `pretrain_unaries` stage); 0 = none.
     pub pretrain_epochs: usize,
     /// Learning rate of the pre-training (AdaGrad).
     pub pretrain_lr: f64,

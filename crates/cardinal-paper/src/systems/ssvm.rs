@@ -20,7 +20,66 @@ use cardinal::engine::{Model, Outputs};
 use cardinal::error::Result;
 use cardinal::parts::{c, Float, Params};
 use cardinal::parts::{sigmoid, soft_f1};
+use cardinal::system::Reads;
 use ndarray::Array2;
+
+/// What SPEN reads: its inference (the ascent's steps, also loss-augmented), neither the
+/// `loss` section (its objective is the hinge) nor the search.
+pub const SPEN_READS: Reads = Reads {
+    settings: &[
+        // The training loop's (`fit`).
+        "optimizer",
+        "lr_drops",
+        "lr_decay",
+        "freeze_unary_epochs",
+        "keep_best",
+        "dev_every",
+        "select_with_threshold_grid",
+        // The unary pre-training's (`pretrain_unary`).
+        "pretrain_epochs",
+        "pretrain_lr",
+        "pretrain_dropout",
+        "pretrain_weight_decay",
+        "hidden_activation",
+        "energy_activation",
+        // Loss-augmented inference's.
+        "task_loss",
+        "margin_scale",
+        "logit_iterates",
+        "entropy_weight",
+        // Its test-time inference's, in the box (`unrolled::Flavor::Spen`).
+        "init_zeros",
+    ],
+    inference: true,
+    loss: false,
+    search: false,
+};
+
+/// What top-z reads: exact inference and its own hinge (a batch mean of the Hamming-margin
+/// hinge), so neither the `inference` nor the `loss` section, nor the search. Its outputs are
+/// 0 or 1, which every threshold of the grid splits alike: choosing the dev epoch at the
+/// grid's best threshold is choosing it at its own (`select_with_threshold_grid` unread).
+pub const TOPZ_READS: Reads = Reads {
+    settings: &[
+        // The training loop's (`fit`).
+        "optimizer",
+        "lr_drops",
+        "lr_decay",
+        "freeze_unary_epochs",
+        "keep_best",
+        "dev_every",
+        // The unary pre-training's (`pretrain_unary`).
+        "pretrain_epochs",
+        "pretrain_lr",
+        "pretrain_dropout",
+        "pretrain_weight_decay",
+        "hidden_activation",
+        "margin_scale",
+    ],
+    inference: false,
+    loss: false,
+    search: false,
+};
 
 /// `s(x, y) = yᵀu + E(y)` for one row.
 pub fn spen_score<F: Float>(energy: &Energy<F>, u: &[F], y: &[F]) -> F {

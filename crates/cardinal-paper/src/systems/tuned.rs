@@ -15,7 +15,7 @@ use cardinal::engine::{Model, Outputs};
 use cardinal::error::{Error, Result};
 use cardinal::eval::evaluate_outputs;
 use cardinal::search::scaled_dev_fraction;
-use cardinal::system::{Hooks, Pnc, Start, System};
+use cardinal::system::{Hooks, Pnc, Reads, Start, System};
 
 /// `config.system` of the tuned MLP.
 pub const MLP: &str = "mlp";
@@ -80,6 +80,13 @@ pub struct TunedMlp;
 impl System for TunedMlp {
     fn name(&self) -> &'static str {
         MLP
+    }
+
+    /// No field of the `baseline` section: its candidates train as `pnc`, which reads none. The product sections are not refused:
+    /// the search replaces them by its candidates', which is what a saved model of this
+    /// system records and trains again from, and the default `predict` preset sets them.
+    fn reads(&self) -> Reads {
+        Reads::PNC
     }
 
     fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {

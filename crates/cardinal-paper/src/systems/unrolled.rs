@@ -15,7 +15,62 @@ use cardinal::engine::{Model, Outputs};
 use cardinal::error::Result;
 use cardinal::parts::soft_f1;
 use cardinal::parts::{c, Float, Params};
+use cardinal::system::Reads;
 use ndarray::Array2;
+
+/// What SC reads: its inference and P&C's relaxed-F1 loss (`loss`), not the search. Its
+/// iterates live in the box unless `logit_iterates`, where the entropy applies.
+pub const SC_READS: Reads = Reads {
+    settings: &[
+        // The training loop's (`fit`).
+        "optimizer",
+        "lr_drops",
+        "lr_decay",
+        "freeze_unary_epochs",
+        "keep_best",
+        "dev_every",
+        "select_with_threshold_grid",
+        // The unary pre-training's (`pretrain_unary`).
+        "pretrain_epochs",
+        "pretrain_lr",
+        "pretrain_dropout",
+        "pretrain_weight_decay",
+        "hidden_activation",
+        "energy_activation",
+        "init_zeros",
+        "logit_iterates",
+        "entropy_weight",
+    ],
+    inference: true,
+    loss: true,
+    search: false,
+};
+
+/// What logit-space ascent reads: as SC, but its iterates are always logits, so neither
+/// `init_zeros` (a box start) nor `logit_iterates`.
+pub const LOGIT_READS: Reads = Reads {
+    settings: &[
+        // The training loop's (`fit`).
+        "optimizer",
+        "lr_drops",
+        "lr_decay",
+        "freeze_unary_epochs",
+        "keep_best",
+        "dev_every",
+        "select_with_threshold_grid",
+        // The unary pre-training's (`pretrain_unary`).
+        "pretrain_epochs",
+        "pretrain_lr",
+        "pretrain_dropout",
+        "pretrain_weight_decay",
+        "hidden_activation",
+        "energy_activation",
+        "entropy_weight",
+    ],
+    inference: true,
+    loss: true,
+    search: false,
+};
 
 /// The member of the unrolled-ascent family a system runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

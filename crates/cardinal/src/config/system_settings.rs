@@ -1,8 +1,9 @@
 //! Settings that only the chosen system reads ([`SystemSettings`]): the `baseline` section
 //! of a configuration file, which the Table 1 systems of the `cardinal-paper` crate own. The
 //! product keeps it as JSON and neither reads nor checks it; a system that reads it parses
-//! and checks its own with [`Config::system_section`], and `pnc`, which reads none of it,
-//! refuses it by field ([`SystemSettings::not_at_legacy_default`]).
+//! and checks its own with [`Config::system_section`]. Each system declares the fields it
+//! reads ([`crate::system::Reads`]); any other is refused by field
+//! ([`SystemSettings::first_not_read`]), `pnc`, which reads none, included.
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -52,8 +53,7 @@ impl SystemSettings {
     }
 
     /// The fields, by name.
-    #[cfg(test)]
-    pub(crate) fn fields(&self) -> &Map<String, Value> {
+    pub fn fields(&self) -> &Map<String, Value> {
         &self.0
     }
 
@@ -68,14 +68,26 @@ impl SystemSettings {
         serde_json::from_str(LEGACY_DEFAULTS).expect("a JSON object")
     }
 
-    /// The first field set to anything but what every configuration saved before held: a
-    /// setting for a system that reads none of these fields is one that does nothing.
-    pub(crate) fn not_at_legacy_default(&self) -> Option<&str> {
+    /// The first field, other than those in `read`, set to anything but what every
+    /// configuration saved before held (which are the Table 1 systems' defaults too): a
+    /// setting for a system that does not read it is one that does nothing.
+    pub fn first_not_read(&self, read: &[&str]) -> Option<&str> {
         let defaults = Self::legacy_defaults();
         self.0
             .iter()
-            .find(|(k, v)| defaults.get(k.as_str()) != Some(v))
+            .find(|(k, v)| !read.contains(&k.as_str()) && defaults.get(k.as_str()) != Some(v))
             .map(|(k, _)| k.as_str())
+    }
+
+    /// Removes the fields [`SystemSettings::first_not_read`] would name, and returns their
+    /// names.
+    pub fn drop_not_read(&mut self, read: &[&str]) -> Vec<String> {
+        let mut dropped = Vec::new();
+        while let Some(field) = self.first_not_read(read).map(str::to_owned) {
+            self.0.remove(&field);
+            dropped.push(field);
+        }
+        dropped
     }
 }
 
@@ -111,12 +123,20 @@ mod tests {
     fn the_legacy_section_sets_nothing_and_other_values_are_named() {
         let saved: SystemSettings = serde_json::from_str(LEGACY_DEFAULTS).unwrap();
         assert_eq!(saved.fields().len(), 19);
-        assert_eq!(saved.not_at_legacy_default(), None);
-        let set: SystemSettings =
-            serde_json::from_str(r#"{"pretrain_epochs": 0, "optimizer": "adam"}"#).unwrap();
-        assert_eq!(set.not_at_legacy_default(), Some("optimizer"));
+        assert_eq!(saved.first_not_read(&[]), None);
+        let mut set: SystemSettings = serde_json::from_str(
+            r#"{"pretrain_epochs": 0, "optimizer": "adam", "init_zeros": true}"#,
+        )
+        .unwrap();
+        // Fields in name order.
+        assert_eq!(set.first_not_read(&[]), Some("init_zeros"));
+        assert_eq!(set.first_not_read(&["init_zeros"]), Some("optimizer"));
+        assert_eq!(set.first_not_read(&["optimizer", "init_zeros"]), None);
         let unknown: SystemSettings = serde_json::from_str(r#"{"optimiser": "adam"}"#).unwrap();
-        assert_eq!(unknown.not_at_legacy_default(), Some("optimiser"));
+        assert_eq!(unknown.first_not_read(&["optimizer"]), Some("optimiser"));
+        // Dropping keeps what is read and what is at its default.
+        assert_eq!(set.drop_not_read(&["init_zeros"]), ["optimizer"]);
+        assert_eq!(set.fields().len(), 2);
         assert_eq!(
             SystemSettings::legacy_defaults().get("lr_decay"),
             Some(&serde_json::json!(0.1))
