@@ -2,7 +2,8 @@
 //! example-F1 under the joint distribution that a random forest's neighbourhoods give.
 //!
 //! A random forest of multi-label trees (`tree`) defines, for an input `x`, weights over the
-//! training rows: each tree gives the rows that share `x`'s leaf `1/(leaf size)`, and the
+//! training rows: each tree gives the rows of its bootstrap sample that share `x`'s leaf
+//! their share of that leaf's sample (as the tree's own class frequencies would), and the
 //! forest averages its trees. Those weights are a distribution over the training label sets,
 //! so they estimate the joint `Δ_is` (label `i` on, `s` labels in all) and `P(∅)` that the
 //! F1-optimal decision needs (`gfm`). The predicted count is the chosen set's size `z = k`,
@@ -29,12 +30,14 @@ pub(crate) struct Forest {
     trees: Vec<Tree>,
     /// Per tree, the leaf of every training row.
     leaf_of_row: Vec<Vec<u32>>,
+    /// Per tree, how many times each training row was drawn into its bootstrap sample.
+    bag: Vec<Vec<u32>>,
     /// The training label sets: row offsets and labels.
     label_indptr: Vec<usize>,
     label_indices: Vec<u32>,
     n_labels: usize,
     n_features: usize,
-    /// Derived: per tree, the rows of each leaf (offsets by leaf, then rows).
+    /// Derived: per tree, the drawn rows of each leaf (offsets by leaf, then rows).
     leaf_rows: Vec<(Vec<u32>, Vec<u32>)>,
     /// Derived: the largest training set size.
     s_max: usize,
@@ -89,10 +92,10 @@ impl Forest {
             mtry: (train.n_features() as f64).sqrt().floor().max(1.0) as usize,
             min_leaf: cfg.min_leaf,
         };
-        let trees: Vec<Tree> = (0..cfg.trees as u64)
+        let (trees, bag): (Vec<Tree>, Vec<Vec<u32>>) = (0..cfg.trees as u64)
             .into_par_iter()
             .map(|t| tree::grow(&cols, labels, growth, mix(seed, t)))
-            .collect();
+            .unzip();
         let x = &train.features;
         let leaf_of_row = trees
             .par_iter()
@@ -108,6 +111,7 @@ impl Forest {
         Ok(Self::assemble(
             trees,
             leaf_of_row,
+            bag,
             labels.indptr.clone(),
             labels.indices.clone(),
             labels.n_labels,
@@ -118,6 +122,7 @@ impl Forest {
     fn assemble(
         trees: Vec<Tree>,
         leaf_of_row: Vec<Vec<u32>>,
+        bag: Vec<Vec<u32>>,
         label_indptr: Vec<usize>,
         label_indices: Vec<u32>,
         n_labels: usize,
@@ -125,18 +130,25 @@ impl Forest {
     ) -> Self {
         let leaf_rows = trees
             .iter()
-            .zip(&leaf_of_row)
-            .map(|(tree, leaves)| {
+            .zip(leaf_of_row.iter().zip(&bag))
+            .map(|(tree, (leaves, drawn))| {
                 let mut offsets = vec![0u32; tree.n_leaves as usize + 1];
-                for &leaf in leaves {
+                let in_bag = || {
+                    leaves
+                        .iter()
+                        .zip(drawn)
+                        .enumerate()
+                        .filter(|(_, (_, &c))| c > 0)
+                };
+                for (_, (&leaf, _)) in in_bag() {
                     offsets[leaf as usize + 1] += 1;
                 }
                 for i in 1..offsets.len() {
                     offsets[i] += offsets[i - 1];
                 }
                 let mut next = offsets.clone();
-                let mut rows = vec![0u32; leaves.len()];
-                for (r, &leaf) in leaves.iter().enumerate() {
+                let mut rows = vec![0u32; offsets[offsets.len() - 1] as usize];
+                for (r, (&leaf, _)) in in_bag() {
                     rows[next[leaf as usize] as usize] = r as u32;
                     next[leaf as usize] += 1;
                 }
@@ -152,6 +164,7 @@ impl Forest {
         Self {
             trees,
             leaf_of_row,
+            bag,
             label_indptr,
             label_indices,
             n_labels,
@@ -206,13 +219,20 @@ impl Forest {
         let n = self.label_indptr.len() - 1;
         let mut weight = vec![0.0f64; n];
         let share = 1.0 / self.trees.len() as f64;
-        for (tree, (offsets, rows)) in self.trees.iter().zip(&self.leaf_rows) {
+        for ((tree, (offsets, rows)), drawn) in
+            self.trees.iter().zip(&self.leaf_rows).zip(&self.bag)
+        {
             let leaf = tree.leaf(indices, values) as usize;
             let members = &rows[offsets[leaf] as usize..offsets[leaf + 1] as usize];
-            // A leaf holds at least one training row (the bootstrap rows that grew it).
-            let w = share / members.len().max(1) as f64;
+            // The tree's estimate: its leaf's bootstrap sample, each row as often as drawn
+            // (the rows that grew the leaf; a damaged model may leave one empty).
+            let mass: u32 = members.iter().map(|&m| drawn[m as usize]).sum();
+            if mass == 0 {
+                continue;
+            }
+            let w = share / mass as f64;
             for &m in members {
-                weight[m as usize] += w;
+                weight[m as usize] += w * drawn[m as usize] as f64;
             }
         }
         let mut delta = vec![0.0; self.n_labels * self.s_max];

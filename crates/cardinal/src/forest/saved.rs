@@ -37,6 +37,11 @@ impl Forest {
                 self.leaf_of_row.iter().flat_map(|v| as_f32(v)).collect(),
             ),
             (
+                "forest.bag".into(),
+                vec![self.trees.len(), n],
+                self.bag.iter().flat_map(|v| as_f32(v)).collect(),
+            ),
+            (
                 "forest.label_indptr".into(),
                 vec![n + 1],
                 self.label_indptr.iter().map(|&x| x as f32).collect(),
@@ -119,6 +124,22 @@ impl Forest {
                     .collect::<Result<Vec<u32>, String>>()
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let (shape, drawn) = shaped("forest.bag", 2)?;
+        if shape != [trees.len(), n] {
+            return Err(format!(
+                "`forest.bag` has shape {shape:?}, expected [{}, {n}]",
+                trees.len()
+            ));
+        }
+        // A row is drawn at most `n` times into a bootstrap sample of `n`.
+        let bag = drawn
+            .chunks(n)
+            .map(|row| {
+                row.iter()
+                    .map(|&v| index("forest.bag", v, n + 1).map(|c| c as u32))
+                    .collect::<Result<Vec<u32>, String>>()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let (shape, indptr) = shaped("forest.label_indptr", 1)?;
         let (_, labels) = shaped("forest.label_indices", 1)?;
         if shape[0] != n + 1 {
@@ -150,6 +171,7 @@ impl Forest {
         Ok(Self::assemble(
             trees,
             leaf_of_row,
+            bag,
             indptr,
             labels,
             n_labels,

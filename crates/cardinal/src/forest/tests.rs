@@ -46,7 +46,7 @@ fn the_root_split_is_the_best_of_every_threshold_of_every_feature() {
     for seed in 0..20 {
         let data = toy(&shape(40, seed));
         let (x, labels) = (&data.features, &data.labels);
-        let tree = grow(
+        let (tree, _) = grow(
             &Columns::new(x),
             labels,
             Growth {
@@ -196,6 +196,7 @@ fn saved_tensors_read_back_whole_and_damage_is_refused() {
     assert!(damage("forest.nodes", 0, 1e6).contains("forest.nodes"));
     assert!(damage("forest.leaf_of_row", 0, 1e6).contains("forest.leaf_of_row"));
     assert!(damage("forest.label_indices", 0, 99.0).contains("forest.label_indices"));
+    assert!(damage("forest.bag", 0, 1e6).contains("forest.bag"));
     assert!(damage("forest.label_indptr", 1, 0.5).contains("forest.label_indptr"));
     let mut missing = tensors.clone();
     missing.retain(|t| t.0 != "forest.tree_offsets");

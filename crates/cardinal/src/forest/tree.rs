@@ -114,8 +114,14 @@ struct Split {
     threshold: f32,
 }
 
-/// Grows one tree on a bootstrap sample of the rows, drawn from `seed`.
-pub(crate) fn grow(cols: &Columns, labels: &LabelSets, growth: Growth, seed: u64) -> Tree {
+/// Grows one tree on a bootstrap sample of the rows, drawn from `seed`; returns it with how
+/// many times each row was drawn.
+pub(crate) fn grow(
+    cols: &Columns,
+    labels: &LabelSets,
+    growth: Growth,
+    seed: u64,
+) -> (Tree, Vec<u32>) {
     let n = labels.n_rows;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let mut weight = vec![0u32; n];
@@ -163,7 +169,7 @@ pub(crate) fn grow(cols: &Columns, labels: &LabelSets, growth: Growth, seed: u64
         node.left = n_leaves;
         n_leaves += 1;
     }
-    Tree { nodes, n_leaves }
+    (Tree { nodes, n_leaves }, weight)
 }
 
 /// A node not (yet) split: a leaf, numbered when the tree is grown.
