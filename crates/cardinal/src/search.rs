@@ -47,7 +47,9 @@ pub fn scaled_dev_fraction(configured: f64, n: usize) -> f64 {
 /// not; measured in docs/journal/2026-11-27-decoding.md); the authors' configuration with the exact projection in every
 /// step (`paper-projected`; the authors' soft Dykstra steps leave `y_T` off `C(z)`, so that
 /// every candidate's output holds `Σy = z` and `y ∈ [0, 1]` exactly, as `cfg`'s does); and
-/// that with 500 hidden units and dropout 0.3 (`paper-wide`). Each has the search off,
+/// that with 500 hidden units and dropout 0.3 (`paper-wide`); and, unless the rows are
+/// weighted, a random forest decoded for the expected F1 (`forest`, see `crate::forest`),
+/// whose sets are on `C(z)` by construction. Each has the search off,
 /// `cfg`'s seed and split seed, and the dev fraction scaled to the file.
 pub fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> {
     let mut plain = cfg.clone();
