@@ -62,112 +62,18 @@ impl Forest {
         n_features: usize,
         n_labels: usize,
     ) -> Result<Self, String> {
-        let index = |name: &str, v: f32, below: usize| -> Result<usize, String> {
-            if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && (v as usize) < below {
-                Ok(v as usize)
-            } else {
-                Err(format!(
-                    "`{name}` holds {v}, expected an index below {below}"
-                ))
-            }
-        };
-        let shaped = |name: &str, dims: usize| -> Result<(Vec<usize>, Vec<f32>), String> {
-            let (shape, data) = get(name)?;
-            if shape.len() != dims {
-                return Err(format!(
-                    "`{name}` has shape {shape:?}, expected {dims} dimension(s)"
-                ));
-            }
-            Ok((shape, data))
-        };
-        let (shape, nodes) = shaped("forest.nodes", 2)?;
-        if shape[1] != 4 {
+        let trees = read_trees(get, n_features)?;
+        let (n, leaf_of_row) = per_tree(get, "forest.leaf_of_row", &trees, None, |t| {
+            t.n_leaves as usize
+        })?;
+        if n == 0 || n >= MAX_INDEX {
             return Err(format!(
-                "`forest.nodes` has shape {shape:?}, expected [nodes, 4]"
-            ));
-        }
-        let (_, offsets) = shaped("forest.tree_offsets", 1)?;
-        let n_nodes = shape[0];
-        let offsets: Vec<usize> = offsets
-            .iter()
-            .map(|&o| index("forest.tree_offsets", o, n_nodes + 1))
-            .collect::<Result<_, _>>()?;
-        if offsets.len() < 2 || offsets[0] != 0 || *offsets.last().unwrap() != n_nodes {
-            return Err(format!(
-                "`forest.tree_offsets` must run from 0 to {n_nodes} over at least one tree"
-            ));
-        }
-        let mut trees = Vec::with_capacity(offsets.len() - 1);
-        for w in offsets.windows(2) {
-            let (lo, hi) = (w[0], w[1]);
-            if hi <= lo {
-                return Err("`forest.tree_offsets` must increase".into());
-            }
-            trees.push(read_tree(&nodes[4 * lo..4 * hi], n_features, &index)?);
-        }
-        let (shape, leaves) = shaped("forest.leaf_of_row", 2)?;
-        let n = shape[1];
-        if shape[0] != trees.len() || n == 0 || n >= MAX_INDEX {
-            return Err(format!(
-                "`forest.leaf_of_row` has shape {shape:?}, expected [{}, rows]",
-                trees.len()
-            ));
-        }
-        let leaf_of_row = trees
-            .iter()
-            .zip(leaves.chunks(n))
-            .map(|(tree, row)| {
-                row.iter()
-                    .map(|&v| {
-                        index("forest.leaf_of_row", v, tree.n_leaves as usize).map(|i| i as u32)
-                    })
-                    .collect::<Result<Vec<u32>, String>>()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let (shape, drawn) = shaped("forest.bag", 2)?;
-        if shape != [trees.len(), n] {
-            return Err(format!(
-                "`forest.bag` has shape {shape:?}, expected [{}, {n}]",
-                trees.len()
+                "`forest.leaf_of_row` has {n} rows, expected 1 to {MAX_INDEX}"
             ));
         }
         // A row is drawn at most `n` times into a bootstrap sample of `n`.
-        let bag = drawn
-            .chunks(n)
-            .map(|row| {
-                row.iter()
-                    .map(|&v| index("forest.bag", v, n + 1).map(|c| c as u32))
-                    .collect::<Result<Vec<u32>, String>>()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let (shape, indptr) = shaped("forest.label_indptr", 1)?;
-        let (_, labels) = shaped("forest.label_indices", 1)?;
-        if shape[0] != n + 1 {
-            return Err(format!(
-                "`forest.label_indptr` has {} entries, expected {}",
-                shape[0],
-                n + 1
-            ));
-        }
-        let indptr: Vec<usize> = indptr
-            .iter()
-            .map(|&v| index("forest.label_indptr", v, labels.len() + 1))
-            .collect::<Result<_, _>>()?;
-        if indptr[0] != 0 || indptr[n] != labels.len() || indptr.windows(2).any(|w| w[1] < w[0]) {
-            return Err(
-                "`forest.label_indptr` must run from 0 to the label count, not decreasing".into(),
-            );
-        }
-        let labels: Vec<u32> = labels
-            .iter()
-            .map(|&v| index("forest.label_indices", v, n_labels).map(|i| i as u32))
-            .collect::<Result<_, _>>()?;
-        if indptr
-            .windows(2)
-            .any(|w| labels[w[0]..w[1]].windows(2).any(|p| p[1] <= p[0]))
-        {
-            return Err("`forest.label_indices` must increase within each row".into());
-        }
+        let (_, bag) = per_tree(get, "forest.bag", &trees, Some(n), |_| n + 1)?;
+        let (indptr, labels) = read_labels(get, n, n_labels)?;
         Ok(Self::assemble(
             trees,
             leaf_of_row,
@@ -180,14 +86,129 @@ impl Forest {
     }
 }
 
+/// `v` as an index below `below`, or why not.
+fn index(name: &str, v: f32, below: usize) -> Result<usize, String> {
+    if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && (v as usize) < below {
+        Ok(v as usize)
+    } else {
+        Err(format!(
+            "`{name}` holds {v}, expected an index below {below}"
+        ))
+    }
+}
+
+/// Tensor `name`, which must have `dims` dimensions.
+fn shaped(get: Lookup<'_>, name: &str, dims: usize) -> Result<(Vec<usize>, Vec<f32>), String> {
+    let (shape, data) = get(name)?;
+    if shape.len() != dims {
+        return Err(format!(
+            "`{name}` has shape {shape:?}, expected {dims} dimension(s)"
+        ));
+    }
+    Ok((shape, data))
+}
+
+/// Every tree, from `forest.nodes` cut by `forest.tree_offsets`.
+fn read_trees(get: Lookup<'_>, n_features: usize) -> Result<Vec<Tree>, String> {
+    let (shape, nodes) = shaped(get, "forest.nodes", 2)?;
+    if shape[1] != 4 {
+        return Err(format!(
+            "`forest.nodes` has shape {shape:?}, expected [nodes, 4]"
+        ));
+    }
+    let n_nodes = shape[0];
+    let (_, offsets) = shaped(get, "forest.tree_offsets", 1)?;
+    let offsets: Vec<usize> = offsets
+        .iter()
+        .map(|&o| index("forest.tree_offsets", o, n_nodes + 1))
+        .collect::<Result<_, _>>()?;
+    if offsets.len() < 2 || offsets[0] != 0 || offsets[offsets.len() - 1] != n_nodes {
+        return Err(format!(
+            "`forest.tree_offsets` must run from 0 to {n_nodes} over at least one tree"
+        ));
+    }
+    offsets
+        .windows(2)
+        .map(|w| {
+            if w[1] <= w[0] {
+                return Err("`forest.tree_offsets` must increase".into());
+            }
+            read_tree(&nodes[4 * w[0]..4 * w[1]], n_features)
+        })
+        .collect()
+}
+
+/// Tensor `name` of shape `[trees, n]` (`n` as given, or as found), each tree's row of
+/// indices below `below(tree)`; returns `n` and the rows.
+fn per_tree(
+    get: Lookup<'_>,
+    name: &str,
+    trees: &[Tree],
+    n: Option<usize>,
+    below: impl Fn(&Tree) -> usize,
+) -> Result<(usize, Vec<Vec<u32>>), String> {
+    let (shape, values) = shaped(get, name, 2)?;
+    let cols = n.unwrap_or(shape[1]);
+    if shape != [trees.len(), cols] {
+        return Err(format!(
+            "`{name}` has shape {shape:?}, expected [{}, {}]",
+            trees.len(),
+            n.map_or("rows".into(), |n| n.to_string())
+        ));
+    }
+    let rows = trees
+        .iter()
+        .zip(values.chunks(cols.max(1)))
+        .map(|(tree, row)| {
+            row.iter()
+                .map(|&v| index(name, v, below(tree)).map(|i| i as u32))
+                .collect::<Result<Vec<u32>, String>>()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((cols, rows))
+}
+
+/// The training label sets of `n` rows over `n_labels` labels: offsets and labels.
+fn read_labels(
+    get: Lookup<'_>,
+    n: usize,
+    n_labels: usize,
+) -> Result<(Vec<usize>, Vec<u32>), String> {
+    let (shape, indptr) = shaped(get, "forest.label_indptr", 1)?;
+    let (_, labels) = shaped(get, "forest.label_indices", 1)?;
+    if shape[0] != n + 1 {
+        return Err(format!(
+            "`forest.label_indptr` has {} entries, expected {}",
+            shape[0],
+            n + 1
+        ));
+    }
+    let indptr: Vec<usize> = indptr
+        .iter()
+        .map(|&v| index("forest.label_indptr", v, labels.len() + 1))
+        .collect::<Result<_, _>>()?;
+    if indptr[0] != 0 || indptr[n] != labels.len() || indptr.windows(2).any(|w| w[1] < w[0]) {
+        return Err(
+            "`forest.label_indptr` must run from 0 to the label count, not decreasing".into(),
+        );
+    }
+    let labels: Vec<u32> = labels
+        .iter()
+        .map(|&v| index("forest.label_indices", v, n_labels).map(|i| i as u32))
+        .collect::<Result<_, _>>()?;
+    if indptr
+        .windows(2)
+        .any(|w| labels[w[0]..w[1]].windows(2).any(|p| p[1] <= p[0]))
+    {
+        return Err("`forest.label_indices` must increase within each row".into());
+    }
+    Ok((indptr, labels))
+}
+
 /// One tree's nodes (`[feature or −1, threshold, left, right]` each). Children come after
 /// their parent (as `grow` numbers them), so no path can loop, and leaves are numbered
 /// `0, 1, …` in node order.
-fn read_tree(
-    raw: &[f32],
-    n_features: usize,
-    index: &dyn Fn(&str, f32, usize) -> Result<usize, String>,
-) -> Result<Tree, String> {
+fn read_tree(raw: &[f32], n_features: usize) -> Result<Tree, String> {
     let count = raw.len() / 4;
     let mut nodes = Vec::with_capacity(count);
     let mut n_leaves = 0u32;
