@@ -7,7 +7,7 @@ use common::*;
 fn all_ops() -> Vec<(Method, AnyProjector)> {
     Method::ALL
         .into_iter()
-        .map(|m| (m, AnyProjector::new(m, 2, 5)))
+        .map(|m| (m, AnyProjector::new(m, params(2, 5))))
         .collect()
 }
 
@@ -113,7 +113,7 @@ fn any_projector_matches_concrete_operators() {
     let mut rng = Rng(1);
     let v = rng.normals(40, 1.0);
     let z = 7.3;
-    let get = |m| project(&AnyProjector::new(m, 3, 7), &v, z);
+    let get = |m| project(&AnyProjector::new(m, params(3, 7)), &v, z);
     assert_eq!(get(Method::Exact), project(&CappedSimplex, &v, z));
     assert_eq!(get(Method::Simplex), project(&Simplex, &v, z));
     assert_eq!(get(Method::Soft), project(&SoftSimplex, &v, z));
