@@ -278,25 +278,16 @@ mod tests {
     fn checked_refuses_parameters_out_of_range_naming_them() {
         let bad = |params| AnyProjector::checked(Method::Exact, params).unwrap_err();
         let d = ProjParams::default();
-        let cases = [
-            (ProjParams { rounds: 0, ..d }, "rounds", 0.0, "1..=1000"),
-            (
-                ProjParams { fp_iters: 201, ..d },
-                "fp_iters",
-                201.0,
-                "1..=200",
-            ),
-            (
-                ProjParams {
-                    smooth_eps: 0.0,
-                    ..d
-                },
-                "smooth_eps",
-                0.0,
-                POSITIVE,
-            ),
+        // One parameter out of range per row (a new parameter, a new row).
+        type Edit = fn(&mut ProjParams);
+        let cases: &[(Edit, &str, f64, &str)] = &[
+            (|p| p.rounds = 0, "rounds", 0.0, "1..=1000"),
+            (|p| p.fp_iters = 201, "fp_iters", 201.0, "1..=200"),
+            (|p| p.smooth_eps = 0.0, "smooth_eps", 0.0, POSITIVE),
         ];
-        for (params, name, value, allowed) in cases {
+        for &(edit, name, value, allowed) in cases {
+            let mut params = d;
+            edit(&mut params);
             let want = ProjError::InvalidParameter {
                 name,
                 value,
