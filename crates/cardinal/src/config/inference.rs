@@ -12,11 +12,9 @@ use super::check::{check, count, out_of_range, positive, rate};
 use crate::error::{Error, Result};
 use cardinal_proj::{Method, ProjError, ProjParams};
 
-/// The unrolled projected gradient ascent.
-// `remote = "Self"`: the derived reader and writer are the inherent `InferenceConfig::
-// deserialize` and `serialize`, which the trait impls below wrap to read `proj` flat.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(remote = "Self", deny_unknown_fields, default)]
+/// The unrolled projected gradient ascent. In JSON, the fields of `proj` sit flat among the
+/// others (`"rounds": 2`), as they did before `ProjParams` held them.
+#[derive(Debug, Clone, PartialEq)]
 pub struct InferenceConfig {
     /// Number of unrolled steps `T`.
     pub steps: usize,
@@ -26,20 +24,15 @@ pub struct InferenceConfig {
     pub momentum: f64,
     /// Projection used while training (exact, simplex, soft, dykstra-soft, dykstra-exact, fp,
     /// smooth).
-    #[serde(with = "method_name")]
     pub train_projection: Method,
     /// Projection used at evaluation and prediction.
-    #[serde(with = "method_name")]
     pub test_projection: Method,
     /// A projection applied once more to the last iterate, in training and at test (`null`:
     /// none, the paper). `exact` after soft Dykstra steps makes `y_T` feasible.
-    #[serde(with = "opt_method_name")]
     pub final_projection: Option<Method>,
     /// The parameters of the projections above: Dykstra rounds `rounds` (`R`), bisection
     /// iterations `fp_iters` (`J`) of FP, temperature `smooth_eps` (`ε`, in units of `y`) of
     /// the smoothed projection. Its fields are this section's (`inference.rounds`).
-    // Read by `Deserialize for InferenceConfig`; the derived reader skips it.
-    #[serde(flatten, skip_deserializing)]
     pub proj: ProjParams,
     /// "No labels" as a prediction: at inference, a row whose count network gives the count 0
     /// a probability of at least this value gets `z = 0`, so that `y_T = 0` (on `C(0)`) and
@@ -47,7 +40,6 @@ pub struct InferenceConfig {
     /// Predicting the empty set is the better decision for example-F1 whenever `P(0) > 1/2`
     /// and an empty prediction for an empty gold set scores 1: any non-empty prediction then
     /// scores at most `1 − P(0)` in expectation. Training is unchanged.
-    #[serde(default)]
     pub empty_at: Option<f64>,
     /// At inference, the count `z` of a row is the set size with the highest expected
     /// example-F1 (`crate::model::expected_f1`) under the count network's distribution and the
@@ -55,7 +47,6 @@ pub struct InferenceConfig {
     /// empty gold set counting 1, this also decides "no labels", over `empty_at`). `y_T`
     /// then lies on `C(z)` for that integer `z`. Training is unchanged. Off unless set (and
     /// then not written), so that configurations without it read and write as before.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expected_f1_count: bool,
 }
 
@@ -73,6 +64,33 @@ impl Default for InferenceConfig {
             expected_f1_count: false,
         }
     }
+}
+
+/// How [`InferenceConfig`] is written and read (serde's remote derive, which fails to compile
+/// if a field is missing here). `proj` is written flat and skipped by this derived reader:
+/// `Deserialize for InferenceConfig` reads its fields as they come.
+#[derive(Serialize, Deserialize)]
+#[serde(
+    remote = "InferenceConfig",
+    deny_unknown_fields,
+    default = "InferenceConfig::default"
+)]
+struct Wire {
+    steps: usize,
+    eta: f64,
+    momentum: f64,
+    #[serde(with = "method_name")]
+    train_projection: Method,
+    #[serde(with = "method_name")]
+    test_projection: Method,
+    #[serde(with = "opt_method_name")]
+    final_projection: Option<Method>,
+    #[serde(flatten, skip_deserializing)]
+    proj: ProjParams,
+    #[serde(default)]
+    empty_at: Option<f64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    expected_f1_count: bool,
 }
 
 impl InferenceConfig {
@@ -104,8 +122,7 @@ impl InferenceConfig {
 
 impl Serialize for InferenceConfig {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        // The derived writer (`remote = "Self"`), which writes `proj` flat.
-        InferenceConfig::serialize(self, s)
+        Wire::serialize(self, s)
     }
 }
 
@@ -140,7 +157,7 @@ impl<'de> Visitor<'de> for SectionVisitor {
                 .unwrap_or_default(),
             read: serde_json::Map::new(),
         };
-        let mut cfg = InferenceConfig::deserialize(&mut split)?;
+        let mut cfg = Wire::deserialize(&mut split)?;
         // Only values that `ProjParams` wrote: the parameters left out keep their defaults.
         cfg.proj = serde_json::from_value(serde_json::Value::Object(split.read))
             .map_err(de::Error::custom)?;
