@@ -85,7 +85,8 @@ pub const DEFAULT_SMOOTH_EPS: f64 = 0.1;
 /// The parameters of the operators that take one, each named as in a configuration's
 /// `inference` section; a method reads the ones it uses and ignores the others. A new
 /// parameter is a field here, its default and its line in [`ProjParams::validate`]: callers
-/// pass the struct whole.
+/// pass the struct whole. With the `serde` feature it is (de)serialised field by field, by
+/// these names.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields, default))]
