@@ -37,8 +37,9 @@ def project(
     ``dykstra-soft`` (the paper's operator), ``dykstra-exact``, ``fp``, ``smooth`` (entropic,
     temperature ``eps``, default 0.1) and ``clip``; ``rounds`` is used by the Dykstra methods,
     ``iters`` by ``fp``. Returns float64 of ``v``'s shape. Raises ``ValueError`` for an unknown
-    method, a ``z`` outside ``[0, L]``, a non-finite entry (naming the row) or a degenerate
-    parameter.
+    method, a ``z`` outside ``[0, L]``, a non-finite entry (naming the row) or a parameter out
+    of its range, whatever the method (``rounds`` 1..=1000, ``iters`` 1..=200, ``eps`` > 0;
+    named as in a configuration's ``inference`` section: ``fp_iters``, ``smooth_eps``).
     """
     rows, zs, single = _rows(v, z)
     out = _native.project(rows, zs, method, rounds, iters, eps)

@@ -198,7 +198,7 @@ pub(crate) fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result
         "energy_hidden": cfg.model.energy_hidden,
         "card_hidden": cfg.model.card_hidden,
         "batch_size": cfg.train.batch_size,
-        "rounds": cfg.inference.rounds,
+        "rounds": cfg.inference.proj.rounds,
         "dropout": cfg.model.dropout,
         "average": cfg.train.average_epochs.is_some(),
         "final_projection": cfg.inference.final_projection.map(|m| m.to_string()),

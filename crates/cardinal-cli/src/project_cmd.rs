@@ -7,7 +7,7 @@
 
 use anyhow::{bail, Context, Result};
 use cardinal_proj::matrix::DEFAULT_SINKHORN_EPS;
-use cardinal_proj::{AnyProjector, AnyTape, Method, Projector};
+use cardinal_proj::{AnyProjector, AnyTape, Method, ProjParams, Projector};
 use std::io::{BufRead, BufWriter, Write};
 use std::ops::RangeInclusive;
 
@@ -68,9 +68,9 @@ fn parse_method(s: &str) -> Result<Method, String> {
 
 /// Allowed `--rounds` (as `inference.rounds` in a configuration): 0 rounds would return the
 /// input unprojected.
-const ROUNDS: RangeInclusive<usize> = 1..=1000;
+const ROUNDS: RangeInclusive<usize> = ProjParams::ROUNDS;
 /// Allowed `--iters` (as `inference.fp_iters`): 0 iterations would skip the bisection.
-const ITERS: RangeInclusive<usize> = 1..=200;
+const ITERS: RangeInclusive<usize> = ProjParams::FP_ITERS;
 
 /// `value` if it lies in `range`, else an error naming the flag and the range.
 fn count_in(flag: &str, value: usize, range: &RangeInclusive<usize>) -> Result<usize, String> {
@@ -160,7 +160,12 @@ pub(crate) fn project_stream<R: BufRead, W: Write>(
         (None, true) => None,
         _ => bail!("give exactly one of --z and --z-column"),
     };
-    let proj = AnyProjector::new(method, args.rounds, args.iters);
+    let params = ProjParams {
+        rounds: args.rounds,
+        fp_iters: args.iters,
+        ..ProjParams::default()
+    };
+    let proj = AnyProjector::new(method, params);
     let mut tape = AnyTape::<f32>::default();
     let mut nums: Vec<f32> = Vec::new();
     let mut out: Vec<f32> = Vec::new();
@@ -227,7 +232,7 @@ mod tests {
         let xs: Vec<f32> = out.split_whitespace().map(|t| t.parse().unwrap()).collect();
         let mut want = vec![0.0f32; 3];
         let mut tape = AnyTape::default();
-        AnyProjector::new(Method::Exact, 2, 10)
+        AnyProjector::new(Method::Exact, ProjParams::default())
             .forward(&[0.1, 0.2, 0.3], 1.0, &mut want, &mut tape)
             .unwrap();
         assert_eq!(xs, want);

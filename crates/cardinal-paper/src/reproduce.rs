@@ -213,7 +213,7 @@ fn fp() -> Config {
     c.preset = "table1-fp".into();
     c.inference.train_projection = Method::Fp;
     c.inference.test_projection = Method::Fp;
-    c.inference.fp_iters = 10;
+    c.inference.proj.fp_iters = 10;
     c
 }
 

@@ -6,6 +6,7 @@ use crate::{
     SoftTape,
 };
 use std::fmt;
+use std::ops::RangeInclusive;
 use std::str::FromStr;
 
 /// Names accepted on the command line and in configs.
@@ -78,73 +79,104 @@ impl FromStr for Method {
     }
 }
 
-/// A projector chosen at run time; `rounds` is used by the Dykstra methods, `iters` by FP,
-/// `eps` (the temperature) by the smoothed projection.
+/// Default temperature of [`Method::Smooth`] ([`ProjParams::smooth_eps`]).
+pub const DEFAULT_SMOOTH_EPS: f64 = 0.1;
+
+/// The parameters of the operators that take one, each named as in a configuration's
+/// `inference` section; a method reads the ones it uses and ignores the others. A new
+/// parameter is a field here, its default and its line in [`ProjParams::validate`]: callers
+/// pass the struct whole. With the `serde` feature it is (de)serialised field by field, by
+/// these names.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields, default))]
+pub struct ProjParams {
+    /// Dykstra rounds `R` of [`Method::DykstraSoft`] and [`Method::DykstraExact`], in
+    /// [`ProjParams::ROUNDS`].
+    pub rounds: usize,
+    /// Bisection iterations `J` of [`Method::Fp`], in [`ProjParams::FP_ITERS`].
+    pub fp_iters: usize,
+    /// Temperature `ε` of [`Method::Smooth`], in units of the projected values: finite, > 0.
+    pub smooth_eps: f64,
+}
+
+impl Default for ProjParams {
+    fn default() -> Self {
+        Self {
+            rounds: 2,
+            fp_iters: 20,
+            smooth_eps: DEFAULT_SMOOTH_EPS,
+        }
+    }
+}
+
+impl ProjParams {
+    /// Allowed [`ProjParams::rounds`]: 0 rounds would return the input unprojected.
+    pub const ROUNDS: RangeInclusive<usize> = 1..=1000;
+    /// Allowed [`ProjParams::fp_iters`]: 0 iterations would skip the bisection.
+    pub const FP_ITERS: RangeInclusive<usize> = 1..=200;
+
+    /// Checks every parameter against its allowed range, whatever the method (a saved
+    /// configuration may switch methods later): the first one out of range is refused as
+    /// [`ProjError::InvalidParameter`] with its name, value and range.
+    pub fn validate(&self) -> Result<(), ProjError> {
+        count_in("rounds", self.rounds, Self::ROUNDS)?;
+        count_in("fp_iters", self.fp_iters, Self::FP_ITERS)?;
+        if !(self.smooth_eps.is_finite() && self.smooth_eps > 0.0) {
+            return Err(ProjError::InvalidParameter {
+                name: "smooth_eps",
+                value: self.smooth_eps,
+                allowed: POSITIVE.to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The range of a temperature, as [`ProjError::InvalidParameter`] names it.
+pub(crate) const POSITIVE: &str = "a finite number > 0";
+
+/// `Ok` when `value` lies in `range`, else the refusal of parameter `name`.
+fn count_in(
+    name: &'static str,
+    value: usize,
+    range: RangeInclusive<usize>,
+) -> Result<(), ProjError> {
+    if range.contains(&value) {
+        Ok(())
+    } else {
+        Err(ProjError::InvalidParameter {
+            name,
+            value: value as f64,
+            allowed: format!("{}..={}", range.start(), range.end()),
+        })
+    }
+}
+
+/// A projector chosen at run time: the operator and the parameters it reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AnyProjector {
     /// Which operator [`Projector::forward`] runs.
     pub method: Method,
-    /// Dykstra rounds ([`Method::DykstraSoft`], [`Method::DykstraExact`]).
-    pub rounds: usize,
-    /// Bisection iterations ([`Method::Fp`]).
-    pub iters: usize,
-    /// Temperature of [`Method::Smooth`] (> 0).
-    pub eps: f64,
+    /// The parameters; [`AnyProjector::method`] reads those it uses.
+    pub params: ProjParams,
 }
 
-/// Default temperature of [`Method::Smooth`].
-pub const DEFAULT_SMOOTH_EPS: f64 = 0.1;
-
 impl AnyProjector {
-    /// A projector of `method` with `rounds` Dykstra rounds and `iters` FP iterations (each
-    /// ignored by the other methods) and the temperature [`DEFAULT_SMOOTH_EPS`]. Zero rounds or
-    /// iterations are not refused here (a method that ignores them may get any value); for the
-    /// methods that use them they are degenerate, see [`Dykstra::rounds`](crate::Dykstra) and
-    /// [`FastProjection::iters`](crate::FastProjection).
-    pub fn new(method: Method, rounds: usize, iters: usize) -> Self {
-        Self {
-            method,
-            rounds,
-            iters,
-            eps: DEFAULT_SMOOTH_EPS,
-        }
+    /// A projector of `method` with `params` (those the method does not use are ignored).
+    /// Nothing is refused here: a parameter out of its range degenerates the projection (0
+    /// rounds return the input, see [`Dykstra::rounds`](crate::Dykstra)), or is reported by
+    /// `forward` ([`Method::Smooth`]'s temperature); [`AnyProjector::checked`] refuses them.
+    pub fn new(method: Method, params: ProjParams) -> Self {
+        Self { method, params }
     }
 
-    /// The same projector with temperature `eps` for [`Method::Smooth`].
-    pub fn with_eps(self, eps: f64) -> Self {
-        Self { eps, ..self }
-    }
-
-    /// [`AnyProjector::new`] with temperature `eps`, for callers that take the parameters from
-    /// a user (the Python package): refuses zero `rounds` for the Dykstra methods, zero `iters`
-    /// for FP and a temperature that is not finite and positive, as
-    /// [`ProjError::InvalidParameter`], instead of running a degenerate projection.
-    pub fn checked(
-        method: Method,
-        rounds: usize,
-        iters: usize,
-        eps: f64,
-    ) -> Result<Self, ProjError> {
-        let uses_rounds = matches!(method, Method::DykstraSoft | Method::DykstraExact);
-        if uses_rounds && rounds == 0 {
-            return Err(ProjError::InvalidParameter {
-                name: "rounds",
-                value: 0.0,
-            });
-        }
-        if method == Method::Fp && iters == 0 {
-            return Err(ProjError::InvalidParameter {
-                name: "iters",
-                value: 0.0,
-            });
-        }
-        if !(eps.is_finite() && eps > 0.0) {
-            return Err(ProjError::InvalidParameter {
-                name: "eps",
-                value: eps,
-            });
-        }
-        Ok(Self::new(method, rounds, iters).with_eps(eps))
+    /// [`AnyProjector::new`] for callers that take the parameters from a user (the Python
+    /// package): refuses parameters out of range ([`ProjParams::validate`]) instead of running
+    /// a degenerate projection.
+    pub fn checked(method: Method, params: ProjParams) -> Result<Self, ProjError> {
+        params.validate()?;
+        Ok(Self::new(method, params))
     }
 }
 
@@ -194,24 +226,22 @@ impl<F: Real> Projector<F> for AnyProjector {
         out: &mut [F],
         tape: &mut Self::Tape,
     ) -> Result<(), ProjError> {
+        let p = &self.params;
         match self.method {
             Method::Exact => CappedSimplex.forward(v, z, out, tape_as!(tape, Exact)),
             Method::Simplex => Simplex.forward(v, z, out, tape_as!(tape, Simplex)),
             Method::Soft => SoftSimplex.forward(v, z, out, tape_as!(tape, Soft)),
-            Method::DykstraSoft => Dykstra::new(self.rounds, SoftSimplex).forward(
-                v,
-                z,
-                out,
-                tape_as!(tape, DykstraSoft),
-            ),
+            Method::DykstraSoft => {
+                Dykstra::new(p.rounds, SoftSimplex).forward(v, z, out, tape_as!(tape, DykstraSoft))
+            }
             Method::DykstraExact => {
-                Dykstra::new(self.rounds, Simplex).forward(v, z, out, tape_as!(tape, DykstraExact))
+                Dykstra::new(p.rounds, Simplex).forward(v, z, out, tape_as!(tape, DykstraExact))
             }
             Method::Fp => {
-                FastProjection { iters: self.iters }.forward(v, z, out, tape_as!(tape, Fp))
+                FastProjection { iters: p.fp_iters }.forward(v, z, out, tape_as!(tape, Fp))
             }
             Method::Smooth => {
-                SmoothCappedSimplex { eps: self.eps }.forward(v, z, out, tape_as!(tape, Smooth))
+                SmoothCappedSimplex { eps: p.smooth_eps }.forward(v, z, out, tape_as!(tape, Smooth))
             }
             Method::Clip => BoxClip.forward(v, z, out, tape_as!(tape, Clip)),
         }
@@ -220,19 +250,20 @@ impl<F: Real> Projector<F> for AnyProjector {
     /// # Panics
     /// If `tape` was not filled by a `forward` of the same method.
     fn vjp(&self, tape: &Self::Tape, g: &[F], gv: &mut [F]) -> F {
+        let p = &self.params;
         match (self.method, tape) {
             (Method::Exact, AnyTape::Exact(t)) => CappedSimplex.vjp(t, g, gv),
             (Method::Simplex, AnyTape::Simplex(t)) => Simplex.vjp(t, g, gv),
             (Method::Soft, AnyTape::Soft(t)) => SoftSimplex.vjp(t, g, gv),
             (Method::DykstraSoft, AnyTape::DykstraSoft(t)) => {
-                Dykstra::new(self.rounds, SoftSimplex).vjp(t, g, gv)
+                Dykstra::new(p.rounds, SoftSimplex).vjp(t, g, gv)
             }
             (Method::DykstraExact, AnyTape::DykstraExact(t)) => {
-                Dykstra::new(self.rounds, Simplex).vjp(t, g, gv)
+                Dykstra::new(p.rounds, Simplex).vjp(t, g, gv)
             }
-            (Method::Fp, AnyTape::Fp(t)) => FastProjection { iters: self.iters }.vjp(t, g, gv),
+            (Method::Fp, AnyTape::Fp(t)) => FastProjection { iters: p.fp_iters }.vjp(t, g, gv),
             (Method::Smooth, AnyTape::Smooth(t)) => {
-                SmoothCappedSimplex { eps: self.eps }.vjp(t, g, gv)
+                SmoothCappedSimplex { eps: p.smooth_eps }.vjp(t, g, gv)
             }
             (Method::Clip, AnyTape::Clip(t)) => BoxClip.vjp(t, g, gv),
             (m, _) => panic!("AnyProjector::vjp: tape was not recorded by a {m} forward"),
@@ -245,15 +276,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn checked_refuses_degenerate_parameters_of_the_method_in_use() {
-        let bad = |m, r, i, e| AnyProjector::checked(m, r, i, e).unwrap_err().to_string();
-        assert!(bad(Method::DykstraSoft, 0, 10, 0.1).contains("rounds = 0"));
-        assert!(bad(Method::Fp, 2, 0, 0.1).contains("iters = 0"));
-        assert!(bad(Method::Smooth, 2, 10, 0.0).contains("eps = 0"));
-        assert!(bad(Method::Exact, 2, 10, f64::NAN).contains("eps = NaN"));
-        // Parameters a method ignores may take any value.
-        let p = AnyProjector::checked(Method::Exact, 0, 0, 0.5).unwrap();
-        assert_eq!(p, AnyProjector::new(Method::Exact, 0, 0).with_eps(0.5));
+    fn checked_refuses_parameters_out_of_range_naming_them() {
+        let bad = |params| AnyProjector::checked(Method::Exact, params).unwrap_err();
+        let d = ProjParams::default();
+        // One parameter out of range per row (a new parameter, a new row).
+        type Edit = fn(&mut ProjParams);
+        let cases: &[(Edit, &str, f64, &str)] = &[
+            (|p| p.rounds = 0, "rounds", 0.0, "1..=1000"),
+            (|p| p.fp_iters = 201, "fp_iters", 201.0, "1..=200"),
+            (|p| p.smooth_eps = 0.0, "smooth_eps", 0.0, POSITIVE),
+        ];
+        for &(edit, name, value, allowed) in cases {
+            let mut params = d;
+            edit(&mut params);
+            let want = ProjError::InvalidParameter {
+                name,
+                value,
+                allowed: allowed.to_string(),
+            };
+            assert_eq!(bad(params), want);
+        }
+        let nan = bad(ProjParams {
+            smooth_eps: f64::NAN,
+            ..d
+        });
+        assert!(nan.to_string().contains("smooth_eps = NaN"), "{nan}");
+        let p = AnyProjector::checked(Method::Exact, d).unwrap();
+        assert_eq!(p, AnyProjector::new(Method::Exact, d));
         let mut out = [0.0f64; 3];
         let mut tape = AnyTape::default();
         p.forward(&[2.0, 0.0, -1.0], 1.0, &mut out, &mut tape)

@@ -10,7 +10,7 @@
 //! No allocation happens once a tape has grown to the row length.
 //!
 //! ```
-//! use cardinal_proj::{AnyProjector, CappedSimplex, CappedTape, Method, Projector};
+//! use cardinal_proj::{AnyProjector, CappedSimplex, CappedTape, Method, ProjParams, Projector};
 //!
 //! // Exact projection of v onto C(2): u = clip(v − τ, 0, 1) with τ = 0.1 here.
 //! let v = [0.9_f64, 2.0, -0.5, 0.3];
@@ -33,7 +33,7 @@
 //!
 //! // The same operator chosen at run time, e.g. from a config string.
 //! let method: Method = "exact".parse()?;
-//! let proj = AnyProjector::new(method, 0, 0);
+//! let proj = AnyProjector::new(method, ProjParams::default());
 //! let mut any_tape = Default::default();
 //! let mut u2 = [0.0; 4];
 //! proj.forward(&v, z, &mut u2, &mut any_tape)?;
@@ -60,7 +60,7 @@ mod smooth;
 mod soft;
 mod util;
 
-pub use any::{AnyProjector, AnyTape, Method, DEFAULT_SMOOTH_EPS};
+pub use any::{AnyProjector, AnyTape, Method, ProjParams, DEFAULT_SMOOTH_EPS};
 pub use batch::{forward_batch, vjp_batch};
 pub use capped::{capped_simplex_tau, capped_simplex_tau_sort, CappedSimplex, CappedTape};
 pub use clip::{BoxClip, ClipTape};
@@ -253,13 +253,15 @@ pub enum ProjError {
         /// The names accepted, `|`-separated in [`matrix::MatrixMethod::ALL`]'s order.
         allowed: String,
     },
-    /// A parameter (such as the smoothing temperature) is not finite and positive.
-    #[error("parameter {name} = {value} is out of range (must be finite and > 0)")]
+    /// A parameter of an operator (such as the smoothing temperature) is out of its range.
+    #[error("parameter {name} = {value} is out of range: expected {allowed}")]
     InvalidParameter {
-        /// The parameter's name.
+        /// The parameter's name ([`ProjParams`]' field for the operators of [`Method`]).
         name: &'static str,
         /// Its rejected value.
         value: f64,
+        /// The values allowed, e.g. `1..=1000` or `a finite number > 0`.
+        allowed: String,
     },
 }
 

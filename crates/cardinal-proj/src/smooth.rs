@@ -166,6 +166,7 @@ impl SmoothCappedSimplex {
             Err(ProjError::InvalidParameter {
                 name: "eps",
                 value: self.eps,
+                allowed: crate::any::POSITIVE.to_string(),
             })
         }
     }

@@ -155,7 +155,7 @@ fn any_projector_vjp() {
             _ => ZKind::Capped,
         };
         run(
-            &ProjOp(format!("any {m}"), AnyProjector::new(m, 2, 5)),
+            &ProjOp(format!("any {m}"), AnyProjector::new(m, params(2, 5))),
             zk,
             1.0,
             40 + i as u64,

@@ -1,7 +1,7 @@
 //! `project` and `project_vjp`: the projection operators of `cardinal-proj`, row by row, on
 //! numpy arrays (float64).
 
-use cardinal::proj::{AnyProjector, AnyTape, Method, Projector, DEFAULT_SMOOTH_EPS};
+use cardinal::proj::{AnyProjector, AnyTape, Method, ProjParams, Projector};
 use numpy::PyUntypedArrayMethods;
 use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::exceptions::PyValueError;
@@ -21,8 +21,15 @@ fn projector(
     let method: Method = method
         .parse()
         .map_err(|e| to_py(cardinal::Error::Projection(e)))?;
-    AnyProjector::checked(method, rounds, iters, eps.unwrap_or(DEFAULT_SMOOTH_EPS))
-        .map_err(|e| to_py(cardinal::Error::Projection(e)))
+    let mut params = ProjParams {
+        rounds,
+        fp_iters: iters,
+        ..ProjParams::default()
+    };
+    if let Some(eps) = eps {
+        params.smooth_eps = eps;
+    }
+    AnyProjector::checked(method, params).map_err(|e| to_py(cardinal::Error::Projection(e)))
 }
 
 /// The rows of `v` (`n × L`, C-contiguous) and one `z` per row, checked for shape.

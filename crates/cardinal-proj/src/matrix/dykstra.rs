@@ -90,6 +90,7 @@ impl<F: Real, P: Projector<F>> MatrixProjector<F> for DykstraMatrix<P> {
             return Err(ProjError::InvalidParameter {
                 name: "rounds",
                 value: 0.0,
+                allowed: "at least 1".to_string(),
             });
         }
         let (m, l, r, n) = (classes, t.counts.rows, self.rounds, v.len());

@@ -96,6 +96,7 @@ impl<F: Real> MatrixProjector<F> for SinkhornMatrix {
             return Err(ProjError::InvalidParameter {
                 name: "eps",
                 value: self.eps,
+                allowed: crate::any::POSITIVE.to_string(),
             });
         }
         normalize(v, classes, z, out.len(), &mut t.counts)?;

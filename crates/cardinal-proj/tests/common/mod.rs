@@ -2,7 +2,7 @@
 //! used for every differentiable operator.
 #![allow(dead_code)]
 
-use cardinal_proj::{Projector, Real};
+use cardinal_proj::{ProjParams, Projector, Real};
 
 /// SplitMix64: deterministic and dependency-free.
 pub(crate) struct Rng(pub u64);
@@ -30,6 +30,15 @@ impl Rng {
     }
     pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// The default parameters with `rounds` Dykstra rounds and `fp_iters` FP iterations.
+pub(crate) fn params(rounds: usize, fp_iters: usize) -> ProjParams {
+    ProjParams {
+        rounds,
+        fp_iters,
+        ..ProjParams::default()
     }
 }
 

@@ -131,7 +131,7 @@ fn gradient_matches_finite_differences_soft_dykstra() {
 #[test]
 fn gradient_matches_finite_differences_smooth() {
     let mut cfg = tiny_config(Method::Smooth);
-    cfg.inference.smooth_eps = 0.2;
+    cfg.inference.proj.smooth_eps = 0.2;
     check(&cfg, "smooth");
 }
 
@@ -188,7 +188,7 @@ fn gradient_matches_finite_differences_exact_dykstra_mean_loss() {
 #[test]
 fn gradient_matches_finite_differences_fp() {
     let mut cfg = tiny_config(Method::Fp);
-    cfg.inference.fp_iters = 3;
+    cfg.inference.proj.fp_iters = 3;
     check(&cfg, "fp");
 }
 

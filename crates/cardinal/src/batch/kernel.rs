@@ -186,7 +186,7 @@ impl<F: Float> Model<F> {
         match self.kernel(choice, training) {
             Kernel::Row => Box::new(RowKernel),
             Kernel::Lockstep => {
-                let key = (self.config.inference.rounds, self.n_labels());
+                let key = (self.config.inference.proj.rounds, self.n_labels());
                 let built = match lanes.take() {
                     Some((k, built)) if k == key => built,
                     _ => SoftDykstraLanes::new(key.0, key.1),

@@ -107,14 +107,13 @@ impl<F: Float> Model<F> {
         } else {
             inf.test_projection
         };
-        AnyProjector::new(method, inf.rounds, inf.fp_iters).with_eps(inf.smooth_eps)
+        AnyProjector::new(method, inf.proj)
     }
 
     /// The optional final projection of `y_T`.
     pub(super) fn final_projector(&self) -> Option<AnyProjector> {
         let inf = &self.config.inference;
-        inf.final_projection
-            .map(|m| AnyProjector::new(m, inf.rounds, inf.fp_iters).with_eps(inf.smooth_eps))
+        inf.final_projection.map(|m| AnyProjector::new(m, inf.proj))
     }
 
     /// The unrolled solver with this model's energy, step size and steps (`wpt` is `Wpᵀ`).

@@ -43,7 +43,7 @@ impl Config {
         // projected onto C(z) by the entropic projection, so that the constraint holds
         // exactly; epochs until the dev F1 stops improving.
         cfg.inference.final_projection = Some(Method::Smooth);
-        cfg.inference.smooth_eps = 0.05;
+        cfg.inference.proj.smooth_eps = 0.05;
         cfg.train.epochs = 60;
         cfg.train.patience = 5;
         // Chosen by 5-fold CV on Bibtex's training file and one 5-fold dev fold of

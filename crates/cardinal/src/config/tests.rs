@@ -245,6 +245,40 @@ fn unknown_fields_are_named_with_their_line_and_column_in_the_users_text() {
     assert!(err.contains("trailing characters at line 1"), "{err}");
 }
 
+/// The projection parameters, read aside from the rest of `inference` (`ProjParams`), are
+/// refused as its other fields are: by path, line and column, and by value and range.
+#[test]
+fn projection_parameters_are_refused_by_path_and_position() {
+    let err = refusal_over_paper("{\"inference\": {\n  \"steps\": 3,\n  \"smooth_eps\": \"x\"\n}}");
+    assert_eq!(
+        err,
+        "invalid configuration at `inference.smooth_eps`: invalid type: string \"x\", expected \
+         f64 at line 3, column 19"
+    );
+    let err = refusal_over_paper("{\"inference\": {\n  \"rounds\": 2,\n  \"roundz\": 2\n}}");
+    assert!(
+        err.starts_with("invalid configuration at `inference.roundz`: unknown field `roundz`, ")
+            && err.contains("`rounds`")
+            && err.ends_with(" at line 3, column 10"),
+        "{err}"
+    );
+    let err = refusal_over_paper("{\"inference\": {\"fp_iters\": 2, \"fp_iters\": 3}}");
+    assert!(err.contains("duplicate field `fp_iters`"), "{err}");
+    let err = refusal_over_paper("{\"inference\": {\"mirror\": false, \"smooth_eps\": 0}}");
+    assert_eq!(
+        err,
+        "inference.smooth_eps = 0 is out of range: expected a finite number > 0"
+    );
+    let cfg = Config::from_json_over(
+        &Config::paper(),
+        "{\"inference\": {\"mirror\": false, \"rounds\": 5, \"learn_eta\": false}}",
+    )
+    .unwrap();
+    let mut want = Config::paper();
+    want.inference.proj.rounds = 5;
+    assert_eq!(cfg, want);
+}
+
 /// A value of the wrong type is named by its path and its position in the user's text.
 #[test]
 fn type_errors_are_named_with_their_line_in_the_users_text() {
@@ -363,9 +397,21 @@ fn bad_values() -> Vec<BadValue> {
         plain!(counts, inference.steps, &[1001]),
         plain!(floats, inference.eta, &[0.0, -1.0]),
         plain!(floats, inference.momentum, &[-0.1, 1.0]),
-        plain!(counts, inference.rounds, &[0, 1001]),
-        plain!(counts, inference.fp_iters, &[0, 201]),
-        plain!(floats, inference.smooth_eps, &[0.0, -0.1]),
+        counts(
+            "inference.rounds",
+            |c, v| c.inference.proj.rounds = v,
+            &[0, 1001],
+        ),
+        counts(
+            "inference.fp_iters",
+            |c, v| c.inference.proj.fp_iters = v,
+            &[0, 201],
+        ),
+        floats(
+            "inference.smooth_eps",
+            |c, v| c.inference.proj.smooth_eps = v,
+            &[0.0, -0.1],
+        ),
         floats(
             "inference.empty_at",
             |c, v| c.inference.empty_at = Some(v),
@@ -483,8 +529,11 @@ fn numeric_fields(value: &serde_json::Value, path: &str, out: &mut BTreeSet<Stri
 }
 
 /// Every numeric field of every section, optional and variant ones included, has a row in
-/// [`bad_values`], save the seeds, which accept any value, and `model.counts.min`, which is
-/// bounded through `model.counts.max`.
+/// [`bad_values`], save the seeds, which accept any value, `model.counts.min`, which is
+/// bounded through `model.counts.max`, and the projections' parameters, whose ranges
+/// `ProjParams::validate` checks (tested in `cardinal-proj`), so that a new one needs no row
+/// here: `InferenceConfig::validate` names all their refusals by one mapping, which the rows
+/// of the first three test.
 #[test]
 fn every_numeric_field_has_a_range_check() {
     // `search.max_rows`: any size (0 turns the search off).
@@ -504,9 +553,14 @@ fn every_numeric_field_has_a_range_check() {
         numeric_fields(&serde_json::to_value(&cfg).unwrap(), "", &mut fields);
     }
     let checked: BTreeSet<&str> = bad_values().iter().map(|r| r.field).collect();
+    let params = serde_json::to_value(cardinal_proj::ProjParams::default()).unwrap();
+    let by_proj: Vec<String> = (params.as_object().unwrap().keys())
+        .map(|k| format!("inference.{k}"))
+        .collect();
     let unchecked: Vec<&String> = fields
         .iter()
         .filter(|f| !checked.contains(f.as_str()) && !any_value.contains(&f.as_str()))
+        .filter(|f| !by_proj.contains(f))
         .collect();
     assert!(unchecked.is_empty(), "no range check for {unchecked:?}");
 }

@@ -167,7 +167,9 @@ impl<F: Float> Unroll<'_, F> {
     pub(super) fn final_smooth_lanes(&self) -> Option<SmoothLanes> {
         self.final_projector
             .filter(|fp| fp.method == Method::Smooth)
-            .map(|fp| SmoothLanes { eps: fp.eps })
+            .map(|fp| SmoothLanes {
+                eps: fp.params.smooth_eps,
+            })
     }
 }
 
@@ -192,7 +194,7 @@ mod tests {
     use super::*;
     use crate::inference::test_support::{block_test_unroll, uniform_pm1};
     use crate::inference::RowTape;
-    use cardinal_proj::{AnyProjector, Method};
+    use cardinal_proj::{AnyProjector, Method, ProjParams};
     use ndarray::Array2;
 
     /// The lockstep block solve against the per-row one: same `y_T` and ranking scores to
@@ -204,9 +206,15 @@ mod tests {
         let mut rnd = uniform_pm1(99u64);
         let wpt = Array2::from_shape_fn((e, l), |_| rnd());
         let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
-        let projector = AnyProjector::new(Method::DykstraSoft, 2, 20);
-        let exact = AnyProjector::new(Method::Exact, 2, 20);
-        let smooth = AnyProjector::new(Method::Smooth, 2, 20).with_eps(0.05);
+        let projector = AnyProjector::new(Method::DykstraSoft, ProjParams::default());
+        let exact = AnyProjector::new(Method::Exact, ProjParams::default());
+        let smooth = AnyProjector::new(
+            Method::Smooth,
+            ProjParams {
+                smooth_eps: 0.05,
+                ..ProjParams::default()
+            },
+        );
         let lanes = SoftDykstraLanes::new(2, l);
         for (steps, final_projector) in [
             (6, None),

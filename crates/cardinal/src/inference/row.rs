@@ -200,7 +200,7 @@ fn dot_lanes<F: Float>(a: &[F], b: &[F]) -> F {
 mod tests {
     use super::*;
     use crate::inference::test_support::{block_test_unroll, uniform_pm1};
-    use cardinal_proj::Method;
+    use cardinal_proj::{Method, ProjParams};
     use ndarray::Array2;
 
     fn unroll_loss(un: &Unroll<f64>, u: &[f64], z: f64, w: &[f64], tape: &mut RowTape<f64>) -> f64 {
@@ -234,7 +234,13 @@ mod tests {
             Method::Soft,
             Method::Smooth,
         ] {
-            let projector = AnyProjector::new(method, 2, 20).with_eps(0.3);
+            let projector = AnyProjector::new(
+                method,
+                ProjParams {
+                    smooth_eps: 0.3,
+                    ..ProjParams::default()
+                },
+            );
             let wpt = wp.t().as_standard_layout().into_owned();
             let un = Unroll {
                 wpt: wpt.view(),
@@ -294,8 +300,14 @@ mod tests {
         let mut rnd = uniform_pm1(7u64);
         let wpt = Array2::from_shape_fn((e, l), |_| rnd());
         let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
-        let projector = AnyProjector::new(Method::DykstraSoft, 2, 20);
-        let smooth = AnyProjector::new(Method::Smooth, 2, 20).with_eps(0.05);
+        let projector = AnyProjector::new(Method::DykstraSoft, ProjParams::default());
+        let smooth = AnyProjector::new(
+            Method::Smooth,
+            ProjParams {
+                smooth_eps: 0.05,
+                ..ProjParams::default()
+            },
+        );
         let u: Vec<f64> = (0..l).map(|_| 3.0 * rnd()).collect();
         let z = 4.5;
         for steps in [0, 1, 4] {

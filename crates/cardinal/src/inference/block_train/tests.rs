@@ -2,7 +2,7 @@ use super::*;
 use crate::inference::test_support::{block_test_unroll, uniform_pm1};
 use crate::inference::RowTape;
 use crate::loss::soft_f1;
-use cardinal_proj::Method;
+use cardinal_proj::{Method, ProjParams};
 
 /// The lockstep training pass (forward with tape, loss, backward) against the per-row one
 /// with `soft_f1` as the pipeline uses it: every row's loss, `∂ℓ/∂u`, adjoints of `g_t`,
@@ -40,7 +40,7 @@ fn block_training_pass_check<const N: usize>() {
             }
         }
         let we: Vec<f64> = (0..e).map(|_| rnd()).collect();
-        let projector = AnyProjector::new(Method::DykstraSoft, 2, 20);
+        let projector = AnyProjector::new(Method::DykstraSoft, ProjParams::default());
         let lanes = SoftDykstraLanes::new(2, l);
         let mut u: Vec<f64> = (0..rows * l).map(|_| 3.0 * rnd()).collect();
         if ties {
@@ -62,7 +62,13 @@ fn block_training_pass_check<const N: usize>() {
             .collect();
         let weights: Vec<f64> = (1..=steps).map(|t| 0.1 + t as f64 / 10.0).collect();
         // Without and with a final projection of y_T (the default's entropic one).
-        let smooth = AnyProjector::new(Method::Smooth, 2, 20).with_eps(0.05);
+        let smooth = AnyProjector::new(
+            Method::Smooth,
+            ProjParams {
+                smooth_eps: 0.05,
+                ..ProjParams::default()
+            },
+        );
         for final_projector in [None, Some(&smooth)] {
             let fin = final_projector.is_some();
             let un = block_test_unroll(&wpt, &we, steps, &projector, final_projector);
