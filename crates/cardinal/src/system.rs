@@ -129,8 +129,9 @@ impl System for Pnc {
 /// product section the `paper` preset's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reads {
-    /// The fields of the `baseline` section ([`Config::system_settings`]) it reads.
-    pub settings: &'static [&'static str],
+    /// The fields of the `baseline` section ([`Config::system_settings`]) it reads, in
+    /// groups (systems share the groups of the code they share).
+    pub settings: &'static [&'static [&'static str]],
     /// Whether it reads the `inference` section.
     pub inference: bool,
     /// Whether it reads the `loss` section.
@@ -148,11 +149,17 @@ impl Reads {
         search: true,
     };
 
+    /// The fields of the `baseline` section it reads, every group's.
+    pub fn settings(&self) -> Vec<&'static str> {
+        self.settings.concat()
+    }
+
     /// The first field of `cfg` this leaves unread and `cfg` sets, by its dotted path, with
     /// why it is not read.
     fn first_unread(&self, cfg: &Config) -> Option<(String, String)> {
-        if let Some(field) = cfg.system_settings.first_not_read(self.settings) {
-            let why = match self.settings {
+        let settings = self.settings();
+        if let Some(field) = cfg.system_settings.first_not_read(&settings) {
+            let why = match settings.as_slice() {
                 [] => format!(
                     "it reads no field of the `{SECTION}` section, which configures the other \
                      Table 1 systems (`--system`)"
@@ -283,7 +290,7 @@ impl Systems {
         let reads = self.get(&cfg.system)?.reads();
         let mut dropped: Vec<String> = cfg
             .system_settings
-            .drop_not_read(reads.settings)
+            .drop_not_read(&reads.settings())
             .into_iter()
             .map(|f| format!("{SECTION}.{f}"))
             .collect();
@@ -359,7 +366,7 @@ mod tests {
         }
         fn reads(&self) -> Reads {
             Reads {
-                settings: &["optimizer"],
+                settings: &[&["optimizer"]],
                 loss: false,
                 search: false,
                 ..Reads::PNC

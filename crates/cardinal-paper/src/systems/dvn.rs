@@ -13,6 +13,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
+use super::settings::{ACTIVATIONS, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::{BaselineConfig, BatchObjective};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
@@ -28,17 +29,10 @@ use ndarray::Array2;
 /// pre-training.
 pub const READS: Reads = Reads {
     settings: &[
-        // The training loop's (`fit`).
-        "optimizer",
-        "lr_drops",
-        "lr_decay",
-        "freeze_unary_epochs",
-        "keep_best",
-        "dev_every",
-        "select_with_threshold_grid",
-        "hidden_activation",
-        "energy_activation",
-        "dvn_adversarial_fraction",
+        TRAINING_LOOP,
+        THRESHOLD_SELECTION,
+        ACTIVATIONS,
+        &["dvn_adversarial_fraction"],
     ],
     inference: true,
     loss: false,

@@ -201,6 +201,30 @@ impl BaselineConfig {
     }
 }
 
+/// The `baseline` fields the shared training loop reads (`fit`), every system's.
+pub const TRAINING_LOOP: &[&str] = &[
+    "optimizer",
+    "lr_drops",
+    "lr_decay",
+    "freeze_unary_epochs",
+    "keep_best",
+    "dev_every",
+];
+
+/// The dev epoch chosen at the threshold grid's best (read where outputs are not 0/1).
+pub const THRESHOLD_SELECTION: &[&str] = &["select_with_threshold_grid"];
+
+/// The unary pre-training's fields (`pretrain_unary`).
+pub const PRETRAINING: &[&str] = &[
+    "pretrain_epochs",
+    "pretrain_lr",
+    "pretrain_dropout",
+    "pretrain_weight_decay",
+];
+
+/// The networks' activations.
+pub const ACTIVATIONS: &[&str] = &["hidden_activation", "energy_activation"];
+
 #[cfg(test)]
 mod tests {
     use super::*;

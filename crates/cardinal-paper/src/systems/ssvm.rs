@@ -13,6 +13,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
+use super::settings::{ACTIVATIONS, PRETRAINING, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::BatchObjective;
 use super::{BaselineConfig, TaskLoss};
 use cardinal::data::{CsrMatrix, Dataset};
@@ -27,28 +28,19 @@ use ndarray::Array2;
 /// `loss` section (its objective is the hinge) nor the search.
 pub const SPEN_READS: Reads = Reads {
     settings: &[
-        // The training loop's (`fit`).
-        "optimizer",
-        "lr_drops",
-        "lr_decay",
-        "freeze_unary_epochs",
-        "keep_best",
-        "dev_every",
-        "select_with_threshold_grid",
-        // The unary pre-training's (`pretrain_unary`).
-        "pretrain_epochs",
-        "pretrain_lr",
-        "pretrain_dropout",
-        "pretrain_weight_decay",
-        "hidden_activation",
-        "energy_activation",
-        // Loss-augmented inference's.
-        "task_loss",
-        "margin_scale",
-        "logit_iterates",
-        "entropy_weight",
-        // Its test-time inference's, in the box (`unrolled::Flavor::Spen`).
-        "init_zeros",
+        TRAINING_LOOP,
+        THRESHOLD_SELECTION,
+        PRETRAINING,
+        ACTIVATIONS,
+        // Loss-augmented inference's, and its test-time inference's, in the box
+        // (`unrolled::Flavor::Spen`).
+        &[
+            "task_loss",
+            "margin_scale",
+            "logit_iterates",
+            "entropy_weight",
+            "init_zeros",
+        ],
     ],
     inference: true,
     loss: false,
@@ -61,20 +53,9 @@ pub const SPEN_READS: Reads = Reads {
 /// grid's best threshold is choosing it at its own (`select_with_threshold_grid` unread).
 pub const TOPZ_READS: Reads = Reads {
     settings: &[
-        // The training loop's (`fit`).
-        "optimizer",
-        "lr_drops",
-        "lr_decay",
-        "freeze_unary_epochs",
-        "keep_best",
-        "dev_every",
-        // The unary pre-training's (`pretrain_unary`).
-        "pretrain_epochs",
-        "pretrain_lr",
-        "pretrain_dropout",
-        "pretrain_weight_decay",
-        "hidden_activation",
-        "margin_scale",
+        TRAINING_LOOP,
+        PRETRAINING,
+        &["hidden_activation", "margin_scale"],
     ],
     inference: false,
     loss: false,

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use super::ascent::{Ascent, AscentGrad, AscentTape, Space};
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
+use super::settings::{ACTIVATIONS, PRETRAINING, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::BaselineConfig;
 use super::{iterate_weights, BatchObjective};
 use cardinal::config::Config;
@@ -22,24 +23,11 @@ use ndarray::Array2;
 /// iterates live in the box unless `logit_iterates`, where the entropy applies.
 pub const SC_READS: Reads = Reads {
     settings: &[
-        // The training loop's (`fit`).
-        "optimizer",
-        "lr_drops",
-        "lr_decay",
-        "freeze_unary_epochs",
-        "keep_best",
-        "dev_every",
-        "select_with_threshold_grid",
-        // The unary pre-training's (`pretrain_unary`).
-        "pretrain_epochs",
-        "pretrain_lr",
-        "pretrain_dropout",
-        "pretrain_weight_decay",
-        "hidden_activation",
-        "energy_activation",
-        "init_zeros",
-        "logit_iterates",
-        "entropy_weight",
+        TRAINING_LOOP,
+        THRESHOLD_SELECTION,
+        PRETRAINING,
+        ACTIVATIONS,
+        &["init_zeros", "logit_iterates", "entropy_weight"],
     ],
     inference: true,
     loss: true,
@@ -50,22 +38,11 @@ pub const SC_READS: Reads = Reads {
 /// `init_zeros` (a box start) nor `logit_iterates`.
 pub const LOGIT_READS: Reads = Reads {
     settings: &[
-        // The training loop's (`fit`).
-        "optimizer",
-        "lr_drops",
-        "lr_decay",
-        "freeze_unary_epochs",
-        "keep_best",
-        "dev_every",
-        "select_with_threshold_grid",
-        // The unary pre-training's (`pretrain_unary`).
-        "pretrain_epochs",
-        "pretrain_lr",
-        "pretrain_dropout",
-        "pretrain_weight_decay",
-        "hidden_activation",
-        "energy_activation",
-        "entropy_weight",
+        TRAINING_LOOP,
+        THRESHOLD_SELECTION,
+        PRETRAINING,
+        ACTIVATIONS,
+        &["entropy_weight"],
     ],
     inference: true,
     loss: true,
