@@ -331,7 +331,7 @@ impl Engine {
 
     /// Loads the model directory `dir` (checking that its system is known). A field of its
     /// configuration that its system does not read is dropped, with a warning
-    /// ([`Systems::drop_unread`]).
+    /// (`Systems::drop_unread`).
     pub fn load(&self, dir: &Path) -> Result<(Model<f32>, Meta)> {
         let (mut model, meta) = checkpoint::load(dir)?;
         for field in self.systems.drop_unread(&mut model.config)? {

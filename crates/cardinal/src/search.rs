@@ -27,7 +27,7 @@ pub const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard
                         predict counts by expected F1; forest candidate";
 
 /// The forest candidate's preset name.
-pub const FOREST: &str = "forest";
+pub(crate) const FOREST: &str = "forest";
 
 /// Fewest dev rows worth early stopping on: a 5 % dev split of a small training file (7 rows
 /// of Flags' 129) decides by one or two rows, so small files hold out up to a fifth instead.

@@ -286,7 +286,7 @@ impl Systems {
     /// prediction, where refusing it would lose the model, and keeping it would hand it on
     /// with the model's configuration (to `train --config`, which refuses it). Unknown
     /// systems are refused.
-    pub fn drop_unread(&self, cfg: &mut Config) -> Result<Vec<String>> {
+    pub(crate) fn drop_unread(&self, cfg: &mut Config) -> Result<Vec<String>> {
         let reads = self.get(&cfg.system)?.reads();
         let mut dropped: Vec<String> = cfg
             .system_settings

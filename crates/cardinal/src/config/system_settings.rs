@@ -71,7 +71,7 @@ impl SystemSettings {
     /// The first field, other than those in `read`, set to anything but what every
     /// configuration saved before held (which are the Table 1 systems' defaults too): a
     /// setting for a system that does not read it is one that does nothing.
-    pub fn first_not_read(&self, read: &[&str]) -> Option<&str> {
+    pub(crate) fn first_not_read(&self, read: &[&str]) -> Option<&str> {
         let defaults = Self::legacy_defaults();
         self.0
             .iter()
@@ -81,7 +81,7 @@ impl SystemSettings {
 
     /// Removes the fields [`SystemSettings::first_not_read`] would name, and returns their
     /// names.
-    pub fn drop_not_read(&mut self, read: &[&str]) -> Vec<String> {
+    pub(crate) fn drop_not_read(&mut self, read: &[&str]) -> Vec<String> {
         let mut dropped = Vec::new();
         while let Some(field) = self.first_not_read(read).map(str::to_owned) {
             self.0.remove(&field);
