@@ -233,10 +233,15 @@ pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
         outln!("{}", serde_json::to_string(report)?);
     } else {
         print_report(&name, "test", report);
-        outln!(
-            "training time: {mean_epoch:.3} s/epoch (mean of {} epochs)",
-            secs.len()
-        );
+        if secs.is_empty() {
+            // A forest (`model.forest`) is grown, not trained by epochs.
+            outln!("training time: no gradient epochs (a forest)");
+        } else {
+            outln!(
+                "training time: {mean_epoch:.3} s/epoch (mean of {} epochs)",
+                secs.len()
+            );
+        }
         outln!("model written to {}", out.display());
     }
     Ok(())
