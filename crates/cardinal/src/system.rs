@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::config::{Config, InferenceConfig, LossConfig, SearchConfig, PNC, SECTION};
@@ -132,26 +133,97 @@ pub struct Reads {
     /// The fields of the `baseline` section ([`Config::system_settings`]) it reads, in
     /// groups (systems share the groups of the code they share).
     pub settings: &'static [&'static [&'static str]],
-    /// Whether it reads the `inference` section.
-    pub inference: bool,
-    /// Whether it reads the `loss` section.
-    pub loss: bool,
-    /// Whether it runs the default's search (the `search` section).
-    pub search: bool,
+    /// The fields of the `inference` section it reads (`steps`, `eta`, ...; a projection's
+    /// parameter by its own name, `rounds`).
+    pub inference: Fields,
+    /// The fields of the `loss` section it reads.
+    pub loss: Fields,
+    /// The fields of the `search` section it reads (those of the default's search).
+    pub search: Fields,
+}
+
+/// The fields of one product section a system reads, by their names in the section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fields {
+    /// Every field, present and future.
+    All,
+    /// These fields only.
+    Only(&'static [&'static str]),
+}
+
+impl Fields {
+    /// No field of the section.
+    pub const NONE: Self = Self::Only(&[]);
+
+    /// Whether `field` is read.
+    pub fn contains(&self, field: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Only(fields) => fields.contains(&field),
+        }
+    }
+
+    /// Why `field` of the section `name` is not read.
+    fn why_not(&self, name: &str) -> String {
+        match self {
+            Self::Only([]) => format!("it reads no field of the `{name}` section"),
+            Self::Only(read) => {
+                format!("of the `{name}` section it reads {} only", read.join(", "))
+            }
+            // Never asked: every field is read.
+            Self::All => String::new(),
+        }
+    }
+}
+
+/// The product sections by name, each with the fields of `cfg`'s that differ from the
+/// default's, in order.
+fn changed_sections(cfg: &Config) -> [(&'static str, Vec<String>); 3] {
+    [
+        (
+            "inference",
+            changed(&cfg.inference, &InferenceConfig::default()),
+        ),
+        ("loss", changed(&cfg.loss, &LossConfig::default())),
+        ("search", changed(&cfg.search, &SearchConfig::default())),
+    ]
 }
 
 impl Reads {
     /// Predict and Constrain's: every product section, no field of the `baseline` section.
     pub const PNC: Self = Self {
         settings: &[],
-        inference: true,
-        loss: true,
-        search: true,
+        inference: Fields::All,
+        loss: Fields::All,
+        search: Fields::All,
     };
 
     /// The fields of the `baseline` section it reads, every group's.
     pub fn settings(&self) -> Vec<&'static str> {
         self.settings.concat()
+    }
+
+    /// The fields it reads of the product section `name` (`inference`, `loss`, `search`).
+    fn section(&self, name: &str) -> Fields {
+        match name {
+            "inference" => self.inference,
+            "loss" => self.loss,
+            _ => self.search,
+        }
+    }
+
+    /// The fields of the product sections `cfg` sets and this leaves unread, by section.
+    fn unread_product_fields(&self, cfg: &Config) -> Vec<(&'static str, String)> {
+        changed_sections(cfg)
+            .into_iter()
+            .flat_map(|(name, fields)| {
+                let read = self.section(name);
+                fields
+                    .into_iter()
+                    .filter(move |f| !read.contains(f))
+                    .map(move |f| (name, f))
+            })
+            .collect()
     }
 
     /// The first field of `cfg` this leaves unread and `cfg` sets, by its dotted path, with
@@ -171,39 +243,41 @@ impl Reads {
             };
             return Some((format!("{SECTION}.{field}"), why));
         }
-        let sections = [
-            (
-                self.inference,
-                changed(&cfg.inference, &InferenceConfig::default()),
-            ),
-            (self.loss, changed(&cfg.loss, &LossConfig::default())),
-            (self.search, changed(&cfg.search, &SearchConfig::default())),
-        ];
-        let names = ["inference", "loss", "search"];
-        sections
-            .into_iter()
-            .zip(names)
-            .find_map(|((read, changed), name)| match (read, changed) {
-                (false, Some(field)) => Some((
-                    format!("{name}.{field}"),
-                    format!("it reads no field of the `{name}` section"),
-                )),
-                _ => None,
-            })
+        let (name, field) = self.unread_product_fields(cfg).into_iter().next()?;
+        Some((format!("{name}.{field}"), self.section(name).why_not(name)))
     }
 }
 
-/// The first field of `section` whose value differs from `default`'s, by name.
-fn changed<T: Serialize>(section: &T, default: &T) -> Option<String> {
+/// The fields of `section` whose values differ from `default`'s, by name, in order.
+fn changed<T: Serialize>(section: &T, default: &T) -> Vec<String> {
     let (a, b) = (
         serde_json::to_value(section).expect("serialisable"),
         serde_json::to_value(default).expect("serialisable"),
     );
-    let (a, b) = (a.as_object()?, b.as_object()?);
-    a.keys()
-        .chain(b.keys())
-        .find(|k| a.get(k.as_str()) != b.get(k.as_str()))
-        .cloned()
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return Vec::new();
+    };
+    let mut fields: Vec<String> = Vec::new();
+    for k in a.keys().chain(b.keys()) {
+        if a.get(k.as_str()) != b.get(k.as_str()) && !fields.contains(k) {
+            fields.push(k.clone());
+        }
+    }
+    fields
+}
+
+/// `section` with its field `field` set back to `default`'s value; the whole section set
+/// back if that does not read (a field whose value constrains another's).
+fn reset_field<T: Serialize + DeserializeOwned + Clone>(section: &mut T, default: &T, field: &str) {
+    let mut a = serde_json::to_value(&*section).expect("serialisable");
+    let b = serde_json::to_value(default).expect("serialisable");
+    if let Some(a) = a.as_object_mut() {
+        match b.get(field) {
+            Some(v) => a.insert(field.to_owned(), v.clone()),
+            None => a.remove(field),
+        };
+    }
+    *section = serde_json::from_value(a).unwrap_or_else(|_| default.clone());
 }
 
 /// Checks `cfg` for `system`: refuses a field it does not read ([`System::reads`]) with
@@ -278,10 +352,9 @@ impl Systems {
     }
 
     /// A loaded model's configuration made one its system accepts: each field the system
-    /// does not read is dropped from the `baseline` section, or the product section that
-    /// holds one set back to its default; returns their dotted paths (a section's first
-    /// such field), for a note. A model folder saved before its system declared what it
-    /// reads may carry such a field (the `dvn` preset set `baseline.init_zeros`, which `dvn`
+    /// does not read is dropped from the `baseline` section, or set back to its default in a
+    /// product section; returns their dotted paths, for a note. A model folder saved before
+    /// its system declared what it reads may carry such a field (the `dvn` preset set `baseline.init_zeros`, which `dvn`
     /// never read): it set nothing when the model was trained, so dropping it changes no
     /// prediction, where refusing it would lose the model, and keeping it would hand it on
     /// with the model's configuration (to `train --config`, which refuses it). Unknown
@@ -294,13 +367,13 @@ impl Systems {
             .into_iter()
             .map(|f| format!("{SECTION}.{f}"))
             .collect();
-        while let Some((field, _)) = reads.first_unread(cfg) {
-            match field.split('.').next() {
-                Some("inference") => cfg.inference = InferenceConfig::default(),
-                Some("loss") => cfg.loss = LossConfig::default(),
-                _ => cfg.search = SearchConfig::default(),
+        for (name, field) in reads.unread_product_fields(cfg) {
+            match name {
+                "inference" => reset_field(&mut cfg.inference, &InferenceConfig::default(), &field),
+                "loss" => reset_field(&mut cfg.loss, &LossConfig::default(), &field),
+                _ => reset_field(&mut cfg.search, &SearchConfig::default(), &field),
             }
-            dropped.push(field);
+            dropped.push(format!("{name}.{field}"));
         }
         Ok(dropped)
     }
@@ -357,7 +430,8 @@ mod tests {
         assert_eq!(systems.for_config(&cfg).unwrap().name(), PNC);
     }
 
-    /// A system that reads one field of the `baseline` section and no `loss` or `search`.
+    /// A system that reads one field of the `baseline` section, two of `inference` and no
+    /// `loss` or `search`.
     struct Narrow;
 
     impl System for Narrow {
@@ -367,9 +441,9 @@ mod tests {
         fn reads(&self) -> Reads {
             Reads {
                 settings: &[&["optimizer"]],
-                loss: false,
-                search: false,
-                ..Reads::PNC
+                inference: Fields::Only(&["steps", "eta"]),
+                loss: Fields::NONE,
+                search: Fields::NONE,
             }
         }
         fn fit(&self, _: &Dataset, _: Start, _: &mut Hooks) -> Result<Trained> {
@@ -399,7 +473,15 @@ mod tests {
             }
         };
         assert_eq!(refused(r#"{"baseline": {"optimizer": "adam"}}"#), None);
-        assert_eq!(refused(r#"{"inference": {"eta": 0.1}}"#), None);
+        assert_eq!(refused(r#"{"inference": {"eta": 0.1, "steps": 3}}"#), None);
+        assert_eq!(
+            refused(r#"{"inference": {"eta": 0.1, "momentum": 0.5}}"#).as_deref(),
+            Some("inference.momentum")
+        );
+        assert_eq!(
+            refused(r#"{"inference": {"rounds": 3}}"#).as_deref(),
+            Some("inference.rounds")
+        );
         assert_eq!(
             refused(r#"{"baseline": {"lr_decay": 0.5}}"#).as_deref(),
             Some("baseline.lr_decay")
@@ -415,18 +497,32 @@ mod tests {
         assert!(e.starts_with("search.") && e.contains("`narrow`"), "{e}");
 
         cfg = cfg
-            .with_overrides(r#"{"baseline": {"optimizer": "adam", "lr_decay": 0.5}, "loss": {"f1_weight": 2.0}, "search": {}}"#)
+            .with_overrides(
+                r#"{"baseline": {"optimizer": "adam", "lr_decay": 0.5},
+                    "inference": {"eta": 0.1, "momentum": 0.5, "rounds": 3},
+                    "loss": {"f1_weight": 2.0}, "search": {}}"#,
+            )
             .unwrap();
         cfg.search = SearchConfig::predict();
         let dropped = systems.drop_unread(&mut cfg).unwrap();
-        assert_eq!(dropped.len(), 3, "{dropped:?}");
-        assert_eq!(dropped[0], "baseline.lr_decay");
-        assert!(dropped[1].starts_with("loss.") && dropped[2].starts_with("search."));
+        assert_eq!(
+            dropped,
+            [
+                "baseline.lr_decay",
+                "inference.momentum",
+                "inference.rounds",
+                "loss.f1_weight",
+                "search.max_rows"
+            ],
+        );
         assert_eq!(cfg.system_settings.fields().len(), 1);
+        assert_eq!(cfg.inference.eta, 0.1);
         assert_eq!(
             (&cfg.loss, &cfg.search),
             (&LossConfig::default(), &SearchConfig::default())
         );
+        cfg.inference.eta = InferenceConfig::default().eta;
+        assert_eq!(cfg.inference, InferenceConfig::default());
         assert_eq!(systems.for_config(&cfg).unwrap().name(), "narrow");
     }
 }

@@ -20,10 +20,11 @@ use cardinal::engine::{Model, Outputs};
 use cardinal::error::Result;
 use cardinal::parts::{c, Float, Params};
 use cardinal::parts::{sigmoid, soft_f1};
-use cardinal::system::Reads;
+use cardinal::system::{Fields, Reads};
 use ndarray::Array2;
 
-/// What DVN reads: of its inference the steps and step size, neither the `loss` section (its
+/// What DVN reads: of its inference the steps and step size (plain clipped steps, no
+/// momentum), neither the `loss` section (its
 /// objective is the value regression) nor the search. Its inference starts from zeros
 /// whatever `baseline.init_zeros` says, and its own initialisation replaces the unary
 /// pre-training.
@@ -34,9 +35,9 @@ pub const READS: Reads = Reads {
         ACTIVATIONS,
         &["dvn_adversarial_fraction"],
     ],
-    inference: true,
-    loss: false,
-    search: false,
+    inference: Fields::Only(&["steps", "eta"]),
+    loss: Fields::NONE,
+    search: Fields::NONE,
 };
 
 fn energy_of<'a, F: Float>(model: &Model<f32>, p: &'a Params<F>) -> Energy<'a, F> {

@@ -1,13 +1,14 @@
 //! What each system declares it reads ([`System::reads`]) against what it does: every field
-//! of the `baseline` section, and a few of each product section the declaration covers
-//! whole, changed one at a time. A field changes what a system trains or predicts exactly
+//! of the `baseline` section and of the product sections, changed one at a time. A field changes what a system trains or predicts exactly
 //! when the system declares it read, and a configuration that sets it is refused, naming the
 //! field and the system, exactly when it does not.
 
 use super::tests::{small, toy};
 use super::*;
-use cardinal::config::{SearchConfig, SystemSettings};
+use cardinal::config::{InferenceConfig, IterateWeights, SystemSettings};
+use cardinal::proj::Method;
 use cardinal::runtime::{MemoryBudget, WaitPolicy};
+use cardinal::system::Fields;
 
 /// A change to one field of the `baseline` section, and the setup both runs share so that the
 /// change can show (a pre-training rate needs pre-training epochs).
@@ -75,19 +76,65 @@ const PROBES: [Probe; 19] = {
     ]
 };
 
-/// Changes to the product sections a system declares read or not, whole.
+/// A change to one field of a product section, by its dotted path.
 type SectionProbe = (&'static str, fn(&mut Config));
-const INFERENCE: [SectionProbe; 3] = [
+
+/// One probe per field of the product sections; [`every_product_field_has_a_probe`] keeps
+/// the list whole.
+const SECTION_PROBES: [SectionProbe; 18] = [
     ("inference.steps", |c| c.inference.steps = 2),
     ("inference.eta", |c| c.inference.eta = 0.3),
     ("inference.momentum", |c| c.inference.momentum = 0.0),
-];
-const LOSS: [SectionProbe; 3] = [
+    ("inference.train_projection", |c| {
+        c.inference.train_projection = Method::Exact
+    }),
+    ("inference.test_projection", |c| {
+        c.inference.test_projection = Method::Exact
+    }),
+    ("inference.final_projection", |c| {
+        c.inference.final_projection = Some(Method::Exact)
+    }),
+    ("inference.rounds", |c| c.inference.proj.rounds = 3),
+    ("inference.fp_iters", |c| c.inference.proj.fp_iters = 5),
+    ("inference.smooth_eps", |c| {
+        c.inference.proj.smooth_eps = 0.05
+    }),
+    ("inference.empty_at", |c| c.inference.empty_at = Some(0.5)),
+    ("inference.expected_f1_count", |c| {
+        c.inference.expected_f1_count = true
+    }),
+    ("loss.iterate_weights", |c| {
+        c.loss.iterate_weights = IterateWeights::Last
+    }),
     ("loss.f1_weight", |c| c.loss.f1_weight = 3.0),
-    ("loss.sum_over_batch", |c| c.loss.sum_over_batch = false),
+    ("loss.cardinality_weight", |c| {
+        c.loss.cardinality_weight = 1.0
+    }),
     ("loss.unary_bce_weight", |c| c.loss.unary_bce_weight = 0.5),
+    ("loss.sum_over_batch", |c| c.loss.sum_over_batch = false),
+    ("search.max_rows", |c| c.search.max_rows = 2000),
+    ("search.folds", |c| c.search.folds = 5),
 ];
-const SEARCH: [SectionProbe; 1] = [("search.max_rows", |c| c.search = SearchConfig::predict())];
+
+/// Whether `reads` declares the product field at `path` (`inference.eta`) read.
+fn declares(reads: &Reads, path: &str) -> bool {
+    match path.split_once('.') {
+        Some(("inference", f)) => reads.inference.contains(f),
+        Some(("loss", f)) => reads.loss.contains(f),
+        Some(("search", f)) => reads.search.contains(f),
+        _ => panic!("not a product field: {path}"),
+    }
+}
+
+/// The product fields whose declaration by `reads` disagrees with `observed`, the fields
+/// whose change changed what the system does.
+fn misdeclared(reads: &Reads, observed: &[&str]) -> Vec<&'static str> {
+    SECTION_PROBES
+        .iter()
+        .map(|(path, _)| *path)
+        .filter(|path| declares(reads, path) != observed.contains(path))
+        .collect()
+}
 
 /// The systems of this crate, by name.
 fn names() -> Vec<&'static str> {
@@ -225,41 +272,91 @@ fn each_system_reads_the_settings_it_declares_and_refuses_the_others() {
     }
 }
 
-/// A product section a Table 1 system trained by [`fit`] declares read changes what it does
-/// with some of its fields, one it declares unread with none, and setting a field of that
-/// one is refused by name.
+/// The product section `name` of `cfg` as written.
+fn section(cfg: &Config, name: &str) -> serde_json::Map<String, serde_json::Value> {
+    let value = match name {
+        "inference" => serde_json::to_value(&cfg.inference),
+        "loss" => serde_json::to_value(&cfg.loss),
+        _ => serde_json::to_value(&cfg.search),
+    };
+    value.unwrap().as_object().unwrap().clone()
+}
+
 #[test]
-fn each_system_reads_the_sections_it_declares_and_refuses_the_others() {
+fn every_product_field_has_a_probe() {
+    let default = Config::paper();
+    let probed: Vec<&str> = SECTION_PROBES.iter().map(|(p, _)| *p).collect();
+    for name in ["inference", "loss", "search"] {
+        for key in section(&default, name).keys() {
+            let path = format!("{name}.{key}");
+            assert!(probed.contains(&path.as_str()), "no probe for {path}");
+        }
+    }
+    for (path, change) in &SECTION_PROBES {
+        // Each probe changes its own field and no other.
+        let mut cfg = Config::paper();
+        change(&mut cfg);
+        let (name, field) = path.split_once('.').unwrap();
+        let (a, b) = (section(&cfg, name), section(&default, name));
+        for k in a.keys().chain(b.keys()) {
+            assert_eq!(a.get(k) != b.get(k), k == field, "{path}: {name}.{k}");
+        }
+    }
+}
+
+/// Every field of a product section that a Table 1 system trained by [`fit`] declares read
+/// changes what it does, every other changes nothing and is refused by name when set; a
+/// declaration that says otherwise is caught.
+#[test]
+fn each_system_reads_the_product_fields_it_declares_and_refuses_the_others() {
     let data = toy(48, 23);
     let registry = systems();
     for b in baselines() {
         let name = b.name;
         let reads = registry.get(name).unwrap().reads();
-        for (read, probes) in [
-            (reads.inference, &INFERENCE[..]),
-            (reads.loss, &LOSS[..]),
-            (reads.search, &SEARCH[..]),
-        ] {
-            let changes = bases(name).into_iter().any(|before| {
-                let reference = outcome(name, &before, &data);
-                probes.iter().any(|(_, change)| {
+        let references: Vec<(Config, String)> = bases(name)
+            .into_iter()
+            .map(|c| {
+                let o = outcome(name, &c, &data);
+                (c, o)
+            })
+            .collect();
+        let observed: Vec<&str> = SECTION_PROBES
+            .iter()
+            .filter(|(_, change)| {
+                references.iter().any(|(before, reference)| {
                     let mut after = before.clone();
                     change(&mut after);
-                    outcome(name, &after, &data) != reference
+                    outcome(name, &after, &data) != *reference
                 })
-            });
-            assert_eq!(read, changes, "{name}: {}", probes[0].0);
-            for (field, change) in probes {
-                let mut alone = Config::paper();
-                alone.system = name.into();
-                change(&mut alone);
-                let got = refused(&alone);
-                match read {
-                    true => assert_eq!(got, None, "{name}: {field}"),
-                    false => assert!(got.is_some_and(|f| &f == field), "{name}: {field}"),
-                }
-            }
+            })
+            .map(|(path, _)| *path)
+            .collect();
+        assert_eq!(misdeclared(&reads, &observed), Vec::<&str>::new(), "{name}");
+        for (path, change) in &SECTION_PROBES {
+            let mut alone = Config::paper();
+            alone.system = name.into();
+            change(&mut alone);
+            let want = (!declares(&reads, path)).then(|| path.to_string());
+            assert_eq!(refused(&alone), want, "{name}");
         }
+        // A declaration one field off either way fails the check above.
+        let wrong = match name {
+            DVN => Reads {
+                inference: Fields::Only(&["steps", "eta", "momentum"]),
+                ..reads
+            },
+            SC => Reads {
+                loss: Fields::Only(&["iterate_weights", "unary_bce_weight", "sum_over_batch"]),
+                ..reads
+            },
+            _ => continue,
+        };
+        let off = match name {
+            DVN => "inference.momentum",
+            _ => "loss.f1_weight",
+        };
+        assert_eq!(misdeclared(&wrong, &observed), [off], "{name}");
     }
 }
 
@@ -284,9 +381,10 @@ fn the_searching_systems_save_configurations_they_accept() {
     }
 }
 
-/// A `dvn` model folder saved with the field the `dvn` preset once set
-/// (`baseline.init_zeros`, which `dvn` never read) loads without it and predicts as before;
-/// its configuration, given to train, is refused by that field's name.
+/// A `dvn` model folder saved with the fields the `dvn` preset once set
+/// (`baseline.init_zeros` and `inference.momentum`, which `dvn` never read) loads without
+/// them and predicts as before; its configuration, given to train, is refused by the first
+/// one's name.
 #[test]
 fn an_old_dvn_model_loads_and_predicts_but_its_field_is_refused_for_training() {
     let data = toy(40, 27);
@@ -298,6 +396,7 @@ fn an_old_dvn_model_loads_and_predicts_but_its_field_is_refused_for_training() {
     let engine = cardinal::engine::Engine::new(systems());
     let before = engine.predict(&trained.model, &data.features).unwrap();
     BaselineConfig::edit(&mut trained.model.config, |b| b.init_zeros = true);
+    trained.model.config.inference.momentum = 0.0;
     let old = serde_json::to_string(&trained.model.config).unwrap();
     assert!(old.contains(r#""init_zeros":true"#), "{old}");
 
@@ -314,6 +413,10 @@ fn an_old_dvn_model_loads_and_predicts_but_its_field_is_refused_for_training() {
         .system_settings
         .fields()
         .contains_key("init_zeros"));
+    let (eta, steps) = (cfg.inference.eta, cfg.inference.steps);
+    let inference = &model.config.inference;
+    assert_eq!((inference.eta, inference.steps), (eta, steps));
+    assert_eq!(inference.momentum, InferenceConfig::default().momentum);
     assert_eq!(refused(&model.config), None);
     let after = engine.predict(&model, &data.features).unwrap();
     assert_eq!((before.y, before.z), (after.y, after.z));

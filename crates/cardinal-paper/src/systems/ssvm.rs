@@ -21,11 +21,12 @@ use cardinal::engine::{Model, Outputs};
 use cardinal::error::Result;
 use cardinal::parts::{c, Float, Params};
 use cardinal::parts::{sigmoid, soft_f1};
-use cardinal::system::Reads;
+use cardinal::system::{Fields, Reads};
 use ndarray::Array2;
 
-/// What SPEN reads: its inference (the ascent's steps, also loss-augmented), neither the
-/// `loss` section (its objective is the hinge) nor the search.
+/// What SPEN reads: of its inference the ascent's steps, step size and momentum (also
+/// loss-augmented; its iterates are clipped to the box or logits, never projected), neither
+/// the `loss` section (its objective is the hinge) nor the search.
 pub const SPEN_READS: Reads = Reads {
     settings: &[
         TRAINING_LOOP,
@@ -42,9 +43,9 @@ pub const SPEN_READS: Reads = Reads {
             "init_zeros",
         ],
     ],
-    inference: true,
-    loss: false,
-    search: false,
+    inference: Fields::Only(&["steps", "eta", "momentum"]),
+    loss: Fields::NONE,
+    search: Fields::NONE,
 };
 
 /// What top-z reads: exact inference and its own hinge (a batch mean of the Hamming-margin
@@ -57,9 +58,9 @@ pub const TOPZ_READS: Reads = Reads {
         PRETRAINING,
         &["hidden_activation", "margin_scale"],
     ],
-    inference: false,
-    loss: false,
-    search: false,
+    inference: Fields::NONE,
+    loss: Fields::NONE,
+    search: Fields::NONE,
 };
 
 /// `s(x, y) = yᵀu + E(y)` for one row.

@@ -16,11 +16,13 @@ use cardinal::engine::{Model, Outputs};
 use cardinal::error::Result;
 use cardinal::parts::soft_f1;
 use cardinal::parts::{c, Float, Params};
-use cardinal::system::Reads;
+use cardinal::system::{Fields, Reads};
 use ndarray::Array2;
 
-/// What SC reads: its inference and P&C's relaxed-F1 loss (`loss`), not the search. Its
-/// iterates live in the box unless `logit_iterates`, where the entropy applies.
+/// What SC reads: of its inference the ascent's steps, step size and momentum (it clips to
+/// the box, never projects), of the `loss` section P&C's relaxed-F1 loss and the unary BCE
+/// (it has no count loss), not the search. Its iterates live in the box unless
+/// `logit_iterates`, where the entropy applies.
 pub const SC_READS: Reads = Reads {
     settings: &[
         TRAINING_LOOP,
@@ -29,10 +31,21 @@ pub const SC_READS: Reads = Reads {
         ACTIVATIONS,
         &["init_zeros", "logit_iterates", "entropy_weight"],
     ],
-    inference: true,
-    loss: true,
-    search: false,
+    inference: ASCENT,
+    loss: UNROLLED_LOSS,
+    search: Fields::NONE,
 };
+
+/// The fields of the `inference` section the unrolled ascent reads.
+const ASCENT: Fields = Fields::Only(&["steps", "eta", "momentum"]);
+
+/// The fields of the `loss` section the unrolled systems' loss reads.
+const UNROLLED_LOSS: Fields = Fields::Only(&[
+    "iterate_weights",
+    "f1_weight",
+    "unary_bce_weight",
+    "sum_over_batch",
+]);
 
 /// What logit-space ascent reads: as SC, but its iterates are always logits, so neither
 /// `init_zeros` (a box start) nor `logit_iterates`.
@@ -44,9 +57,9 @@ pub const LOGIT_READS: Reads = Reads {
         ACTIVATIONS,
         &["entropy_weight"],
     ],
-    inference: true,
-    loss: true,
-    search: false,
+    inference: ASCENT,
+    loss: UNROLLED_LOSS,
+    search: Fields::NONE,
 };
 
 /// The member of the unrolled-ascent family a system runs.
