@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{arg, tmpdir};
+use common::{arg, tmpdir, Scratch};
 
 /// A quick model (a few hundred milliseconds on the small file).
 const QUICK: &str = r#"{"model": {"hidden": 8, "card_hidden": 4, "energy_hidden": 4}, "inference": {"steps": 2}, "train": {"epochs": 2, "full_epochs": 1}}"#;
@@ -26,7 +26,7 @@ const EXACT: [&str; 5] = [
 ];
 
 struct Fixture {
-    dir: PathBuf,
+    dir: Scratch,
     data: PathBuf,
     quick: PathBuf,
 }

@@ -91,6 +91,7 @@ fn label_missing_from_header() {
         Some(dir.join("t.arff").as_path())
     );
     at(&e, 5, 1, &["t.arff:5:1", "t.xml"]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

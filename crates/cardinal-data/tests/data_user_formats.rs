@@ -338,6 +338,7 @@ fn corrupt_gzip_is_a_gzip_error_naming_the_file() {
     let e = resolve_dataset(svm.to_str().unwrap(), None).unwrap_err();
     assert!(matches!(e, DataError::Gzip { .. }), "{e:?}");
     assert!(e.to_string().contains("cut.svm"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// One generated attribute: numeric, nominal with `k` values, string, or `{0,1}` label.

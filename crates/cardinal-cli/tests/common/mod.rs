@@ -14,12 +14,35 @@ pub(crate) fn cardinal(args: &[&str]) -> Output {
         .expect("runs")
 }
 
-/// A fresh, empty temporary folder for test `name` of this process.
-pub(crate) fn tmpdir(name: &str) -> PathBuf {
+/// A fresh, empty temporary folder for test `name` of this process, removed when the test
+/// ends (pass or fail), so that test runs leave nothing behind.
+pub(crate) fn tmpdir(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("cardinal-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
+}
+
+/// A temporary folder, removed on drop; it reads as its `Path`.
+pub(crate) struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Standard output and standard error together, for messages.
@@ -52,7 +75,7 @@ pub(crate) fn train_args<'a>(cfg: &'a Path, out: &'a Path, extra: &[&'a str]) ->
 
 /// A fresh temporary folder for test `name` holding the configuration `json` (as
 /// [`write_config`]), and the configuration's path.
-pub(crate) fn dir_with_config(name: &str, json: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn dir_with_config(name: &str, json: &str) -> (Scratch, PathBuf) {
     let dir = tmpdir(name);
     let cfg = write_config(&dir, json);
     (dir, cfg)
