@@ -281,53 +281,42 @@ struct Weights<'a> {
 impl Weights<'_> {
     /// Tensor `name`, which must be `F32` of shape `shape`.
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
-        let t = self
-            .st
-            .tensor(name)
-            .map_err(|_| ckpt_err(self.path, format!("tensor `{name}` is missing")))?;
-        if t.dtype() != Dtype::F32 {
-            return Err(ckpt_err(
-                self.path,
-                format!("tensor `{name}` has dtype {:?}, expected F32", t.dtype()),
-            ));
-        }
-        if t.shape() != shape {
+        let (found, values) = self.any(name).map_err(|why| ckpt_err(self.path, why))?;
+        if found != shape {
             return Err(ckpt_err(
                 self.path,
                 format!(
-                    "tensor `{name}` has shape {:?}, but {META_FILE} and {CONFIG_FILE} imply \
-                     {shape:?}",
-                    t.shape()
+                    "tensor `{name}` has shape {found:?}, but {META_FILE} and {CONFIG_FILE} imply \
+                     {shape:?}"
                 ),
             ));
         }
-        Ok(t.data()
+        Ok(values)
+    }
+
+    /// Tensor `name`, which must be `F32`, of whatever shape: its shape and values.
+    fn any(&self, name: &str) -> std::result::Result<(Vec<usize>, Vec<f32>), String> {
+        let t = self
+            .st
+            .tensor(name)
+            .map_err(|_| format!("tensor `{name}` is missing"))?;
+        if t.dtype() != Dtype::F32 {
+            return Err(format!(
+                "tensor `{name}` has dtype {:?}, expected F32",
+                t.dtype()
+            ));
+        }
+        let values = t
+            .data()
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
+            .collect();
+        Ok((t.shape().to_vec(), values))
     }
 
     /// The forest (`forest.*` tensors) of a model of `meta`'s sizes, every index checked.
     fn forest(&self, meta: &Meta) -> Result<crate::forest::Forest> {
-        let get = |name: &str| -> std::result::Result<(Vec<usize>, Vec<f32>), String> {
-            let t = self
-                .st
-                .tensor(name)
-                .map_err(|_| format!("tensor `{name}` is missing"))?;
-            if t.dtype() != Dtype::F32 {
-                return Err(format!(
-                    "tensor `{name}` has dtype {:?}, expected F32",
-                    t.dtype()
-                ));
-            }
-            let values = t
-                .data()
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            Ok((t.shape().to_vec(), values))
-        };
-        crate::forest::Forest::from_tensors(&get, meta.n_features, meta.n_labels)
+        crate::forest::Forest::from_tensors(&|name| self.any(name), meta.n_features, meta.n_labels)
             .map_err(|why| ckpt_err(self.path, why))
     }
 

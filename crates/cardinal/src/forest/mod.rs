@@ -178,24 +178,29 @@ impl Forest {
     /// labels per row, else the set of highest expected example-F1.
     pub(crate) fn decide(&self, x: &CsrMatrix, counts: Option<&[f32]>) -> ForestOutputs {
         let l = self.n_labels;
+        let n_train = self.label_indptr.len() - 1;
         let rows: Vec<_> = (0..x.n_rows)
             .into_par_iter()
-            .map(|r| {
-                let span = x.indptr[r]..x.indptr[r + 1];
-                let (delta, p_empty) = self.joint(&x.indices[span.clone()], &x.values[span]);
-                let joint = Joint {
-                    delta: &delta,
-                    s_max: self.s_max,
-                    p_empty,
-                };
-                let fixed = counts.map(|c| c[r].max(0.0).round() as usize);
-                let d = joint.decide(fixed);
-                let marginal: Vec<f32> = delta
-                    .chunks(self.s_max)
-                    .map(|c| c.iter().sum::<f64>() as f32)
-                    .collect();
-                (d, marginal)
-            })
+            .map_init(
+                || vec![0.0f64; n_train],
+                |weight, r| {
+                    let span = x.indptr[r]..x.indptr[r + 1];
+                    let (delta, p_empty) =
+                        self.joint(&x.indices[span.clone()], &x.values[span], weight);
+                    let joint = Joint {
+                        delta: &delta,
+                        s_max: self.s_max,
+                        p_empty,
+                    };
+                    let fixed = counts.map(|c| c[r].max(0.0).round() as usize);
+                    let d = joint.decide(fixed);
+                    let marginal: Vec<f32> = delta
+                        .chunks(self.s_max)
+                        .map(|c| c.iter().sum::<f64>() as f32)
+                        .collect();
+                    (d, marginal)
+                },
+            )
             .collect();
         let mut out = ForestOutputs {
             y: vec![0.0; x.n_rows * l],
@@ -214,10 +219,9 @@ impl Forest {
         out
     }
 
-    /// The joint `Δ` (`L × s_max`) and `P(∅)` of the input row `(indices, values)`.
-    fn joint(&self, indices: &[u32], values: &[f32]) -> (Vec<f64>, f64) {
-        let n = self.label_indptr.len() - 1;
-        let mut weight = vec![0.0f64; n];
+    /// The joint `Δ` (`L × s_max`) and `P(∅)` of the input row `(indices, values)`;
+    /// `weight` is scratch of one entry per training row, all 0, and left so.
+    fn joint(&self, indices: &[u32], values: &[f32], weight: &mut [f64]) -> (Vec<f64>, f64) {
         let share = 1.0 / self.trees.len() as f64;
         for ((tree, (offsets, rows)), drawn) in
             self.trees.iter().zip(&self.leaf_rows).zip(&self.bag)
@@ -237,7 +241,8 @@ impl Forest {
         }
         let mut delta = vec![0.0; self.n_labels * self.s_max];
         let mut p_empty = 0.0;
-        for (r, &w) in weight.iter().enumerate().filter(|(_, w)| **w > 0.0) {
+        for (r, w) in weight.iter_mut().enumerate().filter(|(_, w)| **w > 0.0) {
+            let w = std::mem::take(w);
             let labels = &self.label_indices[self.label_indptr[r]..self.label_indptr[r + 1]];
             if labels.is_empty() {
                 p_empty += w;

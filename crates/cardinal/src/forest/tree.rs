@@ -56,24 +56,21 @@ impl Tree {
 
 /// The training data by column and by row, for the split search: a large node reads a
 /// feature's column, a small one looks its rows up (a column holds every row of the file).
-pub(crate) struct Columns {
+pub(crate) struct Columns<'a> {
     /// Per feature, its non-zero entries as `(row, value)`, rows increasing.
     cols: Vec<Vec<(u32, f32)>>,
-    rows: CsrMatrix,
+    rows: &'a CsrMatrix,
 }
 
-impl Columns {
-    pub(crate) fn new(x: &CsrMatrix) -> Self {
+impl<'a> Columns<'a> {
+    pub(crate) fn new(x: &'a CsrMatrix) -> Self {
         let mut cols = vec![Vec::new(); x.n_cols];
         for r in 0..x.n_rows {
             for p in x.indptr[r]..x.indptr[r + 1] {
                 cols[x.indices[p] as usize].push((r as u32, x.values[p]));
             }
         }
-        Self {
-            cols,
-            rows: x.clone(),
-        }
+        Self { cols, rows: x }
     }
 
     /// Sets `value[r]` to feature `f` of every row `r` of `rows` (`in_node` marks them).
@@ -117,7 +114,7 @@ struct Split {
 /// Grows one tree on a bootstrap sample of the rows, drawn from `seed`; returns it with how
 /// many times each row was drawn.
 pub(crate) fn grow(
-    cols: &Columns,
+    cols: &Columns<'_>,
     labels: &LabelSets,
     growth: Growth,
     seed: u64,
@@ -181,7 +178,7 @@ const PENDING: Node = Node {
 };
 
 struct Builder<'a> {
-    cols: &'a Columns,
+    cols: &'a Columns<'a>,
     labels: &'a LabelSets,
     weight: &'a [u32],
     growth: Growth,
