@@ -40,6 +40,18 @@ fn pnc_predict(
     if let Some(forest) = &model.forest {
         return crate::forest::predict(model, forest, x, count_override.as_deref());
     }
+    networks_predict(model, x, batch, count_override)
+}
+
+/// The networks' own prediction (the unrolled solver) on every row of `x`, a forest the model
+/// has left out: what training measures on its dev rows, which a forest grown on the whole
+/// training file has seen.
+pub(crate) fn networks_predict(
+    model: &Model<f32>,
+    x: &CsrMatrix,
+    batch: usize,
+    count_override: Option<Vec<f32>>,
+) -> Result<Outputs<f32>> {
     let mut ws = Workspace::default();
     ws.count_override = count_override;
     let mut out = Outputs::default();

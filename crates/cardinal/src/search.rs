@@ -29,6 +29,9 @@ pub const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard
 /// The forest candidate's preset name.
 pub(crate) const FOREST: &str = "forest";
 
+/// The blended forest candidate's preset name.
+pub(crate) const FOREST_BLEND: &str = "forest-blend";
+
 /// Fewest dev rows worth early stopping on: a 5 % dev split of a small training file (7 rows
 /// of Flags' 129) decides by one or two rows, so small files hold out up to a fifth instead.
 const MIN_DEV_ROWS: f64 = 100.0;
@@ -79,9 +82,17 @@ pub fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> {
     forest.model.energy_hidden = 0;
     forest.model.dropout = 0.0;
     forest.inference.expected_f1_count = false;
+    // The forest's joint mixed with the count-supervised networks' (a quarter theirs).
+    let mut blend = plain.clone();
+    blend.preset = FOREST_BLEND.into();
+    blend.model.forest = Some(ForestConfig {
+        networks: 0.25,
+        ..ForestConfig::default()
+    });
     let mut out = vec![plain, paper, wide];
     if !weighted {
         out.push(forest);
+        out.push(blend);
     }
     for c in &mut out {
         c.train.dev_fraction = scaled_dev_fraction(c.train.dev_fraction, n);
@@ -263,14 +274,22 @@ mod tests {
         assert!(!predict.search.applies(4880) && !predict.search.applies(12920));
         assert!(!Config::paper().search.applies(129));
         let all = candidates(&predict, 400, false);
-        assert_eq!(all.len(), 4);
+        assert_eq!(all.len(), 5);
         // Weighted rows: no forest, which counts every row once.
         assert_eq!(candidates(&predict, 400, true).len(), 3);
         // The count-supervised candidate counts for the expected F1; the `paper` ones do not,
-        // and the forest decides its sets itself.
+        // and the forests decide their sets themselves.
         let f1: Vec<bool> = all.iter().map(|c| c.inference.expected_f1_count).collect();
-        assert_eq!(f1, [true, false, false, false]);
+        assert_eq!(f1, [true, false, false, false, true]);
         assert!(all[3].model.forest.is_some() && all[3].preset == FOREST);
+        // The blend: `predict`'s networks, trained, and a quarter of the joint theirs.
+        let blend = &all[4];
+        assert_eq!(blend.preset, FOREST_BLEND);
+        assert_eq!(blend.model.forest.as_ref().map(|f| f.networks), Some(0.25));
+        let mut networks_only = blend.clone();
+        networks_only.model.forest = None;
+        networks_only.preset = all[0].preset.clone();
+        assert_eq!(networks_only, all[0]);
         assert!(!predict.inference.expected_f1_count);
         assert!(predict.inference.final_projection.is_some());
         for c in all {
@@ -391,7 +410,16 @@ mod tests {
         // The event names every candidate's score and the one chosen, the best.
         assert_eq!((folds, name.as_str()), (3, chosen.preset.as_str()));
         let names: Vec<&str> = scores.iter().map(|s| s.preset.as_str()).collect();
-        assert_eq!(names, ["predict", "paper-projected", "paper-wide", FOREST]);
+        assert_eq!(
+            names,
+            [
+                "predict",
+                "paper-projected",
+                "paper-wide",
+                FOREST,
+                FOREST_BLEND
+            ]
+        );
         let best = scores.iter().map(|s| s.example_f1).fold(f64::MIN, f64::max);
         assert_eq!(picked.example_f1, best);
         assert_eq!(

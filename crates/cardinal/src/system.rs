@@ -93,16 +93,20 @@ impl System for Pnc {
                     hooks.memory_budget,
                     hooks.on_event,
                 )?;
+                let mut state = TrainState::new_within(train, &cfg, hooks.memory_budget)?;
                 if let Some(settings) = &cfg.model.forest {
-                    // Nothing to train by gradient: the forest is the model.
-                    let mut model = TrainState::new_within(train, &cfg, hooks.memory_budget)?.model;
-                    model.forest = Some(crate::forest::Forest::fit(train, settings, cfg.seed)?);
-                    return Ok(Trained {
-                        model,
-                        history: Vec::new(),
-                    });
+                    // Grown first, so that every checkpoint of the networks' training holds it.
+                    let forest = crate::forest::Forest::fit(train, settings, cfg.seed)?;
+                    state.model.forest = Some(forest);
+                    if settings.networks == 0.0 {
+                        // Nothing to train by gradient: the forest alone decides.
+                        return Ok(Trained {
+                            model: state.model,
+                            history: Vec::new(),
+                        });
+                    }
                 }
-                TrainState::new_within(train, &cfg, hooks.memory_budget)?
+                state
             }
             Start::Resume(state) => *state,
         };

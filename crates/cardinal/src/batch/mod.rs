@@ -17,6 +17,7 @@
 mod clock;
 mod forward;
 mod gradient;
+mod heads;
 mod kernel;
 mod stages;
 mod workspace;

@@ -128,7 +128,13 @@ impl Config {
         if let Some(n) = named.as_deref() {
             let known = Self::PRESETS.contains(&n)
                 || from_paper(n)
-                || ["mlp", "br-logistic", crate::search::FOREST].contains(&n);
+                || [
+                    "mlp",
+                    "br-logistic",
+                    crate::search::FOREST,
+                    crate::search::FOREST_BLEND,
+                ]
+                .contains(&n);
             if !known {
                 return Err(Error::UnknownPreset {
                     name: n.into(),

@@ -72,6 +72,11 @@ pub struct ForestConfig {
     pub trees: usize,
     /// Fewest (bootstrap-weighted) training rows in a leaf.
     pub min_leaf: usize,
+    /// The networks' share of the joint distribution the sets are decided under, in `[0, 1)`:
+    /// 0 decides by the forest alone and leaves the networks untrained; above 0 the networks
+    /// are trained as configured and their joint (the count distribution and the unary
+    /// scores, `crate::forest`) is mixed in with this weight.
+    pub networks: f64,
 }
 
 impl Default for ForestConfig {
@@ -79,6 +84,7 @@ impl Default for ForestConfig {
         Self {
             trees: 300,
             min_leaf: 1,
+            networks: 0.0,
         }
     }
 }
@@ -108,6 +114,7 @@ impl ModelConfig {
         if let Some(f) = &self.forest {
             count("model.forest.trees", f.trees, 1, 10_000)?;
             count("model.forest.min_leaf", f.min_leaf, 1, 1_000_000)?;
+            rate("model.forest.networks", f.networks)?;
         }
         match self.counts {
             // `min` is bounded by `max` here and by the number of labels when training starts.

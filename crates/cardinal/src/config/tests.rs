@@ -137,6 +137,8 @@ fn an_unknown_preset_named_in_the_configuration_is_refused() {
         "table1-spen",
         "mlp",
         "br-logistic",
+        "forest",
+        "forest-blend",
     ] {
         let text = format!(r#"{{"preset": "{saved}"}}"#);
         assert!(Config::resolve(None, Some(&text), None).is_ok(), "{saved}");

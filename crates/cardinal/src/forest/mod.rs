@@ -11,6 +11,7 @@
 //! hundred rows this needs no gradient training and is hard to overfit, which is where the
 //! networks lose to tree ensembles and F1 decoders (measured in docs/results/peers.md).
 
+mod blend;
 mod gfm;
 mod saved;
 mod tree;
@@ -20,6 +21,8 @@ use rayon::prelude::*;
 use crate::config::ForestConfig;
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
+pub(crate) use blend::Networks;
+use blend::RowJoint;
 use gfm::Joint;
 use tree::{Columns, Growth, Tree};
 
@@ -175,8 +178,14 @@ impl Forest {
     }
 
     /// The decision for every row of `x`: with `counts`, the best set of exactly that many
-    /// labels per row, else the set of highest expected example-F1.
-    pub(crate) fn decide(&self, x: &CsrMatrix, counts: Option<&[f32]>) -> ForestOutputs {
+    /// labels per row, else the set of highest expected example-F1; under the forest's joint
+    /// distribution, or its blend with the networks' (`nets`, one entry per row of `x`).
+    pub(crate) fn decide(
+        &self,
+        x: &CsrMatrix,
+        counts: Option<&[f32]>,
+        nets: Option<&Networks<'_>>,
+    ) -> ForestOutputs {
         let l = self.n_labels;
         let n_train = self.label_indptr.len() - 1;
         let rows: Vec<_> = (0..x.n_rows)
@@ -187,15 +196,24 @@ impl Forest {
                     let span = x.indptr[r]..x.indptr[r + 1];
                     let (delta, p_empty) =
                         self.joint(&x.indices[span.clone()], &x.values[span], weight);
-                    let joint = Joint {
-                        delta: &delta,
+                    let mut row = RowJoint {
+                        delta,
                         s_max: self.s_max,
                         p_empty,
                     };
+                    if let Some(nets) = nets {
+                        row = nets.blend(r, row);
+                    }
+                    let joint = Joint {
+                        delta: &row.delta,
+                        s_max: row.s_max,
+                        p_empty: row.p_empty,
+                    };
                     let fixed = counts.map(|c| c[r].max(0.0).round() as usize);
                     let d = joint.decide(fixed);
-                    let marginal: Vec<f32> = delta
-                        .chunks(self.s_max)
+                    let marginal: Vec<f32> = row
+                        .delta
+                        .chunks(row.s_max)
                         .map(|c| c.iter().sum::<f64>() as f32)
                         .collect();
                     (d, marginal)
@@ -263,8 +281,9 @@ fn mix(seed: u64, t: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// `model`'s outputs where its `forest` decides: `y` the chosen sets, `z` their sizes (or
-/// `counts`), `unary` the labels' marginal probabilities, `ranking` their F1 scores.
+/// `model`'s outputs where its `forest` decides, alone or blended with the model's networks
+/// (`model.forest.networks`): `y` the chosen sets, `z` their sizes (or `counts`), `unary` the
+/// labels' marginal probabilities, `ranking` their F1 scores.
 pub(crate) fn predict(
     model: &crate::model::Model<f32>,
     forest: &Forest,
@@ -281,7 +300,25 @@ pub(crate) fn predict(
             });
         }
     }
-    let out = forest.decide(x, counts);
+    let share = model
+        .config
+        .model
+        .forest
+        .as_ref()
+        .map_or(0.0, |f| f.networks);
+    let out = if share > 0.0 {
+        let heads = model.heads(x);
+        let counts_of: Vec<usize> = model.counts.iter().map(|&k| k as usize).collect();
+        let nets = Networks {
+            unary: &heads.unary,
+            count_probs: &heads.count_probs,
+            counts: &counts_of,
+            share,
+        };
+        forest.decide(x, counts, Some(&nets))
+    } else {
+        forest.decide(x, counts, None)
+    };
     Ok(crate::model::Outputs {
         y: out.y,
         z: out.z,

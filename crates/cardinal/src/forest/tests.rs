@@ -99,6 +99,7 @@ fn decisions_hold_the_constraint_and_do_not_depend_on_threads() {
     let cfg = ForestConfig {
         trees: 20,
         min_leaf: 1,
+        networks: 0.0,
     };
     let run = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new()
@@ -107,7 +108,7 @@ fn decisions_hold_the_constraint_and_do_not_depend_on_threads() {
             .unwrap();
         pool.install(|| {
             let f = Forest::fit(&train, &cfg, 11).unwrap();
-            (f.clone(), f.decide(&test.features, None))
+            (f.clone(), f.decide(&test.features, None, None))
         })
     };
     let (f1, a) = run(1);
@@ -124,7 +125,7 @@ fn decisions_hold_the_constraint_and_do_not_depend_on_threads() {
     }
     // A fixed count is kept on every row.
     let counts: Vec<f32> = (0..test.n_rows()).map(|r| (r % 4) as f32).collect();
-    let fixed = f1.decide(&test.features, Some(&counts));
+    let fixed = f1.decide(&test.features, Some(&counts), None);
     assert_eq!(fixed.z, counts);
 }
 
@@ -145,11 +146,12 @@ fn a_training_row_alone_in_its_leaves_gets_its_own_labels() {
         &ForestConfig {
             trees: 50,
             min_leaf: 1,
+            networks: 0.0,
         },
         1,
     )
     .unwrap();
-    let out = f.decide(&x, None);
+    let out = f.decide(&x, None, None);
     for r in 0..30 {
         let want: &[f32] = if r < 15 {
             &[1.0, 1.0, 0.0]
@@ -168,6 +170,7 @@ fn saved_tensors_read_back_whole_and_damage_is_refused() {
         &ForestConfig {
             trees: 5,
             min_leaf: 2,
+            networks: 0.0,
         },
         2,
     )
@@ -201,4 +204,50 @@ fn saved_tensors_read_back_whole_and_damage_is_refused() {
     let mut missing = tensors.clone();
     missing.retain(|t| t.0 != "forest.tree_offsets");
     assert!(read(&missing).unwrap_err().contains("forest.tree_offsets"));
+}
+
+/// A forest blended with the networks, through the front door: its networks train exactly as
+/// without the forest (training's dev rows are judged by the networks alone, which the forest,
+/// grown on every training row, would have seen), its sets hold the constraint, and the model
+/// saved and loaded predicts the same.
+#[test]
+fn a_blended_model_trains_its_networks_alone_and_reads_back_the_same() {
+    use crate::config::{Config, SearchConfig};
+    use crate::engine::Engine;
+
+    let train = toy(&shape(90, 5));
+    let test = toy(&shape(30, 6));
+    let mut plain = Config::predict();
+    plain.search = SearchConfig::default();
+    plain.model.hidden = 12;
+    plain.model.card_hidden = 8;
+    plain.model.energy_hidden = 4;
+    plain.train.epochs = 4;
+    plain.train.batch_size = 16;
+    let mut blend = plain.clone();
+    blend.model.forest = Some(ForestConfig {
+        trees: 15,
+        min_leaf: 1,
+        networks: 0.25,
+    });
+    let engine = Engine::default();
+    let networks = engine.fit(&train, plain, &mut |_| {}).unwrap().model;
+    let blended = engine.fit(&train, blend, &mut |_| {}).unwrap().model;
+    assert_eq!(blended.params, networks.params);
+    assert!(blended.forest.is_some());
+    let out = engine.predict(&blended, &test.features).unwrap();
+    let l = blended.n_labels();
+    for (r, (y, &z)) in out.y.chunks(l).zip(&out.z).enumerate() {
+        assert!(y.iter().all(|&v| v == 0.0 || v == 1.0), "row {r}: {y:?}");
+        assert_eq!(y.iter().sum::<f32>(), z, "row {r}");
+    }
+    let dir = std::env::temp_dir().join(format!("cardinal-blend-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    engine
+        .save_model(&blended, &dir, "toy", &[], false)
+        .unwrap();
+    let loaded = engine.load(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let again = engine.predict(&loaded.unwrap().0, &test.features).unwrap();
+    assert_eq!((again.y, again.z), (out.y, out.z));
 }

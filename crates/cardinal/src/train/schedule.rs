@@ -10,7 +10,7 @@ use super::state::{EpochRecord, Event, TrainState, Trained};
 use crate::config::TrainConfig;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::eval::{evaluate_outputs, predict};
+use crate::eval::{evaluate_outputs, networks_predict};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::model::Params;
 use crate::pipeline::{dropout_key, BatchLoss, Model, Stage, Workspace};
@@ -206,7 +206,7 @@ fn end_phase(state: &mut TrainState, dev: Option<&Dataset>, tune_threshold: bool
 
 /// The threshold of the default grid with the best example-F1 on `dev`, and that F1 (%).
 fn dev_threshold(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
-    let out = predict(model, &dev.features, 256)?;
+    let out = networks_predict(model, &dev.features, 256, None)?;
     let grid = default_threshold_grid();
     let (thr, f1) = tune_threshold(&out.y, &dev.labels, &grid, &MetricOptions::default())?;
     Ok((crate::eval::grid_threshold(thr), f1 * 100.0))
@@ -400,7 +400,7 @@ fn dev_scores(
 ) -> Result<(Option<f64>, Option<f64>)> {
     let dev_start = std::time::Instant::now();
     let report = with_average(state, |model| -> Result<_> {
-        let out = predict(model, &dev.features, 256)?;
+        let out = networks_predict(model, &dev.features, 256, None)?;
         Ok(evaluate_outputs(model, &out, &dev.labels))
     })?;
     tracing::debug!(

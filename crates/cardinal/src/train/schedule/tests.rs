@@ -230,6 +230,7 @@ mod divergence {
 /// The threshold chosen on dev.
 mod threshold {
     use super::*;
+    use crate::eval::predict;
     use crate::metrics::{binarize, evaluate, Binarize};
 
     #[test]
