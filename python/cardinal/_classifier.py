@@ -106,10 +106,11 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     The default's search
     --------------------
     With the ``predict`` preset and ``search=None``, ``fit`` on a training set of at most 2000
-    rows first scores four candidate configurations by a 3-fold cross-validation on that
+    rows first scores five candidate configurations by a 3-fold cross-validation on that
     training set (the configuration itself, two variants of ``paper``: ``paper-projected``
-    and ``paper-wide``, and ``forest``, a random forest whose neighbourhoods decide each
-    row's label set and its count for the expected example-F1) and trains the one with the
+    and ``paper-wide``, ``forest``, a random forest whose neighbourhoods decide each row's
+    label set and its count for the expected example-F1, and ``forest-blend``, that forest
+    blended with the configuration's own networks) and trains the one with the
     best mean example-F1; this costs a few times the training time. Larger training sets train the
     configuration as it is. ``search_results_`` records every candidate's score and the one
     chosen (``config_["preset"]`` names it). The search is switched off by ``search=False``,

@@ -24,7 +24,8 @@ use cardinal_proj::Method;
 /// How `choose` scores and decides, for caches keyed by the rule's inputs (the suite's
 /// cells): changed whenever the same candidates could be chosen or decoded differently.
 pub const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard error; \
-                        predict counts by expected F1; forest candidate";
+                        predict counts by expected F1; forest candidate; forest blended \
+                        with predict's networks";
 
 /// The forest candidate's preset name.
 pub(crate) const FOREST: &str = "forest";
@@ -52,7 +53,9 @@ pub fn scaled_dev_fraction(configured: f64, n: usize) -> f64 {
 /// every candidate's output holds `Σy = z` and `y ∈ [0, 1]` exactly, as `cfg`'s does); and
 /// that with 500 hidden units and dropout 0.3 (`paper-wide`); and, unless the rows are
 /// weighted, a random forest decoded for the expected F1 (`forest`, see `crate::forest`),
-/// whose sets are on `C(z)` by construction. Each has the search off,
+/// whose sets are on `C(z)` by construction, and that forest blended with `cfg`'s own
+/// networks, trained as in the first candidate (`forest-blend`: a quarter of the joint
+/// distribution theirs). Each has the search off,
 /// `cfg`'s seed and split seed, and the dev fraction scaled to the file.
 pub fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> {
     let mut plain = cfg.clone();
