@@ -11,6 +11,7 @@ use crate::eval::{evaluate_outputs, grid_threshold};
 use crate::metrics::{
     default_threshold_grid, example_f1_by_threshold, tune_threshold, EmptyF1, MetricOptions,
 };
+use crate::model::Model;
 use crate::runtime::{MemoryBudget, WaitPolicy};
 use crate::system::System;
 use crate::train::Event;
@@ -71,6 +72,39 @@ pub struct CvReport {
     pub mean_precision_at_1: f64,
 }
 
+/// How a fold's model is read when it is scored: as trained, or as one of the models it holds
+/// (a model with a forest blended with its networks holds the networks alone and the forest
+/// alone, each trained exactly as a model of that kind alone would be).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Decoding {
+    /// The model as trained.
+    AsTrained,
+    /// The networks alone, the forest left out.
+    NetworksOnly,
+    /// The forest blended with the networks at this share (0: the forest alone).
+    ForestShare(f64),
+}
+
+impl Decoding {
+    /// `model` read this way.
+    fn apply(self, model: &Model<f32>) -> Model<f32> {
+        let mut m = model.clone();
+        match self {
+            Decoding::AsTrained => {}
+            Decoding::NetworksOnly => {
+                m.forest = None;
+                m.config.model.forest = None;
+            }
+            Decoding::ForestShare(share) => {
+                if let Some(f) = &mut m.config.model.forest {
+                    f.networks = share;
+                }
+            }
+        }
+        m
+    }
+}
+
 /// Trains `cfg` `k` times on `train`, each time holding out one fold (seeded by
 /// `train.split_seed`) and training on the rest exactly as `cardinal train` would train on a
 /// file of those rows: its own dev split for early stopping, threshold tuning and the dev
@@ -87,6 +121,33 @@ pub(crate) fn cross_validate(
     on_event: &mut dyn FnMut(usize, Event),
     on_fold: &mut dyn FnMut(&FoldResult),
 ) -> Result<CvReport> {
+    let mut reports = cross_validate_decodings(
+        system,
+        train,
+        cfg,
+        &[Decoding::AsTrained],
+        k,
+        wait,
+        memory_budget,
+        on_event,
+        &mut |_, f| on_fold(f),
+    )?;
+    Ok(reports.remove(0))
+}
+
+/// [`cross_validate`] with each fold's one model scored once per entry of `decodings`: one
+/// report per decoding, in their order (`on_fold` gets the decoding's index).
+pub(crate) fn cross_validate_decodings(
+    system: &dyn System,
+    train: &Dataset,
+    cfg: &Config,
+    decodings: &[Decoding],
+    k: usize,
+    wait: WaitPolicy,
+    memory_budget: MemoryBudget,
+    on_event: &mut dyn FnMut(usize, Event),
+    on_fold: &mut dyn FnMut(usize, &FoldResult),
+) -> Result<Vec<CvReport>> {
     if k < 2 || k > train.n_rows() {
         return Err(Error::OutOfRange {
             field: "folds".into(),
@@ -94,7 +155,7 @@ pub(crate) fn cross_validate(
             allowed: format!("2..={} (the training rows)", train.n_rows()),
         });
     }
-    let mut folds = Vec::with_capacity(k);
+    let mut folds: Vec<Vec<FoldResult>> = vec![Vec::with_capacity(k); decodings.len()];
     for index in 0..k {
         let mut split = cfg.train.clone();
         split.dev_fold = Some(DevFold { k, index });
@@ -107,46 +168,69 @@ pub(crate) fn cross_validate(
             wait,
             memory_budget,
         };
-        let model = system
+        let trained = system
             .fit(&rest, Start::Fresh(cfg.clone()), &mut hooks)?
             .model;
         let dev = train.select_rows(&dev_idx);
-        let out = system.predict(&model, &dev.features, 256)?;
-        let report = evaluate_outputs(&model, &out, &dev.labels);
-        let by_threshold =
-            example_f1_by_threshold(&out.y, &dev.labels, &default_threshold_grid(), EmptyF1::One)?;
-        let (best_threshold, at_best) = tune_threshold(
-            &out.y,
-            &dev.labels,
-            &default_threshold_grid(),
-            &MetricOptions::default(),
-        )?;
-        let fold = FoldResult {
-            index,
-            train_rows: train_idx.len(),
-            dev_rows: dev_idx.len(),
-            example_f1: 100.0 * report.at_threshold.example_f1,
-            example_f1_empty_one: 100.0 * report.at_threshold.example_f1_other_empty,
-            example_f1_by_threshold: by_threshold.iter().map(|f| 100.0 * f).collect(),
-            best_threshold: grid_threshold(best_threshold),
-            example_f1_at_best: 100.0 * at_best,
-            count_mae: report.cardinality.mae,
-            precision_at_1: report
-                .precision_at_k
-                .iter()
-                .find(|p| p.k == 1)
-                .map_or(0.0, |p| 100.0 * p.value),
-        };
-        on_fold(&fold);
-        folds.push(fold);
+        for (j, decoding) in decodings.iter().enumerate() {
+            let model = match decoding {
+                Decoding::AsTrained => None,
+                d => Some(d.apply(&trained)),
+            };
+            let model = model.as_ref().unwrap_or(&trained);
+            let fold = score_fold(system, model, &dev, index, train_idx.len())?;
+            on_fold(j, &fold);
+            folds[j].push(fold);
+        }
     }
+    Ok(folds.into_iter().map(|f| summarize(k, f)).collect())
+}
+
+/// Fold `index`'s result: `model`, trained on `train_rows` rows, scored on the held-out `dev`.
+fn score_fold(
+    system: &dyn System,
+    model: &Model<f32>,
+    dev: &Dataset,
+    index: usize,
+    train_rows: usize,
+) -> Result<FoldResult> {
+    let out = system.predict(model, &dev.features, 256)?;
+    let report = evaluate_outputs(model, &out, &dev.labels);
+    let by_threshold =
+        example_f1_by_threshold(&out.y, &dev.labels, &default_threshold_grid(), EmptyF1::One)?;
+    let (best_threshold, at_best) = tune_threshold(
+        &out.y,
+        &dev.labels,
+        &default_threshold_grid(),
+        &MetricOptions::default(),
+    )?;
+    Ok(FoldResult {
+        index,
+        train_rows,
+        dev_rows: dev.n_rows(),
+        example_f1: 100.0 * report.at_threshold.example_f1,
+        example_f1_empty_one: 100.0 * report.at_threshold.example_f1_other_empty,
+        example_f1_by_threshold: by_threshold.iter().map(|f| 100.0 * f).collect(),
+        best_threshold: grid_threshold(best_threshold),
+        example_f1_at_best: 100.0 * at_best,
+        count_mae: report.cardinality.mae,
+        precision_at_1: report
+            .precision_at_k
+            .iter()
+            .find(|p| p.k == 1)
+            .map_or(0.0, |p| 100.0 * p.value),
+    })
+}
+
+/// The report of `k` folds: the folds, their means and the example-F1's sample deviation.
+fn summarize(k: usize, folds: Vec<FoldResult>) -> CvReport {
     let f1: Vec<f64> = folds.iter().map(|f| f.example_f1).collect();
     let mean = f1.iter().sum::<f64>() / k as f64;
     let var = f1.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1) as f64;
     let mean_best = folds.iter().map(|f| f.example_f1_at_best).sum::<f64>() / k as f64;
     let mean_p1 = folds.iter().map(|f| f.precision_at_1).sum::<f64>() / k as f64;
     let mean_empty_one = folds.iter().map(|f| f.example_f1_empty_one).sum::<f64>() / k as f64;
-    Ok(CvReport {
+    CvReport {
         k,
         folds,
         mean_example_f1: mean,
@@ -154,7 +238,7 @@ pub(crate) fn cross_validate(
         mean_example_f1_empty_one: mean_empty_one,
         mean_example_f1_at_best: mean_best,
         mean_precision_at_1: mean_p1,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -6,12 +6,13 @@
 //! a candidate that makes it where the data has it must not lose to one that never does (on
 //! data without empty label sets the two conventions agree). The candidates are
 //! the same for every dataset, the choice is made on training data only (never on test), and
-//! it is deterministic for a given seed. The time it costs is that of `folds × candidates`
-//! trainings on `(folds − 1)/folds` of the file, on files small enough for that to take
-//! seconds (measured in docs/results/suite.md).
+//! it is deterministic for a given seed. The time it costs is that of `folds` trainings of
+//! each candidate on `(folds − 1)/folds` of the file, on files small enough for that to take
+//! seconds (measured in docs/RESULTS.md §4.1); three candidates (`predict`, the forest and
+//! their blend) share one training per fold, the blend's, which holds the other two.
 
 use crate::config::{Config, ForestConfig, SearchConfig};
-use crate::cv::cross_validate;
+use crate::cv::{cross_validate, cross_validate_decodings, CvReport, Decoding};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::eval::grid_threshold;
@@ -184,17 +185,8 @@ pub(crate) fn choose(
         folds,
         rows: train.n_rows(),
     });
-    for mut candidate in all {
-        let report = cross_validate(
-            system,
-            train,
-            &candidate,
-            cfg.search.folds,
-            wait,
-            memory_budget,
-            &mut |_, _| {},
-            &mut |_| {},
-        )?;
+    let reports = candidate_reports(system, train, &all, folds, wait, memory_budget)?;
+    for (mut candidate, report) in all.into_iter().zip(reports) {
         let by_fold: Vec<Vec<f64>> = report
             .folds
             .iter()
@@ -234,6 +226,84 @@ pub(crate) fn choose(
         chosen: &chosen.preset,
     });
     Ok(chosen)
+}
+
+/// How candidate `c` is scored from the models trained for `blend` (the blended forest
+/// candidate), if it can be: the blend itself, its networks alone (the first candidate: the
+/// same configuration without the forest, so the same networks, trained the same way), or its
+/// forest alone (the forest candidate: the same trees from the same rows and seed, whose
+/// decisions do not read its untrained networks).
+fn decoding_from(c: &Config, blend: &Config) -> Option<Decoding> {
+    let forest = blend.model.forest.as_ref()?;
+    let mut networks = blend.clone();
+    networks.model.forest = None;
+    networks.preset.clone_from(&c.preset);
+    let alone = ForestConfig {
+        networks: 0.0,
+        ..forest.clone()
+    };
+    if c == blend {
+        Some(Decoding::AsTrained)
+    } else if *c == networks {
+        Some(Decoding::NetworksOnly)
+    } else if c.preset == FOREST && c.model.forest.as_ref() == Some(&alone) && c.seed == blend.seed
+    {
+        Some(Decoding::ForestShare(0.0))
+    } else {
+        None
+    }
+}
+
+/// Every candidate's cross-validation report, in the candidates' order. Those that are
+/// decodings of the blended forest's models ([`decoding_from`]) share its trainings: one per
+/// fold for the three, each scored as if trained alone.
+fn candidate_reports(
+    system: &dyn System,
+    train: &Dataset,
+    all: &[Config],
+    folds: usize,
+    wait: WaitPolicy,
+    memory_budget: MemoryBudget,
+) -> Result<Vec<CvReport>> {
+    let mut reports: Vec<Option<CvReport>> = vec![None; all.len()];
+    if let Some(blend) = all.iter().find(|c| c.preset == FOREST_BLEND) {
+        let shared: Vec<(usize, Decoding)> = all
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| decoding_from(c, blend).map(|d| (i, d)))
+            .collect();
+        let decodings: Vec<Decoding> = shared.iter().map(|&(_, d)| d).collect();
+        let scored = cross_validate_decodings(
+            system,
+            train,
+            blend,
+            &decodings,
+            folds,
+            wait,
+            memory_budget,
+            &mut |_, _| {},
+            &mut |_, _| {},
+        )?;
+        for ((i, _), report) in shared.into_iter().zip(scored) {
+            reports[i] = Some(report);
+        }
+    }
+    all.iter()
+        .zip(reports)
+        .map(|(c, report)| match report {
+            Some(r) => Ok(r),
+            None => cross_validate(
+                system,
+                train,
+                c,
+                folds,
+                wait,
+                memory_budget,
+                &mut |_, _| {},
+                &mut |_| {},
+            ),
+        })
+        .collect()
 }
 
 /// The search's choice in one line, as the front ends print it: `search: 3-fold CV
@@ -305,6 +375,48 @@ mod tests {
             // A saved candidate configuration reads back as itself.
             let text = serde_json::to_string(&c).unwrap();
             assert_eq!(Config::resolve(None, Some(&text), None).unwrap(), c);
+        }
+    }
+
+    /// The candidates scored from the blended forest's trainings get the reports they would
+    /// get trained alone: the networks alone are `predict`'s, the forest alone the forest
+    /// candidate's, fold by fold; the `paper` ones train on their own.
+    #[test]
+    fn shared_trainings_score_each_candidate_as_if_trained_alone() {
+        let data = toy(60);
+        let mut cfg = Config::predict();
+        cfg.model.hidden = 16;
+        cfg.model.card_hidden = 8;
+        cfg.model.energy_hidden = 4;
+        cfg.train.epochs = 3;
+        cfg.train.batch_size = 10;
+        let mut all = candidates(&cfg, 60, false);
+        for c in &mut all {
+            if let Some(f) = &mut c.model.forest {
+                f.trees = 10;
+            }
+            c.model.hidden = c.model.hidden.min(16);
+            c.train.epochs = 3;
+        }
+        let decodings: Vec<Option<Decoding>> =
+            all.iter().map(|c| decoding_from(c, &all[4])).collect();
+        assert_eq!(
+            decodings,
+            [
+                Some(Decoding::NetworksOnly),
+                None,
+                None,
+                Some(Decoding::ForestShare(0.0)),
+                Some(Decoding::AsTrained)
+            ]
+        );
+        let (wait, budget) = (WaitPolicy::Active, MemoryBudget::default());
+        let shared = candidate_reports(&Pnc, &data, &all, 3, wait, budget).unwrap();
+        for (c, report) in all.iter().zip(&shared) {
+            let alone =
+                cross_validate(&Pnc, &data, c, 3, wait, budget, &mut |_, _| {}, &mut |_| {})
+                    .unwrap();
+            assert_eq!(*report, alone, "{}", c.preset);
         }
     }
 
