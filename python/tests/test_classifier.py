@@ -189,7 +189,9 @@ def test_the_default_search_keeps_the_constraint_and_yields_to_set_parameters(pr
     # No hyper-parameter set: on 300 rows the default chooses among its candidates by a
     # 3-fold cross-validation, and whichever it chose holds the constraint.
     clf = CardinalClassifier(random_state=0, n_jobs=2).fit(X, Y)
-    assert clf.config_["preset"] in ("predict", "paper-projected", "paper-wide", "forest", "forest-blend")
+    assert clf.config_["preset"] in (
+        "predict", "paper-projected", "paper-wide", "forest", "forest-blend"
+    )
     proba, z = clf.predict_proba(Xt), clf.predict_count(Xt)
     assert proba.min() >= 0.0 and proba.max() <= 1.0
     assert np.abs(proba.sum(axis=1) - z).max() <= 0.01
