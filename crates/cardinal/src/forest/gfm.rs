@@ -78,7 +78,23 @@ impl Joint<'_> {
             Some(k) => k.min(l),
             None => {
                 let (mut best, mut best_k) = (self.p_empty, 0);
+                // Every score is at least 0, so `k` labels' scores sum to at most all labels'
+                // `Σ_s 2·m_s/(s + k)`, `m_s = Σ_i Δ_is`, which falls as `k` grows: once it is
+                // below the best set's, no larger set can beat it (exact; it spares the scan
+                // over every `k` when the labels are many and the sets small).
+                let mass: Vec<f64> = (0..self.s_max)
+                    .map(|s| (0..l).map(|i| self.delta[i * self.s_max + s]).sum())
+                    .collect();
+                let bound = |k: usize| -> f64 {
+                    (1..=self.s_max)
+                        .zip(&mass)
+                        .map(|(s, &m)| 2.0 * m / ((s + k) as f64))
+                        .sum()
+                };
                 for k in 1..=support {
+                    if bound(k) < best - 1e-12 {
+                        break;
+                    }
                     Self::scores(&terms, k, &mut scores);
                     let e = Self::top(&scores, k, &mut order);
                     if e > best {
