@@ -54,9 +54,9 @@ pub fn scaled_dev_fraction(configured: f64, n: usize) -> f64 {
 /// every candidate's output holds `Σy = z` and `y ∈ [0, 1]` exactly, as `cfg`'s does); and
 /// that with 500 hidden units and dropout 0.3 (`paper-wide`); and, unless the rows are
 /// weighted, a random forest decoded for the expected F1 (`forest`, see `crate::forest`),
-/// whose sets are on `C(z)` by construction, and that forest blended with `cfg`'s own
-/// networks, trained as in the first candidate (`forest-blend`: a quarter of the joint
-/// distribution theirs). Each has the search off,
+/// whose sets are on `C(z)` by construction, and, where `cfg`'s count network is supervised,
+/// that forest blended with `cfg`'s own networks, trained as in the first candidate
+/// (`forest-blend`: a quarter of the joint distribution theirs). Each has the search off,
 /// `cfg`'s seed and split seed, and the dev fraction scaled to the file.
 pub fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> {
     let mut plain = cfg.clone();
@@ -93,10 +93,15 @@ pub fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> {
         networks: 0.25,
         ..ForestConfig::default()
     });
+    // The blend reads the count network's distribution as a prediction of the count, which
+    // only a supervised count network makes.
+    let count_supervised = plain.loss.cardinality_weight > 0.0;
     let mut out = vec![plain, paper, wide];
     if !weighted {
         out.push(forest);
-        out.push(blend);
+        if count_supervised {
+            out.push(blend);
+        }
     }
     for c in &mut out {
         c.train.dev_fraction = scaled_dev_fraction(c.train.dev_fraction, n);
@@ -231,8 +236,8 @@ pub(crate) fn choose(
 /// How candidate `c` is scored from the models trained for `blend` (the blended forest
 /// candidate), if it can be: the blend itself, its networks alone (the first candidate: the
 /// same configuration without the forest, so the same networks, trained the same way), or its
-/// forest alone (the forest candidate: the same trees from the same rows and seed, whose
-/// decisions do not read its untrained networks).
+/// forest alone (the forest candidate: the same trees from the same rows and seed, split into
+/// the same folds, whose decisions read neither its untrained networks nor its threshold).
 fn decoding_from(c: &Config, blend: &Config) -> Option<Decoding> {
     let forest = blend.model.forest.as_ref()?;
     let mut networks = blend.clone();
@@ -246,7 +251,10 @@ fn decoding_from(c: &Config, blend: &Config) -> Option<Decoding> {
         Some(Decoding::AsTrained)
     } else if *c == networks {
         Some(Decoding::NetworksOnly)
-    } else if c.preset == FOREST && c.model.forest.as_ref() == Some(&alone) && c.seed == blend.seed
+    } else if c.preset == FOREST
+        && c.model.forest.as_ref() == Some(&alone)
+        && (c.seed, &c.train, &c.system, &c.model.counts)
+            == (blend.seed, &blend.train, &blend.system, &blend.model.counts)
     {
         Some(Decoding::ForestShare(0.0))
     } else {
@@ -350,6 +358,14 @@ mod tests {
         assert_eq!(all.len(), 5);
         // Weighted rows: no forest, which counts every row once.
         assert_eq!(candidates(&predict, 400, true).len(), 3);
+        // An unsupervised count network predicts no count to blend.
+        let mut unsupervised = predict.clone();
+        unsupervised.loss.cardinality_weight = 0.0;
+        let names: Vec<String> = candidates(&unsupervised, 400, false)
+            .into_iter()
+            .map(|c| c.preset)
+            .collect();
+        assert_eq!(names, ["predict", "paper-projected", "paper-wide", FOREST]);
         // The count-supervised candidate counts for the expected F1; the `paper` ones do not,
         // and the forests decide their sets themselves.
         let f1: Vec<bool> = all.iter().map(|c| c.inference.expected_f1_count).collect();

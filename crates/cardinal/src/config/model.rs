@@ -55,11 +55,12 @@ pub struct ModelConfig {
     /// Dropout rate on the unary network's hidden units while training (0 = none, the paper;
     /// inverted dropout, so inference uses the network as is).
     pub dropout: f64,
-    /// The forest candidate of the default's search (`crate::search`): when set, the label
+    /// The forest candidates of the default's search (`crate::search`): when set, the label
     /// sets come from a random forest's neighbourhoods, each the set of highest expected
-    /// example-F1 under them (its size is the predicted count), and the three networks are
-    /// not trained (the candidate keeps them at their smallest). Unset (and then not
-    /// written) otherwise.
+    /// example-F1 under them (its size is the predicted count). With `networks` 0 the three
+    /// networks are not trained (the candidate keeps them at their smallest); above 0 they
+    /// are, and their joint distribution is blended in. Unset (and then not written)
+    /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forest: Option<ForestConfig>,
 }

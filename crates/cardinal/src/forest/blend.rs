@@ -17,24 +17,33 @@ pub(crate) struct Networks<'a> {
     pub(crate) count_probs: &'a [f64],
     /// The counts the probabilities are over.
     pub(crate) counts: &'a [usize],
-    /// The networks' weight in the mixture, in `[0, 1]`; the forest has the rest.
+    /// The networks' weight in the mixture, in `[0, 1)` as configured; the forest has the rest.
     pub(crate) share: f64,
 }
 
-/// A row's joint distribution: `delta[i * s_max + s - 1] = Δ_is`, and `P(∅)`.
+/// A row's joint distribution of label sets.
 pub(crate) struct RowJoint {
+    /// `delta[i * s_max + s - 1] = Δ_is`, the probability that label `i` is on in a set of
+    /// `s` labels.
     pub(crate) delta: Vec<f64>,
+    /// The largest set size `delta` has room for.
     pub(crate) s_max: usize,
+    /// The probability of the empty set.
     pub(crate) p_empty: f64,
 }
 
 impl Networks<'_> {
-    /// The blend of the forest's joint `forest` with the networks' joint on row `r`.
+    /// The blend of the forest's joint `forest` with the networks' joint on row `r`; the
+    /// forest's alone where the networks' outputs are not all finite (weights or inputs so
+    /// large that they overflow), which would otherwise make every probability NaN.
     pub(crate) fn blend(&self, r: usize, forest: RowJoint) -> RowJoint {
         let k = self.counts.len();
         let l = forest.delta.len() / forest.s_max.max(1);
         let u = &self.unary[r * l..(r + 1) * l];
         let probs = &self.count_probs[r * k..(r + 1) * k];
+        if !u.iter().chain(probs).all(|v| v.is_finite()) {
+            return forest;
+        }
         let s_max = forest
             .s_max
             .max(self.counts.iter().copied().max().unwrap_or(0).min(l));
@@ -88,11 +97,11 @@ pub(crate) fn tilted(u: &[f64], s: f64, out: &mut [f64]) {
             e / (1.0 + e)
         }
     };
+    // Finite scores (`Networks::blend` checks); starting at 0 keeps the bracket finite for
+    // any row and still holds every score.
     let (min_u, max_u) = u
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-            (a.min(v), b.max(v))
-        });
+        .fold((0.0f64, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
     // Every σ below e^-50 at `lo`, above 1 − e^-50 at `hi`: the sum is below `s` at `lo`, above at `hi`.
     let (mut lo, mut hi) = (-max_u - 50.0, -min_u + 50.0);
     let mut lambda = 0.0f64.clamp(lo, hi);
@@ -187,10 +196,48 @@ mod tests {
             assert!((a - (0.75 * b + 0.25 * c)).abs() < 1e-12);
         }
         assert!((m.p_empty - (0.75 * 0.2 + 0.25 * 0.1)).abs() < 1e-12);
-        // Σ_i Δ_is / s is P(s); with P(∅) they sum to 1.
+        // Σ_i Δ_is / s is P(s); with P(∅) they sum to 1 (the mixture below).
         let total: f64 = (1..=2)
             .map(|s| (0..2).map(|i| m.delta[i * 2 + s - 1]).sum::<f64>() / s as f64)
             .sum();
         assert!((total + m.p_empty - 1.0).abs() < 1e-9);
+    }
+
+    /// Counts the forest never saw widen the joint (the forest's `Δ` re-laid in the wider
+    /// rows), counts beyond the labels put every label on, and a row whose network outputs
+    /// are not finite is decided by the forest alone.
+    #[test]
+    fn wider_counts_widen_the_joint_and_non_finite_outputs_leave_the_forest() {
+        // Two labels; the forest saw only sets of one label: {0} 0.6, {1} 0.4.
+        let forest = || RowJoint {
+            delta: vec![0.6, 0.4],
+            s_max: 1,
+            p_empty: 0.0,
+        };
+        let unary = [0.0, 0.0, f64::NAN, f64::NAN];
+        let probs = [0.1, 0.2, 0.3, 0.4, 0.25, 0.25, 0.25, 0.25];
+        let counts = [0, 1, 2, 3];
+        let nets = Networks {
+            unary: &unary,
+            count_probs: &probs,
+            counts: &counts,
+            share: 0.5,
+        };
+        let b = nets.blend(0, forest());
+        assert_eq!(b.s_max, 2);
+        // s = 1: each label half on (equal scores); s = 2 and the impossible s = 3: both on.
+        let want = [
+            0.5 * 0.6 + 0.5 * 0.2 * 0.5,
+            0.5 * (0.3 + 0.4),
+            0.5 * 0.4 + 0.5 * 0.2 * 0.5,
+            0.5 * (0.3 + 0.4),
+        ];
+        for (a, w) in b.delta.iter().zip(want) {
+            assert!((a - w).abs() < 1e-12, "{:?}", b.delta);
+        }
+        assert!((b.p_empty - 0.05).abs() < 1e-12);
+        // Row 1's scores are NaN: the forest's joint, unchanged.
+        let f = nets.blend(1, forest());
+        assert_eq!((f.delta, f.s_max, f.p_empty), (vec![0.6, 0.4], 1, 0.0));
     }
 }

@@ -1,5 +1,6 @@
-//! The forest candidate of the default's search: label sets decided for the expected
-//! example-F1 under the joint distribution that a random forest's neighbourhoods give.
+//! The forest candidates of the default's search: label sets decided for the expected
+//! example-F1 under the joint distribution that a random forest's neighbourhoods give, alone
+//! or blended with the networks' (`blend`).
 //!
 //! A random forest of multi-label trees (`tree`) defines, for an input `x`, weights over the
 //! training rows: each tree gives the rows of its bootstrap sample that share `x`'s leaf
@@ -57,6 +58,16 @@ pub(crate) struct ForestOutputs {
     pub(crate) marginal: Vec<f32>,
     /// Each label's score `f_i(k)` at the chosen size (the ranking).
     pub(crate) ranking: Vec<f32>,
+}
+
+impl ForestOutputs {
+    /// `other`'s rows after these.
+    fn append(&mut self, other: ForestOutputs) {
+        self.y.extend(other.y);
+        self.z.extend(other.z);
+        self.marginal.extend(other.marginal);
+        self.ranking.extend(other.ranking);
+    }
 }
 
 /// Largest index a forest stores: its tensors hold indices as `f32`, exact below `2^24`.
@@ -307,15 +318,24 @@ pub(crate) fn predict(
         .as_ref()
         .map_or(0.0, |f| f.networks);
     let out = if share > 0.0 {
-        let heads = model.heads(x);
+        // Chunk by chunk, so the networks' outputs held at once stay bounded whatever the
+        // number of rows.
         let counts_of: Vec<usize> = model.counts.iter().map(|&k| k as usize).collect();
-        let nets = Networks {
-            unary: &heads.unary,
-            count_probs: &heads.count_probs,
-            counts: &counts_of,
-            share,
-        };
-        forest.decide(x, counts, Some(&nets))
+        let mut out = ForestOutputs::default();
+        for start in (0..x.n_rows).step_by(BLEND_CHUNK_ROWS) {
+            let rows: Vec<usize> = (start..x.n_rows.min(start + BLEND_CHUNK_ROWS)).collect();
+            let chunk = x.select_rows(&rows);
+            let heads = model.heads(&chunk);
+            let nets = Networks {
+                unary: &heads.unary,
+                count_probs: &heads.count_probs,
+                counts: &counts_of,
+                share,
+            };
+            let chunk_counts = counts.map(|c| &c[rows[0]..rows[0] + rows.len()]);
+            out.append(forest.decide(&chunk, chunk_counts, Some(&nets)));
+        }
+        out
     } else {
         forest.decide(x, counts, None)
     };
@@ -326,6 +346,9 @@ pub(crate) fn predict(
         ranking: out.ranking,
     })
 }
+
+/// Rows whose network outputs a blended forest holds at once.
+const BLEND_CHUNK_ROWS: usize = 4096;
 
 #[cfg(test)]
 mod tests;

@@ -241,6 +241,37 @@ fn a_blended_model_trains_its_networks_alone_and_reads_back_the_same() {
         assert!(y.iter().all(|&v| v == 0.0 || v == 1.0), "row {r}: {y:?}");
         assert_eq!(y.iter().sum::<f32>(), z, "row {r}");
     }
+    // Each label's marginal is the mixture's, recomputed from the forest alone and the
+    // networks' heads: (1 − w)·forest + w·Σ_s P(s)·σ(u + λ_s).
+    let mut alone = blended.clone();
+    alone.config.model.forest.as_mut().unwrap().networks = 0.0;
+    let forest_only = engine.predict(&alone, &test.features).unwrap();
+    let heads = blended.heads(&test.features);
+    let k = blended.counts.len();
+    let mut on = vec![0.0; l];
+    for r in 0..test.n_rows() {
+        let u = &heads.unary[r * l..(r + 1) * l];
+        let mut want: Vec<f64> = (0..l)
+            .map(|i| 0.75 * forest_only.unary[r * l + i] as f64)
+            .collect();
+        for (j, &count) in blended.counts.iter().enumerate() {
+            let s = (count as usize).min(l);
+            if s > 0 {
+                super::blend::tilted(u, s as f64, &mut on);
+                for i in 0..l {
+                    want[i] += 0.25 * heads.count_probs[r * k + j] * on[i];
+                }
+            }
+        }
+        for i in 0..l {
+            let got = out.unary[r * l + i] as f64;
+            assert!(
+                (got - want[i]).abs() < 1e-5,
+                "row {r} label {i}: {got} vs {}",
+                want[i]
+            );
+        }
+    }
     let dir = std::env::temp_dir().join(format!("cardinal-blend-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     engine

@@ -47,7 +47,7 @@ pub struct Model<F: Float> {
     pub counts: Vec<F>,
     /// Mean label count on the training data (the constant baseline of the count predictor).
     pub train_mean_cardinality: f64,
-    /// The forest that decides the label sets instead of the networks, when the
+    /// The forest that decides the label sets, alone or blended with the networks, when the
     /// configuration has one (`model.forest`).
     pub(crate) forest: Option<crate::forest::Forest>,
 }
