@@ -17,8 +17,7 @@ use cardinal::engine::{Model, Outputs};
 use cardinal::error::{Error, Result};
 use cardinal::parts::sigmoid;
 use cardinal::parts::{
-    first_layer_shift, sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad, Float,
-    Params, Standardizer,
+    sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad, Float, Params, Standardizer,
 };
 use cardinal::system::{Hooks, Reads, Start, System};
 
@@ -40,14 +39,12 @@ fn logits<F: Float>(
     stdz: &Standardizer,
 ) -> Array2<F> {
     let mut pre = Array2::zeros((rows.len(), p.w1.ncols()));
-    let shift = first_layer_shift(stdz, p.w1.view());
     sparse_first_layer(
         x,
         rows,
         stdz,
         p.w1.view(),
         p.b1.as_slice().expect("contiguous"),
-        &shift,
         pre.view_mut(),
     );
     pre

@@ -309,7 +309,13 @@ pub fn iterate_weights(cfg: &Config) -> Vec<f64> {
 pub(crate) mod tests {
     use super::*;
     use cardinal::data::LabelSets;
-    use cardinal::parts::init_model;
+    use cardinal::parts::init_model_within;
+    use cardinal::runtime::MemoryBudget;
+
+    /// A freshly initialised model for `train` under `cfg`, within the default memory budget.
+    pub(crate) fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
+        init_model_within(train, cfg, MemoryBudget::default())
+    }
 
     /// Checks the analytic gradient `g` of `value` at `p` against central differences (step
     /// 1e-6, relative tolerance `tol`) in every entry of the named tensors; returns how many

@@ -8,11 +8,11 @@ use ndarray::{Array1, Array2, ArrayView2, Axis};
 use super::{Activation, Optimizer};
 use cardinal::config::Config;
 use cardinal::data::CsrMatrix;
-use cardinal::parts::{
-    c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,
-    Float, Params, Standardizer,
-};
 use cardinal::parts::{decay_coefficient, Dropout};
+use cardinal::parts::{
+    sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad, Float, Params,
+    Standardizer,
+};
 
 /// `act(x)`, `act'(x)`, `act''(x)`.
 #[inline]
@@ -135,14 +135,12 @@ impl<'a, F: Float> Mlp<'a, F> {
         ensure(&mut m.pre, b, h);
         ensure(&mut m.hidden, b, h);
         ensure(&mut m.out, b, o);
-        let shift = first_layer_shift(stdz, self.w1.view());
         sparse_first_layer(
             x,
             rows,
             stdz,
             self.w1.view(),
             self.b1.as_slice().expect("contiguous"),
-            &shift,
             m.pre.view_mut(),
         );
         let act = self.act;
@@ -403,6 +401,12 @@ pub fn decay_loss(p: &Params<f32>, cfg: &Config) -> f64 {
         }
     });
     total
+}
+
+/// An `f64` constant as `F`.
+#[inline]
+pub fn c<F: Float>(x: f64) -> F {
+    F::from_f64(x).expect("constant representable")
 }
 
 /// Shorthand for an `f64` constant as `F`.

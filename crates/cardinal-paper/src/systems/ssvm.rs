@@ -12,6 +12,7 @@
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
+use super::nets::c;
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::settings::{ACTIVATIONS, PRETRAINING, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::BatchObjective;
@@ -19,8 +20,8 @@ use super::{BaselineConfig, TaskLoss};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
 use cardinal::error::Result;
-use cardinal::parts::{c, Float, Params};
 use cardinal::parts::{sigmoid, soft_f1};
+use cardinal::parts::{Float, Params};
 use cardinal::system::{Fields, Reads};
 use ndarray::Array2;
 
@@ -408,9 +409,9 @@ impl BatchObjective for TopzHinge {
 mod tests {
     use super::super::tests::{check_largest_entries, perturbed, small, toy};
     use super::*;
+    use crate::systems::tests::init_model;
     use crate::systems::Activation;
     use cardinal::config::{Config, CountRange};
-    use cardinal::parts::init_model;
 
     #[test]
     fn topz_argmax_is_exact_by_brute_force() {

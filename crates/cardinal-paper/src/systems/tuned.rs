@@ -119,7 +119,7 @@ impl System for TunedMlp {
     }
 
     fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
-        cardinal::eval::predict(model, x, batch)
+        Pnc.predict(model, x, batch)
     }
 }
 

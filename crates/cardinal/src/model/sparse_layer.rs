@@ -11,17 +11,16 @@ use super::{c, Float, Standardizer};
 use crate::data::CsrMatrix;
 
 /// A standardised sparse first layer `x̃ W + b` for the rows `rows` of `x`, written into `out`.
-///
-/// `shift` must hold `(mean ⊙ scale)ᵀ W` (see [`first_layer_shift`]).
 pub fn sparse_first_layer<F: Float>(
     x: &CsrMatrix,
     rows: &[usize],
     stdz: &Standardizer,
     w: ArrayView2<F>,
     b: &[F],
-    shift: &[F],
     mut out: ArrayViewMut2<F>,
 ) {
+    let shift = first_layer_shift(stdz, w);
+    let shift = shift.as_slice();
     let h = out.ncols();
     let out = out.as_slice_mut().expect("contiguous output");
     // Rows in parallel (each writes its own output row: the same numbers for any thread count),
@@ -123,7 +122,7 @@ crate::simd::dispatch! {
 }
 
 /// `(mean ⊙ scale)ᵀ W`, the constant part of a standardised first layer.
-pub fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec<F> {
+pub(crate) fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec<F> {
     let h = w.ncols();
     let mut shift = vec![F::zero(); h];
     // Column groups in parallel (one per thread): every column is still summed over the rows
@@ -323,7 +322,6 @@ mod tests {
         let mut w = Array2::<f64>::zeros((5, 4));
         glorot_fill(&mut w, &mut rng);
         let b = Array1::from(vec![0.1, -0.2, 0.3, 0.0]);
-        let shift = first_layer_shift(&s, w.view());
         let mut out = Array2::zeros((3, 4));
         sparse_first_layer(
             &x,
@@ -331,7 +329,6 @@ mod tests {
             &s,
             w.view(),
             b.as_slice().unwrap(),
-            &shift,
             out.view_mut(),
         );
         for r in 0..3 {

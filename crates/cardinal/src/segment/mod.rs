@@ -43,6 +43,7 @@ pub use model::{Mode, SegModel};
 pub(crate) use predict::predict_rows;
 pub use predict::SegRow;
 pub use saved::SegMeta;
+#[cfg(test)]
 pub(crate) use train::fit;
 pub use train::{SegConfig, SegEpoch, SegState};
 

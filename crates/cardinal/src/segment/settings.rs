@@ -131,7 +131,7 @@ impl SegConfig {
     }
 
     /// The configuration as a pretty JSON document.
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         let doc = SegConfigDoc {
             multi_target: SegConfigJson::of(self),
         };

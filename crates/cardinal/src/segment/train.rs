@@ -177,6 +177,7 @@ pub(crate) fn start(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegSt
 }
 
 /// Trains a model on `train` from scratch.
+#[cfg(test)]
 pub(crate) fn fit(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegModel> {
     Ok(fit_from(train, cfg, start(train, cfg)?, &mut |_| Ok(()))?.model)
 }
