@@ -84,7 +84,7 @@ fn peak_rss_mib() -> f64 {
 
 /// The data to time: the synthetic dataset asked for (refused when it would be too large), or
 /// the dataset named.
-fn bench_data(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<TrainTest> {
+fn bench_data(engine: &cardinal::engine::Engine, args: &BenchArgs) -> anyhow::Result<TrainTest> {
     if args.synthetic_labels.is_some() {
         let entries =
             1.5 * args.synthetic_rows as f64 * args.synthetic_features as f64 * BIBTEX_DENSITY;
@@ -147,7 +147,7 @@ fn time_epochs(
     Ok((epochs, stages_s))
 }
 
-pub(crate) fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
+pub(crate) fn run(engine: &cardinal::engine::Engine, args: &BenchArgs) -> anyhow::Result<()> {
     let data = bench_data(engine, args)?;
     let file = match &args.config {
         Some(p) => {

@@ -9,7 +9,7 @@
 //! ```
 //! use cardinal::data::synthetic::{synthetic, SyntheticShape};
 //! use cardinal::engine::Engine;
-//! use cardinal::Config;
+//! use cardinal::config::Config;
 //!
 //! let data = synthetic(&SyntheticShape {
 //!     train_rows: 120,
@@ -142,8 +142,8 @@ impl Engine {
         spec.or_data_dir(self.runtime.data_dir.as_deref())
     }
 
-    /// Runs `f` in this engine's thread pool (see [`Runtime::install`]). Front ends wrap a
-    /// whole command in it; the other methods run in whatever pool they are called from.
+    /// Runs `f` on a worker of a pool of this engine's threads (refused when the thread count
+    /// is out of bounds). Front ends wrap a whole command in it; the other methods run in whatever pool they are called from.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Result<R> {
         self.runtime.install(f)
     }

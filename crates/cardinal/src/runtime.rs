@@ -72,7 +72,7 @@ impl Environment {
     }
 
     /// A runtime of `threads` and `wait` with this environment's budget and data folder;
-    /// refused when the budget does not parse ([`MemoryBudget::parse`]).
+    /// refused when the budget does not parse.
     pub fn runtime(&self, threads: Option<usize>, wait: WaitPolicy) -> Result<Runtime> {
         Ok(Runtime {
             threads,

@@ -18,10 +18,10 @@ use super::settings::{ACTIVATIONS, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::{BaselineConfig, BatchObjective};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::Result;
 use cardinal::parts::{sigmoid, soft_f1};
 use cardinal::parts::{Float, Params};
 use cardinal::system::{Fields, Reads};
+use cardinal::Result;
 use ndarray::Array2;
 
 /// What DVN reads: of its inference the steps and step size (plain clipped steps, no

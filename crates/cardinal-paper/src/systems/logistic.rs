@@ -14,12 +14,12 @@ use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 use cardinal::engine::Trained;
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::{Error, Result};
 use cardinal::parts::sigmoid;
 use cardinal::parts::{
     sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad, Float, Params, Standardizer,
 };
 use cardinal::system::{Hooks, Reads, Start, System};
+use cardinal::{Error, Result};
 
 use super::tuned::choose_on_dev;
 use super::BatchObjective;

@@ -437,7 +437,11 @@ mod tests {
             x.push_row(&idx, &vals);
         }
         let rows = [0, 2, 3, 4];
-        let stdz = Standardizer::identity(d);
+        // No standardisation.
+        let stdz = Standardizer {
+            mean: vec![0.0; d],
+            scale: vec![1.0; d],
+        };
         let dout = Array2::from_shape_fn((rows.len(), l), |(i, j)| ((i * l + j) as f64).sin());
         let drop = Dropout { rate: 0.4, key: 11 };
         let value = |p: &Params<f64>| -> f64 {

@@ -19,10 +19,10 @@ use super::BatchObjective;
 use super::{BaselineConfig, TaskLoss};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::Result;
 use cardinal::parts::{sigmoid, soft_f1};
 use cardinal::parts::{Float, Params};
 use cardinal::system::{Fields, Reads};
+use cardinal::Result;
 use ndarray::Array2;
 
 /// What SPEN reads: of its inference the ascent's steps, step size and momentum (also

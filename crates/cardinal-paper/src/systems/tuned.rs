@@ -12,10 +12,10 @@ use cardinal::config::PNC;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Event, Trained};
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::{Error, Result};
 use cardinal::eval::evaluate_outputs;
 use cardinal::search::scaled_dev_fraction;
 use cardinal::system::{Hooks, Pnc, Reads, Start, System};
+use cardinal::{Error, Result};
 
 /// `config.system` of the tuned MLP.
 pub const MLP: &str = "mlp";

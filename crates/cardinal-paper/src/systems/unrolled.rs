@@ -14,10 +14,10 @@ use super::{iterate_weights, BatchObjective};
 use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::Result;
 use cardinal::parts::soft_f1;
 use cardinal::parts::{Float, Params};
 use cardinal::system::{Fields, Reads};
+use cardinal::Result;
 use ndarray::Array2;
 
 /// What SC reads: of its inference the ascent's steps, step size and momentum (it clips to

@@ -23,7 +23,7 @@ pub struct DataSpec {
     pub labels: Option<PathBuf>,
     /// Folder holding datasets by name (a front end's default: the environment's
     /// `CARDINAL_DATA`, passed in as [`crate::runtime::Runtime::data_dir`]; see
-    /// [`DataSpec::or_data_dir`]).
+    /// [`crate::engine::Engine::locate`]).
     pub data_dir: Option<PathBuf>,
     /// For a single-file dataset: the fraction used for training in a seeded split.
     pub train_fraction: f64,
@@ -93,7 +93,9 @@ pub(crate) enum MultiTargetFiles {
 }
 
 impl DataSpec {
-    /// Whether `dataset` names multi-target data (see [`DataSpec::multi_target_files`]).
+    /// Whether `dataset` names multi-target data: a folder with `train.arff` and `test.arff`,
+    /// or one ARFF file, whose targets are nominal with classes other than `{0, 1}` (only
+    /// headers are read).
     pub fn is_multi_target(&self) -> Result<bool> {
         Ok(self.multi_target_files()?.is_some())
     }

@@ -14,7 +14,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-/// What a Section 6 model trains with ([`crate::engine::Engine::fit_segmentation`]).
+/// What a Section 6 model trains with ([`crate::engine::Engine::start_segmentation_run`]).
 #[derive(Debug, Clone, Copy)]
 pub struct SegConfig {
     /// Which model.
