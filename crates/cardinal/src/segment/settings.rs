@@ -131,9 +131,9 @@ impl SegConfig {
     }
 
     /// The configuration as a pretty JSON document.
-    pub(crate) fn to_json(&self) -> String {
+    pub(crate) fn to_json(self) -> String {
         let doc = SegConfigDoc {
-            multi_target: SegConfigJson::of(self),
+            multi_target: SegConfigJson::of(&self),
         };
         serde_json::to_string_pretty(&doc).expect("serialisable")
     }
