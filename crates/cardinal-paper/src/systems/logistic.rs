@@ -15,9 +15,7 @@ use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 use cardinal::engine::Trained;
 use cardinal::engine::{Model, Outputs};
 use cardinal::parts::sigmoid;
-use cardinal::parts::{
-    sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad, Float, Params, Standardizer,
-};
+use cardinal::parts::{sparse_first_layer, sparse_first_layer_grad, Float, Params, Standardizer};
 use cardinal::system::{Hooks, Reads, Start, System};
 use cardinal::{Error, Result};
 
@@ -80,9 +78,7 @@ pub fn bce_and_grad<F: Float>(
     dpre.mapv_inplace(|v| v * F::from(scale).expect("finite"));
     grad.visit_mut(|_, g, _| g.fill(F::zero()));
     let mut db = Array1::zeros(p.w1.ncols());
-    let mut aux = FirstLayerGrad::default();
-    sparse_first_layer_backward(x, rows, stdz, dpre.view(), &mut db, &mut aux);
-    aux.densify(stdz, &mut grad.w1);
+    sparse_first_layer_grad(x, rows, stdz, dpre.view(), &mut db, &mut grad.w1);
     grad.b1.assign(&db);
     loss * scale
 }

@@ -10,8 +10,7 @@ use cardinal::config::Config;
 use cardinal::data::CsrMatrix;
 use cardinal::parts::{decay_coefficient, Dropout};
 use cardinal::parts::{
-    sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad, Float, Params,
-    Standardizer,
+    sparse_first_layer, sparse_first_layer_grad, Decay, Float, Params, Standardizer,
 };
 
 /// `act(x)`, `act'(x)`, `act''(x)`.
@@ -44,7 +43,6 @@ pub struct MlpCache<F> {
     /// Outputs (`b × O`).
     pub out: Array2<F>,
     dh: Array2<F>,
-    aux: FirstLayerGrad<F>,
 }
 
 /// `x → act(x̃W1 + b1) → ·W2 + b2`, the unary (or cardinality) network of a baseline.
@@ -171,12 +169,10 @@ impl<'a, F: Float> Mlp<'a, F> {
         }
         let act = self.act;
         m.dh.zip_mut_with(&m.pre, |d, &a| *d *= act3(act, a).1);
-        // The library's sparse backward keeps the gradient in split form: make it whole in a
-        // zeroed buffer, then add.
+        // The first layer's gradient whole in a zeroed buffer, then added.
         let mut dw = Array2::zeros(self.w1.dim());
         let mut db = Array1::zeros(self.w1.ncols());
-        sparse_first_layer_backward(x, rows, stdz, m.dh.view(), &mut db, &mut m.aux);
-        m.aux.densify(stdz, &mut dw);
+        sparse_first_layer_grad(x, rows, stdz, m.dh.view(), &mut db, &mut dw);
         *g.w1 += &dw;
         *g.b1 += &db;
     }

@@ -27,7 +27,8 @@ pub(crate) use networks::{ensure_shape, TwoLayer, TwoLayerGrad};
 pub(crate) use params::c;
 pub use params::{Decay, Float, Params};
 pub(crate) use sparse_layer::{first_layer_row_dispatch, first_layer_shift};
-pub use sparse_layer::{sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad};
+pub use sparse_layer::{sparse_first_layer, sparse_first_layer_grad};
+pub(crate) use sparse_layer::{sparse_first_layer_backward, FirstLayerGrad};
 pub use standardize::Standardizer;
 
 use crate::config::Config;

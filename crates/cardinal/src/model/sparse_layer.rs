@@ -176,11 +176,11 @@ crate::simd::dispatch! {
 /// standardisation shift adds a dense rank-one term `−(mean ⊙ scale) ⊗ colsum(∂ℓ/∂pre)`, also
 /// applied where the gradient is consumed (see [`FirstLayerGrad::densify`]).
 #[derive(Debug, Clone, Default)]
-pub struct FirstLayerGrad<F> {
+pub(crate) struct FirstLayerGrad<F> {
     /// Rows of `W` holding a sparse contribution, sorted, distinct.
-    pub touched: Vec<u32>,
+    pub(crate) touched: Vec<u32>,
     /// `colsum(∂ℓ/∂pre)`, which is also `∂ℓ/∂b`.
-    pub colsum: Vec<F>,
+    pub(crate) colsum: Vec<F>,
     /// `∂ℓ/∂pre` of the batch, `rows × H` row-major.
     dpre: Vec<F>,
     /// End of each feature's run in `entries` (its start is the previous feature's end; one
@@ -206,7 +206,7 @@ impl<F: Float> FirstLayerGrad<F> {
 
     /// Adds the sparse part and the rank-one shift term to `dw`, making a zero `dw` the full
     /// gradient.
-    pub fn densify(&self, stdz: &Standardizer, dw: &mut Array2<F>) {
+    pub(crate) fn densify(&self, stdz: &Standardizer, dw: &mut Array2<F>) {
         let mut row = vec![F::zero(); dw.ncols()];
         for (d, mut wr) in dw.outer_iter_mut().enumerate() {
             if self.sparse_row(d, &mut row) {
@@ -225,9 +225,24 @@ impl<F: Float> FirstLayerGrad<F> {
     }
 }
 
+/// Backward of [`sparse_first_layer`] for `∂ℓ/∂pre = dpre`: sets `∂ℓ/∂b` in `db` and adds
+/// `∂ℓ/∂W` to `dw` (a zero `dw` receives the gradient itself).
+pub fn sparse_first_layer_grad<F: Float>(
+    x: &CsrMatrix,
+    rows: &[usize],
+    stdz: &Standardizer,
+    dpre: ArrayView2<F>,
+    db: &mut Array1<F>,
+    dw: &mut Array2<F>,
+) {
+    let mut aux = FirstLayerGrad::default();
+    sparse_first_layer_backward(x, rows, stdz, dpre, db, &mut aux);
+    aux.densify(stdz, dw);
+}
+
 /// Backward of [`sparse_first_layer`]: sets `∂ℓ/∂b` and records the gradient of `W` in split
 /// form in `aux` (no dense buffer is written).
-pub fn sparse_first_layer_backward<F: Float>(
+pub(crate) fn sparse_first_layer_backward<F: Float>(
     x: &CsrMatrix,
     rows: &[usize],
     stdz: &Standardizer,
