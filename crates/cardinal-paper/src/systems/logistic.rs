@@ -16,7 +16,7 @@ use cardinal::engine::Trained;
 use cardinal::engine::{Model, Outputs};
 use cardinal::parts::sigmoid;
 use cardinal::parts::{sparse_first_layer, sparse_first_layer_grad, Float, Params, Standardizer};
-use cardinal::system::{Hooks, Reads, Start, System};
+use cardinal::system::{Hooks, Pnc, Reads, Start, System};
 use cardinal::{Error, Result};
 
 use super::tuned::choose_on_dev;
@@ -160,7 +160,7 @@ impl System for BrLogistic {
     /// the search replaces them by its candidates', which is what a saved model of this
     /// system records and trains again from, and the default `predict` preset sets them.
     fn reads(&self) -> Reads {
-        Reads::PNC
+        Pnc.reads()
     }
 
     fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
