@@ -8,7 +8,7 @@ use anyhow::Context;
 use cardinal::config::ConfigRequest;
 use cardinal::data::synthetic::SyntheticShape;
 use cardinal::data::{Dataset, TrainTest};
-use cardinal::engine::{EpochBench, Stage};
+use cardinal::engine::EpochBench;
 
 /// Fraction of Bibtex's 1836 features present in a row on average (68.4 non-zeros).
 const BIBTEX_DENSITY: f64 = 0.0372;
@@ -84,7 +84,7 @@ fn peak_rss_mib() -> f64 {
 
 /// The data to time: the synthetic dataset asked for (refused when it would be too large), or
 /// the dataset named.
-fn bench_data(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<TrainTest> {
+fn bench_data(engine: &cardinal::engine::Engine, args: &BenchArgs) -> anyhow::Result<TrainTest> {
     if args.synthetic_labels.is_some() {
         let entries =
             1.5 * args.synthetic_rows as f64 * args.synthetic_features as f64 * BIBTEX_DENSITY;
@@ -123,28 +123,31 @@ fn time_epochs(
     reps: usize,
 ) -> anyhow::Result<(Vec<f64>, serde_json::Map<String, serde_json::Value>)> {
     let mut epochs = Vec::new();
-    // Per timed epoch, the seconds of every stage (`StageClock`).
-    let mut stages: Vec<Vec<f64>> = vec![Vec::new(); Stage::ALL.len()];
+    // Per stage, its name and its seconds in every timed epoch.
+    let mut stages: Vec<(&str, Vec<f64>)> = bench
+        .stage_seconds()
+        .into_iter()
+        .map(|(name, _)| (name, Vec::new()))
+        .collect();
     for rep in 0..=reps.max(1) {
-        bench.clock().reset();
+        bench.reset_clock();
         let t = Instant::now();
         bench.epoch(train)?;
         if rep > 0 {
             epochs.push(t.elapsed().as_secs_f64());
-            for (s, &stage) in stages.iter_mut().zip(&Stage::ALL) {
-                s.push(bench.clock().seconds(stage));
+            for ((_, s), (_, seconds)) in stages.iter_mut().zip(bench.stage_seconds()) {
+                s.push(seconds);
             }
         }
     }
-    let stages_s = Stage::ALL
-        .iter()
-        .zip(stages)
-        .map(|(stage, s)| (stage.name().to_string(), median(s).into()))
+    let stages_s = stages
+        .into_iter()
+        .map(|(name, s)| (name.to_string(), median(s).into()))
         .collect();
     Ok((epochs, stages_s))
 }
 
-pub(crate) fn run(engine: &cardinal::Engine, args: &BenchArgs) -> anyhow::Result<()> {
+pub(crate) fn run(engine: &cardinal::engine::Engine, args: &BenchArgs) -> anyhow::Result<()> {
     let data = bench_data(engine, args)?;
     let file = match &args.config {
         Some(p) => {

@@ -27,8 +27,8 @@ pub(crate) fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
     let data = match spec.load() {
         Ok(data) => data,
         // Multi-target data is not binary data the readers failed on: say what it is.
-        Err(e) => match spec.multi_target_files() {
-            Ok(Some(_)) => anyhow::bail!(
+        Err(e) => match spec.is_multi_target() {
+            Ok(true) => anyhow::bail!(
                 "`{}` is multi-target (Section 6) data: `cv` cross-validates binary \
                  multi-label data only; train it with `cardinal train --dataset {}` and score \
                  it with `cardinal eval`",

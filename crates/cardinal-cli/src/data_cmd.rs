@@ -56,7 +56,7 @@ fn stats(a: &StatsArgs, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
             // Multi-target data is not binary data the readers failed on: say what it is.
             let mut spec = DataSpec::named(&a.dataset);
             spec.data_dir = data_dir;
-            if matches!(spec.multi_target_files(), Ok(Some(_))) {
+            if matches!(spec.is_multi_target(), Ok(true)) {
                 anyhow::bail!(
                     "`{}` is multi-target (Section 6) data: `data stats` describes binary \
                      multi-label data only; `cardinal train --dataset {}` prints its shape \

@@ -3,13 +3,14 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
+use cardinal::config::Config;
 use cardinal::config::ConfigRequest;
 use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
 use cardinal::engine::write_atomic;
+use cardinal::engine::DataSpec;
 use cardinal::engine::Meta;
 use cardinal::engine::{check_labels, Checkpoints, Engine};
 use cardinal::eval::EvalReport;
-use cardinal::{Config, DataSpec};
 
 /// Where the data comes from (saved as `run.json` in the model directory for `--resume`).
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]

@@ -8,8 +8,8 @@
 
 use std::time::{Duration, Instant};
 
+use cardinal::config::Config;
 use cardinal::engine::{EpochRecord, Event, Progress};
-use cardinal::Config;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::log::{self, LogFormat, PROGRESS_TARGET};

@@ -228,7 +228,7 @@ fn table1_cell(
     engine: &cardinal::engine::Engine,
     cell: &Path,
     data: &cardinal::data::TrainTest,
-    cfg: &cardinal::Config,
+    cfg: &cardinal::config::Config,
     row: &Row,
     col: usize,
     wanted: bool,

@@ -19,10 +19,7 @@ use crate::predict_cmd::{Format, PredictArgs};
 pub(crate) fn trains_multi_target(engine: &Engine, args: &TrainArgs) -> anyhow::Result<bool> {
     Ok(match &args.resume {
         Some(dir) => engine.is_multi_target_run(dir),
-        None => engine
-            .locate(&args.data.spec())
-            .multi_target_files()?
-            .is_some(),
+        None => engine.locate(&args.data.spec()).is_multi_target()?,
     })
 }
 
@@ -161,9 +158,7 @@ fn print_metrics(name: &str, rows: usize, metrics: &SegMetrics) {
 /// Whether `dir` holds a multi-target model (an unreadable `meta.json` is left to the binary
 /// loader, whose error names it).
 pub(crate) fn is_multi_target(engine: &Engine, dir: &Path) -> bool {
-    engine
-        .label_structure(dir)
-        .is_ok_and(|s| s.is_multi_target())
+    engine.is_multi_target_model(dir)
 }
 
 /// `cardinal eval --model DIR --data FILE` on a multi-target model: its metrics on every row

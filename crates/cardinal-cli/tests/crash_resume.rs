@@ -161,7 +161,9 @@ fn sigkill_at_random_moments_never_leaves_a_broken_checkpoint() {
             assert!(state.model.params.first_nonfinite().is_none());
             // It evaluates.
             let data = cardinal::data::vendored("bibtex").unwrap();
-            let out = cardinal::eval::predict(&state.model, &data.test.features, 256).unwrap();
+            let out = cardinal::engine::Engine::default()
+                .predict(&state.model, &data.test.features)
+                .unwrap();
             let report = cardinal::eval::evaluate_outputs(&state.model, &out, &data.test.labels);
             assert!(report.at_threshold.example_f1.is_finite());
             // No partial file in the checkpoint's place: every file is complete (loaded above),

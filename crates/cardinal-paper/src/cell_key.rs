@@ -2,8 +2,8 @@
 
 use sha2::{Digest, Sha256};
 
+use cardinal::config::Config;
 use cardinal::data::TrainTest;
-use cardinal::Config;
 
 use crate::reproduce::Protocol;
 

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use cardinal::config::{Config, CountRange, IterateWeights, ZMode};
 use cardinal::data::TrainTest;
 use cardinal::engine::{dev_split, Engine};
-use cardinal::error::Result;
 use cardinal::eval::{evaluate_outputs, EvalReport};
+use cardinal::Result;
 
 use crate::systems::{
     Activation, BaselineConfig, Optimizer, TaskLoss, DVN, LOGIT, SC, SPEN_SSVM, TOPZ_HINGE,

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use cardinal::config::Config;
 use cardinal::data::TrainTest;
 use cardinal::engine::Engine;
-use cardinal::error::Result;
 use cardinal::eval::evaluate_outputs;
+use cardinal::Result;
 
 use crate::systems::logistic::BR_LOGISTIC;
 use crate::systems::tuned::MLP;

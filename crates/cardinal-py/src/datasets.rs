@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use cardinal::data::{CsrMatrix, Dataset};
-use cardinal::DataSpec;
+use cardinal::engine::DataSpec;
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

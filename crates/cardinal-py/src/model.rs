@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use cardinal::config::Config;
 use cardinal::config::ConfigRequest;
 use cardinal::data::arrays::{dataset_from_arrays, with_sample_weights};
 use cardinal::data::{align_features, InputSchema};
@@ -12,7 +13,6 @@ use cardinal::engine::{EpochRecord, Event};
 use cardinal::metrics::{binarize, Binarize};
 use cardinal::runtime::WaitPolicy;
 use cardinal::search::CandidateScore;
-use cardinal::Config;
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;

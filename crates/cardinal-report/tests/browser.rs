@@ -7,8 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use cardinal::config::Config;
+use cardinal::engine::DataSpec;
 use cardinal::engine::Engine;
-use cardinal::{Config, DataSpec};
 use cardinal_testkit::chromium;
 
 /// Trains a small model on Bibtex into `dir` as `cardinal train` would (run.json included).

@@ -9,7 +9,7 @@
 //! ```
 //! use cardinal::data::synthetic::{synthetic, SyntheticShape};
 //! use cardinal::engine::Engine;
-//! use cardinal::Config;
+//! use cardinal::config::Config;
 //!
 //! let data = synthetic(&SyntheticShape {
 //!     train_rows: 120,
@@ -54,17 +54,17 @@ mod segment;
 mod segment_run;
 
 pub use bench::EpochBench;
-pub use data_spec::{DataSpec, MultiTargetFiles};
+pub use data_spec::DataSpec;
 pub use segment_run::{SegOutcome, SegRun};
 
 // What the front ends need of the rest of the library, at the front door: a model folder's
 // files and what they record, the events of a training run, and a model with its outputs.
 pub use crate::checkpoint::{
-    load_state, read_model_file, read_model_file_if_any, write_atomic, LabelStructure, Meta,
-    TrainedOn, CONFIG_FILE, META_FILE, WEIGHTS_FILE,
+    load_state, read_model_file, read_model_file_if_any, write_atomic, Meta, TrainedOn,
+    CONFIG_FILE, META_FILE, WEIGHTS_FILE,
 };
 pub use crate::cv::{CvReport, FoldResult};
-pub use crate::pipeline::{Model, Outputs, Stage, StageClock};
+pub use crate::pipeline::{Model, Outputs};
 pub use crate::train::{EpochRecord, Event, Progress, Trained};
 
 /// Rows per inference batch.
@@ -142,8 +142,8 @@ impl Engine {
         spec.or_data_dir(self.runtime.data_dir.as_deref())
     }
 
-    /// Runs `f` in this engine's thread pool (see [`Runtime::install`]). Front ends wrap a
-    /// whole command in it; the other methods run in whatever pool they are called from.
+    /// Runs `f` on a worker of a pool of this engine's threads (refused when the thread count
+    /// is out of bounds). Front ends wrap a whole command in it; the other methods run in whatever pool they are called from.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Result<R> {
         self.runtime.install(f)
     }

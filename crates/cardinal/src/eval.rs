@@ -16,7 +16,7 @@ pub use crate::eval_units::ScoreUnit;
 
 /// Predict and Constrain's inference on every row of `x`, `batch` rows at a time (rows in
 /// parallel). Other systems predict their own way (`System::predict`).
-pub fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+pub(crate) fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
     pnc_predict(model, x, batch, None)
 }
 

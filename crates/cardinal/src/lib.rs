@@ -7,28 +7,28 @@
 //! # The public surface
 //!
 //! The front ends (the command line, the Python package, the HTML report) reach the library
-//! through [`engine`]: an [`Engine`] trains, predicts, evaluates, cross-validates and manages
-//! run directories, and `engine` names every type it takes or returns (a model and its
-//! outputs, training events, a model folder's metadata, the cross-validation report). Beside
-//! it: [`config`], [`error`], [`eval`] (the evaluation report), [`runtime`] (threads and
-//! memory), [`search`] (the default's configuration search) and [`segment`] (the paper's
-//! Section 6 model), with [`data`] and [`metrics`] from `cardinal-data` and the projections of
-//! `cardinal-proj` as [`proj`].
+//! through [`engine`]: an [`engine::Engine`] trains, predicts, evaluates, cross-validates and
+//! manages run directories, and `engine` names every type it takes or returns (a model and
+//! its outputs, training events, a model folder's metadata, the cross-validation report, the
+//! benchmark's epochs). Beside it: [`config`], [`eval`] (the evaluation report), [`runtime`]
+//! (threads and memory), [`search`] (the default's configuration search) and [`segment`] (the
+//! paper's Section 6 model), the crate's [`Error`] and [`Result`] at the root, with [`data`]
+//! and [`metrics`] from `cardinal-data` and the projections of `cardinal-proj` as [`proj`].
 //!
 //! The systems of the paper's Table 1 (the `cardinal-paper` crate) implement [`system`]'s
 //! `System` trait and build their networks from [`parts`]: the model's parameters, input
 //! standardisation, sparse first layer, dropout and relaxed F1.
 //!
-//! Every type has one path; the five names every front end starts from, [`Config`],
-//! [`Engine`], [`DataSpec`], [`Error`] and [`Result`], are also at the root.
+//! Every public item has one path.
 //!
 //! # Inside the crate
 //!
-//! Crate-private modules, one per concern: `model` (networks and the score), `inference` (the
-//! unrolled, differentiable solver), `loss` (the relaxed F1), `batch` (the whole model on a
-//! batch: networks → unroll → loss, named through `pipeline`), `train` (AdaGrad, schedule,
-//! loop), `cv` (k-fold cross-validation), `checkpoint` (model folders), `run_dir` (run
-//! directories), `eval_units` (F1 in percent in files) and `simd`.
+//! Crate-private modules, one per concern: `error` (the error type, public at the root),
+//! `model` (networks and the score), `inference` (the unrolled, differentiable solver), `loss`
+//! (the relaxed F1), `batch` (the whole model on a batch: networks → unroll → loss, named
+//! through `pipeline`), `train` (AdaGrad, schedule, loop), `cv` (k-fold cross-validation),
+//! `checkpoint` (model folders), `run_dir` (run directories), `eval_units` (F1 in percent in
+//! files), `forest` (the search's forest candidate) and `simd`.
 //!
 //! Within the crate the arrows run one way: `engine → {train, eval, cv} → batch →
 //! {inference, loss} → model → cardinal-proj`.
@@ -43,7 +43,7 @@ mod checkpoint;
 pub mod config;
 mod cv;
 pub mod engine;
-pub mod error;
+mod error;
 pub mod eval;
 mod eval_units;
 mod forest;
@@ -60,6 +60,4 @@ mod simd;
 pub mod system;
 mod train;
 
-pub use config::Config;
-pub use engine::{DataSpec, Engine};
 pub use error::{Error, Result};

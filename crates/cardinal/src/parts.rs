@@ -8,7 +8,7 @@
 
 pub use crate::inference::{sigmoid, soft_f1};
 pub use crate::model::{
-    c, decay_coefficient, dropout_key, first_layer_shift, sparse_first_layer,
-    sparse_first_layer_backward, Decay, Dropout, FirstLayerGrad, Float, Params, Standardizer,
+    decay_coefficient, dropout_key, sparse_first_layer, sparse_first_layer_grad, Decay, Dropout,
+    Float, Params, Standardizer,
 };
-pub use crate::train::{init_model, init_model_within};
+pub use crate::train::init_model_within;

@@ -6,7 +6,7 @@
 //! Only re-exports belong in this module; the code lives in [`crate::batch`] and
 //! [`crate::model`].
 
+pub(crate) use crate::batch::Stage;
 pub(crate) use crate::batch::{BatchLoss, Workspace};
-pub use crate::batch::{Stage, StageClock};
 pub(crate) use crate::model::{check_dims, count_values, decay_coefficient, dropout_key};
 pub use crate::model::{Model, Outputs};

@@ -72,7 +72,7 @@ impl Environment {
     }
 
     /// A runtime of `threads` and `wait` with this environment's budget and data folder;
-    /// refused when the budget does not parse ([`MemoryBudget::parse`]).
+    /// refused when the budget does not parse.
     pub fn runtime(&self, threads: Option<usize>, wait: WaitPolicy) -> Result<Runtime> {
         Ok(Runtime {
             threads,
@@ -116,7 +116,7 @@ impl MemoryBudget {
 
     /// Reads `CARDINAL_MEMORY_BUDGET`'s value: bytes with an optional binary `K`/`M`/`G`/`T`
     /// suffix (`64G`, `1.5T`), `0` for no limit; left out or blank, the default (16 GiB).
-    pub fn parse(text: Option<&str>) -> Result<Self> {
+    pub(crate) fn parse(text: Option<&str>) -> Result<Self> {
         let v = match text.map(str::trim) {
             None | Some("") => return Ok(Self::default()),
             Some(v) => v,
@@ -190,7 +190,7 @@ impl Runtime {
     /// `f` runs on a worker, not on the calling thread: a batch has dozens of short parallel
     /// sections, and entered from outside the pool each one would wake a worker and put the
     /// caller to sleep (measured in docs/journal/2026-11-26-speed.md).
-    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Result<R> {
+    pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Result<R> {
         self.check()?;
         let threads = self.threads.map_or(0, |n| n.max(1));
         let pool = rayon::ThreadPoolBuilder::new()

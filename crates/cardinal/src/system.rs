@@ -195,7 +195,7 @@ fn changed_sections(cfg: &Config) -> [(&'static str, Vec<String>); 3] {
 
 impl Reads {
     /// Predict and Constrain's: every product section, no field of the `baseline` section.
-    pub const PNC: Self = Self {
+    pub(crate) const PNC: Self = Self {
         settings: &[],
         inference: Fields::All,
         loss: Fields::All,

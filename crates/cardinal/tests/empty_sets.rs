@@ -2,9 +2,9 @@
 //! count network learns the count 0, and the rule `inference.empty_at` turns a confident 0
 //! into an empty label set that still lies on `C(z)` (`z = 0`, `y_T = 0`).
 
+use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 use cardinal::engine::Engine;
-use cardinal::Config;
 
 /// Rows with feature 0 have no labels; the others have labels {0, 1} (feature 1) or {2}
 /// (feature 2), with a few noise features: an empty set is learnable from the input.

@@ -3,11 +3,12 @@
 
 use std::sync::atomic::AtomicBool;
 
+use cardinal::config::Config;
 use cardinal::data::synthetic::{synthetic, SyntheticShape};
 use cardinal::data::TrainTest;
 use cardinal::engine::Engine;
 use cardinal::engine::Event;
-use cardinal::{Config, Error};
+use cardinal::Error;
 
 fn data() -> TrainTest {
     synthetic(&SyntheticShape {

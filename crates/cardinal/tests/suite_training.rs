@@ -4,9 +4,9 @@
 //! Without the shared data: a failure under CI, a note elsewhere
 //! ([`cardinal_testkit::shared_data`]).
 
+use cardinal::config::Config;
 use cardinal::data::resolve_dataset;
 use cardinal::engine::Engine;
-use cardinal::Config;
 use cardinal_testkit::shared_data;
 
 #[test]

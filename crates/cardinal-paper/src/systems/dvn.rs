@@ -12,15 +12,16 @@ use rand_distr::StandardNormal;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
+use super::nets::c;
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::settings::{ACTIVATIONS, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::{BaselineConfig, BatchObjective};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::Result;
-use cardinal::parts::{c, Float, Params};
 use cardinal::parts::{sigmoid, soft_f1};
+use cardinal::parts::{Float, Params};
 use cardinal::system::{Fields, Reads};
+use cardinal::Result;
 use ndarray::Array2;
 
 /// What DVN reads: of its inference the steps and step size (plain clipped steps, no
@@ -214,9 +215,9 @@ impl BatchObjective for Dvn {
 mod tests {
     use super::super::tests::{check_largest_entries, perturbed, small, toy};
     use super::*;
+    use crate::systems::tests::init_model;
     use crate::systems::Activation;
     use cardinal::config::Config;
-    use cardinal::parts::init_model;
 
     #[test]
     fn value_gradients_match_finite_differences() {

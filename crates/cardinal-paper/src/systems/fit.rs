@@ -11,11 +11,11 @@ use cardinal::config::Config;
 use cardinal::data::Dataset;
 use cardinal::engine::Model;
 use cardinal::engine::{EpochRecord, Event, Trained};
-use cardinal::error::{Error, Result};
 use cardinal::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use cardinal::parts::init_model_within;
 use cardinal::parts::Params;
 use cardinal::runtime::MemoryBudget;
+use cardinal::{Error, Result};
 
 /// The tensors of the unary network, held fixed during `baseline.freeze_unary_epochs`.
 const UNARY: [&str; 4] = ["unary.w1", "unary.b1", "unary.w2", "unary.b2"];

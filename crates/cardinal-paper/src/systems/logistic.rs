@@ -14,13 +14,10 @@ use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 use cardinal::engine::Trained;
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::{Error, Result};
 use cardinal::parts::sigmoid;
-use cardinal::parts::{
-    first_layer_shift, sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad, Float,
-    Params, Standardizer,
-};
-use cardinal::system::{Hooks, Reads, Start, System};
+use cardinal::parts::{sparse_first_layer, sparse_first_layer_grad, Float, Params, Standardizer};
+use cardinal::system::{Hooks, Pnc, Reads, Start, System};
+use cardinal::{Error, Result};
 
 use super::tuned::choose_on_dev;
 use super::BatchObjective;
@@ -40,14 +37,12 @@ fn logits<F: Float>(
     stdz: &Standardizer,
 ) -> Array2<F> {
     let mut pre = Array2::zeros((rows.len(), p.w1.ncols()));
-    let shift = first_layer_shift(stdz, p.w1.view());
     sparse_first_layer(
         x,
         rows,
         stdz,
         p.w1.view(),
         p.b1.as_slice().expect("contiguous"),
-        &shift,
         pre.view_mut(),
     );
     pre
@@ -83,9 +78,7 @@ pub fn bce_and_grad<F: Float>(
     dpre.mapv_inplace(|v| v * F::from(scale).expect("finite"));
     grad.visit_mut(|_, g, _| g.fill(F::zero()));
     let mut db = Array1::zeros(p.w1.ncols());
-    let mut aux = FirstLayerGrad::default();
-    sparse_first_layer_backward(x, rows, stdz, dpre.view(), &mut db, &mut aux);
-    aux.densify(stdz, &mut grad.w1);
+    sparse_first_layer_grad(x, rows, stdz, dpre.view(), &mut db, &mut grad.w1);
     grad.b1.assign(&db);
     loss * scale
 }
@@ -167,7 +160,7 @@ impl System for BrLogistic {
     /// the search replaces them by its candidates', which is what a saved model of this
     /// system records and trains again from, and the default `predict` preset sets them.
     fn reads(&self) -> Reads {
-        Reads::PNC
+        Pnc.reads()
     }
 
     fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {

@@ -38,12 +38,12 @@ use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::Trained;
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::{Error, Result};
 use cardinal::eval::evaluate_outputs;
 use cardinal::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use cardinal::parts::Params;
 use cardinal::parts::{dropout_key, Dropout};
 use cardinal::system::{check, Hooks, Reads, Start, System, Systems};
+use cardinal::{Error, Result};
 pub use fit::fit;
 use nets::{Mlp, MlpCache, MlpGrad, Opt};
 pub use settings::{Activation, BaselineConfig, Optimizer, TaskLoss};
@@ -309,7 +309,13 @@ pub fn iterate_weights(cfg: &Config) -> Vec<f64> {
 pub(crate) mod tests {
     use super::*;
     use cardinal::data::LabelSets;
-    use cardinal::parts::init_model;
+    use cardinal::parts::init_model_within;
+    use cardinal::runtime::MemoryBudget;
+
+    /// A freshly initialised model for `train` under `cfg`, within the default memory budget.
+    pub(crate) fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
+        init_model_within(train, cfg, MemoryBudget::default())
+    }
 
     /// Checks the analytic gradient `g` of `value` at `p` against central differences (step
     /// 1e-6, relative tolerance `tol`) in every entry of the named tensors; returns how many

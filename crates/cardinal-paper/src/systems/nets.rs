@@ -8,11 +8,10 @@ use ndarray::{Array1, Array2, ArrayView2, Axis};
 use super::{Activation, Optimizer};
 use cardinal::config::Config;
 use cardinal::data::CsrMatrix;
-use cardinal::parts::{
-    c, first_layer_shift, sparse_first_layer, sparse_first_layer_backward, Decay, FirstLayerGrad,
-    Float, Params, Standardizer,
-};
 use cardinal::parts::{decay_coefficient, Dropout};
+use cardinal::parts::{
+    sparse_first_layer, sparse_first_layer_grad, Decay, Float, Params, Standardizer,
+};
 
 /// `act(x)`, `act'(x)`, `act''(x)`.
 #[inline]
@@ -44,7 +43,6 @@ pub struct MlpCache<F> {
     /// Outputs (`b × O`).
     pub out: Array2<F>,
     dh: Array2<F>,
-    aux: FirstLayerGrad<F>,
 }
 
 /// `x → act(x̃W1 + b1) → ·W2 + b2`, the unary (or cardinality) network of a baseline.
@@ -135,14 +133,12 @@ impl<'a, F: Float> Mlp<'a, F> {
         ensure(&mut m.pre, b, h);
         ensure(&mut m.hidden, b, h);
         ensure(&mut m.out, b, o);
-        let shift = first_layer_shift(stdz, self.w1.view());
         sparse_first_layer(
             x,
             rows,
             stdz,
             self.w1.view(),
             self.b1.as_slice().expect("contiguous"),
-            &shift,
             m.pre.view_mut(),
         );
         let act = self.act;
@@ -173,12 +169,10 @@ impl<'a, F: Float> Mlp<'a, F> {
         }
         let act = self.act;
         m.dh.zip_mut_with(&m.pre, |d, &a| *d *= act3(act, a).1);
-        // The library's sparse backward keeps the gradient in split form: make it whole in a
-        // zeroed buffer, then add.
+        // The first layer's gradient whole in a zeroed buffer, then added.
         let mut dw = Array2::zeros(self.w1.dim());
         let mut db = Array1::zeros(self.w1.ncols());
-        sparse_first_layer_backward(x, rows, stdz, m.dh.view(), &mut db, &mut m.aux);
-        m.aux.densify(stdz, &mut dw);
+        sparse_first_layer_grad(x, rows, stdz, m.dh.view(), &mut db, &mut dw);
         *g.w1 += &dw;
         *g.b1 += &db;
     }
@@ -405,6 +399,12 @@ pub fn decay_loss(p: &Params<f32>, cfg: &Config) -> f64 {
     total
 }
 
+/// An `f64` constant as `F`.
+#[inline]
+pub fn c<F: Float>(x: f64) -> F {
+    F::from_f64(x).expect("constant representable")
+}
+
 /// Shorthand for an `f64` constant as `F`.
 #[inline]
 pub fn k<F: Float>(x: f64) -> F {
@@ -433,7 +433,11 @@ mod tests {
             x.push_row(&idx, &vals);
         }
         let rows = [0, 2, 3, 4];
-        let stdz = Standardizer::identity(d);
+        // No standardisation.
+        let stdz = Standardizer {
+            mean: vec![0.0; d],
+            scale: vec![1.0; d],
+        };
         let dout = Array2::from_shape_fn((rows.len(), l), |(i, j)| ((i * l + j) as f64).sin());
         let drop = Dropout { rate: 0.4, key: 11 };
         let value = |p: &Params<f64>| -> f64 {

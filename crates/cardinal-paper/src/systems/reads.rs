@@ -8,7 +8,7 @@ use super::*;
 use cardinal::config::{InferenceConfig, IterateWeights, SystemSettings};
 use cardinal::proj::Method;
 use cardinal::runtime::{MemoryBudget, WaitPolicy};
-use cardinal::system::Fields;
+use cardinal::system::{Fields, Pnc, System};
 
 /// A change to one field of the `baseline` section, and the setup both runs share so that the
 /// change can show (a pre-training rate needs pre-training epochs).
@@ -141,7 +141,7 @@ fn names() -> Vec<&'static str> {
     systems()
         .names()
         .into_iter()
-        .filter(|&n| n != cardinal::config::PNC)
+        .filter(|&n| n != Pnc.name())
         .collect()
 }
 

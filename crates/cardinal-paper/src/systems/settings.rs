@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use cardinal::config::check::{check, count, non_negative, positive, rate, MAX_EPOCHS};
 use cardinal::config::Config;
-use cardinal::error::Result;
+use cardinal::Result;
 
 /// Activation of a hidden layer or of the global energy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -229,7 +229,7 @@ pub const ACTIVATIONS: &[&str] = &["hidden_activation", "energy_activation"];
 mod tests {
     use super::*;
     use cardinal::config::SystemSettings;
-    use cardinal::error::Error;
+    use cardinal::Error;
 
     /// The defaults are those every configuration saved before this crate owned the section
     /// carried, so that such a configuration reads as it was written.

@@ -12,16 +12,17 @@
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
+use super::nets::c;
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::settings::{ACTIVATIONS, PRETRAINING, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::BatchObjective;
 use super::{BaselineConfig, TaskLoss};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::Result;
-use cardinal::parts::{c, Float, Params};
 use cardinal::parts::{sigmoid, soft_f1};
+use cardinal::parts::{Float, Params};
 use cardinal::system::{Fields, Reads};
+use cardinal::Result;
 use ndarray::Array2;
 
 /// What SPEN reads: of its inference the ascent's steps, step size and momentum (also
@@ -408,9 +409,9 @@ impl BatchObjective for TopzHinge {
 mod tests {
     use super::super::tests::{check_largest_entries, perturbed, small, toy};
     use super::*;
+    use crate::systems::tests::init_model;
     use crate::systems::Activation;
     use cardinal::config::{Config, CountRange};
-    use cardinal::parts::init_model;
 
     #[test]
     fn topz_argmax_is_exact_by_brute_force() {

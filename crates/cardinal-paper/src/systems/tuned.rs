@@ -8,14 +8,13 @@
 //! afterwards), so that the dev threshold and the choice between candidates stay honest.
 
 use cardinal::config::Config;
-use cardinal::config::PNC;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Event, Trained};
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::{Error, Result};
 use cardinal::eval::evaluate_outputs;
 use cardinal::search::scaled_dev_fraction;
 use cardinal::system::{Hooks, Pnc, Reads, Start, System};
+use cardinal::{Error, Result};
 
 /// `config.system` of the tuned MLP.
 pub const MLP: &str = "mlp";
@@ -58,7 +57,7 @@ pub fn choose_on_dev(
 pub fn candidate(base: &Config, n_rows: usize, hidden: usize, dropout: f64, lr: f64) -> Config {
     let mut c = crate::reproduce::mlp();
     c.preset = "mlp".into();
-    c.system = PNC.into();
+    c.system = Pnc.name().into();
     c.seed = base.seed;
     c.train.split_seed = base.train.split_seed;
     c.train.dev_fold = base.train.dev_fold;
@@ -86,7 +85,7 @@ impl System for TunedMlp {
     /// the search replaces them by its candidates', which is what a saved model of this
     /// system records and trains again from, and the default `predict` preset sets them.
     fn reads(&self) -> Reads {
-        Reads::PNC
+        Pnc.reads()
     }
 
     fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
@@ -119,7 +118,7 @@ impl System for TunedMlp {
     }
 
     fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
-        cardinal::eval::predict(model, x, batch)
+        Pnc.predict(model, x, batch)
     }
 }
 

@@ -6,6 +6,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use super::ascent::{Ascent, AscentGrad, AscentTape, Space};
+use super::nets::c;
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::settings::{ACTIVATIONS, PRETRAINING, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::BaselineConfig;
@@ -13,10 +14,10 @@ use super::{iterate_weights, BatchObjective};
 use cardinal::config::Config;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
-use cardinal::error::Result;
 use cardinal::parts::soft_f1;
-use cardinal::parts::{c, Float, Params};
+use cardinal::parts::{Float, Params};
 use cardinal::system::{Fields, Reads};
+use cardinal::Result;
 use ndarray::Array2;
 
 /// What SC reads: of its inference the ascent's steps, step size and momentum (it clips to
@@ -357,8 +358,8 @@ mod tests {
     use super::super::tests::{check_largest_entries, perturbed, small, toy};
     use super::super::{LOGIT, SC};
     use super::*;
+    use crate::systems::tests::init_model;
     use crate::systems::Activation;
-    use cardinal::parts::init_model;
 
     /// The whole SC and logit models — every parameter tensor through the networks, the
     /// unrolled steps and the loss — against central differences in `f64`.

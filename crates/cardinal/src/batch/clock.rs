@@ -15,7 +15,7 @@ use std::time::Instant;
 
 /// A stage of a training batch (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// Both networks forward and the counts `z` (wall).
     NetsForward,
     /// Part of [`Stage::NetsForward`]: the unary network.
@@ -47,7 +47,7 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in the order above.
-    pub const ALL: [Stage; 13] = [
+    pub(crate) const ALL: [Stage; 13] = [
         Stage::NetsForward,
         Stage::UnaryForward,
         Stage::CountForward,
@@ -64,7 +64,7 @@ impl Stage {
     ];
 
     /// The stage's name in `cardinal bench`'s `stages_s`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Stage::NetsForward => "nets_forward",
             Stage::UnaryForward => "unary_forward",
@@ -86,7 +86,7 @@ impl Stage {
 /// Nanoseconds per [`Stage`], summed since the last [`StageClock::reset`]; shared by the
 /// threads of a batch.
 #[derive(Debug, Default)]
-pub struct StageClock {
+pub(crate) struct StageClock {
     ns: [AtomicU64; Stage::ALL.len()],
 }
 
@@ -106,12 +106,12 @@ impl StageClock {
     }
 
     /// Seconds of `stage` so far.
-    pub fn seconds(&self, stage: Stage) -> f64 {
+    pub(crate) fn seconds(&self, stage: Stage) -> f64 {
         self.ns[stage as usize].load(Ordering::Relaxed) as f64 * 1e-9
     }
 
     /// Sets every stage back to zero.
-    pub fn reset(&self) {
+    pub(crate) fn reset(&self) {
         for ns in &self.ns {
             ns.store(0, Ordering::Relaxed);
         }

@@ -31,7 +31,7 @@ mod sample_weights;
 #[cfg(test)]
 mod test_model;
 
-pub use clock::{Stage, StageClock};
+pub(crate) use clock::Stage;
 #[cfg(test)]
 pub(crate) use gradient::batch_loss;
 pub(crate) use gradient::BatchLoss;

@@ -15,7 +15,7 @@ pub(crate) const MULTI_TARGET: &str = "multi_target";
 
 /// What a model directory predicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LabelStructure {
+pub(crate) enum LabelStructure {
     /// A set of binary labels per row (the paper's Sections 3 to 5; [`Engine::load`](crate::engine::Engine::load)).
     Binary,
     /// One of `classes` classes at each of `positions` positions (the paper's Section 6;
@@ -30,7 +30,7 @@ pub enum LabelStructure {
 
 impl LabelStructure {
     /// Whether this is [`LabelStructure::MultiTarget`].
-    pub fn is_multi_target(self) -> bool {
+    pub(crate) fn is_multi_target(self) -> bool {
         matches!(self, LabelStructure::MultiTarget { .. })
     }
 }

@@ -29,7 +29,7 @@ mod run_state;
 pub(crate) use commit::SAVE_JOURNAL;
 pub(crate) use commit::{commit_all, current, recover};
 pub(crate) use labels::of_meta_bytes as labels_of;
-pub use labels::LabelStructure;
+pub(crate) use labels::LabelStructure;
 pub(crate) use labels::{label_structure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
 pub(crate) use read::json_problem;

@@ -38,7 +38,7 @@ pub(crate) use system_settings::SECTION;
 pub use train::{DevFold, TrainConfig};
 
 /// The name of Predict and Constrain in `config.system`.
-pub const PNC: &str = "pnc";
+pub(crate) const PNC: &str = "pnc";
 
 /// Everything that defines a model and how it is trained.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

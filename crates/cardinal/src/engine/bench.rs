@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::Result;
 use crate::model::Params;
-use crate::pipeline::{Outputs, StageClock, Workspace};
+use crate::pipeline::{Outputs, Stage, Workspace};
 use crate::runtime::WaitPolicy;
 use crate::train::{epoch_over_all, TrainState};
 
@@ -46,9 +46,18 @@ impl EpochBench {
         )
     }
 
-    /// The time per stage of the epochs run so far (reset it between epochs to time one).
-    pub fn clock(&self) -> &StageClock {
-        &self.ws.clock
+    /// Every training stage's name (as in `cardinal bench`'s `stages_s`) and its seconds in
+    /// the epochs run since [`EpochBench::reset_clock`], in a fixed order.
+    pub fn stage_seconds(&self) -> Vec<(&'static str, f64)> {
+        Stage::ALL
+            .iter()
+            .map(|&stage| (stage.name(), self.ws.clock.seconds(stage)))
+            .collect()
+    }
+
+    /// Sets every stage's time back to zero (call it between epochs to time one).
+    pub fn reset_clock(&self) {
+        self.ws.clock.reset();
     }
 
     /// The number of counts the count network chooses from.

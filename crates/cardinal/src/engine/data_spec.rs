@@ -23,7 +23,7 @@ pub struct DataSpec {
     pub labels: Option<PathBuf>,
     /// Folder holding datasets by name (a front end's default: the environment's
     /// `CARDINAL_DATA`, passed in as [`crate::runtime::Runtime::data_dir`]; see
-    /// [`DataSpec::or_data_dir`]).
+    /// [`crate::engine::Engine::locate`]).
     pub data_dir: Option<PathBuf>,
     /// For a single-file dataset: the fraction used for training in a seeded split.
     pub train_fraction: f64,
@@ -50,7 +50,7 @@ impl DataSpec {
 
     /// This spec, with `default` (a front end's `CARDINAL_DATA`) as its data folder when it
     /// names none.
-    pub fn or_data_dir(&self, default: Option<&Path>) -> Self {
+    pub(crate) fn or_data_dir(&self, default: Option<&Path>) -> Self {
         let mut spec = self.clone();
         if spec.data_dir.is_none() {
             spec.data_dir = default.map(Path::to_path_buf);
@@ -80,7 +80,7 @@ impl DataSpec {
 /// The multi-target ARFF files of a [`DataSpec`] whose data is multi-target (MEKA's `-C L`
 /// over nominal targets with classes other than `{0, 1}`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MultiTargetFiles {
+pub(crate) enum MultiTargetFiles {
     /// A folder's `train.arff` and `test.arff` (as `cardinal data synth-seg` writes them).
     Split {
         /// The training file.
@@ -93,11 +93,18 @@ pub enum MultiTargetFiles {
 }
 
 impl DataSpec {
+    /// Whether `dataset` names multi-target data: a folder with `train.arff` and `test.arff`,
+    /// or one ARFF file, whose targets are nominal with classes other than `{0, 1}` (only
+    /// headers are read).
+    pub fn is_multi_target(&self) -> Result<bool> {
+        Ok(self.multi_target_files()?.is_some())
+    }
+
     /// The multi-target files `dataset` names (a folder with `train.arff` and `test.arff`, or
     /// one ARFF file; a path, else a name in the data folder), if its data is multi-target;
     /// `None` for anything else, which the binary readers take (and report on). Only headers
     /// are read.
-    pub fn multi_target_files(&self) -> Result<Option<MultiTargetFiles>> {
+    pub(crate) fn multi_target_files(&self) -> Result<Option<MultiTargetFiles>> {
         if self.train.is_some() || self.test.is_some() || self.labels.is_some() {
             return Ok(None);
         }

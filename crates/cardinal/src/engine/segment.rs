@@ -46,23 +46,6 @@ impl Engine {
         Ok(data)
     }
 
-    /// Trains the Section 6 model by `cfg` (validated first) on `train`; no files are
-    /// written.
-    pub fn fit_segmentation(
-        &self,
-        train: &MultiTargetDataset,
-        cfg: &SegConfig,
-    ) -> Result<SegModel> {
-        cfg.validate()?;
-        if train.n_rows() == 0 {
-            return Err(Error::Empty {
-                data: train.name.clone(),
-                what: "rows",
-            });
-        }
-        segment::fit(train, cfg)
-    }
-
     /// Pixel accuracy, mean IoU and count errors of `model` on `test`.
     pub fn evaluate_segmentation(
         &self,
@@ -81,25 +64,15 @@ impl Engine {
         segment::predict_rows(model, data)
     }
 
-    /// Saves `model`, trained by `cfg` on `train`, as a model directory `dir`.
-    pub fn save_segmentation(
-        &self,
-        model: &SegModel,
-        cfg: &SegConfig,
-        dir: &Path,
-        train: &MultiTargetDataset,
-    ) -> Result<SegMeta> {
-        segment::saved::save(model, cfg, dir, train)
-    }
-
-    /// Loads a multi-target model directory (written by [`Engine::save_segmentation`]).
+    /// Loads a multi-target model directory (written by [`Engine::finish_segmentation_run`]).
     pub fn load_segmentation(&self, dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
         segment::saved::load(dir)
     }
 
-    /// Which label structure the model directory `dir` holds, from its `meta.json`.
-    pub fn label_structure(&self, dir: &Path) -> Result<LabelStructure> {
-        checkpoint::label_structure(dir)
+    /// Whether the model directory `dir` holds a multi-target model, by its `meta.json`;
+    /// `false` when that is unreadable (the binary loader then names the problem).
+    pub fn is_multi_target_model(&self, dir: &Path) -> bool {
+        checkpoint::label_structure(dir).is_ok_and(LabelStructure::is_multi_target)
     }
 }
 

@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Checkpoints, DataSpec, Engine, MultiTargetFiles, RUN_FILE};
+use super::data_spec::MultiTargetFiles;
+use super::{Checkpoints, DataSpec, Engine, RUN_FILE};
 use crate::checkpoint::{self, LabelStructure};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::{Error, Result};

@@ -24,11 +24,11 @@ mod standardize;
 
 pub use dropout::{dropout_key, Dropout};
 pub(crate) use networks::{ensure_shape, TwoLayer, TwoLayerGrad};
-pub use params::{c, Decay, Float, Params};
-pub(crate) use sparse_layer::first_layer_row_dispatch;
-pub use sparse_layer::{
-    first_layer_shift, sparse_first_layer, sparse_first_layer_backward, FirstLayerGrad,
-};
+pub(crate) use params::c;
+pub use params::{Decay, Float, Params};
+pub(crate) use sparse_layer::{first_layer_row_dispatch, first_layer_shift};
+pub use sparse_layer::{sparse_first_layer, sparse_first_layer_grad};
+pub(crate) use sparse_layer::{sparse_first_layer_backward, FirstLayerGrad};
 pub use standardize::Standardizer;
 
 use crate::config::Config;

@@ -11,7 +11,7 @@ impl Float for f64 {}
 
 /// Converts an `f64` constant to `F`.
 #[inline]
-pub fn c<F: Float>(x: f64) -> F {
+pub(crate) fn c<F: Float>(x: f64) -> F {
     F::from_f64(x).expect("constant representable")
 }
 

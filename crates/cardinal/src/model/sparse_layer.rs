@@ -11,17 +11,16 @@ use super::{c, Float, Standardizer};
 use crate::data::CsrMatrix;
 
 /// A standardised sparse first layer `x̃ W + b` for the rows `rows` of `x`, written into `out`.
-///
-/// `shift` must hold `(mean ⊙ scale)ᵀ W` (see [`first_layer_shift`]).
 pub fn sparse_first_layer<F: Float>(
     x: &CsrMatrix,
     rows: &[usize],
     stdz: &Standardizer,
     w: ArrayView2<F>,
     b: &[F],
-    shift: &[F],
     mut out: ArrayViewMut2<F>,
 ) {
+    let shift = first_layer_shift(stdz, w);
+    let shift = shift.as_slice();
     let h = out.ncols();
     let out = out.as_slice_mut().expect("contiguous output");
     // Rows in parallel (each writes its own output row: the same numbers for any thread count),
@@ -123,7 +122,7 @@ crate::simd::dispatch! {
 }
 
 /// `(mean ⊙ scale)ᵀ W`, the constant part of a standardised first layer.
-pub fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec<F> {
+pub(crate) fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec<F> {
     let h = w.ncols();
     let mut shift = vec![F::zero(); h];
     // Column groups in parallel (one per thread): every column is still summed over the rows
@@ -177,11 +176,11 @@ crate::simd::dispatch! {
 /// standardisation shift adds a dense rank-one term `−(mean ⊙ scale) ⊗ colsum(∂ℓ/∂pre)`, also
 /// applied where the gradient is consumed (see [`FirstLayerGrad::densify`]).
 #[derive(Debug, Clone, Default)]
-pub struct FirstLayerGrad<F> {
+pub(crate) struct FirstLayerGrad<F> {
     /// Rows of `W` holding a sparse contribution, sorted, distinct.
-    pub touched: Vec<u32>,
+    pub(crate) touched: Vec<u32>,
     /// `colsum(∂ℓ/∂pre)`, which is also `∂ℓ/∂b`.
-    pub colsum: Vec<F>,
+    pub(crate) colsum: Vec<F>,
     /// `∂ℓ/∂pre` of the batch, `rows × H` row-major.
     dpre: Vec<F>,
     /// End of each feature's run in `entries` (its start is the previous feature's end; one
@@ -207,7 +206,7 @@ impl<F: Float> FirstLayerGrad<F> {
 
     /// Adds the sparse part and the rank-one shift term to `dw`, making a zero `dw` the full
     /// gradient.
-    pub fn densify(&self, stdz: &Standardizer, dw: &mut Array2<F>) {
+    pub(crate) fn densify(&self, stdz: &Standardizer, dw: &mut Array2<F>) {
         let mut row = vec![F::zero(); dw.ncols()];
         for (d, mut wr) in dw.outer_iter_mut().enumerate() {
             if self.sparse_row(d, &mut row) {
@@ -226,9 +225,24 @@ impl<F: Float> FirstLayerGrad<F> {
     }
 }
 
+/// Backward of [`sparse_first_layer`] for `∂ℓ/∂pre = dpre`: sets `∂ℓ/∂b` in `db` and adds
+/// `∂ℓ/∂W` to `dw` (a zero `dw` receives the gradient itself).
+pub fn sparse_first_layer_grad<F: Float>(
+    x: &CsrMatrix,
+    rows: &[usize],
+    stdz: &Standardizer,
+    dpre: ArrayView2<F>,
+    db: &mut Array1<F>,
+    dw: &mut Array2<F>,
+) {
+    let mut aux = FirstLayerGrad::default();
+    sparse_first_layer_backward(x, rows, stdz, dpre, db, &mut aux);
+    aux.densify(stdz, dw);
+}
+
 /// Backward of [`sparse_first_layer`]: sets `∂ℓ/∂b` and records the gradient of `W` in split
 /// form in `aux` (no dense buffer is written).
-pub fn sparse_first_layer_backward<F: Float>(
+pub(crate) fn sparse_first_layer_backward<F: Float>(
     x: &CsrMatrix,
     rows: &[usize],
     stdz: &Standardizer,
@@ -323,7 +337,6 @@ mod tests {
         let mut w = Array2::<f64>::zeros((5, 4));
         glorot_fill(&mut w, &mut rng);
         let b = Array1::from(vec![0.1, -0.2, 0.3, 0.0]);
-        let shift = first_layer_shift(&s, w.view());
         let mut out = Array2::zeros((3, 4));
         sparse_first_layer(
             &x,
@@ -331,7 +344,6 @@ mod tests {
             &s,
             w.view(),
             b.as_slice().unwrap(),
-            &shift,
             out.view_mut(),
         );
         for r in 0..3 {

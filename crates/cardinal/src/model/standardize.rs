@@ -36,14 +36,6 @@ impl Standardizer {
         }
         Self { mean, scale }
     }
-
-    /// No standardisation (identity).
-    pub fn identity(d: usize) -> Self {
-        Self {
-            mean: vec![0.0; d],
-            scale: vec![1.0; d],
-        }
-    }
 }
 
 #[cfg(test)]

@@ -22,8 +22,8 @@
 //! differences in the tests). [`Mode`] picks the unary softmax baseline, the unroll without
 //! class sizes (rows on the simplex only), P&C with predicted counts, or P&C with the gold
 //! counts (an oracle). Front ends reach it through
-//! [`crate::engine::Engine`] (`fit_segmentation`, `evaluate_segmentation`,
-//! `predict_segmentation`, `save_segmentation`, `load_segmentation`); a model directory
+//! [`crate::engine::Engine`] (`start_segmentation_run`, `finish_segmentation_run`,
+//! `evaluate_segmentation`, `predict_segmentation`, `load_segmentation`); a model directory
 //! (`saved`) records `"labels": "multi_target"` so that `eval` and `predict` dispatch on it.
 
 pub(crate) mod checkpoint;
@@ -43,6 +43,7 @@ pub use model::{Mode, SegModel};
 pub(crate) use predict::predict_rows;
 pub use predict::SegRow;
 pub use saved::SegMeta;
+#[cfg(test)]
 pub(crate) use train::fit;
 pub use train::{SegConfig, SegEpoch, SegState};
 

@@ -131,14 +131,14 @@ impl SegConfig {
     }
 
     /// The configuration as a pretty JSON document.
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(self) -> String {
         let doc = SegConfigDoc {
-            multi_target: SegConfigJson::of(self),
+            multi_target: SegConfigJson::of(&self),
         };
         serde_json::to_string_pretty(&doc).expect("serialisable")
     }
 
-    /// Reads and validates a document like [`SegConfig::to_json`]'s, where any field may be
+    /// Reads and validates a document like `SegConfig::to_json`'s, where any field may be
     /// left out.
     pub fn from_json(text: &str) -> Result<Self> {
         let doc: SegConfigDoc = serde_json::from_str(text).map_err(|e| Error::InvalidConfig {

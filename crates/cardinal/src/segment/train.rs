@@ -14,7 +14,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-/// What a Section 6 model trains with ([`crate::engine::Engine::fit_segmentation`]).
+/// What a Section 6 model trains with ([`crate::engine::Engine::start_segmentation_run`]).
 #[derive(Debug, Clone, Copy)]
 pub struct SegConfig {
     /// Which model.
@@ -177,6 +177,7 @@ pub(crate) fn start(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegSt
 }
 
 /// Trains a model on `train` from scratch.
+#[cfg(test)]
 pub(crate) fn fit(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegModel> {
     Ok(fit_from(train, cfg, start(train, cfg)?, &mut |_| Ok(()))?.model)
 }

@@ -17,7 +17,8 @@ const TAPE_BYTES: f64 = 84.0;
 
 /// A freshly initialised model for `train` under `cfg`, within the default memory budget
 /// ([`MemoryBudget::default`]); [`init_model_within`] takes the budget.
-pub fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
+#[cfg(test)]
+pub(crate) fn init_model(train: &Dataset, cfg: &Config) -> Result<Model<f32>> {
     init_model_within(train, cfg, MemoryBudget::default())
 }
 

@@ -14,7 +14,9 @@ mod state;
 #[cfg(test)]
 mod fixtures;
 
-pub use init::{init_model, init_model_within};
+#[cfg(test)]
+pub(crate) use init::init_model;
+pub use init::init_model_within;
 pub(crate) use optim::Adagrad;
 #[cfg(test)]
 pub(crate) use schedule::train;
