@@ -4,7 +4,7 @@
 //! loading never panics, and a model that loads has finite weights of consistent shapes and runs
 //! inference.
 
-use cardinal::engine::{Engine, CONFIG_FILE, META_FILE, WEIGHTS_FILE};
+use cardinal::engine::{Engine, WEIGHTS_FILE};
 use cardinal::data::CsrMatrix;
 use libfuzzer_sys::fuzz_target;
 
@@ -22,15 +22,18 @@ fuzz_target!(|data: &[u8]| {
     let dir = std::env::temp_dir().join(format!("cardinal-fuzz-ckpt-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (name, bytes) in [
-        (META_FILE, meta),
-        (CONFIG_FILE, config),
+        // The file names are the model folder's format (docs/DESIGN.md).
+        ("meta.json", meta),
+        ("config.json", config),
         (WEIGHTS_FILE, weights),
     ] {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
     let engine = Engine::new(Default::default());
     if let Ok((model, meta)) = engine.load(&dir) {
-        assert!(model.params.first_nonfinite().is_none());
+        model.params.visit(|name, t, _| {
+            assert!(t.iter().all(|v| v.is_finite()), "{name} has a non-finite weight")
+        });
         assert_eq!(model.n_labels(), meta.n_labels);
         // Small enough models run one prediction on an empty row.
         if model.n_features() * model.n_labels() < 1 << 22 {

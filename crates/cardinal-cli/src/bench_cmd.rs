@@ -125,17 +125,19 @@ fn time_epochs(
     let mut epochs = Vec::new();
     // Per stage, its name and its seconds in every timed epoch.
     let mut stages: Vec<(&str, Vec<f64>)> = bench
-        .stage_seconds()
+        .take_stage_seconds()
         .into_iter()
         .map(|(name, _)| (name, Vec::new()))
         .collect();
     for rep in 0..=reps.max(1) {
-        bench.reset_clock();
         let t = Instant::now();
         bench.epoch(train)?;
+        let elapsed = t.elapsed().as_secs_f64();
+        // Taken after every epoch, the warm-up's too, so each holds one epoch's stages.
+        let per_stage = bench.take_stage_seconds();
         if rep > 0 {
-            epochs.push(t.elapsed().as_secs_f64());
-            for ((_, s), (_, seconds)) in stages.iter_mut().zip(bench.stage_seconds()) {
+            epochs.push(elapsed);
+            for ((_, s), (_, seconds)) in stages.iter_mut().zip(per_stage) {
                 s.push(seconds);
             }
         }

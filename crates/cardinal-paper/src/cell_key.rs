@@ -38,9 +38,10 @@ pub fn suite_cell_key(data: &TrainTest, cfg: &Config) -> String {
     h.update(unseeded(cfg));
     let n = data.train.n_rows();
     if cfg.search.applies(n) {
-        h.update(cardinal::search::RULE.as_bytes());
         let weighted = data.train.labels.weights.is_some();
-        for candidate in cardinal::search::candidates(cfg, n, weighted) {
+        let (rule, candidates) = cardinal::search::rule_and_candidates(cfg, n, weighted);
+        h.update(rule.as_bytes());
+        for candidate in candidates {
             h.update(unseeded(&candidate));
         }
     }

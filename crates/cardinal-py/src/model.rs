@@ -338,7 +338,7 @@ impl NativeModel {
             }
             _ => &self.model,
         };
-        py.detach(|| engine.save_model_as(model, &path, &trained_on, overwrite))
+        py.detach(|| engine.save_model(model, &path, &trained_on, overwrite))
             .map_err(to_py)
     }
 

@@ -154,7 +154,9 @@ pub fn read_eval(dir: &Path) -> Result<Option<EvalReport>> {
 /// The system and dataset a directory's `config.json` / `meta.json` name, where readable.
 fn read_names(dir: &Path) -> (String, String) {
     let field = |file: &str, key: &str| -> Option<String> {
-        let text = cardinal::engine::read_model_file(&dir.join(file)).ok()?;
+        let text = cardinal::engine::read_model_file_if_any(&dir.join(file))
+            .ok()
+            .flatten()?;
         let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
         v.get(key)?.as_str().map(str::to_owned)
     };

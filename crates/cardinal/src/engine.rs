@@ -60,8 +60,7 @@ pub use segment_run::{SegOutcome, SegRun};
 // What the front ends need of the rest of the library, at the front door: a model folder's
 // files and what they record, the events of a training run, and a model with its outputs.
 pub use crate::checkpoint::{
-    load_state, read_model_file, read_model_file_if_any, write_atomic, Meta, TrainedOn,
-    CONFIG_FILE, META_FILE, WEIGHTS_FILE,
+    load_state, read_model_file_if_any, write_atomic, Meta, TrainedOn, WEIGHTS_FILE,
 };
 pub use crate::cv::{CvReport, FoldResult};
 pub use crate::pipeline::{Model, Outputs};
@@ -187,30 +186,12 @@ impl Engine {
     }
 
     /// Saves `model` as the model directory `dir`, in the format [`Engine::load`] and the CLI
-    /// read (`dataset` and `label_names` are recorded in `meta.json`; either may be empty). A
-    /// directory that already holds a run is refused unless `replace`.
+    /// read, recording `trained_on` in `meta.json` (any of its fields may be left at its
+    /// default: arrays have no feature names and no file index base, so new files are then
+    /// read by position, and a LIBSVM file by the loader's own rule; with feature names, those
+    /// of a pandas DataFrame, new data is matched to the model's columns by name, as for an
+    /// ARFF file). A directory that already holds a run is refused unless `replace`.
     pub fn save_model(
-        &self,
-        model: &Model<f32>,
-        dir: &Path,
-        dataset: &str,
-        label_names: &[String],
-        replace: bool,
-    ) -> Result<()> {
-        // Arrays have no feature names and no file index base: new files are read by position,
-        // and a LIBSVM file by the loader's own rule.
-        let trained_on = TrainedOn {
-            dataset: dataset.to_string(),
-            label_names: label_names.to_vec(),
-            ..TrainedOn::default()
-        };
-        self.save_model_as(model, dir, &trained_on, replace)
-    }
-
-    /// [`Engine::save_model`] recording all of `trained_on` in `meta.json`: with feature names
-    /// (those of a pandas DataFrame), new data is matched to the model's columns by name, as
-    /// for an ARFF file.
-    pub fn save_model_as(
         &self,
         model: &Model<f32>,
         dir: &Path,

@@ -22,9 +22,9 @@ use crate::system::System;
 use crate::train::Event;
 use cardinal_proj::Method;
 
-/// How `choose` scores and decides, for caches keyed by the rule's inputs (the suite's
-/// cells): changed whenever the same candidates could be chosen or decoded differently.
-pub const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard error; \
+/// How `choose` scores and decides: changed whenever the same candidates could be chosen or
+/// decoded differently.
+const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard error; \
                         predict counts by expected F1; forest candidate; forest blended \
                         with predict's networks";
 
@@ -58,7 +58,7 @@ pub fn scaled_dev_fraction(configured: f64, n: usize) -> f64 {
 /// that forest blended with `cfg`'s own networks, trained as in the first candidate
 /// (`forest-blend`: a quarter of the joint distribution theirs). Each has the search off,
 /// `cfg`'s seed and split seed, and the dev fraction scaled to the file.
-pub fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> {
+pub(crate) fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> {
     let mut plain = cfg.clone();
     plain.search = SearchConfig::default();
     if plain.loss.cardinality_weight > 0.0 {
@@ -107,6 +107,13 @@ pub fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> {
         c.train.dev_fraction = scaled_dev_fraction(c.train.dev_fraction, n);
     }
     out
+}
+
+/// What the search's choice for `cfg` on a training file of `n` rows (`weighted` if its rows
+/// carry weights) depends on besides the rows, for caches keyed by it (the suite's cells):
+/// how it scores and decides, in words, and the candidate configurations in order of preference.
+pub fn rule_and_candidates(cfg: &Config, n: usize, weighted: bool) -> (&'static str, Vec<Config>) {
+    (RULE, candidates(cfg, n, weighted))
 }
 
 /// One candidate's cross-validated result: its mean example-F1 over the folds at every

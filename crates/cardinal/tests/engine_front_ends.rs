@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicBool;
 use cardinal::config::Config;
 use cardinal::data::synthetic::{synthetic, SyntheticShape};
 use cardinal::data::TrainTest;
-use cardinal::engine::Engine;
 use cardinal::engine::Event;
+use cardinal::engine::{Engine, TrainedOn};
 use cardinal::Error;
 
 fn data() -> TrainTest {
@@ -83,7 +83,15 @@ fn a_saved_model_loads_and_predicts_the_same_and_is_never_overwritten_unasked() 
     let _ = std::fs::remove_dir_all(&dir);
     let names: Vec<String> = (0..6).map(|i| format!("label{i}")).collect();
     engine
-        .save_model(&trained.model, &dir, "", &names, false)
+        .save_model(
+            &trained.model,
+            &dir,
+            &TrainedOn {
+                label_names: names.clone(),
+                ..TrainedOn::default()
+            },
+            false,
+        )
         .unwrap();
     let (loaded, meta) = engine.load(&dir).unwrap();
     assert_eq!(meta.label_names, names);
@@ -91,11 +99,11 @@ fn a_saved_model_loads_and_predicts_the_same_and_is_never_overwritten_unasked() 
     let b = engine.predict(&loaded, &data.test.features).unwrap();
     assert_eq!(a.y, b.y);
     let err = engine
-        .save_model(&trained.model, &dir, "", &[], false)
+        .save_model(&trained.model, &dir, &TrainedOn::default(), false)
         .unwrap_err();
     assert!(matches!(err, Error::RunExists { .. }), "{err}");
     engine
-        .save_model(&trained.model, &dir, "", &[], true)
+        .save_model(&trained.model, &dir, &TrainedOn::default(), true)
         .unwrap();
     assert!(engine.load(&dir).unwrap().1.label_names.is_empty());
     std::fs::remove_dir_all(&dir).unwrap();

@@ -244,8 +244,14 @@ mod tests {
         let data = super::super::tests::toy(200, 4);
         let mut cfg = Config::paper();
         cfg.system = BR_LOGISTIC.into();
+        let mut hooks = Hooks {
+            on_event: &mut |_| {},
+            after_epoch: &mut |_| Ok(()),
+            wait: cardinal::runtime::WaitPolicy::Active,
+            memory_budget: cardinal::runtime::MemoryBudget::default(),
+        };
         let trained = BrLogistic
-            .fit(&data, Start::Fresh(cfg), &mut Hooks::silent())
+            .fit(&data, Start::Fresh(cfg), &mut hooks)
             .unwrap();
         let model = trained.model;
         assert_eq!(model.config.system, BR_LOGISTIC);

@@ -403,7 +403,15 @@ fn an_old_dvn_model_loads_and_predicts_but_its_field_is_refused_for_training() {
     let dir = std::env::temp_dir().join(format!("cardinal-old-dvn-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     engine
-        .save_model(&trained.model, &dir, "toy", &[], false)
+        .save_model(
+            &trained.model,
+            &dir,
+            &cardinal::engine::TrainedOn {
+                dataset: "toy".into(),
+                ..Default::default()
+            },
+            false,
+        )
         .unwrap();
     let loaded = engine.load(&dir);
     std::fs::remove_dir_all(&dir).unwrap();

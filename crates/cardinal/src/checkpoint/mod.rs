@@ -33,7 +33,8 @@ pub(crate) use labels::LabelStructure;
 pub(crate) use labels::{label_structure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
 pub(crate) use read::json_problem;
-pub use read::{read_model_file, read_model_file_if_any};
+pub(crate) use read::read_model_file;
+pub use read::read_model_file_if_any;
 pub(crate) use run_state::latest_checkpoint;
 pub use run_state::load_state;
 #[cfg(test)]
@@ -46,9 +47,9 @@ pub(crate) const FORMAT_VERSION: u32 = 1;
 /// The weights of a model directory.
 pub const WEIGHTS_FILE: &str = "model.safetensors";
 /// The configuration of a model directory (a complete [`Config`]).
-pub const CONFIG_FILE: &str = "config.json";
+pub(crate) const CONFIG_FILE: &str = "config.json";
 /// What a model directory says about itself ([`Meta`]).
-pub const META_FILE: &str = "meta.json";
+pub(crate) const META_FILE: &str = "meta.json";
 
 /// Writes `bytes` to `path` atomically (temp file in the same directory, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {

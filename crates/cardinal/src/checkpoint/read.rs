@@ -20,7 +20,7 @@ pub(crate) const MAX_TENSOR_BYTES: u64 = 64 << 30;
 /// is a plain file within the size limit of its kind (`MAX_TENSOR_BYTES` for
 /// `.safetensors`, `MAX_JSON_BYTES` for the rest). A missing file is an
 /// [`Error::Io`] of kind `NotFound`.
-pub fn read_model_file(path: &Path) -> Result<Vec<u8>> {
+pub(crate) fn read_model_file(path: &Path) -> Result<Vec<u8>> {
     let limit = match path.extension().and_then(|e| e.to_str()) {
         Some("safetensors") => MAX_TENSOR_BYTES,
         _ => MAX_JSON_BYTES,
@@ -66,7 +66,9 @@ pub fn read_model_file(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// [`read_model_file`], with `None` for a file that does not exist.
+/// The bytes of the model folder file `path`, or `None` where it does not exist; refused
+/// (naming it, never quoting it) unless it is a plain file within the size limit of its kind
+/// (`.safetensors` or JSON).
 pub fn read_model_file_if_any(path: &Path) -> Result<Option<Vec<u8>>> {
     match read_model_file(path) {
         Ok(b) => Ok(Some(b)),

@@ -47,17 +47,15 @@ impl EpochBench {
     }
 
     /// Every training stage's name (as in `cardinal bench`'s `stages_s`) and its seconds in
-    /// the epochs run since [`EpochBench::reset_clock`], in a fixed order.
-    pub fn stage_seconds(&self) -> Vec<(&'static str, f64)> {
-        Stage::ALL
+    /// the epochs run since the last call (or since the bench was made), in a fixed order;
+    /// the clock starts again from zero.
+    pub fn take_stage_seconds(&self) -> Vec<(&'static str, f64)> {
+        let seconds = Stage::ALL
             .iter()
             .map(|&stage| (stage.name(), self.ws.clock.seconds(stage)))
-            .collect()
-    }
-
-    /// Sets every stage's time back to zero (call it between epochs to time one).
-    pub fn reset_clock(&self) {
+            .collect();
         self.ws.clock.reset();
+        seconds
     }
 
     /// The number of counts the count network chooses from.

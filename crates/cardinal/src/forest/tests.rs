@@ -275,7 +275,15 @@ fn a_blended_model_trains_its_networks_alone_and_reads_back_the_same() {
     let dir = std::env::temp_dir().join(format!("cardinal-blend-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     engine
-        .save_model(&blended, &dir, "toy", &[], false)
+        .save_model(
+            &blended,
+            &dir,
+            &crate::engine::TrainedOn {
+                dataset: "toy".into(),
+                ..Default::default()
+            },
+            false,
+        )
         .unwrap();
     let loaded = engine.load(&dir);
     let _ = std::fs::remove_dir_all(&dir);

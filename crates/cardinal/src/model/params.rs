@@ -224,7 +224,7 @@ impl<F: Float> Params<F> {
     }
 
     /// The name of the first tensor holding a non-finite entry, if any.
-    pub fn first_nonfinite(&self) -> Option<&'static str> {
+    pub(crate) fn first_nonfinite(&self) -> Option<&'static str> {
         let mut bad = None;
         self.visit(|name, data, _| {
             if bad.is_none() && data.iter().any(|x| !x.is_finite()) {

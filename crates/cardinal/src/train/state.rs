@@ -191,8 +191,9 @@ pub struct Hooks<'a> {
 
 impl<'a> Hooks<'a> {
     /// Hooks that ignore every event and write nothing, with active waiting and the default
-    /// memory budget.
-    pub fn silent() -> Self {
+    /// memory budget (the crate's tests).
+    #[cfg(test)]
+    pub(crate) fn silent() -> Self {
         // Leaked zero-sized closures: `'static` no-ops without allocation.
         Hooks {
             on_event: Box::leak(Box::new(|_: Event| {})),
