@@ -106,7 +106,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     The default's search
     --------------------
     With the ``predict`` preset and ``search=None``, ``fit`` on a training set of at most 2000
-    rows first scores five candidate configurations by a 3-fold cross-validation on that
+    rows first scores five candidate configurations by a 5-fold cross-validation on that
     training set (the configuration itself, two variants of ``paper``: ``paper-projected``
     and ``paper-wide``, ``forest``, a random forest whose neighbourhoods decide each row's
     label set and its count for the expected example-F1, and ``forest-blend``, that forest

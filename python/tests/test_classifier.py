@@ -187,7 +187,7 @@ def test_verbose_prints_progress(problem, capfd):
 def test_the_default_search_keeps_the_constraint_and_yields_to_set_parameters(problem):
     X, Y, Xt, _ = problem
     # No hyper-parameter set: on 300 rows the default chooses among its candidates by a
-    # 3-fold cross-validation, and whichever it chose holds the constraint.
+    # 5-fold cross-validation, and whichever it chose holds the constraint.
     clf = CardinalClassifier(random_state=0, n_jobs=2).fit(X, Y)
     assert clf.config_["preset"] in (
         "predict", "paper-projected", "paper-wide", "forest", "forest-blend"

@@ -72,7 +72,7 @@ def test_the_search_is_recorded_and_a_loaded_model_refits(problem, tmp_path):
     assert res["candidates"] == [
         "predict", "paper-projected", "paper-wide", "forest", "forest-blend"
     ]
-    assert len(res["mean_example_f1"]) == 5 and res["folds"] == 3
+    assert len(res["mean_example_f1"]) == 5 and res["folds"] == 5
     assert res["chosen"] == searched.config_["preset"]
     best = res["candidates"][int(np.argmax(res["mean_example_f1"]))]
     assert res["chosen"] == best

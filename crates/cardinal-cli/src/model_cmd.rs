@@ -72,9 +72,10 @@ pub(crate) struct ConfigArgs {
     #[arg(long)]
     pub system: Option<String>,
     /// Turn the default's search on even with a configuration file or another preset: on a
-    /// training file of at most 2000 rows, train whichever of the configuration, `paper` and
-    /// a wider `paper` (both projected onto their own count) cross-validates best on that
-    /// file (3 folds; docs/RESULTS.md §4). The `predict` preset has it on unless a
+    /// training file of at most 2000 rows, train whichever of the configuration, `paper`, a
+    /// wider `paper` (both projected onto their own count), a forest and the forest blended
+    /// with the configuration's networks cross-validates best on that file (5 folds;
+    /// docs/RESULTS.md §4). The `predict` preset has it on unless a
     /// configuration file sets hyper-parameters.
     #[arg(long, conflicts_with = "no_search")]
     pub search: bool,

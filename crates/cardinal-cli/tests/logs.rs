@@ -202,12 +202,12 @@ fn the_search_reports_its_candidates_and_its_choice() {
     let (model, o) = train(tmp.path(), "s", &["--dataset", d, "--search"]);
     let err = stderr(&o);
     assert!(
-        err.contains("search: 5 candidate configurations, 3-fold CV on the 48 training rows"),
+        err.contains("search: 5 candidate configurations, 5-fold CV on the 48 training rows"),
         "{err}"
     );
     let line = err
         .lines()
-        .find(|l| l.starts_with("search: 3-fold CV example-F1 (empty for empty scores 1) predict "))
+        .find(|l| l.starts_with("search: 5-fold CV example-F1 (empty for empty scores 1) predict "))
         .unwrap_or_else(|| panic!("{err}"));
     // `; training NAME at THRESHOLD`: both are the saved configuration's.
     let chosen = line.rsplit("; training ").next().unwrap();

@@ -136,7 +136,7 @@ pub struct CandidateScore {
 /// folds (paired, fold by fold), with its mean. The folds' models never saw the rows they are
 /// scored on, so the rule is chosen on training data only, from every row of the file; the
 /// standard error keeps it at 0.5 unless the folds agree that another point is better (a
-/// plain arg-max over 19 thresholds of 3 folds chases noise).
+/// plain arg-max over 19 thresholds of a few folds chases noise).
 pub(crate) fn best_threshold(grid: &[f32], folds: &[Vec<f64>]) -> (f64, f64) {
     let k = folds.len().max(1) as f64;
     let mean = |j: usize| folds.iter().map(|f| f[j]).sum::<f64>() / k;
@@ -321,7 +321,7 @@ fn candidate_reports(
         .collect()
 }
 
-/// The search's choice in one line, as the front ends print it: `search: 3-fold CV
+/// The search's choice in one line, as the front ends print it: `search: 5-fold CV
 /// example-F1 (empty for empty scores 1) predict 63.10 at 0.5, paper-projected 66.02 at 0.35,
 /// ...; training paper-projected at 0.35`.
 pub fn summary(scores: &[CandidateScore], folds: usize, chosen: &str) -> String {
@@ -546,7 +546,7 @@ mod tests {
         as_candidate.threshold = Config::predict().threshold;
         assert!(candidates(&cfg, 60, false).contains(&as_candidate));
         // The event names every candidate's score and the one chosen, the best.
-        assert_eq!((folds, name.as_str()), (3, chosen.preset.as_str()));
+        assert_eq!((folds, name.as_str()), (5, chosen.preset.as_str()));
         let names: Vec<&str> = scores.iter().map(|s| s.preset.as_str()).collect();
         assert_eq!(
             names,

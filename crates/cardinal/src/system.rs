@@ -516,6 +516,7 @@ mod tests {
                 "inference.momentum",
                 "inference.rounds",
                 "loss.f1_weight",
+                "search.folds",
                 "search.max_rows"
             ],
         );

@@ -22,11 +22,13 @@ pub struct SearchConfig {
 }
 
 impl SearchConfig {
-    /// The rule's settings in the `predict` preset (and with `--search`).
+    /// The rule's settings in the `predict` preset (and with `--search`): five folds, so that
+    /// each fold's model trains on four fifths of a small file and the choice averages five
+    /// scores (docs/journal/2026-11-27-blend.md).
     pub fn predict() -> Self {
         Self {
             max_rows: 2000,
-            folds: 3,
+            folds: 5,
         }
     }
 
