@@ -3,7 +3,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use cardinal::config::Config;
+use cardinal::config::{Config, SearchConfig};
 use cardinal::data::synthetic::{synthetic, SyntheticShape};
 use cardinal::data::TrainTest;
 use cardinal::engine::Event;
@@ -25,6 +25,8 @@ fn small_config() -> Config {
     let mut cfg = Config::predict();
     cfg.model.hidden = 16;
     cfg.train.epochs = 3;
+    // Epochs to count and to cancel: not the search, which may choose a forest (no epochs).
+    cfg.search = SearchConfig::default();
     cfg
 }
 
