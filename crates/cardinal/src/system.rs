@@ -516,7 +516,6 @@ mod tests {
                 "inference.momentum",
                 "inference.rounds",
                 "loss.f1_weight",
-                "search.folds",
                 "search.max_rows"
             ],
         );

@@ -113,7 +113,7 @@ const SECTION_PROBES: [SectionProbe; 18] = [
     ("loss.unary_bce_weight", |c| c.loss.unary_bce_weight = 0.5),
     ("loss.sum_over_batch", |c| c.loss.sum_over_batch = false),
     ("search.max_rows", |c| c.search.max_rows = 2000),
-    ("search.folds", |c| c.search.folds = 5),
+    ("search.folds", |c| c.search.folds = 7),
 ];
 
 /// Whether `reads` declares the product field at `path` (`inference.eta`) read.

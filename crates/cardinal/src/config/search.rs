@@ -49,10 +49,13 @@ impl SearchConfig {
 }
 
 impl Default for SearchConfig {
+    /// Off, with `predict`'s folds: a section that names only `max_rows` (the Python
+    /// estimator's switch) searches as `predict` does. Saved configurations always name both
+    /// fields while the search is on, so older ones keep their folds.
     fn default() -> Self {
         Self {
             max_rows: 0,
-            folds: 3,
+            folds: 5,
         }
     }
 }
