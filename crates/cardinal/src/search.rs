@@ -407,12 +407,7 @@ mod tests {
     #[test]
     fn shared_trainings_score_each_candidate_as_if_trained_alone() {
         let data = toy(60);
-        let mut cfg = Config::predict();
-        cfg.model.hidden = 16;
-        cfg.model.card_hidden = 8;
-        cfg.model.energy_hidden = 4;
-        cfg.train.epochs = 3;
-        cfg.train.batch_size = 10;
+        let cfg = quick_predict();
         let mut all = candidates(&cfg, 60, false);
         for c in &mut all {
             if let Some(f) = &mut c.model.forest {
@@ -467,6 +462,17 @@ mod tests {
         assert_eq!(best_threshold(&grid, &[one]), (0.65, 20.0));
     }
 
+    /// `predict` with networks and training small enough for a search in a test.
+    fn quick_predict() -> Config {
+        let mut cfg = Config::predict();
+        cfg.model.hidden = 16;
+        cfg.model.card_hidden = 8;
+        cfg.model.energy_hidden = 4;
+        cfg.train.epochs = 3;
+        cfg.train.batch_size = 10;
+        cfg
+    }
+
     fn toy(n: usize) -> Dataset {
         cardinal_testkit::toy(&cardinal_testkit::Toy {
             name: "toy",
@@ -484,13 +490,8 @@ mod tests {
     #[test]
     fn the_choice_is_a_candidate_and_deterministic() {
         let data = toy(60);
-        let mut cfg = Config::predict();
+        let mut cfg = quick_predict();
         cfg.search = SearchConfig::predict();
-        cfg.model.hidden = 16;
-        cfg.model.card_hidden = 8;
-        cfg.model.energy_hidden = 4;
-        cfg.train.epochs = 3;
-        cfg.train.batch_size = 10;
         let mut off = cfg.clone();
         off.search.max_rows = 0;
         assert_eq!(
