@@ -43,14 +43,6 @@ impl SoftDykstraLanes {
         t.perm.extend((0..n).map(|i| [i as u16; N]));
         self.net.sort_desc_indexed(&mut s.sorted, &mut t.perm);
         order_ties(v, &mut s.sorted, &mut t.perm);
-        // l − rank of every entry, for the VJP's tail in original coordinates.
-        t.tailw.resize(n, splat::<F, N>(zero));
-        for (k, p) in t.perm.iter().enumerate() {
-            let wk: F = of(n - k);
-            for w in 0..N {
-                t.tailw[p[w] as usize][w] = wk;
-            }
-        }
         s.thetas.clear();
         for _ in 0..self.rounds {
             let start = t.hc.len();
@@ -111,6 +103,16 @@ impl SoftDykstraLanes {
             gv.copy_from_slice(g);
             return splat::<F, N>(zero);
         }
+        // l − rank of every entry, for the tail in original coordinates: scattered from the
+        // recorded order into scratch that stays in cache. (Kept in the tape, it was a scatter
+        // into memory the cache had not seen, and a tenth of the training forward pass.)
+        s.tailw.resize(n, splat::<F, N>(zero));
+        for (k, p) in t.perm.iter().enumerate() {
+            let wk: F = of(n - k);
+            for w in 0..N {
+                s.tailw[p[w] as usize][w] = wk;
+            }
+        }
         // Each round's inner input c_k and cap mask 1[x ≤ 1], recomputed from the input as the
         // forward pass computes them (elementwise, cheaper than storing them). Every buffer
         // entry is written before it is read: no clearing.
@@ -158,7 +160,7 @@ impl SoftDykstraLanes {
         // Last round first: b̄ = g, p̄ = q̄ = 0. The elementwise passes run over the flattened
         // lanes: written per lane vector, LLVM unrolls the inner lane loop (32 lanes) and then
         // vectorises across entries, with gathers and scatters.
-        let mut gz = soft_vjp(t, r - 1, &s.c[(r - 1) * n..r * n], g, &mut s.gc);
+        let mut gz = soft_vjp(t, &s.tailw, r - 1, &s.c[(r - 1) * n..r * n], g, &mut s.gc);
         // Each combining pass also forms the next (earlier) round's inner adjoint b̄ − q̄.
         let more = r > 1;
         for ((((o, q), &c), &m), ti) in gv
@@ -176,7 +178,7 @@ impl SoftDykstraLanes {
             }
         }
         for k in (0..r - 1).rev() {
-            let gzk = soft_vjp(t, k, &s.c[k * n..(k + 1) * n], &s.tin, &mut s.gc);
+            let gzk = soft_vjp(t, &s.tailw, k, &s.c[k * n..(k + 1) * n], &s.tin, &mut s.gc);
             for w in 0..N {
                 gz[w] += gzk[w];
             }
@@ -203,10 +205,12 @@ impl SoftDykstraLanes {
 
 /// The VJP of round `k`'s soft simplex projection (input `c`, in original coordinates) for
 /// the output adjoint `g`: writes the input adjoint into `gv`, returns `∂ℓ/∂z`. The per-row
-/// `SoftSimplex::vjp`, lane by lane, with the order from the tape.
+/// `SoftSimplex::vjp`, lane by lane, with the order from the tape (`tailw`: `l − rank` of
+/// every entry).
 #[inline(always)]
 fn soft_vjp<F: Real, const N: usize>(
     t: &LanesTape<F, N>,
+    tailw: &[Lanes<F, N>],
     k: usize,
     c: &[Lanes<F, N>],
     g: &[Lanes<F, N>],
@@ -251,7 +255,7 @@ fn soft_vjp<F: Real, const N: usize>(
     for w in 0..N {
         lh[w] = of(l - rt.head[w] as usize);
     }
-    for (o, tw) in gv.iter_mut().zip(&t.tailw) {
+    for (o, tw) in gv.iter_mut().zip(tailw) {
         for w in 0..N {
             o[w] += if tw[w] <= lh[w] {
                 tw[w] * step[w]
@@ -297,8 +301,6 @@ pub struct LanesTape<F, const N: usize = LANES> {
     v: Vec<Lanes<F, N>>,
     /// `perm[k][w]`: the index of lane `w`'s `k`-th largest input.
     perm: Vec<Lanes<u16, N>>,
-    /// `l − rank` of every input entry (`l` for the largest).
-    tailw: Vec<Lanes<F, N>>,
     rounds: Vec<RoundTape<F, N>>,
     /// Head positions `0..len` of every round (at `start`): `c_j`, `ρ_j`, `j/(1 + r_j)²`.
     hc: Vec<Lanes<F, N>>,
@@ -320,6 +322,8 @@ struct RoundTape<F, const N: usize> {
 /// Buffers of [`SoftDykstraLanes::vjp`], reused across calls.
 #[derive(Debug, Clone, Default)]
 pub struct LanesVjpScratch<F, const N: usize = LANES> {
+    /// `l − rank` of every input entry (`l` for the largest).
+    tailw: Vec<Lanes<F, N>>,
     c: Vec<Lanes<F, N>>,
     m: Vec<Lanes<F, N>>,
     gq: Vec<Lanes<F, N>>,

@@ -174,7 +174,7 @@ impl<F: Float> Unroll<'_, F> {
 }
 
 simd::dispatch! {
-    features ["avx512f"], ["avx2"];
+    features ["avx512f", "avx512bw", "avx512vl"], ["avx2"];
     /// `Unroll::forward_block_impl` compiled for the widest vectors the CPU has.
     fn forward_block_dispatch<F: Float, const N: usize>(
         un: &Unroll<'_, F>,
