@@ -1,7 +1,6 @@
 //! The whole model on a batch under the `pipeline` path: re-exports of [`crate::batch`] and of
-//! the model ([`crate::model`]) it runs (and of [`LOCKSTEP_MAX_LABELS`] from
-//! [`crate::inference`]) for the trainer, evaluation, the systems and the command line, which
-//! name them here.
+//! the model ([`crate::model`]) it runs for the trainer, evaluation, the systems and the command
+//! line, which name them here.
 //!
 //! Only re-exports belong in this module; the code lives in [`crate::batch`] and
 //! [`crate::model`].

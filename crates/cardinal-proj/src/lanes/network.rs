@@ -24,9 +24,9 @@ use crate::Real;
 #[derive(Debug, Clone)]
 pub struct SortingNetwork {
     n: usize,
-    /// Wires per tile of the cache-blocked order ([`TILE`]; smaller in tests, to reach every
-    /// path of the order with rows short enough for exhaustive checks).
-    tile: usize,
+    /// Wires per tile of the cache-blocked order, largest first ([`TILES`]; smaller in tests,
+    /// to reach every path of the order with rows short enough for exhaustive checks).
+    tiles: [usize; 2],
     comparators: usize,
 }
 
@@ -156,15 +156,15 @@ trait Visit {
 impl SortingNetwork {
     /// The network for `n` entries.
     pub fn new(n: usize) -> Self {
-        Self::with_tile(n, TILE)
+        Self::with_tiles(n, TILES)
     }
 
-    fn with_tile(n: usize, tile: usize) -> Self {
+    fn with_tiles(n: usize, tiles: [usize; 2]) -> Self {
         let mut count = Count { n, comparators: 0 };
-        walk(n, tile, &mut count);
+        walk(n, tiles, &mut count);
         Self {
             n,
-            tile,
+            tiles,
             comparators: count.comparators,
         }
     }
@@ -188,7 +188,7 @@ impl SortingNetwork {
     #[inline(always)]
     pub fn sort_desc<F: Real, const N: usize>(&self, x: &mut [Lanes<F, N>]) {
         assert_eq!(x.len(), self.n, "sorting network of another length");
-        walk(self.n, self.tile, &mut Run(Values(x)));
+        walk(self.n, self.tiles, &mut Run(Values(x)));
     }
 
     /// [`Self::sort_desc`] carrying each entry's index in `idx` along (the same comparisons, so
@@ -203,13 +203,14 @@ impl SortingNetwork {
             x.len() == self.n && idx.len() == self.n,
             "sorting network of another length"
         );
-        walk(self.n, self.tile, &mut Run(Indexed(x, idx)));
+        walk(self.n, self.tiles, &mut Run(Indexed(x, idx)));
     }
 }
 
-/// Wires per tile of the cache-blocked order: 128 wires of 32 lanes with their indices are
-/// 24 KiB, within a 32 KiB L1 data cache.
-const TILE: usize = 128;
+/// Wires per tile of the cache-blocked order, largest first: 2048 wires of 32 lanes with their
+/// indices (or of 64 lanes without) are 384-512 KiB, within a 1 MiB L2 cache; 128 wires are
+/// 24-32 KiB, within a 32 KiB L1 data cache.
+const TILES: [usize; 2] = [2048, 128];
 
 /// Visits the groups of the pruned bitonic sorter for `n` entries in a cache-blocked order.
 ///
@@ -219,35 +220,63 @@ const TILE: usize = 128;
 /// eight-wire groups; the remaining half-cleaners go three at a time (eight wires), then two
 /// (four) or one (pairs).
 ///
-/// Order: every comparator of a layer whose blocks fit in a tile (a power of two of wires) depends
-/// only on that tile's wires, so the stages up to the tile's size run tile by tile, and so
-/// do the short half-cleaners of each larger stage, after its long layers have streamed over
-/// the whole row. A row then crosses the memory hierarchy a few times per stage instead of
-/// once per layer, which keeps long rows (`L` in the tens of thousands) from falling out of
-/// the caches.
+/// Order: every comparator of a layer whose blocks fit in a tile (a power of two of wires)
+/// depends only on that tile's wires. So the stages up to a tile's size run tile by tile, and
+/// so do the short half-cleaners of each larger stage, after its long layers have streamed
+/// over the whole row; within an L2 tile, the same again with L1 tiles. A row then crosses
+/// each level of the memory hierarchy a few times per stage instead of once per layer, which
+/// keeps long rows (`L` in the tens of thousands) from falling out of the caches. (Written
+/// out for two levels, not recursively: every function here must inline into the caller's
+/// instruction-set variant.)
 #[inline(always)]
-fn walk(n: usize, tile: usize, v: &mut impl Visit) {
+fn walk(n: usize, tiles: [usize; 2], v: &mut impl Visit) {
     if n < 2 {
         return;
     }
     let top = n.next_power_of_two();
-    let tile = tile.min(top);
-    for t in (0..n).step_by(tile) {
+    let t2 = tiles[0].min(top);
+    let t1 = tiles[1].min(t2);
+    // Stages within an L1 tile, tile by tile.
+    for b in (0..n).step_by(t1) {
         let mut s = 2;
-        while s <= tile {
-            let d = merge_start(s, t, t + tile, v);
-            halves(d, 0, t, t + tile, v);
+        while s <= t1 {
+            let d = merge_start(s, b, b + t1, v);
+            halves(d, 0, b, b + t1, v);
             s *= 2;
         }
     }
-    let mut s = 2 * tile;
+    // Stages within an L2 tile, tile by tile.
+    for b in (0..n).step_by(t2) {
+        let mut s = 2 * t1;
+        while s <= t2 {
+            let d = merge_start(s, b, b + t2, v);
+            finish_in_tile(n, d, b, b + t2, t1, v);
+            s *= 2;
+        }
+    }
+    // Longer stages over the whole row.
+    let mut s = 2 * t2;
     while s <= top {
         let d = merge_start(s, 0, top, v);
-        let d = halves(d, tile / 2, 0, top, v);
-        for t in (0..n).step_by(tile) {
-            halves(d, 0, t, t + tile, v);
+        let d = halves(d, t2 / 2, 0, top, v);
+        for b in (0..n).step_by(t2) {
+            finish_in_tile(n, d, b, b + t2, t1, v);
         }
         s *= 2;
+    }
+}
+
+/// The half-cleaners from distance `d` down on the wires `from..to`: streamed over the range
+/// while their blocks exceed a tile of `t1` wires, then tile by tile.
+#[inline(always)]
+fn finish_in_tile(n: usize, d: usize, from: usize, to: usize, t1: usize, v: &mut impl Visit) {
+    if to - from > t1 {
+        let d = halves(d, t1 / 2, from, to, v);
+        for b in (from..to.min(n)).step_by(t1) {
+            halves(d, 0, b, b + t1, v);
+        }
+    } else {
+        halves(d, 0, from, to, v);
     }
 }
 
@@ -518,15 +547,16 @@ mod tests {
     use crate::util::{argsort_desc, SortScratch};
 
     /// Every path of the cache-blocked order (stages inside a tile, long layers streamed, short
-    /// ones per tile, groups straddling the pruned end) sorts: by the 0-1 principle, every 0/1
-    /// input of up to 13 entries with tiles of 2 to 16 wires, values and indices together
+    /// ones per tile, tiles within tiles, groups straddling the pruned end) sorts: by the 0-1
+    /// principle, every 0/1 input of up to 13 entries with tiles of 2 to 16 wires, values and
+    /// indices together
     /// (the indices end as a permutation that reads the sorted values back).
     #[test]
     fn every_tiling_sorts_every_binary_input() {
         const N: usize = 16;
-        for tile in [2, 4, 8, 16] {
+        for tiles in [[2, 2], [4, 2], [4, 4], [8, 2], [16, 4]] {
             for n in 1..=13usize {
-                let net = SortingNetwork::with_tile(n, tile);
+                let net = SortingNetwork::with_tiles(n, tiles);
                 for base in (0u32..(1 << n)).step_by(N) {
                     // Lane w holds the bits of input `base + w`.
                     let v: Vec<Lanes<f32, N>> = (0..n)
@@ -537,14 +567,14 @@ mod tests {
                     net.sort_desc_indexed(&mut x, &mut idx);
                     let mut plain = v.clone();
                     net.sort_desc(&mut plain);
-                    assert_eq!(plain, x, "tile {tile} n {n}");
+                    assert_eq!(plain, x, "tiles {tiles:?} n {n}");
                     for w in 0..N {
                         let mut seen = vec![false; n];
                         for k in 0..n {
                             assert_eq!(x[k][w], v[idx[k][w] as usize][w]);
                             seen[idx[k][w] as usize] = true;
                             if k > 0 {
-                                assert!(x[k - 1][w] >= x[k][w], "tile {tile} n {n}");
+                                assert!(x[k - 1][w] >= x[k][w], "tiles {tiles:?} n {n}");
                             }
                         }
                         assert!(seen.iter().all(|&s| s));
@@ -559,9 +589,9 @@ mod tests {
     fn every_tiling_sorts_long_rows() {
         const N: usize = 8;
         let mut g = cardinal_testkit::Lcg::new(5);
-        for tile in [2, 8, 32, TILE] {
-            for n in [17usize, 100, 129, 300, 513] {
-                let net = SortingNetwork::with_tile(n, tile);
+        for tiles in [[2, 2], [8, 8], [32, 4], [64, 16], TILES] {
+            for n in [17usize, 100, 129, 300, 513, 2100] {
+                let net = SortingNetwork::with_tiles(n, tiles);
                 let v: Vec<Lanes<f64, N>> = (0..n)
                     .map(|_| std::array::from_fn(|_| g.below(40) as f64 - 20.0))
                     .collect();
@@ -571,7 +601,7 @@ mod tests {
                     let mut expect: Vec<f64> = v.iter().map(|r| r[w]).collect();
                     expect.sort_by(|a, b| b.total_cmp(a));
                     let got: Vec<f64> = x.iter().map(|r| r[w]).collect();
-                    assert_eq!(got, expect, "tile {tile} n {n} lane {w}");
+                    assert_eq!(got, expect, "tiles {tiles:?} n {n} lane {w}");
                 }
             }
         }

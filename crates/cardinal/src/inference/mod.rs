@@ -42,10 +42,11 @@ pub(crate) use block::BlockScratch;
 pub(crate) use block_train::BlockTape;
 pub(crate) use row::RowTape;
 
-/// Up to this many labels, inference runs rows in lockstep (`Unroll::forward_block`); above it,
-/// a block's buffers (64 rows × L) leave the cache and the per-row path is faster (measured with
-/// `bench/scaling.sh`: see docs/RESULTS.md).
-pub(crate) const LOCKSTEP_MAX_LABELS: usize = 4096;
+/// Up to this many labels, training runs rows in lockstep (`Unroll::forward_block_tape`); above
+/// it, the per-row path, whose tape of one row stays smaller than a block's (measured with
+/// `bench/scaling.sh`: docs/results/speed.md). Inference runs in lockstep at any `L`: its
+/// blocks keep no tape, and the cache-blocked sorting network keeps long rows in the caches.
+pub(crate) const LOCKSTEP_TRAIN_MAX_LABELS: usize = 8192;
 
 /// Which implementation of the unroll runs a pass. Both compute the same numbers (to
 /// rounding; the tests compare them); [`Kernel::choose`] is the rule that picks, and the batch
@@ -64,13 +65,12 @@ pub(crate) enum Kernel {
 
 impl Kernel {
     /// The kernel for steps projected by `method` over `n_labels` labels: lockstep for soft
-    /// Dykstra up to [`LOCKSTEP_MAX_LABELS`] labels (in training, only with at least one
-    /// step: with none there is nothing to run in lockstep), the row kernel otherwise.
+    /// Dykstra (in training, only with at least one step, since with none there is nothing to
+    /// run in lockstep, and up to [`LOCKSTEP_TRAIN_MAX_LABELS`] labels), the row kernel
+    /// otherwise.
     pub(crate) fn choose(method: Method, steps: usize, n_labels: usize, training: bool) -> Self {
-        if method == Method::DykstraSoft
-            && n_labels <= LOCKSTEP_MAX_LABELS
-            && (steps > 0 || !training)
-        {
+        let lockstep_training = steps > 0 && n_labels <= LOCKSTEP_TRAIN_MAX_LABELS;
+        if method == Method::DykstraSoft && (lockstep_training || !training) {
             Self::Lockstep
         } else {
             Self::Row
