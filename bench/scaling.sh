@@ -31,9 +31,11 @@ print(f"| {l} | {t} | {rows} | {tr:.3f} | {inf:.3f} | {1e6 * tr / (rows * t):.2f
       f"{1e6 * inf / (line['n_test'] * t):.2f} | {line['peak_rss_mib']:.0f} |")
 PY
 }
-for l in 159 983 5000 20000; do
+# Half of the synthetic rows are test rows: 512 and 256 rows give whole inference blocks of 64.
+for l in 159 983 5000 20000 100000; do
   rows=2000; reps=3
-  [ "$l" -ge 5000 ] && rows=400 && reps=1
+  [ "$l" -ge 5000 ] && rows=512 && reps=1
+  [ "$l" -ge 100000 ] && rows=256
   run "$l" 15 "$rows" "$reps"
 done
 for t in 5 50; do
