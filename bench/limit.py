@@ -56,21 +56,25 @@ TRAIN_LANES = 32  # crates/cardinal/src/batch/gradient.rs: rows per lockstep tra
 # --------------------------------------------------------------------------------------------
 
 
-def batcher_comparators(n: int) -> int:
-    """Comparators of cardinal-proj's sorting network (Batcher's odd-even merge sort pruned to
-    n, crates/cardinal-proj/src/lanes/network.rs: the same loops)."""
-    c, p = 0, 1
-    while p < n:
-        k = p
-        while k >= 1:
-            j = k % p
-            while j + k < n:
-                for i in range(min(k, n - j - k)):
-                    if (i + j) // (2 * p) == (i + j + k) // (2 * p):
-                        c += 1
-                j += 2 * k
-            k //= 2
-        p *= 2
+def network_comparators(n: int) -> int:
+    """Comparators of cardinal-proj's sorting network (the bitonic sorter pruned to n: a
+    comparator runs when its upper wire is below n; crates/cardinal-proj/src/lanes/network.rs).
+    The flip layer of stage s pairs B + i with B + s - 1 - i, a half-cleaner at distance d
+    pairs x with x + d in the first half of every aligned 2d block."""
+    if n < 2:
+        return 0
+    top = 1 << (n - 1).bit_length()
+    c, s = 0, 2
+    while s <= top:
+        # Flip: i < s/2 with an upper wire b + s - 1 - i below n, i.e. i >= b + s - n.
+        for b in range(0, top, s):
+            c += max(0, s // 2 - max(0, b + s - n))
+        d = s // 4
+        while d >= 1:
+            for b in range(0, top, 2 * d):
+                c += max(0, min(d, n - b - d))
+            d //= 2
+        s *= 2
     return c
 
 
@@ -114,7 +118,7 @@ def count_epoch(s: dict) -> dict:
     per pass where they exceed L2, activations of the batch not counted when they fit)."""
     N, D, L, H, Hc, K, E, T, R, B = (s[x] for x in "N D L H Hc K E T R B".split())
     nnz_row = s["nnz"] / N
-    C = batcher_comparators(L)
+    C = network_comparators(L)
     par = params_of(s)
     n_par = sum(par.values())
     opt_bytes = 16 * n_par + 4 * (n_par - par["unary.w1"] - par["card.w1"])
@@ -145,21 +149,22 @@ def count_epoch(s: dict) -> dict:
             ]
         # inference/block_step.rs: a = Wpᵀy and g = u + Wp·act per step (4EL flops per lane),
         # v = μv + ηg, x = y + v; cardinal-proj lanes/vjp.rs forward_tape: the indexed sorting
-        # network (max, min, compare, two index selects per comparator), the tie check and
-        # the rank table, per round the head scan (≤ 6 ops per entry) and the mapped output
-        # (6 per entry); batch/gradient.rs: the relaxed F1 (2 per entry).
+        # network (max, min, compare, two index selects per comparator), the tie check, per
+        # round the head scan (≤ 6 ops per entry) and the mapped output (6 per entry);
+        # batch/gradient.rs: the relaxed F1 (2 per entry).
         st["unroll_forward"] += [
             ("fma", None, lanes * T * 4 * E * L, 0),
-            ("lanes", None, lanes * T * (5 * C + (8 + 12 * R) * L + 2 * E), 0),
-            # the tape: g_t, masks, the projection's input, order (u16) and rank table
-            ("tape", None, 0, lanes * T * 4 * (3.5 * L + E)),
+            ("lanes", None, lanes * T * (5 * C + (7 + 12 * R) * L + 2 * E), 0),
+            # the tape: g_t, masks, the projection's input and order (u16)
+            ("tape", None, 0, lanes * T * 4 * (2.5 * L + E)),
         ]
-        # block_train.rs backward_block: ∂ℓ/∂y_t, the VJP (both rounds' inner inputs
-        # recomputed, the soft simplex VJP over the head and the tail, the combining passes),
-        # the momentum recursion: about (4 + 20R) ops per entry; the tape read back.
+        # block_train.rs backward_block: ∂ℓ/∂y_t, the VJP (the rank table from the order, both
+        # rounds' inner inputs recomputed, the soft simplex VJP over the head and the tail, the
+        # combining passes), the momentum recursion: about (5 + 20R) ops per entry; the tape
+        # read back.
         st["unroll_backward"] += [
-            ("lanes", None, lanes * T * (4 + 20 * R) * L, 0),
-            ("tape", None, 0, lanes * T * 4 * (3.5 * L + E)),
+            ("lanes", None, lanes * T * (5 + 20 * R) * L, 0),
+            ("tape", None, 0, lanes * T * 4 * (2.5 * L + E)),
         ]
         if s["final"]:
             # cardinal-proj smooth.rs: per row, a safeguarded Newton iteration on θ with a
@@ -362,7 +367,7 @@ def print_report(dataset: str, results: dict, splits: list) -> None:
             r["attainable"] = attainable(count_epoch(shapes_of(r["bench"])), r["kernels"])
     s = shapes_of(results[list(results)[0]][0]["bench"])
     counts = totals(count_epoch(s))
-    print(f"\nshapes: {json.dumps(s)}; sorting network: {batcher_comparators(s['L'])} "
+    print(f"\nshapes: {json.dumps(s)}; sorting network: {network_comparators(s['L'])} "
           "comparators")
     for t in list(results):
         rows = results[t]
