@@ -116,7 +116,16 @@ fn cs<S: Wires, const G: usize>(v: &mut [S::W; G], i: usize, j: usize) {
 /// four-wire group `[lo, lo + e, hi − e, hi]`.
 #[inline(always)]
 fn wires8(lo: usize, hi: usize, e: usize) -> [usize; 8] {
-    [lo, lo + e, lo + 2 * e, lo + 3 * e, hi - 3 * e, hi - 2 * e, hi - e, hi]
+    [
+        lo,
+        lo + e,
+        lo + 2 * e,
+        lo + 3 * e,
+        hi - 3 * e,
+        hi - 2 * e,
+        hi - e,
+        hi,
+    ]
 }
 
 #[inline(always)]
@@ -131,9 +140,18 @@ fn pairs8(first: First) -> [(usize, usize); 12] {
         First::Half => [(0, 4), (1, 5), (2, 6), (3, 7)],
     };
     [
-        l1[0], l1[1], l1[2], l1[3],
-        (0, 2), (1, 3), (4, 6), (5, 7),
-        (0, 1), (2, 3), (4, 5), (6, 7),
+        l1[0],
+        l1[1],
+        l1[2],
+        l1[3],
+        (0, 2),
+        (1, 3),
+        (4, 6),
+        (5, 7),
+        (0, 1),
+        (2, 3),
+        (4, 5),
+        (6, 7),
     ]
 }
 
