@@ -20,10 +20,24 @@ impl SoftDykstraLanes {
         t: &mut LanesTape<F, N>,
         s: &mut LanesScratch<F, N>,
     ) -> Result<(), ProjError> {
-        self.check(v, z, out)?;
-        let n = self.net.len();
         t.v.clear();
         t.v.extend_from_slice(v);
+        self.forward_taped(z, out, t, s)
+    }
+
+    /// [`Self::forward_tape`] of the input already in the tape ([`LanesTape::input_mut`]):
+    /// the caller writes the input where the tape keeps it, and no copy is made.
+    #[inline(always)]
+    pub fn forward_taped<F: Real, const N: usize>(
+        &self,
+        z: &Lanes<F, N>,
+        out: &mut [Lanes<F, N>],
+        t: &mut LanesTape<F, N>,
+        s: &mut LanesScratch<F, N>,
+    ) -> Result<(), ProjError> {
+        let v = &t.v;
+        self.check(v, z, out)?;
+        let n = self.net.len();
         t.rounds.clear();
         t.hc.clear();
         t.hrho.clear();
@@ -306,6 +320,15 @@ pub struct LanesTape<F, const N: usize = LANES> {
     hc: Vec<Lanes<F, N>>,
     hrho: Vec<Lanes<F, N>>,
     hr: Vec<Lanes<F, N>>,
+}
+
+impl<F: Real, const N: usize> LanesTape<F, N> {
+    /// The tape's buffer for the projection's input, `n` entries (their values unspecified):
+    /// fill it, then call [`SoftDykstraLanes::forward_taped`].
+    pub fn input_mut(&mut self, n: usize) -> &mut [Lanes<F, N>] {
+        self.v.resize(n, splat::<F, N>(F::zero()));
+        &mut self.v
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -82,10 +82,9 @@ struct BlockResults<F, const N: usize> {
 
 /// The passes' working buffers.
 struct BlockWork<F: Float, const N: usize> {
-    /// Forward: the current iterate, the point before its projection, the velocity, the
-    /// energy's activations.
+    /// Forward: the current iterate, the velocity, the energy's activations (the point before
+    /// each projection is written into that step's tape).
     y: Vec<Lanes<F, N>>,
-    x: Vec<Lanes<F, N>>,
     velocity: Vec<Lanes<F, N>>,
     act: Vec<Lanes<F, N>>,
     /// Backward: the adjoints of `y` (before and after a projection), of `v`, and `∂ℓ/∂y_t`.
@@ -135,7 +134,6 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
             },
             work: BlockWork {
                 y: Vec::new(),
-                x: Vec::new(),
                 velocity: Vec::new(),
                 act: Vec::new(),
                 gy: Vec::new(),
@@ -263,7 +261,6 @@ impl<F: Float> Unroll<'_, F> {
             &mut t.input.u,
             &mut t.record.y0,
             &mut t.work.y,
-            &mut t.work.x,
             &mut t.work.velocity,
         ] {
             buf.clear();
@@ -307,23 +304,19 @@ impl<F: Float> Unroll<'_, F> {
         t.out.loss = [zero; N];
         let wpt = self.wpt.as_slice().expect("contiguous Wpᵀ");
         for step in 0..steps {
+            // x_t goes straight into the step's tape, which keeps it for the backward pass.
+            let proj = &mut t.record.proj[step];
             self.block_step(
                 wpt,
                 &t.input.u,
                 &t.work.y,
                 &mut t.work.act,
                 &mut t.work.velocity,
-                &mut t.work.x,
+                proj.input_mut(l),
                 Some(&mut t.record.gs[step * l..(step + 1) * l]),
                 Some((&mut t.record.masks, step, steps)),
             );
-            lanes.forward_tape(
-                &t.work.x,
-                &t.input.zl,
-                &mut t.work.y,
-                &mut t.record.proj[step],
-                &mut t.work.fwd,
-            )?;
+            lanes.forward_taped(&t.input.zl, &mut t.work.y, proj, &mut t.work.fwd)?;
             let last = step + 1 == steps;
             if let (Some(sl), true) = (self.final_smooth_lanes(), last) {
                 // y_T replaced by its smoothed projection, in lanes (the rows' bits).
