@@ -444,7 +444,7 @@ impl<S: Wires + Len> Visit for Run<S> {
         let l = |q: usize| self.0.load(w[q]);
         let mut v: [S::W; 8] = [l(0), l(1), l(2), l(3), l(4), l(5), l(6), l(7)];
         // Constant positions, written out, so that the group stays in registers: a loop over
-        // `pairs8` (or `array::from_fn` for the loads) left it in memory, 4× slower.
+        // `pairs8` left it in memory, 4× slower.
         if first == First::Flip {
             cs::<S, 8>(&mut v, 0, 7);
             cs::<S, 8>(&mut v, 1, 6);
