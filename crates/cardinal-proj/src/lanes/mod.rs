@@ -6,8 +6,8 @@
 //! Layout: a block of rows is `L` lane vectors `[F; N]` (`N` = [`LANES`] unless chosen
 //! otherwise); entry `i` of row `w` is `x[i][w]`.
 //! Every step is the same for all rows, so each loop runs over whole lane vectors:
-//! * the sort is a sorting network (Batcher's odd-even merge sort, pruned to `L`), whose
-//!   comparators are lane-wise max/min;
+//! * the sort is a sorting network (the bitonic sorter pruned to `L`, in register groups of
+//!   three layers, cache-blocked: `network.rs`), whose comparators are lane-wise max/min;
 //! * the soft simplex head scan runs while any lane is still in its head (masked per lane);
 //! * the forward pass needs no permutation: each Dykstra round is a coordinate-wise
 //!   non-decreasing map of the input, so applying the same maps to the sorted input gives every
