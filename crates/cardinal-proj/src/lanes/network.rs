@@ -42,6 +42,8 @@ enum First {
 trait Wires {
     /// One wire: its lane vector(s).
     type W: Copy;
+    /// The number of wires.
+    fn len(&self) -> usize;
     fn load(&self, k: usize) -> Self::W;
     fn store(&mut self, k: usize, w: Self::W);
     /// The comparator: the larger entry of every lane to the first result.
@@ -52,6 +54,10 @@ struct Values<'a, F, const N: usize>(&'a mut [Lanes<F, N>]);
 
 impl<F: Real, const N: usize> Wires for Values<'_, F, N> {
     type W = Lanes<F, N>;
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
     #[inline(always)]
     fn load(&self, k: usize) -> Self::W {
         self.0[k]
@@ -77,6 +83,10 @@ struct Indexed<'a, F, const N: usize>(&'a mut [Lanes<F, N>], &'a mut [Lanes<u16,
 
 impl<F: Real, const N: usize> Wires for Indexed<'_, F, N> {
     type W = (Lanes<F, N>, Lanes<u16, N>);
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
     #[inline(always)]
     fn load(&self, k: usize) -> Self::W {
         (self.0[k], self.1[k])
@@ -386,40 +396,11 @@ impl Visit for Count {
 struct Run<S>(S);
 
 impl<S: Wires> Run<S> {
-    #[inline(always)]
-    fn n(&self) -> usize
-    where
-        S: Len,
-    {
-        self.0.len()
-    }
-}
-
-/// The number of wires of a [`Wires`].
-trait Len {
-    fn len(&self) -> usize;
-}
-
-impl<F, const N: usize> Len for Values<'_, F, N> {
-    #[inline(always)]
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-impl<F, const N: usize> Len for Indexed<'_, F, N> {
-    #[inline(always)]
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-}
-
-impl<S: Wires + Len> Run<S> {
     /// The comparators `pairs` of the group on wires `w`, one at a time, skipping those whose
     /// upper wire is pruned.
     #[inline(always)]
     fn partial(&mut self, w: &[usize], pairs: &[(usize, usize)]) {
-        let n = self.n();
+        let n = self.0.len();
         for &(i, j) in pairs {
             if w[j] < n {
                 let (hi, lo) = S::cmp(self.0.load(w[i]), self.0.load(w[j]));
@@ -430,10 +411,10 @@ impl<S: Wires + Len> Run<S> {
     }
 }
 
-impl<S: Wires + Len> Visit for Run<S> {
+impl<S: Wires> Visit for Run<S> {
     #[inline(always)]
     fn group8(&mut self, lo: usize, hi: usize, e: usize, first: First) {
-        let n = self.n();
+        let n = self.0.len();
         if lo >= n {
             return;
         }
@@ -471,7 +452,7 @@ impl<S: Wires + Len> Visit for Run<S> {
 
     #[inline(always)]
     fn group4(&mut self, lo: usize, hi: usize, e: usize, first: First) {
-        let n = self.n();
+        let n = self.0.len();
         if lo >= n {
             return;
         }
@@ -497,7 +478,7 @@ impl<S: Wires + Len> Visit for Run<S> {
 
     #[inline(always)]
     fn pair(&mut self, lo: usize, hi: usize) {
-        if hi < self.n() {
+        if hi < self.0.len() {
             let (a, b) = S::cmp(self.0.load(lo), self.0.load(hi));
             self.0.store(lo, a);
             self.0.store(hi, b);
