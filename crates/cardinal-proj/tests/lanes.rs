@@ -215,11 +215,13 @@ fn lockstep_soft_dykstra_rejects_what_the_per_row_operator_rejects() {
 
 /// The lockstep VJP against the per-row `Dykstra<SoftSimplex>::vjp`: input and `z` adjoints
 /// to rounding, for partial blocks, lengths that are not powers of two, ties (exact zeros and
-/// a coarse grid, where both must rank tied entries alike) and 1–3 rounds.
+/// a coarse grid, where both must rank tied entries alike) and 1–3 rounds. One scratch serves
+/// every case, as in training: what an earlier case left in it must not leak into the next.
 #[test]
 fn lockstep_soft_dykstra_vjp_equals_the_per_row_vjp() {
     let mut rng = Rng(23);
     let mut worst = 0.0f64;
+    let mut scratch = LanesVjpScratch::default();
     for case in 0..96 {
         let Block { n, rounds, rows, z } = Block::random(&mut rng, case);
         let n_rows = rows.len();
@@ -231,7 +233,7 @@ fn lockstep_soft_dykstra_vjp_equals_the_per_row_vjp() {
         op.forward_tape(&v, &zl, &mut out, &mut tape, &mut LanesScratch::default())
             .unwrap();
         let mut gv = vec![[0.0; LANES]; n];
-        let gz = op.vjp(&tape, &g, &mut gv, &mut LanesVjpScratch::default());
+        let gz = op.vjp(&tape, &g, &mut gv, &mut scratch);
         let per_row = Dykstra::new(rounds, SoftSimplex);
         let mut t = Default::default();
         let mut o = vec![0.0; n];

@@ -100,7 +100,14 @@ impl SoftDykstraLanes {
     /// Given `g = ∂ℓ/∂out` of the [`Self::forward_tape`] that filled `t`, writes `∂ℓ/∂v` into
     /// `gv` and returns `∂ℓ/∂z`, lane by lane: the per-row `Dykstra<SoftSimplex>::vjp` with the
     /// same arithmetic, the soft projection's VJP computed in sorted coordinates (the head) and
-    /// in closed form (the tail), then scattered through the recorded order.
+    /// in closed form (the tail), in original coordinates through the recorded order.
+    ///
+    /// Fused: one pass per round over the entries (and one before them), each recomputing the
+    /// rounds' inner inputs and cap masks from the input, finishing round `k` (tail, head and
+    /// Dykstra's combination) and starting round `k − 1` (its masked adjoint and that sum). Every
+    /// entry sees the unfused sequence's operations in its order, and every sum runs over the
+    /// entries in order, so the numbers are those of the round-by-round passes; it streams the
+    /// block about half as often.
     #[inline(always)]
     pub fn vjp<F: Real, const N: usize>(
         &self,
@@ -127,89 +134,84 @@ impl SoftDykstraLanes {
                 s.tailw[p[w] as usize][w] = wk;
             }
         }
-        // Each round's inner input c_k and cap mask 1[x ≤ 1], recomputed from the input as the
-        // forward pass computes them (elementwise, cheaper than storing them). Every buffer
-        // entry is written before it is read: no clearing.
-        let one = F::one();
-        for buf in [&mut s.c, &mut s.m] {
-            buf.resize(r * n, splat::<F, N>(zero));
-        }
-        for (i, x) in t.v.iter().enumerate() {
-            // Round 1: a = min(x, 1), p = x − a, c = a.
-            let (mut p, mut c, mut m) = (
-                splat::<F, N>(zero),
-                splat::<F, N>(zero),
-                splat::<F, N>(zero),
-            );
-            for w in 0..N {
-                let capped = x[w] <= one;
-                let a = if capped { x[w] } else { one };
-                m[w] = if capped { one } else { zero };
-                p[w] = x[w] - a;
-                c[w] = a;
-            }
-            s.c[i] = c;
-            s.m[i] = m;
-            for k in 1..r {
-                // b = relu(c − θ), q = c − b, x = b + p, a = min(x, 1), p = x − a, c = a + q.
-                let theta = &t.rounds[k - 1].theta;
-                for w in 0..N {
-                    let u = c[w] - theta[w];
-                    let b = if u > zero { u } else { zero };
-                    let q = c[w] - b;
-                    let x = b + p[w];
-                    let capped = x <= one;
-                    let a = if capped { x } else { one };
-                    m[w] = if capped { one } else { zero };
-                    p[w] = x - a;
-                    c[w] = a + q;
-                }
-                s.c[k * n + i] = c;
-                s.m[k * n + i] = m;
-            }
-        }
-        for buf in [&mut s.gq, &mut s.tin, &mut s.gc] {
+        s.thetas.clear();
+        s.thetas.extend(t.rounds.iter().map(|rt| rt.theta));
+        for buf in [&mut s.masked, &mut s.gq] {
             buf.resize(n, splat::<F, N>(zero));
         }
-        // Last round first: b̄ = g, p̄ = q̄ = 0. The elementwise passes run over the flattened
-        // lanes: written per lane vector, LLVM unrolls the inner lane loop (32 lanes) and then
-        // vectorises across entries, with gathers and scatters.
-        let mut gz = soft_vjp(t, &s.tailw, r - 1, &s.c[(r - 1) * n..r * n], g, &mut s.gc);
-        // Each combining pass also forms the next (earlier) round's inner adjoint b̄ − q̄.
-        let more = r > 1;
-        for ((((o, q), &c), &m), ti) in gv
-            .as_flattened_mut()
-            .iter_mut()
-            .zip(s.gq.as_flattened_mut())
-            .zip(s.gc.as_flattened())
-            .zip(s.m[(r - 1) * n..r * n].as_flattened())
-            .zip(s.tin.as_flattened_mut())
+        // The last round's masked adjoint `g ⊙ 1[c − θ > 0]` and its sum (b̄ = g, p̄ = q̄ = 0).
+        let last = r - 1;
+        let mut sum = splat::<F, N>(zero);
         {
-            *o = if m > zero { c } else { zero };
-            *q = c;
-            if more {
-                *ti = *o - c;
+            let theta = &s.thetas[last];
+            for ((o, x), gi) in s.masked.iter_mut().zip(&t.v).zip(g) {
+                let st = entry_state(x, &s.thetas, last);
+                let mut ov = [zero; N];
+                for w in 0..N {
+                    let a = if st.c[w] - theta[w] > zero {
+                        gi[w]
+                    } else {
+                        zero
+                    };
+                    ov[w] = a;
+                    sum[w] += a;
+                }
+                *o = ov;
             }
         }
-        for k in (0..r - 1).rev() {
-            let gzk = soft_vjp(t, &s.tailw, k, &s.c[k * n..(k + 1) * n], &s.tin, &mut s.gc);
-            for w in 0..N {
-                gz[w] += gzk[w];
+        let mut gz = splat::<F, N>(zero);
+        for k in (0..r).rev() {
+            let round = round_scalars(t, k, n, &sum, &mut s.dh);
+            if k == last {
+                gz = round.gz;
+            } else {
+                for w in 0..N {
+                    gz[w] += round.gz[w];
+                }
             }
-            let more = k > 0;
-            for ((((o, q), &c), &m), ti) in gv
-                .as_flattened_mut()
-                .iter_mut()
-                .zip(s.gq.as_flattened_mut())
-                .zip(s.gc.as_flattened())
-                .zip(s.m[k * n..(k + 1) * n].as_flattened())
-                .zip(s.tin.as_flattened_mut())
-            {
-                let c = *q + c;
-                *o = if m > zero { c } else { *o };
-                *q = c;
-                if more {
-                    *ti = *o - c;
+            sum = splat::<F, N>(zero);
+            let prev_theta = if k > 0 { s.thetas[k - 1] } else { splat(zero) };
+            let lh = round.lh;
+            for (i, x) in t.v.iter().enumerate() {
+                let st = entry_state(x, &s.thetas, k);
+                let (tw, dh, mut o) = (s.tailw[i], s.dh[i], s.masked[i]);
+                // Round k's input adjoint: the masked adjoint, the tail's closed form, and
+                // the head's term (scattered into `dh` at the head's entries).
+                for w in 0..N {
+                    let tail = tw[w] <= lh[w];
+                    o[w] += if tail { tw[w] * round.step[w] } else { zero };
+                    o[w] = if tail { o[w] } else { o[w] + dh[w] };
+                }
+                // Dykstra's combination: q̄ accumulates, b̄ − q̄ feeds round k − 1.
+                let (mut out, mut q) = ([zero; N], [zero; N]);
+                if k == last {
+                    for w in 0..N {
+                        out[w] = if st.m[w] > zero { o[w] } else { zero };
+                        q[w] = o[w];
+                    }
+                } else {
+                    let (gq, prev) = (s.gq[i], gv[i]);
+                    for w in 0..N {
+                        let c = gq[w] + o[w];
+                        out[w] = if st.m[w] > zero { c } else { prev[w] };
+                        q[w] = c;
+                    }
+                }
+                gv[i] = out;
+                if k > 0 {
+                    s.gq[i] = q;
+                    let mut ov = [zero; N];
+                    for w in 0..N {
+                        let tin = out[w] - q[w];
+                        let a = if st.c_prev[w] - prev_theta[w] > zero {
+                            tin
+                        } else {
+                            zero
+                        };
+                        ov[w] = a;
+                        sum[w] += a;
+                    }
+                    s.masked[i] = ov;
                 }
             }
         }
@@ -217,66 +219,89 @@ impl SoftDykstraLanes {
     }
 }
 
-/// The VJP of round `k`'s soft simplex projection (input `c`, in original coordinates) for
-/// the output adjoint `g`: writes the input adjoint into `gv`, returns `∂ℓ/∂z`. The per-row
-/// `SoftSimplex::vjp`, lane by lane, with the order from the tape (`tailw`: `l − rank` of
-/// every entry).
+/// One entry's Dykstra state at round `k`: its inner input `c_k`, cap mask `1[x_k ≤ 1]`, and
+/// the previous round's inner input `c_{k−1}` (unspecified for `k = 0`), recomputed from the
+/// input as the forward pass computes them (cheaper than storing them).
+struct EntryState<F, const N: usize> {
+    c: Lanes<F, N>,
+    m: Lanes<F, N>,
+    c_prev: Lanes<F, N>,
+}
+
 #[inline(always)]
-fn soft_vjp<F: Real, const N: usize>(
-    t: &LanesTape<F, N>,
-    tailw: &[Lanes<F, N>],
+fn entry_state<F: Real, const N: usize>(
+    x: &Lanes<F, N>,
+    thetas: &[Lanes<F, N>],
     k: usize,
-    c: &[Lanes<F, N>],
-    g: &[Lanes<F, N>],
-    gv: &mut [Lanes<F, N>],
-) -> Lanes<F, N> {
-    let l = c.len();
-    let zero = F::zero();
-    let rt = &t.rounds[k];
-    // ḡ_v = g ⊙ 1[c − θ > 0], θ̄ = −Σ g ⊙ 1[c − θ > 0].
-    let mut sum = splat::<F, N>(zero);
-    for ((o, c), g) in gv.iter_mut().zip(c).zip(g) {
+) -> EntryState<F, N> {
+    let (zero, one) = (F::zero(), F::one());
+    // Round 1: a = min(x, 1), p = x − a, c = a.
+    let (mut p, mut c, mut m) = (
+        splat::<F, N>(zero),
+        splat::<F, N>(zero),
+        splat::<F, N>(zero),
+    );
+    for w in 0..N {
+        let capped = x[w] <= one;
+        let a = if capped { x[w] } else { one };
+        m[w] = if capped { one } else { zero };
+        p[w] = x[w] - a;
+        c[w] = a;
+    }
+    let mut c_prev = c;
+    for theta in &thetas[..k] {
+        c_prev = c;
+        // b = relu(c − θ), q = c − b, x = b + p, a = min(x, 1), p = x − a, c = a + q.
         for w in 0..N {
-            let x = if c[w] - rt.theta[w] > zero {
-                g[w]
-            } else {
-                zero
-            };
-            o[w] = x;
-            sum[w] += x;
+            let u = c[w] - theta[w];
+            let b = if u > zero { u } else { zero };
+            let q = c[w] - b;
+            let x = b + p[w];
+            let capped = x <= one;
+            let a = if capped { x } else { one };
+            m[w] = if capped { one } else { zero };
+            p[w] = x - a;
+            c[w] = a + q;
         }
     }
-    let (mut dn, mut dd, mut gz, mut dot, mut step, mut suffix) = (
-        splat::<F, N>(zero),
-        splat::<F, N>(zero),
+    EntryState { c, m, c_prev }
+}
+
+/// Round `k`'s per-lane numbers of the soft simplex VJP, given `sum` = Σ of its masked
+/// adjoint: `∂ℓ/∂z` (with the head's terms), the tail's step and bound `l − head`, and the
+/// head's terms into `dh` at their entries (the other entries of `dh` are left as they are). The per-row `SoftSimplex::vjp`, lane by lane.
+#[inline(always)]
+fn round_scalars<F: Real, const N: usize>(
+    t: &LanesTape<F, N>,
+    k: usize,
+    l: usize,
+    sum: &Lanes<F, N>,
+    dh: &mut Vec<Lanes<F, N>>,
+) -> RoundScalars<F, N> {
+    let zero = F::zero();
+    let rt = &t.rounds[k];
+    let mut out = RoundScalars {
+        gz: splat::<F, N>(zero),
+        step: splat::<F, N>(zero),
+        lh: splat::<F, N>(zero),
+    };
+    let (mut dn, mut dd, mut dot, mut suffix) = (
         splat::<F, N>(zero),
         splat::<F, N>(zero),
         splat::<F, N>(zero),
         splat::<F, N>(zero),
     );
     for w in 0..N {
+        // θ̄ = −Σ g ⊙ 1[c − θ > 0].
         let dtheta = zero - sum[w];
         dn[w] = dtheta / rt.d[w];
         dd[w] = -dtheta * rt.theta[w] / rt.d[w];
-        gz[w] = -dtheta / rt.d[w];
+        out.gz[w] = -dtheta / rt.d[w];
         dot[w] = dn[w] * rt.n[w] + dd[w] * rt.d[w];
-        step[w] = dn[w] * rt.rho_tail[w];
-        suffix[w] = of::<F>(l - rt.head[w] as usize) * step[w];
-    }
-    // Past every lane's head: c̄'s suffix sum in closed form, (l − i) N̄ ρ_t at rank i, added
-    // in original coordinates (no scatter).
-    let mut lh = splat::<F, N>(zero);
-    for w in 0..N {
-        lh[w] = of(l - rt.head[w] as usize);
-    }
-    for (o, tw) in gv.iter_mut().zip(tailw) {
-        for w in 0..N {
-            o[w] += if tw[w] <= lh[w] {
-                tw[w] * step[w]
-            } else {
-                zero
-            };
-        }
+        out.step[w] = dn[w] * rt.rho_tail[w];
+        // Past every lane's head: c̄'s suffix sum in closed form, (l − i) N̄ ρ_t at rank i.
+        suffix[w] = of::<F>(l - rt.head[w] as usize) * out.step[w];
+        out.lh[w] = of(l - rt.head[w] as usize);
     }
     let hmax = rt.len;
     let (hc, hrho, hr) = (
@@ -284,29 +309,35 @@ fn soft_vjp<F: Real, const N: usize>(
         &t.hrho[rt.start..rt.start + hmax],
         &t.hr[rt.start..rt.start + hmax],
     );
+    dh.resize(l, splat::<F, N>(zero));
     for i in (0..hmax).rev() {
         let j: F = of(i + 1);
         let mut d = splat::<F, N>(zero);
-        let mut head = [false; N];
         for w in 0..N {
             // Head: r̄ = j ā/(1 + r)², ā = ρ (N̄ c + D̄ j − ⟨ρ, ρ̄⟩). Past a lane's head ρ and
-            // the factor are 0 (so is what is added), and nothing is scattered.
-            head[w] = (i as u32) < rt.head[w];
+            // the factor are 0 (so is what is added), and its term is never read.
             let rho = hrho[i][w];
             let da = rho * (dn[w] * hc[i][w] + dd[w] * j - dot[w]);
             let dr = da * hr[i][w];
-            gz[w] += dr;
+            out.gz[w] += dr;
             suffix[w] += dn[w] * rho - dr;
             d[w] = j * dr + suffix[w];
         }
         let perm = &t.perm[i];
         for w in 0..N {
-            if head[w] {
-                gv[perm[w] as usize][w] += d[w];
+            if (i as u32) < rt.head[w] {
+                dh[perm[w] as usize][w] = d[w];
             }
         }
     }
-    gz
+    out
+}
+
+/// See [`round_scalars`].
+struct RoundScalars<F, const N: usize> {
+    gz: Lanes<F, N>,
+    step: Lanes<F, N>,
+    lh: Lanes<F, N>,
 }
 
 /// Tape of [`SoftDykstraLanes::forward_tape`]; reused across calls (no allocation once grown).
@@ -347,9 +378,11 @@ struct RoundTape<F, const N: usize> {
 pub struct LanesVjpScratch<F, const N: usize = LANES> {
     /// `l − rank` of every input entry (`l` for the largest).
     tailw: Vec<Lanes<F, N>>,
-    c: Vec<Lanes<F, N>>,
-    m: Vec<Lanes<F, N>>,
+    /// Every round's `θ`.
+    thetas: Vec<Lanes<F, N>>,
+    /// The current round's masked adjoint `b̄ ⊙ 1[c − θ > 0]`, and Dykstra's `q̄`.
+    masked: Vec<Lanes<F, N>>,
     gq: Vec<Lanes<F, N>>,
-    tin: Vec<Lanes<F, N>>,
-    gc: Vec<Lanes<F, N>>,
+    /// The current round's head terms, at their entries (stale elsewhere, never read there).
+    dh: Vec<Lanes<F, N>>,
 }

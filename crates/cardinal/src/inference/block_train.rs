@@ -306,7 +306,7 @@ impl<F: Float> Unroll<'_, F> {
         for step in 0..steps {
             // x_t goes straight into the step's tape, which keeps it for the backward pass.
             let proj = &mut t.record.proj[step];
-            self.block_step(
+            self.block_step_outlined(
                 wpt,
                 &t.input.u,
                 &t.work.y,
