@@ -13,8 +13,7 @@ impl<F: Float> Unroll<'_, F> {
     /// mask `1[a > 0]` in `g_out` and `mask_out` if given (`(buffer, offset, stride)`: unit
     /// `k`'s mask goes to `buffer[offset + k·stride]`).
     ///
-    /// Inlined into its caller; the training pass calls it through
-    /// [`Self::block_step_outlined`].
+    /// Inlined into its caller; the training pass calls it through [`block_step_dispatch`].
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn block_step<const N: usize>(
@@ -81,32 +80,16 @@ impl<F: Float> Unroll<'_, F> {
             i0 += n;
         }
     }
-
-    /// [`Self::block_step`] as a function of its own, compiled for the widest vectors the CPU
-    /// has. Inside the training forward pass's large body, LLVM's register allocation has
-    /// kept the accumulators of `Wpᵀ y` on the stack, making that pass a fifth slower; on its
-    /// own it keeps them in registers. (Inference keeps it inlined: there it is faster so.)
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn block_step_outlined<const N: usize>(
-        &self,
-        wpt: &[F],
-        u: &[Lanes<F, N>],
-        y: &[Lanes<F, N>],
-        act: &mut [Lanes<F, N>],
-        velocity: &mut [Lanes<F, N>],
-        x: &mut [Lanes<F, N>],
-        g_out: Option<&mut [Lanes<F, N>]>,
-        mask_out: Option<(&mut [Lanes<F, N>], usize, usize)>,
-    ) {
-        block_step_dispatch(self, wpt, u, y, act, velocity, x, g_out, mask_out)
-    }
 }
 
 simd::dispatch! {
     features ["avx512f", "avx512bw"], ["avx2"];
-    /// `Unroll::block_step` compiled for the widest vectors the CPU has.
+    /// [`Unroll::block_step`] as a function of its own, compiled for the widest vectors the
+    /// CPU has. Inside the training forward pass's large body, LLVM's register allocation has
+    /// kept the accumulators of `Wpᵀ y` on the stack, making that pass a fifth slower; on its
+    /// own it keeps them in registers. (Inference keeps the step inlined: it is faster so.)
     #[allow(clippy::too_many_arguments)]
-    fn block_step_dispatch<'a, F: Float, const N: usize>(
+    pub(super) fn block_step_dispatch<'a, F: Float, const N: usize>(
         un: &Unroll<'_, F>,
         wpt: &[F],
         u: &[Lanes<F, N>],

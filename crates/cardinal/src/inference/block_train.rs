@@ -8,6 +8,7 @@ use cardinal_proj::{AnyProjector, ProjError, Projector};
 use ndarray::linalg::general_mat_mul;
 use ndarray::Array2;
 
+use super::block_step::block_step_dispatch;
 use super::lane_ops::{lane_to_row, lanes_view, row_to_lane};
 use super::Unroll;
 use crate::model::{c, Float};
@@ -306,7 +307,8 @@ impl<F: Float> Unroll<'_, F> {
         for step in 0..steps {
             // x_t goes straight into the step's tape, which keeps it for the backward pass.
             let proj = &mut t.record.proj[step];
-            self.block_step_outlined(
+            block_step_dispatch(
+                self,
                 wpt,
                 &t.input.u,
                 &t.work.y,
