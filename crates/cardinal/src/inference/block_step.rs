@@ -30,15 +30,20 @@ impl<F: Float> Unroll<'_, F> {
         let (l, e) = (self.l(), self.e());
         let (zero, one) = (F::zero(), F::one());
         let (eta, momentum) = (self.eta, self.momentum);
+        assert_eq!(y.len(), l, "one entry of y per label");
         // a = Wpᵀ y, s = w2 ⊙ 1[a > 0]: four energy units per pass over y (independent sums).
+        // The rows of Wpᵀ are zipped with y, not indexed: with bounds checks in the loop, LLVM
+        // kept some of the sums on the stack (a store per entry; the ascent step ran slower).
         let mut k0 = 0;
         while k0 < e {
             let kn = (e - k0).min(4);
             let mut acc = [[zero; N]; 4];
-            let rows: [&[F]; 4] = std::array::from_fn(|q| &wpt[(k0 + q.min(kn - 1)) * l..][..l]);
-            for (i, yi) in y.iter().enumerate() {
+            let [r0, r1, r2, r3]: [&[F]; 4] =
+                std::array::from_fn(|q| &wpt[(k0 + q.min(kn - 1)) * l..][..l]);
+            for ((((yi, &w0), &w1), &w2), &w3) in y.iter().zip(r0).zip(r1).zip(r2).zip(r3) {
+                let w = [w0, w1, w2, w3];
                 for q in 0..4 {
-                    axpy(&mut acc[q], rows[q][i], yi);
+                    axpy(&mut acc[q], w[q], yi);
                 }
             }
             for q in 0..kn {
