@@ -108,9 +108,8 @@ impl SoftDykstraLanes {
             return Ok(());
         }
         let zero = F::zero();
-        s.sorted.clear();
-        s.sorted.extend_from_slice(v);
-        self.net.sort_desc(&mut s.sorted);
+        s.sorted.resize(v.len(), [zero; N]);
+        self.net.sort_desc_from(v, &mut s.sorted);
         // Each round's inner input c_k is a coordinate-wise map of the input given the earlier
         // rounds' θ: computed on the fly from the sorted input inside each scan, and from the
         // input itself in the one output pass. No per-round buffers.

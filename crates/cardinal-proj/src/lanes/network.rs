@@ -189,7 +189,7 @@ impl SortingNetwork {
 
     fn with_tiles(n: usize, tiles: [usize; 2]) -> Self {
         let mut count = Count { n, comparators: 0 };
-        walk(n, tiles, &mut count);
+        walk(n, tiles, 2, &mut count);
         Self {
             n,
             tiles,
@@ -216,7 +216,24 @@ impl SortingNetwork {
     #[inline(always)]
     pub fn sort_desc<F: Real, const N: usize>(&self, x: &mut [Lanes<F, N>]) {
         assert_eq!(x.len(), self.n, "sorting network of another length");
-        walk(self.n, self.tiles, &mut Run(Values(x)));
+        walk(self.n, self.tiles, 2, &mut Run(Values(x)));
+    }
+
+    /// [`Self::sort_desc`] of `src` into `x` (its contents ignored): the network's first layer
+    /// reads `src`, so the caller makes no copy of the input to sort in place.
+    #[inline(always)]
+    pub fn sort_desc_from<F: Real, const N: usize>(
+        &self,
+        src: &[Lanes<F, N>],
+        x: &mut [Lanes<F, N>],
+    ) {
+        assert!(
+            src.len() == self.n && x.len() == self.n,
+            "sorting network of another length"
+        );
+        let mut out = Values(x);
+        first_layer(self.n, |k| src[k], &mut out);
+        walk(self.n, self.tiles, 4, &mut Run(out));
     }
 
     /// [`Self::sort_desc`] carrying each entry's index in `idx` along (the same comparisons, so
@@ -231,7 +248,30 @@ impl SortingNetwork {
             x.len() == self.n && idx.len() == self.n,
             "sorting network of another length"
         );
-        walk(self.n, self.tiles, &mut Run(Indexed(x, idx)));
+        walk(self.n, self.tiles, 2, &mut Run(Indexed(x, idx)));
+    }
+
+    /// [`Self::sort_desc_indexed`] of `src` into `x`, with the indices `0..n` as the carried
+    /// ones (the contents of `x` and `idx` are ignored): the first layer reads `src` and
+    /// gives every entry its index, so the caller neither copies the input nor fills `idx`.
+    #[inline(always)]
+    pub fn sort_desc_indexed_from<F: Real, const N: usize>(
+        &self,
+        src: &[Lanes<F, N>],
+        x: &mut [Lanes<F, N>],
+        idx: &mut [Lanes<u16, N>],
+    ) {
+        assert!(
+            src.len() == self.n && x.len() == self.n && idx.len() == self.n,
+            "sorting network of another length"
+        );
+        assert!(
+            self.n <= 1 << 16,
+            "indexed sorts take rows of up to 65536 entries"
+        );
+        let mut out = Indexed(x, idx);
+        first_layer(self.n, |k| (src[k], [k as u16; N]), &mut out);
+        walk(self.n, self.tiles, 4, &mut Run(out));
     }
 }
 
@@ -256,8 +296,11 @@ const TILES: [usize; 2] = [2048, 128];
 /// keeps long rows (`L` in the tens of thousands) from falling out of the caches. (Written
 /// out for two levels, not recursively: every function here must inline into the caller's
 /// instruction-set variant.)
+///
+/// `first` is the first stage that runs: 2 (all of them), or 4 where the caller has run the
+/// first layer itself ([`first_layer`]).
 #[inline(always)]
-fn walk(n: usize, tiles: [usize; 2], v: &mut impl Visit) {
+fn walk(n: usize, tiles: [usize; 2], first: usize, v: &mut impl Visit) {
     if n < 2 {
         return;
     }
@@ -266,7 +309,7 @@ fn walk(n: usize, tiles: [usize; 2], v: &mut impl Visit) {
     let t1 = tiles[1].min(t2);
     // Stages within an L1 tile, tile by tile.
     for b in (0..n).step_by(t1) {
-        let mut s = 2;
+        let mut s = first;
         while s <= t1 {
             let d = merge_start(s, b, b + t1, v);
             halves(d, 0, b, b + t1, v);
@@ -275,7 +318,7 @@ fn walk(n: usize, tiles: [usize; 2], v: &mut impl Visit) {
     }
     // Stages within an L2 tile, tile by tile.
     for b in (0..n).step_by(t2) {
-        let mut s = 2 * t1;
+        let mut s = (2 * t1).max(first);
         while s <= t2 {
             let d = merge_start(s, b, b + t2, v);
             finish_in_tile(n, d, b, b + t2, t1, v);
@@ -283,7 +326,7 @@ fn walk(n: usize, tiles: [usize; 2], v: &mut impl Visit) {
         }
     }
     // Longer stages over the whole row.
-    let mut s = 2 * t2;
+    let mut s = (2 * t2).max(first);
     while s <= top {
         let d = merge_start(s, 0, top, v);
         let d = halves(d, t2 / 2, 0, top, v);
@@ -363,6 +406,21 @@ fn halves(mut d: usize, above: usize, from: usize, to: usize, v: &mut impl Visit
         }
     }
     d
+}
+
+/// The network's first layer (stage 2: wire `2b` against `2b + 1`) from the wires `load`
+/// gives into `out`; a last odd wire is copied. `walk` from stage 4 then finishes the sort.
+#[inline(always)]
+fn first_layer<S: Wires>(n: usize, load: impl Fn(usize) -> S::W, out: &mut S) {
+    for b in (0..n).step_by(2) {
+        if b + 1 < n {
+            let (hi, lo) = S::cmp(load(b), load(b + 1));
+            out.store(b, hi);
+            out.store(b + 1, lo);
+        } else {
+            out.store(b, load(b));
+        }
+    }
 }
 
 /// Counts the comparators the pruned network runs.

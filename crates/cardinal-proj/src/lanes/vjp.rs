@@ -47,15 +47,10 @@ impl SoftDykstraLanes {
             return Ok(());
         }
         let zero = F::zero();
-        s.sorted.clear();
-        s.sorted.extend_from_slice(v);
-        t.perm.clear();
-        assert!(
-            n <= 1 << 16,
-            "lockstep projections take rows of up to 65536 entries"
-        );
-        t.perm.extend((0..n).map(|i| [i as u16; N]));
-        self.net.sort_desc_indexed(&mut s.sorted, &mut t.perm);
+        s.sorted.resize(n, splat::<F, N>(zero));
+        t.perm.resize(n, [0; N]);
+        self.net
+            .sort_desc_indexed_from(v, &mut s.sorted, &mut t.perm);
         order_ties(v, &mut s.sorted, &mut t.perm);
         s.thetas.clear();
         for _ in 0..self.rounds {

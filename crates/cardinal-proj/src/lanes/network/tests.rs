@@ -25,6 +25,14 @@ fn every_tiling_sorts_every_binary_input() {
                 let mut plain = v.clone();
                 net.sort_desc(&mut plain);
                 assert_eq!(plain, x, "tiles {tiles:?} n {n}");
+                // The variants that read the input in their first layer: the same result,
+                // whatever the output buffers held.
+                let (mut xf, mut idf) = (vec![[9.0; N]; n], vec![[7u16; N]; n]);
+                net.sort_desc_indexed_from(&v, &mut xf, &mut idf);
+                assert_eq!((&xf, &idf), (&x, &idx), "tiles {tiles:?} n {n}");
+                let mut pf = vec![[9.0; N]; n];
+                net.sort_desc_from(&v, &mut pf);
+                assert_eq!(pf, x, "tiles {tiles:?} n {n}");
                 for w in 0..N {
                     let mut seen = vec![false; n];
                     for k in 0..n {
@@ -54,6 +62,9 @@ fn every_tiling_sorts_long_rows() {
                 .collect();
             let mut x = v.clone();
             net.sort_desc(&mut x);
+            let mut xf = vec![[0.5; N]; n];
+            net.sort_desc_from(&v, &mut xf);
+            assert_eq!(xf, x, "tiles {tiles:?} n {n}");
             for w in 0..N {
                 let mut expect: Vec<f64> = v.iter().map(|r| r[w]).collect();
                 expect.sort_by(|a, b| b.total_cmp(a));
