@@ -66,10 +66,17 @@ impl<F: Float> Unroll<'_, F> {
         while i0 < l {
             let n = (l - i0).min(4);
             let mut acc: [Lanes<F, N>; 4] = std::array::from_fn(|q| u[i0 + q.min(n - 1)]);
-            for (k, sk) in act.iter().enumerate() {
-                let row = &wpt[k * l..(k + 1) * l];
+            // Each row of Wpᵀ read as one slice of four (a bounds check per unit, not per
+            // label); a last group of fewer than four repeats its last label.
+            let last = i0 + n - 1;
+            for (sk, row) in act.iter().zip(wpt.chunks_exact(l)) {
+                let w: [F; 4] = if n == 4 {
+                    row[i0..i0 + 4].try_into().expect("four labels")
+                } else {
+                    std::array::from_fn(|q| row[(i0 + q).min(last)])
+                };
                 for q in 0..4 {
-                    axpy(&mut acc[q], row[i0 + q.min(n - 1)], sk);
+                    axpy(&mut acc[q], w[q], sk);
                 }
             }
             for (q, g) in acc.iter().take(n).enumerate() {
