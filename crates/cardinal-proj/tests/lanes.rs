@@ -21,7 +21,9 @@ fn sorting_network_sorts_every_binary_input_up_to_14() {
                     *xw = ((bits.rotate_left(w as u32) >> i) & 1) as f32;
                 }
             }
-            net.sort_desc(&mut x);
+            let mut sorted = vec![[0.0f32; LANES]; n];
+            net.sort_desc(&x, &mut sorted);
+            let x = sorted;
             for w in 0..LANES {
                 for i in 1..n {
                     assert!(x[i - 1][w] >= x[i][w], "n {n} bits {bits:b} lane {w}");
@@ -49,7 +51,9 @@ fn sorting_network_equals_a_comparison_sort() {
         for col in &mut expect {
             col.sort_by(|a, b| b.partial_cmp(a).unwrap());
         }
-        net.sort_desc(&mut x);
+        let mut sorted = vec![[0.0f64; LANES]; n];
+        net.sort_desc(&x, &mut sorted);
+        let x = sorted;
         for (w, col) in expect.iter().enumerate() {
             for i in 0..n {
                 assert_eq!(x[i][w], col[i], "n {n} lane {w} position {i}");

@@ -109,7 +109,7 @@ impl SoftDykstraLanes {
         }
         let zero = F::zero();
         s.sorted.resize(v.len(), [zero; N]);
-        self.net.sort_desc_from(v, &mut s.sorted);
+        self.net.sort_desc(v, &mut s.sorted);
         // Each round's inner input c_k is a coordinate-wise map of the input given the earlier
         // rounds' θ: computed on the fly from the sorted input inside each scan, and from the
         // input itself in the one output pass. No per-round buffers.

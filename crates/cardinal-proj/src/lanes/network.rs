@@ -212,21 +212,11 @@ impl SortingNetwork {
         self.comparators
     }
 
-    /// Sorts every lane of `x` (length `n`, no NaN) descending.
+    /// Sorts every lane of `src` (length `n`, no NaN) descending into `x` (its contents
+    /// ignored). The network's first layer reads `src`, so callers make no copy to sort in
+    /// place.
     #[inline(always)]
-    pub fn sort_desc<F: Real, const N: usize>(&self, x: &mut [Lanes<F, N>]) {
-        assert_eq!(x.len(), self.n, "sorting network of another length");
-        walk(self.n, self.tiles, 2, &mut Run(Values(x)));
-    }
-
-    /// [`Self::sort_desc`] of `src` into `x` (its contents ignored): the network's first layer
-    /// reads `src`, so the caller makes no copy of the input to sort in place.
-    #[inline(always)]
-    pub fn sort_desc_from<F: Real, const N: usize>(
-        &self,
-        src: &[Lanes<F, N>],
-        x: &mut [Lanes<F, N>],
-    ) {
+    pub fn sort_desc<F: Real, const N: usize>(&self, src: &[Lanes<F, N>], x: &mut [Lanes<F, N>]) {
         assert!(
             src.len() == self.n && x.len() == self.n,
             "sorting network of another length"
@@ -236,26 +226,12 @@ impl SortingNetwork {
         walk(self.n, self.tiles, 4, &mut Run(out));
     }
 
-    /// [`Self::sort_desc`] carrying each entry's index in `idx` along (the same comparisons, so
-    /// `x` ends up exactly as `sort_desc` leaves it). Tied entries end in no particular order.
+    /// [`Self::sort_desc`] carrying each entry's index along: `idx[k][w]` ends as the index in
+    /// `src` of lane `w`'s `k`-th largest entry (the contents of `x` and `idx` are ignored; the
+    /// first layer gives every entry its index). The same comparisons, so `x` ends exactly as
+    /// `sort_desc` leaves it. Tied entries end in no particular order.
     #[inline(always)]
     pub fn sort_desc_indexed<F: Real, const N: usize>(
-        &self,
-        x: &mut [Lanes<F, N>],
-        idx: &mut [Lanes<u16, N>],
-    ) {
-        assert!(
-            x.len() == self.n && idx.len() == self.n,
-            "sorting network of another length"
-        );
-        walk(self.n, self.tiles, 2, &mut Run(Indexed(x, idx)));
-    }
-
-    /// [`Self::sort_desc_indexed`] of `src` into `x`, with the indices `0..n` as the carried
-    /// ones (the contents of `x` and `idx` are ignored): the first layer reads `src` and
-    /// gives every entry its index, so the caller neither copies the input nor fills `idx`.
-    #[inline(always)]
-    pub fn sort_desc_indexed_from<F: Real, const N: usize>(
         &self,
         src: &[Lanes<F, N>],
         x: &mut [Lanes<F, N>],
@@ -297,8 +273,8 @@ const TILES: [usize; 2] = [2048, 128];
 /// out for two levels, not recursively: every function here must inline into the caller's
 /// instruction-set variant.)
 ///
-/// `first` is the first stage that runs: 2 (all of them), or 4 where the caller has run the
-/// first layer itself ([`first_layer`]).
+/// `first` is the first stage that runs: 2 (all of them, as the comparator count needs), or 4
+/// after the sorts have run the first layer themselves ([`first_layer`]).
 #[inline(always)]
 fn walk(n: usize, tiles: [usize; 2], first: usize, v: &mut impl Visit) {
     if n < 2 {

@@ -49,8 +49,7 @@ impl SoftDykstraLanes {
         let zero = F::zero();
         s.sorted.resize(n, splat::<F, N>(zero));
         t.perm.resize(n, [0; N]);
-        self.net
-            .sort_desc_indexed_from(v, &mut s.sorted, &mut t.perm);
+        self.net.sort_desc_indexed(v, &mut s.sorted, &mut t.perm);
         order_ties(v, &mut s.sorted, &mut t.perm);
         s.thetas.clear();
         for _ in 0..self.rounds {
