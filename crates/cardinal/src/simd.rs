@@ -83,3 +83,49 @@ macro_rules! dispatch {
 }
 
 pub(crate) use dispatch;
+
+/// Defines a function whose body is compiled only for one CPU-feature set, for bodies written
+/// with that set's intrinsics (which are safe to call inside it): the function returns
+/// `Some` of the body's value where the CPU has every listed feature, else `None` (then the
+/// caller takes another route). The body's helpers carry the same `#[target_feature]`.
+///
+/// ```text
+/// crate::simd::require! {
+///     features ["avx512f", "fma"];
+///     /// What it computes.
+///     pub(super) fn products(g: &[f32], out: &mut [f32]) { ... }
+/// }
+/// ```
+///
+/// Accepted shapes: as [`dispatch!`]'s, without generic parameters.
+macro_rules! require {
+    (
+        features [$($feature:tt),+ $(,)?];
+        $(#[$attr:meta])*
+        $vis:vis fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $(-> $ret:ty)?
+        $body:block
+    ) => {
+        $(#[$attr])*
+        #[allow(unsafe_code)]
+        $vis fn $name( $($arg : $ty),* ) -> Option<$crate::simd::require!(@ret $($ret)?)> {
+            #[cfg(target_arch = "x86_64")]
+            {
+                $(#[target_feature(enable = $feature)])+
+                fn variant( $($arg : $ty),* ) $(-> $ret)? $body
+                if $(::std::arch::is_x86_feature_detected!($feature))&&+ {
+                    // SAFETY: the CPU has every feature `variant` is compiled for.
+                    return Some(unsafe { variant( $($arg),* ) });
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                let _ = ( $($arg),* );
+            }
+            None
+        }
+    };
+    (@ret) => { () };
+    (@ret $ret:ty) => { $ret };
+}
+
+pub(crate) use require;

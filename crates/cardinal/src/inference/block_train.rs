@@ -9,6 +9,7 @@ use ndarray::linalg::general_mat_mul;
 use ndarray::Array2;
 
 use super::block_step::block_step_dispatch;
+use super::energy_products::{energy_products, EnergyOperands, EnergyScratch};
 use super::lane_ops::{lane_to_row, lanes_view, row_to_lane};
 use super::Unroll;
 use crate::model::{c, Float};
@@ -103,6 +104,7 @@ struct BlockWork<F: Float, const N: usize> {
     /// Scratch of [`Unroll::energy_block`].
     energy_s: Vec<Lanes<F, N>>,
     energy_p: Array2<F>,
+    energy_products: EnergyScratch,
 }
 
 impl<F: Float, const N: usize> Default for BlockTape<F, N> {
@@ -148,6 +150,7 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
                 fin: Vec::new(),
                 energy_s: Vec::new(),
                 energy_p: Array2::zeros((0, 0)),
+                energy_products: EnergyScratch::default(),
             },
             gwp: Array2::zeros((0, 0)),
             gwe: Vec::new(),
@@ -508,25 +511,38 @@ impl<F: Float> Unroll<'_, F> {
         for m in t.record.masks.iter_mut() {
             m[t.input.rows..].fill(zero);
         }
-        t.work.energy_s.clear();
-        t.work.energy_s.extend_from_slice(&t.record.masks);
-        for (k, row) in t.work.energy_s.chunks_exact_mut(steps).enumerate() {
-            let we = self.we[k];
-            for x in row.iter_mut().flatten() {
-                *x *= we;
-            }
-        }
         let tn = steps * N;
-        let (g, s, m) = (
-            lanes_view(&t.out.ggs, l, tn),
-            lanes_view(&t.work.energy_s, e, tn),
-            lanes_view(&t.record.masks, e, tn),
-        );
-        general_mat_mul(F::one(), &g, &s.t(), zero, &mut t.gwp);
         if t.work.energy_p.dim() != (e, tn) {
             t.work.energy_p = Array2::zeros((e, tn));
         }
-        general_mat_mul(F::one(), &self.wpt, &g, zero, &mut t.work.energy_p);
+        let ops = EnergyOperands {
+            g: &t.out.ggs,
+            masks: &t.record.masks,
+            we: self.we,
+            wpt: self.wpt,
+        };
+        if !energy_products(
+            &ops,
+            &mut t.gwp,
+            &mut t.work.energy_p,
+            &mut t.work.energy_products,
+        ) {
+            t.work.energy_s.clear();
+            t.work.energy_s.extend_from_slice(&t.record.masks);
+            for (k, row) in t.work.energy_s.chunks_exact_mut(steps).enumerate() {
+                let we = self.we[k];
+                for x in row.iter_mut().flatten() {
+                    *x *= we;
+                }
+            }
+            let (g, s) = (
+                lanes_view(&t.out.ggs, l, tn),
+                lanes_view(&t.work.energy_s, e, tn),
+            );
+            general_mat_mul(F::one(), &g, &s.t(), zero, &mut t.gwp);
+            general_mat_mul(F::one(), &self.wpt, &g, zero, &mut t.work.energy_p);
+        }
+        let m = lanes_view(&t.record.masks, e, tn);
         for ((gw, p), m) in t
             .gwe
             .iter_mut()

@@ -32,6 +32,7 @@ use crate::model::Float;
 mod block;
 mod block_step;
 mod block_train;
+mod energy_products;
 mod lane_ops;
 mod row;
 #[cfg(test)]
