@@ -17,9 +17,11 @@ pub struct SoftDykstraLanes {
 #[derive(Debug, Clone, Default)]
 pub struct LanesScratch<F, const N: usize = LANES> {
     pub(super) sorted: Vec<Lanes<F, N>>,
-    /// Per head position: `c_j` and the softmax logit (then its weight).
+    /// Per head position: `c_j`, the softmax logit (then its weight) and (training)
+    /// `j/(1 + r_j)²`; the current head is a prefix (see `soft_theta`).
     pub(super) head_c: Vec<Lanes<F, N>>,
     pub(super) head_a: Vec<Lanes<F, N>>,
+    pub(super) head_r: Vec<Lanes<F, N>>,
     /// `θ` of each round so far.
     pub(super) thetas: Vec<Lanes<F, N>>,
 }

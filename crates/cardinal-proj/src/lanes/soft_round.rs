@@ -38,6 +38,11 @@ pub(super) fn inner_input<F: Real, const N: usize>(
 /// input `c` of the round after `thetas` (mapped on the fly from the descending input
 /// `sorted`): the same arithmetic as the per-row scan, lane by lane, except that the tail's
 /// weighted sum is accumulated in one pass with the head instead of in eight partial sums.
+///
+/// The head's `c_j`, softmax weights and (if asked) `j/(1 + r_j)²` go to the first
+/// [`SoftRound::len`] entries of `head_c`, `head_a` and `head_r`, which only grow (to `L`
+/// entries): the scan writes them by position, with no `push` whose reallocation call would
+/// make LLVM save the scan's vector registers on every step.
 #[inline(always)]
 pub(super) fn soft_theta<F: Real, const N: usize>(
     sorted: &[Lanes<F, N>],
@@ -49,8 +54,15 @@ pub(super) fn soft_theta<F: Real, const N: usize>(
 ) -> SoftRound<F, N> {
     let l = sorted.len();
     let (zero, one) = (F::zero(), F::one());
-    head_c.clear();
-    head_a.clear();
+    for buf in [&mut *head_c, &mut *head_a]
+        .into_iter()
+        .chain(head_r.as_deref_mut())
+    {
+        if buf.len() < l {
+            buf.resize(l, splat(zero));
+        }
+    }
+    let mut len = 0;
     // One pass: while a lane's r_j = j μ_j − (c_j − z) > 0 (its head, a prefix), its cumsum,
     // logit j r/(1 + r) and head length advance; after it, Σ_{i ≥ head} (l − i) μ_i (0-based).
     let mut c = splat::<F, N>(zero);
@@ -86,11 +98,12 @@ pub(super) fn soft_theta<F: Real, const N: usize>(
             // reduction that keeps LLVM from vectorising the loop.
             any_head = active.iter().any(|&a| a > zero);
             if any_head {
-                head_c.push(cs);
-                head_a.push(logit);
+                head_c[len] = cs;
+                head_a[len] = logit;
                 if let Some(hr) = head_r.as_deref_mut() {
-                    hr.push(rfac);
+                    hr[len] = rfac;
                 }
+                len += 1;
             }
         } else {
             for w in 0..N {
@@ -98,6 +111,7 @@ pub(super) fn soft_theta<F: Real, const N: usize>(
             }
         }
     }
+    let (head_c, head_a) = (&head_c[..len], &mut head_a[..len]);
     let lf: F = of(l);
     let mut amax = splat::<F, N>(F::neg_infinity());
     for w in 0..N {
@@ -166,6 +180,7 @@ pub(super) fn soft_theta<F: Real, const N: usize>(
         d: splat::<F, N>(zero),
         rho_tail: splat::<F, N>(zero),
         head: [0; N],
+        len,
     };
     for w in 0..N {
         let n_tail = lf - head[w];
@@ -194,4 +209,6 @@ pub(super) struct SoftRound<F, const N: usize> {
     pub(super) d: Lanes<F, N>,
     pub(super) rho_tail: Lanes<F, N>,
     pub(super) head: Lanes<u32, N>,
+    /// Head positions written (the longest head over the lanes).
+    pub(super) len: usize,
 }

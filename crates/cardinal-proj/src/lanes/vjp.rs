@@ -60,10 +60,11 @@ impl SoftDykstraLanes {
                 &s.thetas,
                 &mut s.head_c,
                 &mut s.head_a,
-                Some(&mut t.hr),
+                Some(&mut s.head_r),
             );
-            t.hc.extend_from_slice(&s.head_c);
-            t.hrho.extend_from_slice(&s.head_a);
+            t.hc.extend_from_slice(&s.head_c[..r.len]);
+            t.hrho.extend_from_slice(&s.head_a[..r.len]);
+            t.hr.extend_from_slice(&s.head_r[..r.len]);
             s.thetas.push(r.theta);
             t.rounds.push(RoundTape {
                 theta: r.theta,
@@ -72,7 +73,7 @@ impl SoftDykstraLanes {
                 rho_tail: r.rho_tail,
                 head: r.head,
                 start,
-                len: s.head_c.len(),
+                len: r.len,
             });
         }
         let (last, earlier) = s.thetas.split_last().expect("rounds > 0");

@@ -77,7 +77,8 @@ struct BlockResults<F, const N: usize> {
     loss: Lanes<F, N>,
     gz: Lanes<F, N>,
     geta: Lanes<F, N>,
-    /// Backward: `∂ℓ/∂u` (`L`) and the adjoints `η ḡv_t` of `g_t` (`L × T`, label-major).
+    /// Backward: `∂ℓ/∂u` (`L`) and the adjoints `η ḡv_t` of `g_t` (`T × L`, step-major: each
+    /// step's are written together).
     gu: Vec<Lanes<F, N>>,
     ggs: Vec<Lanes<F, N>>,
 }
@@ -103,6 +104,7 @@ struct BlockWork<F: Float, const N: usize> {
     fin: Vec<Lanes<F, N>>,
     /// Scratch of [`Unroll::energy_block`].
     energy_s: Vec<Lanes<F, N>>,
+    energy_g: Vec<Lanes<F, N>>,
     energy_p: Array2<F>,
     energy_products: EnergyScratch,
 }
@@ -149,6 +151,7 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
                 row_out: Vec::new(),
                 fin: Vec::new(),
                 energy_s: Vec::new(),
+                energy_g: Vec::new(),
                 energy_p: Array2::zeros((0, 0)),
                 energy_products: EnergyScratch::default(),
             },
@@ -209,7 +212,7 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
         let [l, e, steps] = self.input.dims;
         for t in 0..steps {
             for i in 0..l {
-                ggs[t * l + i] = self.out.ggs[i * steps + t][r];
+                ggs[t * l + i] = self.out.ggs[t * l + i][r];
             }
             for k in 0..e {
                 masks[t * e + k] = self.record.masks[k * steps + t][r];
@@ -477,7 +480,7 @@ impl<F: Float> Unroll<'_, F> {
                     gu[w] += ggi[w];
                     v[w] = momentum * gv;
                 }
-                (t.work.gv[i], t.out.ggs[i * steps + step], t.out.gu[i]) = (v, ggi, gu);
+                (t.work.gv[i], t.out.ggs[step * l + i], t.out.gu[i]) = (v, ggi, gu);
             }
             std::mem::swap(&mut t.work.gy, &mut t.work.gyp);
         }
@@ -535,8 +538,15 @@ impl<F: Float> Unroll<'_, F> {
                     *x *= we;
                 }
             }
+            // The adjoints label-major (`L × TN`), as the GEMMs read them.
+            t.work.energy_g.clear();
+            t.work.energy_g.extend(
+                (0..l)
+                    .flat_map(|i| (0..steps).map(move |step| (step, i)))
+                    .map(|(step, i)| t.out.ggs[step * l + i]),
+            );
             let (g, s) = (
-                lanes_view(&t.out.ggs, l, tn),
+                lanes_view(&t.work.energy_g, l, tn),
                 lanes_view(&t.work.energy_s, e, tn),
             );
             general_mat_mul(F::one(), &g, &s.t(), zero, &mut t.gwp);

@@ -28,8 +28,9 @@ const KC: usize = 256;
 const W: usize = 16;
 
 /// The operands of [`energy_products`], as [`super::Unroll::energy_block`] holds them:
-/// the adjoints `g` (`l × tn`, lane vectors), the masks `m` (`e × tn`), `w2` (`e`) and `Wpᵀ`
-/// (`e × l`).
+/// the adjoints `g` (`T × l` lane vectors, step-major, as the backward pass writes them: entry
+/// `(i, t·N + w)` of the `l × tn` matrix is lane `w` of `g[t·l + i]`), the masks `m`
+/// (`e × tn`), `w2` (`e`) and `Wpᵀ` (`e × l`).
 pub(super) struct EnergyOperands<'a, F: Float, const N: usize> {
     pub(super) g: &'a Vec<Lanes<F, N>>,
     pub(super) masks: &'a Vec<Lanes<F, N>>,
@@ -37,16 +38,21 @@ pub(super) struct EnergyOperands<'a, F: Float, const N: usize> {
     pub(super) wpt: ArrayView2<'a, F>,
 }
 
-/// [`energy_products`]' buffers: `sᵀ` and `Wp` with the units padded to whole vectors.
+/// [`energy_products`]' buffers: `sᵀ` and `Wp` with the units padded to whole vectors, and
+/// the first product's sums.
 #[derive(Debug, Clone, Default)]
 pub(super) struct EnergyScratch {
     st: Vec<[f32; W]>,
     wp: Vec<[f32; W]>,
+    /// The first product's running sums and total, a vector per label.
+    sums: Vec<[f32; W]>,
+    total: Vec<[f32; W]>,
 }
 
 /// `gwp = g sᵀ` (`l × e`) and `p = Wpᵀ g` (`e × tn`), overwritten, as `general_mat_mul` with
-/// `α = 1`, `β = 0` computes them. False, with nothing written, where this kernel does not run
-/// (no AVX-512, `f64`, a row length `tn` not a multiple of 16): the caller then runs the GEMMs.
+/// `α = 1`, `β = 0` computes them on the `l × tn` matrix `g`. False, with nothing written, where
+/// this kernel does not run (no AVX-512, `f64`, `N` other than 16, 32 or 64: whole vectors
+/// and whole steps per [`KC`] block): the caller then runs the GEMMs.
 pub(super) fn energy_products<F: Float, const N: usize>(
     ops: &EnergyOperands<'_, F, N>,
     gwp: &mut Array2<F>,
@@ -67,7 +73,7 @@ pub(super) fn energy_products<F: Float, const N: usize>(
         return false;
     }
     let tn = g.len() / l;
-    if tn == 0 || tn % W != 0 || masks.len() != e * tn || !has_kernel() {
+    if tn == 0 || ![16, 32, 64].contains(&N) || masks.len() != e * tn || !has_kernel() {
         return false;
     }
     assert_eq!(gwp.dim(), (l, e), "∂Wp is l × e");
@@ -93,19 +99,24 @@ pub(super) fn energy_products<F: Float, const N: usize>(
             w[q] = f32_of(x);
         }
     }
-    let shape = Shape { l, e, tn };
+    let shape = Shape { l, e, n: N, tn };
     let (gwp, p) = (
         gwp.as_slice_mut().expect("standard layout"),
         p.as_slice_mut().expect("standard layout"),
     );
-    kernel::products(g, &scratch.st, &scratch.wp, shape, gwp, p).is_some()
+    for buf in [&mut scratch.sums, &mut scratch.total] {
+        buf.clear();
+        buf.resize(l, [0.0; W]);
+    }
+    kernel::products(g, scratch, shape, gwp, p).is_some()
 }
 
-/// The products' dimensions: labels, energy units, steps × lanes.
+/// The products' dimensions: labels, energy units, lanes, steps × lanes.
 #[derive(Debug, Clone, Copy)]
 struct Shape {
     l: usize,
     e: usize,
+    n: usize,
     tn: usize,
 }
 
@@ -138,7 +149,7 @@ mod kernel {
         __m512, _mm512_add_ps, _mm512_fmadd_ps, _mm512_set1_ps, _mm512_setzero_ps,
     };
 
-    use super::{Shape, KC, W};
+    use super::{EnergyScratch, Shape, KC, W};
     use crate::simd;
 
     /// Rows of `g` per pass of the first product: eight independent chains per unit vector
@@ -151,15 +162,37 @@ mod kernel {
         /// each sum a chain of FMAs in `KC` blocks (see the module's docs).
         pub(super) fn products(
             g: &[f32],
-            st: &[[f32; W]],
-            wp: &[[f32; W]],
+            scratch: &mut EnergyScratch,
             shape: Shape,
             gwp: &mut [f32],
             p: &mut [f32],
         ) {
-            first_product(g, st, shape, gwp);
-            second_product(g, wp, shape, p);
+            // The lanes as a constant: the inner loops then have no bounds checks.
+            match shape.n {
+                16 => products_of::<16>(g, scratch, shape, gwp, p),
+                32 => products_of::<32>(g, scratch, shape, gwp, p),
+                64 => products_of::<64>(g, scratch, shape, gwp, p),
+                n => unreachable!("{n} lanes: energy_products declines them"),
+            }
         }
+    }
+
+    #[target_feature(enable = "avx512f,fma,avx2")]
+    fn products_of<const N: usize>(
+        g: &[f32],
+        scratch: &mut EnergyScratch,
+        shape: Shape,
+        gwp: &mut [f32],
+        p: &mut [f32],
+    ) {
+        let EnergyScratch {
+            st,
+            wp,
+            sums,
+            total,
+        } = scratch;
+        first_product::<N>(g, st, sums, total, shape, gwp);
+        second_product::<N>(g, wp, shape, p);
     }
 
     fn load(x: &[f32; W]) -> __m512 {
@@ -170,83 +203,112 @@ mod kernel {
         bytemuck::cast(x)
     }
 
-    /// `gwp = g sᵀ`: `ROWS` rows of `g` at a time against one vector of units.
+    /// `gwp = g sᵀ`, one step at a time over all labels (the adjoints are read in the order
+    /// they lie), `ROWS` labels at a time against one vector of units. Each label's chain runs
+    /// on across the steps of a `KC` block through `sums`; the blocks are added in `total`.
     #[target_feature(enable = "avx512f,fma,avx2")]
-    fn first_product(g: &[f32], st: &[[f32; W]], shape: Shape, gwp: &mut [f32]) {
-        let Shape { l, e, tn } = shape;
-        let full = l / ROWS * ROWS;
+    fn first_product<const N: usize>(
+        g: &[f32],
+        st: &[[f32; W]],
+        sums: &mut [[f32; W]],
+        total: &mut [[f32; W]],
+        shape: Shape,
+        gwp: &mut [f32],
+    ) {
+        let Shape { l, e, tn, .. } = shape;
+        let steps = tn / N;
         for (v, st) in st.chunks_exact(tn).enumerate() {
+            for (b, s0) in (0..steps).step_by(KC / N).enumerate() {
+                for s in s0..(s0 + KC / N).min(steps) {
+                    let st: &[[f32; W]; N] = st[s * N..][..N].try_into().expect("a step");
+                    let step = &g[s * l * N..][..l * N];
+                    let mut groups = sums.chunks_exact_mut(ROWS);
+                    for (i0, sums) in (&mut groups).enumerate() {
+                        let lanes = &step[i0 * ROWS * N..][..ROWS * N];
+                        step_into::<N, ROWS>(lanes, st, sums, s == s0);
+                    }
+                    let rest = groups.into_remainder();
+                    let lanes = &step[(l - rest.len()) * N..];
+                    for (lanes, sum) in lanes.chunks_exact(N).zip(rest.chunks_exact_mut(1)) {
+                        step_into::<N, 1>(lanes, st, sum, s == s0);
+                    }
+                }
+                for (t, s) in total.iter_mut().zip(sums.iter()) {
+                    *t = if b == 0 {
+                        *s
+                    } else {
+                        store(_mm512_add_ps(load(t), load(s)))
+                    };
+                }
+            }
             let units = (e - v * W).min(W);
-            for (i0, block) in g[..full * tn].chunks_exact(ROWS * tn).enumerate() {
-                let rows: [&[f32]; ROWS] = std::array::from_fn(|r| &block[r * tn..][..tn]);
-                let c = rows_times(rows, st);
-                for (r, c) in c.iter().enumerate() {
-                    gwp[(i0 * ROWS + r) * e + v * W..][..units]
-                        .copy_from_slice(&store(*c)[..units]);
-                }
-            }
-            for i in full..l {
-                let c = rows_times([&g[i * tn..][..tn]], st);
-                gwp[i * e + v * W..][..units].copy_from_slice(&store(c[0])[..units]);
+            for (i, t) in total.iter().enumerate() {
+                gwp[i * e + v * W..][..units].copy_from_slice(&t[..units]);
             }
         }
     }
 
-    /// `Σ_t row[t] st[t]` for each row: one chain per row and `KC` block, the blocks added in
-    /// order.
+    /// One step's terms of `R` labels' chains: `sums[r] += Σ_w lanes[r][w] st[w]`, fused and in
+    /// order, from `+0` if `first`.
     #[target_feature(enable = "avx512f,fma,avx2")]
-    fn rows_times<const R: usize>(rows: [&[f32]; R], st: &[[f32; W]]) -> [__m512; R] {
-        let tn = st.len();
-        let mut c = [_mm512_setzero_ps(); R];
-        for (b, t0) in (0..tn).step_by(KC).enumerate() {
-            let t1 = (t0 + KC).min(tn);
-            let rows: [&[f32]; R] = std::array::from_fn(|r| &rows[r][t0..t1]);
-            let mut acc = [_mm512_setzero_ps(); R];
-            for (j, s) in st[t0..t1].iter().enumerate() {
-                let s = load(s);
-                for r in 0..R {
-                    acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(rows[r][j]), s, acc[r]);
-                }
+    fn step_into<const N: usize, const R: usize>(
+        lanes: &[f32],
+        st: &[[f32; W]; N],
+        sums: &mut [[f32; W]],
+        first: bool,
+    ) {
+        let labels: [&[f32; N]; R] =
+            std::array::from_fn(|r| lanes[r * N..][..N].try_into().expect("a lane vector"));
+        let mut acc: [__m512; R] = std::array::from_fn(|r| {
+            if first {
+                _mm512_setzero_ps()
+            } else {
+                load(&sums[r])
             }
+        });
+        for w in 0..N {
+            let sv = load(&st[w]);
             for r in 0..R {
-                c[r] = if b == 0 {
-                    acc[r]
-                } else {
-                    _mm512_add_ps(c[r], acc[r])
-                };
+                acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(labels[r][w]), sv, acc[r]);
             }
         }
-        c
+        for r in 0..R {
+            sums[r] = store(acc[r]);
+        }
     }
 
-    /// `p = Wpᵀ g`: sixteen columns of `g` at a time against all sixteen units of a vector,
+    /// `p = Wpᵀ g`: sixteen lanes of a step at a time against all sixteen units of a vector,
     /// each unit's sum a chain along the labels.
     #[target_feature(enable = "avx512f,fma,avx2")]
-    fn second_product(g: &[f32], wp: &[[f32; W]], shape: Shape, p: &mut [f32]) {
-        let Shape { l, e, tn } = shape;
+    fn second_product<const N: usize>(g: &[f32], wp: &[[f32; W]], shape: Shape, p: &mut [f32]) {
+        let Shape { l, e, tn, .. } = shape;
+        let n = N;
         for (v, wp) in wp.chunks_exact(l).enumerate() {
             let units = (e - v * W).min(W);
-            for off in (0..tn).step_by(W) {
-                let mut c = [_mm512_setzero_ps(); W];
-                for (b, i0) in (0..l).step_by(KC).enumerate() {
-                    let i1 = (i0 + KC).min(l);
-                    let mut acc = [_mm512_setzero_ps(); W];
-                    for (row, w) in g[i0 * tn..i1 * tn].chunks_exact(tn).zip(&wp[i0..i1]) {
-                        let gv = load(row[off..off + W].try_into().expect("a vector"));
+            for (s, step) in g.chunks_exact(l * n).enumerate() {
+                for w0 in (0..n).step_by(W) {
+                    let mut c = [_mm512_setzero_ps(); W];
+                    for (b, i0) in (0..l).step_by(KC).enumerate() {
+                        let i1 = (i0 + KC).min(l);
+                        let mut acc = [_mm512_setzero_ps(); W];
+                        for (lanes, w) in step[i0 * n..i1 * n].chunks_exact(n).zip(&wp[i0..i1]) {
+                            let lanes: &[f32; N] = lanes.try_into().expect("a lane vector");
+                            let gv = load(lanes[w0..w0 + W].try_into().expect("a vector"));
+                            for k in 0..W {
+                                acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(w[k]), gv, acc[k]);
+                            }
+                        }
                         for k in 0..W {
-                            acc[k] = _mm512_fmadd_ps(_mm512_set1_ps(w[k]), gv, acc[k]);
+                            c[k] = if b == 0 {
+                                acc[k]
+                            } else {
+                                _mm512_add_ps(c[k], acc[k])
+                            };
                         }
                     }
-                    for k in 0..W {
-                        c[k] = if b == 0 {
-                            acc[k]
-                        } else {
-                            _mm512_add_ps(c[k], acc[k])
-                        };
+                    for (k, c) in c.iter().enumerate().take(units) {
+                        p[(v * W + k) * tn + s * n + w0..][..W].copy_from_slice(&store(*c));
                     }
-                }
-                for (k, c) in c.iter().enumerate().take(units) {
-                    p[(v * W + k) * tn + off..][..W].copy_from_slice(&store(*c));
                 }
             }
         }
@@ -255,13 +317,12 @@ mod kernel {
 
 #[cfg(not(target_arch = "x86_64"))]
 mod kernel {
-    use super::{Shape, W};
+    use super::{EnergyScratch, Shape};
 
     /// Never runs: [`super::has_kernel`] is false off x86-64.
     pub(super) fn products(
         _g: &[f32],
-        _st: &[[f32; W]],
-        _wp: &[[f32; W]],
+        _scratch: &mut EnergyScratch,
         _shape: Shape,
         _gwp: &mut [f32],
         _p: &mut [f32],
@@ -305,7 +366,7 @@ mod tests {
             .zip(ops.we)
             .flat_map(|(row, &we)| row.iter().map(move |&m| m * we))
             .collect();
-        let g = ArrayView2::from_shape((l, tn), ops.g.as_flattened()).unwrap();
+        let g = Array2::from_shape_fn((l, tn), |(i, t)| ops.g[(t / N) * l + i][t % N]);
         let s = ArrayView2::from_shape((e, tn), &s[..]).unwrap();
         let (mut gwp, mut p) = (Array2::zeros((l, e)), Array2::zeros((e, tn)));
         general_mat_mul(1.0, &g, &s.t(), 0.0, &mut gwp);
@@ -378,6 +439,7 @@ mod tests {
         {
             check::<32>(l, e, steps, seed as u64, &mut scratch);
             check::<16>(l, e, steps, 100 + seed as u64, &mut scratch);
+            check::<64>(l, e, steps, 200 + seed as u64, &mut scratch);
         }
     }
 
