@@ -1,7 +1,7 @@
 //! The lockstep operator and its inference forward pass (no tape).
 
 use super::network::SortingNetwork;
-use super::soft_round::{inner_input, soft_theta};
+use super::soft_round::{inner_input, room_for_head, soft_theta};
 use super::{Lanes, LANES};
 use crate::util::of;
 use crate::{ProjError, Real};
@@ -17,11 +17,10 @@ pub struct SoftDykstraLanes {
 #[derive(Debug, Clone, Default)]
 pub struct LanesScratch<F, const N: usize = LANES> {
     pub(super) sorted: Vec<Lanes<F, N>>,
-    /// Per head position: `c_j`, the softmax logit (then its weight) and (training)
-    /// `j/(1 + r_j)²`; the current head is a prefix (see `soft_theta`).
+    /// Per head position: `c_j` and the softmax logit (then its weight); the current head
+    /// is a prefix (see `soft_theta`).
     pub(super) head_c: Vec<Lanes<F, N>>,
     pub(super) head_a: Vec<Lanes<F, N>>,
-    pub(super) head_r: Vec<Lanes<F, N>>,
     /// `θ` of each round so far.
     pub(super) thetas: Vec<Lanes<F, N>>,
 }
@@ -117,6 +116,8 @@ impl SoftDykstraLanes {
         // input itself in the one output pass. No per-round buffers.
         s.thetas.clear();
         for _ in 0..self.rounds {
+            room_for_head(&mut s.head_c, 0, v.len());
+            room_for_head(&mut s.head_a, 0, v.len());
             let round = soft_theta(&s.sorted, z, &s.thetas, &mut s.head_c, &mut s.head_a, None);
             s.thetas.push(round.theta);
         }

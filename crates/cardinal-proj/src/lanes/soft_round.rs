@@ -40,28 +40,22 @@ pub(super) fn inner_input<F: Real, const N: usize>(
 /// weighted sum is accumulated in one pass with the head instead of in eight partial sums.
 ///
 /// The head's `c_j`, softmax weights and (if asked) `j/(1 + r_j)²` go to the first
-/// [`SoftRound::len`] entries of `head_c`, `head_a` and `head_r`, which only grow (to `L`
-/// entries): the scan writes them by position, with no `push` whose reallocation call would
-/// make LLVM save the scan's vector registers on every step.
+/// [`SoftRound::len`] entries of `head_c`, `head_a` and `head_r` (each at least `L` long; see
+/// [`room_for_head`]): written by position, with no `push` whose reallocation call would make
+/// LLVM save the scan's vector registers on every step, and straight where the caller keeps
+/// them (the tape), with no copy.
 #[inline(always)]
 pub(super) fn soft_theta<F: Real, const N: usize>(
     sorted: &[Lanes<F, N>],
     z: &Lanes<F, N>,
     thetas: &[Lanes<F, N>],
-    head_c: &mut Vec<Lanes<F, N>>,
-    head_a: &mut Vec<Lanes<F, N>>,
-    mut head_r: Option<&mut Vec<Lanes<F, N>>>,
+    head_c: &mut [Lanes<F, N>],
+    head_a: &mut [Lanes<F, N>],
+    mut head_r: Option<&mut [Lanes<F, N>]>,
 ) -> SoftRound<F, N> {
     let l = sorted.len();
     let (zero, one) = (F::zero(), F::one());
-    for buf in [&mut *head_c, &mut *head_a]
-        .into_iter()
-        .chain(head_r.as_deref_mut())
-    {
-        if buf.len() < l {
-            buf.resize(l, splat(zero));
-        }
-    }
+    let (head_c, head_a) = (&mut head_c[..l], &mut head_a[..l]);
     let mut len = 0;
     // One pass: while a lane's r_j = j μ_j − (c_j − z) > 0 (its head, a prefix), its cumsum,
     // logit j r/(1 + r) and head length advance; after it, Σ_{i ≥ head} (l − i) μ_i (0-based).
@@ -199,6 +193,17 @@ pub(super) fn soft_theta<F: Real, const N: usize>(
         out.head[w] = head[w].to_u32().expect("a head length");
     }
     out
+}
+
+/// Grows `buf` (never shrinks it) so that a head of up to `l` positions fits from `start`.
+pub(super) fn room_for_head<F: Real, const N: usize>(
+    buf: &mut Vec<Lanes<F, N>>,
+    start: usize,
+    l: usize,
+) {
+    if buf.len() < start + l {
+        buf.resize(start + l, splat(F::zero()));
+    }
 }
 
 /// What one soft simplex projection of a block computes besides its head: the threshold `θ`,

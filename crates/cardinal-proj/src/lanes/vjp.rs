@@ -2,7 +2,7 @@
 
 use super::forward::{LanesScratch, SoftDykstraLanes};
 use super::network::order_ties;
-use super::soft_round::{inner_input, soft_theta};
+use super::soft_round::{inner_input, room_for_head, soft_theta};
 use super::{splat, Lanes, LANES};
 use crate::util::of;
 use crate::{ProjError, Real};
@@ -39,9 +39,6 @@ impl SoftDykstraLanes {
         self.check(v, z, out)?;
         let n = self.net.len();
         t.rounds.clear();
-        t.hc.clear();
-        t.hrho.clear();
-        t.hr.clear();
         if self.rounds == 0 {
             out.copy_from_slice(v);
             return Ok(());
@@ -52,19 +49,20 @@ impl SoftDykstraLanes {
         self.net.sort_desc_indexed(v, &mut s.sorted, &mut t.perm);
         order_ties(v, &mut s.sorted, &mut t.perm);
         s.thetas.clear();
+        // The rounds' heads one after another in the tape's buffers (which only grow).
+        let mut start = 0;
         for _ in 0..self.rounds {
-            let start = t.hc.len();
+            for buf in [&mut t.hc, &mut t.hrho, &mut t.hr] {
+                room_for_head(buf, start, n);
+            }
             let r = soft_theta(
                 &s.sorted,
                 z,
                 &s.thetas,
-                &mut s.head_c,
-                &mut s.head_a,
-                Some(&mut s.head_r),
+                &mut t.hc[start..],
+                &mut t.hrho[start..],
+                Some(&mut t.hr[start..]),
             );
-            t.hc.extend_from_slice(&s.head_c[..r.len]);
-            t.hrho.extend_from_slice(&s.head_a[..r.len]);
-            t.hr.extend_from_slice(&s.head_r[..r.len]);
             s.thetas.push(r.theta);
             t.rounds.push(RoundTape {
                 theta: r.theta,
@@ -75,6 +73,7 @@ impl SoftDykstraLanes {
                 start,
                 len: r.len,
             });
+            start += r.len;
         }
         let (last, earlier) = s.thetas.split_last().expect("rounds > 0");
         for (o, x) in out.iter_mut().zip(v) {
@@ -344,7 +343,8 @@ pub struct LanesTape<F, const N: usize = LANES> {
     /// `perm[k][w]`: the index of lane `w`'s `k`-th largest input.
     perm: Vec<Lanes<u16, N>>,
     rounds: Vec<RoundTape<F, N>>,
-    /// Head positions `0..len` of every round (at `start`): `c_j`, `ρ_j`, `j/(1 + r_j)²`.
+    /// Head positions `0..len` of every round (at `start`): `c_j`, `ρ_j`, `j/(1 + r_j)²`
+    /// (buffers that only grow: what lies past the last round's head is stale).
     hc: Vec<Lanes<F, N>>,
     hrho: Vec<Lanes<F, N>>,
     hr: Vec<Lanes<F, N>>,
