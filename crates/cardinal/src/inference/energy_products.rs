@@ -177,6 +177,7 @@ mod kernel {
         }
     }
 
+    /// [`products`] for blocks of `N` lanes.
     #[target_feature(enable = "avx512f,fma,avx2")]
     fn products_of<const N: usize>(
         g: &[f32],
@@ -443,45 +444,34 @@ mod tests {
         }
     }
 
-    /// Where the kernel cannot run it writes nothing and says so: rows of 8 lanes (not whole
-    /// vectors) and `f64`.
-    #[test]
-    fn energy_products_decline_what_they_do_not_cover() {
-        // Three labels, one step of eight lanes.
-        let g = vec![[1.0f32; 8]; 3];
-        let masks = vec![[1.0f32; 8]; 2];
-        let wpt = Array2::<f32>::ones((2, 3));
+    /// `energy_products` on ones (`e` units, `l` labels, `steps` steps of `N` lanes) declines
+    /// and leaves the outputs as they were.
+    fn declines<F: Float, const N: usize>(e: usize, l: usize, steps: usize) {
+        let (g, masks) = (
+            vec![[F::one(); N]; l * steps],
+            vec![[F::one(); N]; e * steps],
+        );
+        let (wpt, we) = (Array2::<F>::ones((e, l)), vec![F::one(); e]);
         let ops = EnergyOperands {
             g: &g,
             masks: &masks,
-            we: &[1.0, 1.0],
+            we: &we,
             wpt: wpt.view(),
         };
-        let (mut gwp, mut p) = (
-            Array2::from_elem((3, 2), 7.0),
-            Array2::from_elem((2, 8), 7.0),
-        );
-        assert!(!energy_products(
-            &ops,
-            &mut gwp,
-            &mut p,
-            &mut EnergyScratch::default()
-        ));
-        assert!(gwp.iter().chain(p.iter()).all(|&x| x == 7.0));
-        let g64 = vec![[1.0f64; 16]; 4];
-        let wpt64 = Array2::<f64>::ones((2, 2));
-        let ops = EnergyOperands {
-            g: &g64,
-            masks: &g64,
-            we: &[1.0, 1.0],
-            wpt: wpt64.view(),
-        };
-        let (mut gwp, mut p) = (Array2::zeros((2, 2)), Array2::zeros((2, 32)));
-        assert!(!energy_products(
-            &ops,
-            &mut gwp,
-            &mut p,
-            &mut EnergyScratch::default()
-        ));
+        let seven = F::from_f64(7.0).unwrap();
+        let mut gwp = Array2::from_elem((l, e), seven);
+        let mut p = Array2::from_elem((e, steps * N), seven);
+        let mut scratch = EnergyScratch::default();
+        assert!(!energy_products(&ops, &mut gwp, &mut p, &mut scratch));
+        assert!(gwp.iter().chain(p.iter()).all(|&x| x == seven));
+    }
+
+    /// Where the kernel cannot run it writes nothing and says so: rows of 8 lanes (not whole
+    /// vectors), 48 lanes (not whole steps per block of 256) and `f64`.
+    #[test]
+    fn energy_products_decline_what_they_do_not_cover() {
+        declines::<f32, 8>(2, 3, 1);
+        declines::<f32, 48>(2, 3, 2);
+        declines::<f64, 16>(2, 2, 2);
     }
 }
