@@ -115,9 +115,9 @@ impl SoftDykstraLanes {
         // rounds' θ: computed on the fly from the sorted input inside each scan, and from the
         // input itself in the one output pass. No per-round buffers.
         s.thetas.clear();
+        room_for_head(&mut s.head_c, 0, v.len());
+        room_for_head(&mut s.head_a, 0, v.len());
         for _ in 0..self.rounds {
-            room_for_head(&mut s.head_c, 0, v.len());
-            room_for_head(&mut s.head_a, 0, v.len());
             let round = soft_theta(&s.sorted, z, &s.thetas, &mut s.head_c, &mut s.head_a, None);
             s.thetas.push(round.theta);
         }

@@ -104,11 +104,16 @@ pub(super) fn energy_products<F: Float, const N: usize>(
         gwp.as_slice_mut().expect("standard layout"),
         p.as_slice_mut().expect("standard layout"),
     );
-    for buf in [&mut scratch.sums, &mut scratch.total] {
-        buf.clear();
-        buf.resize(l, [0.0; W]);
+    // Written before they are read (the first step of a block, the first block): no clearing.
+    scratch.sums.resize(l, [0.0; W]);
+    scratch.total.resize(l, [0.0; W]);
+    #[cfg(target_arch = "x86_64")]
+    return kernel::products(g, scratch, shape, gwp, p).is_some();
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (g, shape, gwp, p);
+        false
     }
-    kernel::products(g, scratch, shape, gwp, p).is_some()
 }
 
 /// The products' dimensions: labels, energy units, lanes, steps × lanes.
@@ -313,22 +318,6 @@ mod kernel {
                 }
             }
         }
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-mod kernel {
-    use super::{EnergyScratch, Shape};
-
-    /// Never runs: [`super::has_kernel`] is false off x86-64.
-    pub(super) fn products(
-        _g: &[f32],
-        _scratch: &mut EnergyScratch,
-        _shape: Shape,
-        _gwp: &mut [f32],
-        _p: &mut [f32],
-    ) -> Option<()> {
-        None
     }
 }
 

@@ -190,26 +190,21 @@ crate::simd::dispatch! {
         hidden: &[F],
         scale: Option<F>,
     ) {
-        relu_dropout_pass(dh, pre, hidden, scale)
-    }
-}
-
-#[inline(always)]
-fn relu_dropout_pass<F: Float>(dh: &mut [F], pre: &[F], hidden: &[F], scale: Option<F>) {
-    let zero = F::zero();
-    match scale {
-        Some(scale) => {
-            for ((g, &a), &h) in dh.iter_mut().zip(pre).zip(hidden) {
-                *g = if (a > zero) & (h > zero) {
-                    *g * scale
-                } else {
-                    zero
-                };
+        let zero = F::zero();
+        match scale {
+            Some(scale) => {
+                for ((g, &a), &h) in dh.iter_mut().zip(pre).zip(hidden) {
+                    *g = if (a > zero) & (h > zero) {
+                        *g * scale
+                    } else {
+                        zero
+                    };
+                }
             }
-        }
-        None => {
-            for (g, &a) in dh.iter_mut().zip(pre) {
-                *g = if a > zero { *g } else { zero };
+            None => {
+                for (g, &a) in dh.iter_mut().zip(pre) {
+                    *g = if a > zero { *g } else { zero };
+                }
             }
         }
     }
