@@ -522,43 +522,40 @@ impl<S: Wires> Visit for Run<S> {
 
 /// Puts tied entries of the sorted lanes `sorted` (indices `idx` into `v`) in the order of the
 /// per-row argsort ([`rank_key`], which `util::argsort_desc` sorts by), so that the VJP ranks
-/// tied entries as the per-row operator does. Runs of equal values are rare outside
-/// constructed inputs: one vector pass finds them, a scalar pass fixes their lanes.
+/// tied entries as the per-row operator does.
+///
+/// One vector pass keeps, per lane, where its current run of equal values starts; an entry
+/// equal to the one before it is inserted into its run right there (insertion sort by key,
+/// which is a total order, so the result is the argsort's whatever the network left). Ties
+/// are rare but not negligible (a few lanes in 32 per sort late in training, by chance among
+/// nearby values), so only their entries take the scalar path: a pass over the whole lane per
+/// tied lane was a twentieth of the training epoch.
 #[inline(always)]
 pub(super) fn order_ties<F: Real, const N: usize>(
     v: &[Lanes<F, N>],
     sorted: &mut [Lanes<F, N>],
     idx: &mut [Lanes<u16, N>],
 ) {
-    let n = sorted.len();
-    // Integer flags, and an exit once every lane has a tie (the scan then goes over each of
-    // them anyway): a loop without an exit LLVM vectorises across entries, with gathers (the
-    // pass took a tenth of a taped projection).
-    let mut tied = [0u32; N];
     let Some(&first) = sorted.first() else {
         return;
     };
-    let mut prev = first;
-    for x in &sorted[1..] {
-        let x = *x;
-        for w in 0..N {
-            tied[w] |= u32::from(prev[w] == x[w]);
-        }
-        prev = x;
-        if tied.iter().all(|&t| t != 0) {
-            break;
-        }
-    }
     let key = |w: usize, i: u16| rank_key(v[i as usize][w], i as usize);
-    for w in (0..N).filter(|&w| tied[w] != 0) {
-        let mut s = 0;
-        while s < n {
-            let mut e = s + 1;
-            while e < n && sorted[e][w] == sorted[s][w] {
-                e += 1;
-            }
-            // Insertion sort of the run by (key, index).
-            for k in s + 1..e {
+    let mut start = [0u32; N];
+    let mut prev = first;
+    for k in 1..sorted.len() {
+        let x = sorted[k];
+        // Integer flags: an ordered float reduction would keep this from vectorising.
+        let mut any = 0u32;
+        for w in 0..N {
+            let tie = prev[w] == x[w];
+            start[w] = if tie { start[w] } else { k as u32 };
+            any |= u32::from(tie);
+        }
+        if any != 0 {
+            for w in (0..N).filter(|&w| prev[w] == x[w]) {
+                // Entry `k` into lane `w`'s run `start..k`, already in key order; the values
+                // follow their indices (equal, but ±0 differ in the key).
+                let s = start[w] as usize;
                 let mut m = k;
                 while m > s && key(w, idx[m][w]) < key(w, idx[m - 1][w]) {
                     let t = idx[m][w];
@@ -566,12 +563,12 @@ pub(super) fn order_ties<F: Real, const N: usize>(
                     idx[m - 1][w] = t;
                     m -= 1;
                 }
+                for j in m..=k {
+                    sorted[j][w] = v[idx[j][w] as usize][w];
+                }
             }
-            for k in s..e {
-                sorted[k][w] = v[idx[k][w] as usize][w];
-            }
-            s = e;
         }
+        prev = x;
     }
 }
 

@@ -65,8 +65,10 @@ fn every_tiling_sorts_long_rows() {
 }
 
 /// The lockstep sort with its tie repair ranks every lane's entries exactly as the per-row
-/// argsort does, on rows full of ties (few distinct values, signed zeros among them), for
-/// `f32` and `f64` and for lengths on both sides of the per-row radix sort's threshold.
+/// argsort does, on rows full of ties (few distinct values, signed zeros among them) and on
+/// rows with a few ties among many values (as in training: runs of two or three, not in every
+/// lane), for `f32` and `f64` and for lengths on both sides of the per-row radix sort's
+/// threshold.
 #[test]
 fn lockstep_ties_rank_as_the_row_sort() {
     lockstep_ties_check::<f32>();
@@ -77,10 +79,23 @@ fn lockstep_ties_check<F: Real>() {
     const N: usize = 8;
     let pool = [1.5, 0.25, 0.0, -0.0, -2.0];
     let mut g = cardinal_testkit::Lcg::new(17);
-    for n in [1, 2, 7, 33, 159, crate::util::RADIX_MIN_LEN + 5] {
+    let cases = [1, 2, 7, 33, 159, crate::util::RADIX_MIN_LEN + 5]
+        .into_iter()
+        .flat_map(|n| [(n, true), (n, false)]);
+    for (n, few_values) in cases {
         let net = SortingNetwork::new(n);
         let v: Vec<Lanes<F, N>> = (0..n)
-            .map(|_| std::array::from_fn(|_| F::from(pool[g.below(pool.len())]).unwrap()))
+            .map(|_| {
+                std::array::from_fn(|_| {
+                    let x = if few_values {
+                        pool[g.below(pool.len())]
+                    } else {
+                        // 4n values: a tie in about half the lanes of a long row.
+                        (g.below(4 * n) as f64 - 2.0 * n as f64) / 8.0
+                    };
+                    F::from(x).unwrap()
+                })
+            })
             .collect();
         let (mut sorted, mut idx) = (v.clone(), vec![[0u16; N]; n]);
         net.sort_desc_indexed(&v, &mut sorted, &mut idx);
@@ -90,7 +105,7 @@ fn lockstep_ties_check<F: Real>() {
             let row: Vec<F> = v.iter().map(|x| x[w]).collect();
             argsort_desc(&row, &mut perm, &mut scratch);
             let lockstep: Vec<u32> = idx.iter().map(|i| u32::from(i[w])).collect();
-            assert_eq!(lockstep, perm, "n {n} lane {w}");
+            assert_eq!(lockstep, perm, "n {n} few values {few_values} lane {w}");
             for (k, &i) in perm.iter().enumerate() {
                 assert_eq!(sorted[k][w].order_key(), row[i as usize].order_key());
             }
