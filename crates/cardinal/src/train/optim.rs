@@ -80,16 +80,13 @@ impl<F: Float> Adagrad<F> {
                 })
             },
             || {
-                let mut zeros: Vec<F> = Vec::new();
                 others.map(|(name, class, w, acc, g)| {
                     if name == "inference.eta" {
                         // A fixed hyper-parameter, never trained.
                         return (name, None, true);
                     }
                     let lambda = decay_coefficient(class, wd, mult);
-                    zeros.resize(zeros.len().max(w.len()), F::zero());
-                    let (sq, finite) =
-                        adagrad_dispatch(w, acc, g, F::zero(), &zeros[..w.len()], c(lambda), lr);
+                    let (sq, finite) = adagrad_plain_dispatch(w, acc, g, c(lambda), lr);
                     let term = 0.5 * lambda * sq.to_f64().unwrap_or(f64::NAN);
                     (name, Some(term), finite)
                 })
@@ -221,16 +218,34 @@ crate::simd::dispatch! {
         lambda: F,
         lr: F,
     ) -> (F, bool) {
-        adagrad_lanes(w, acc, g, ms, colsum, lambda, lr)
+        adagrad_lanes::<F, true>(w, acc, g, ms, colsum, lambda, lr)
     }
 }
 
-/// AdaGrad with weight decay on one contiguous slice: `g' = g − ms·colsum + λw`,
-/// `acc += g'²`, `w −= lr·g'/√acc` (pass zeros for an absent `g` or shift). Written over
+crate::simd::dispatch! {
+    features ["avx512f"];
+    /// [`adagrad_dispatch`] without the shift term (the tensors other than first layers).
+    #[inline]
+    fn adagrad_plain_dispatch<F: Float>(
+        w: &mut [F],
+        acc: &mut [F],
+        g: &[F],
+        lambda: F,
+        lr: F,
+    ) -> (F, bool) {
+        // `g` stands in for the absent `colsum` and is not read as one.
+        adagrad_lanes::<F, false>(w, acc, g, F::zero(), g, lambda, lr)
+    }
+}
+
+/// AdaGrad with weight decay on one contiguous slice: `g' = g − ms·colsum + λw` (`g + λw`
+/// without `SHIFT`, the same bits as a zero shift: `g − 0·0` is `g`, signed zeros included),
+/// `acc += g'²`, `w −= lr·g'/√acc` (pass zeros for an absent `g`). Without `SHIFT` there is
+/// no zero vector to allocate, clear and stream (on Delicious, 0.6 MB per batch). Written over
 /// fixed-width lanes of zipped slices with no branch, so that it vectorises (a plain float sum
 /// would pin the loop to scalar order). Returns `(Σw² before the step, all w finite after)`.
 #[inline(always)]
-fn adagrad_lanes<F: Float>(
+fn adagrad_lanes<F: Float, const SHIFT: bool>(
     w: &mut [F],
     acc: &mut [F],
     g: &[F],
@@ -248,7 +263,11 @@ fn adagrad_lanes<F: Float>(
     let full = n / LANES * LANES;
     let lane_step = |w: &mut F, a: &mut F, g: F, cs: F, sq: &mut F, chk: &mut F| {
         let wj = *w;
-        let gj = g - ms * cs + lambda * wj;
+        let gj = if SHIFT {
+            g - ms * cs + lambda * wj
+        } else {
+            g + lambda * wj
+        };
         *sq += wj * wj;
         *a += gj * gj;
         let nw = wj - lr * gj / a.sqrt();
