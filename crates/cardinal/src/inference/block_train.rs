@@ -264,13 +264,11 @@ impl<F: Float> Unroll<'_, F> {
         let (zero, one, two) = (F::zero(), F::one(), F::one() + F::one());
         t.input.rows = rows;
         t.input.dims = [l, e, steps];
-        for buf in [
-            &mut t.input.u,
-            &mut t.record.y0,
-            &mut t.work.y,
-            &mut t.work.velocity,
-        ] {
-            buf.clear();
+        // Only the velocity starts from zeros; the others are written whole below (clearing
+        // them too was a memset of the block per batch).
+        t.work.velocity.clear();
+        t.work.velocity.resize(l, [zero; N]);
+        for buf in [&mut t.input.u, &mut t.record.y0, &mut t.work.y] {
             buf.resize(l, [zero; N]);
         }
         t.work.act.clear();
@@ -404,14 +402,13 @@ impl<F: Float> Unroll<'_, F> {
     ) {
         let (l, steps) = (self.l(), self.steps);
         let (zero, one) = (F::zero(), F::one());
-        for buf in [
-            &mut t.out.gu,
-            &mut t.work.gy,
-            &mut t.work.gyp,
-            &mut t.work.gv,
-            &mut t.work.d,
-        ] {
+        // The accumulated adjoints start from zeros; `gyp` (the VJP's output) and `d` are
+        // written whole before they are read.
+        for buf in [&mut t.out.gu, &mut t.work.gy, &mut t.work.gv] {
             buf.clear();
+            buf.resize(l, [zero; N]);
+        }
+        for buf in [&mut t.work.gyp, &mut t.work.d] {
             buf.resize(l, [zero; N]);
         }
         t.out.ggs.resize(steps * l, [zero; N]);
