@@ -100,13 +100,17 @@ impl<F: Real, const N: usize> Wires for Indexed<'_, F, N> {
     fn cmp((a, ia): Self::W, (b, ib): Self::W) -> (Self::W, Self::W) {
         let (mut hi, mut lo, mut ihi, mut ilo) = (a, b, ia, ib);
         // Values as in `Values`; indices swapped by a bit mask (a select of the indices
-        // compiles to a select of their addresses and gathers).
+        // compiles to a select of their addresses and gathers), in a loop of their own so
+        // that it runs at the `u16` vector's width (one loop ran it at the `f32` vector's).
+        let mut m = [0u16; N];
         for w in 0..N {
             let (p, q) = (a[w], b[w]);
             hi[w] = if q > p { q } else { p };
             lo[w] = if q > p { p } else { q };
-            let m = (q > p) as u16;
-            let flip = (ia[w] ^ ib[w]) & m.wrapping_neg();
+            m[w] = u16::from(q > p).wrapping_neg();
+        }
+        for w in 0..N {
+            let flip = (ia[w] ^ ib[w]) & m[w];
             ihi[w] = ia[w] ^ flip;
             ilo[w] = ib[w] ^ flip;
         }
