@@ -353,4 +353,40 @@ mod tests {
         });
         assert!(worst < 1e-6, "fused and plain steps differ by {worst}");
     }
+
+    /// The update without a shift term gives the bits of the update with a zero shift, on
+    /// values that include signed zeros, in `f32` and `f64`, on lengths with and without a
+    /// remainder past the vector lanes.
+    #[test]
+    fn the_plain_update_is_the_zero_shift_update_to_the_bit() {
+        fn check<F: Float>() {
+            let pool = [0.0, -0.0, 1.5, -2.25, 3e-3, -7e-5, 12.0];
+            let mut g = cardinal_testkit::Lcg::new(5);
+            for n in [1, 7, 8, 29, 64] {
+                let mut draw =
+                    |k: usize| -> Vec<F> { (0..n).map(|_| c(pool[g.below(k)])).collect() };
+                let (w, grad) = (draw(pool.len()), draw(pool.len()));
+                let acc: Vec<F> = draw(pool.len()).iter().map(|a| a.abs() + c(0.5)).collect();
+                let (mut w1, mut a1, mut w2, mut a2) = (w.clone(), acc.clone(), w, acc);
+                let zeros = vec![F::zero(); n];
+                let (lambda, lr) = (c(1e-3), c(0.1));
+                let r1 = adagrad_dispatch(&mut w1, &mut a1, &grad, F::zero(), &zeros, lambda, lr);
+                let r2 = adagrad_plain_dispatch(&mut w2, &mut a2, &grad, lambda, lr);
+                let bits = |v: &[F]| {
+                    v.iter()
+                        .map(|x| x.to_f64().unwrap().to_bits())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(bits(&w1), bits(&w2), "n {n}");
+                assert_eq!(bits(&a1), bits(&a2), "n {n}");
+                assert_eq!(
+                    r1.0.to_f64().unwrap().to_bits(),
+                    r2.0.to_f64().unwrap().to_bits()
+                );
+                assert_eq!(r1.1, r2.1);
+            }
+        }
+        check::<f32>();
+        check::<f64>();
+    }
 }
