@@ -224,7 +224,9 @@ crate::simd::dispatch! {
 
 crate::simd::dispatch! {
     features ["avx512f"];
-    /// [`adagrad_dispatch`] without the shift term (the tensors other than first layers).
+    /// [`adagrad_dispatch`] without the shift term (the tensors other than first layers). A
+    /// function of its own: one update taking the shift as an `Option` made the first layers'
+    /// per-row calls slower (docs/journal/2026-11-28-ties-and-machines.md).
     #[inline]
     fn adagrad_plain_dispatch<F: Float>(
         w: &mut [F],
