@@ -366,9 +366,9 @@ mod tests {
             let mut g = cardinal_testkit::Lcg::new(5);
             for n in [1, 7, 8, 29, 64] {
                 let mut draw =
-                    |k: usize| -> Vec<F> { (0..n).map(|_| c(pool[g.below(k)])).collect() };
-                let (w, grad) = (draw(pool.len()), draw(pool.len()));
-                let acc: Vec<F> = draw(pool.len()).iter().map(|a| a.abs() + c(0.5)).collect();
+                    || -> Vec<F> { (0..n).map(|_| c(pool[g.below(pool.len())])).collect() };
+                let (w, grad) = (draw(), draw());
+                let acc: Vec<F> = draw().iter().map(|a| a.abs() + c(0.5)).collect();
                 let (mut w1, mut a1, mut w2, mut a2) = (w.clone(), acc.clone(), w, acc);
                 let zeros = vec![F::zero(); n];
                 let (lambda, lr) = (c(1e-3), c(0.1));
