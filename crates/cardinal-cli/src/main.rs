@@ -37,6 +37,7 @@ mod reproduce_cmd;
 mod runtime_args;
 
 use runtime_args::{Threads, TrainingRuntime, Wait};
+mod info_cmd;
 mod suite_cmd;
 
 /// Deep structured prediction with cardinality constraints (Predict and Constrain).
@@ -89,6 +90,9 @@ enum Command {
         #[command(flatten)]
         runtime: TrainingRuntime,
     },
+    /// Say what a model folder holds: its system (Predict and Constrain or another), why it
+    /// was chosen, its data and outputs.
+    Info(info_cmd::InfoArgs),
     /// Predict label sets (JSON lines).
     Predict {
         #[command(flatten)]
@@ -137,9 +141,11 @@ impl Command {
             Command::Eval { threads, .. }
             | Command::Predict { threads, .. }
             | Command::Report { threads, .. } => (threads.threads, None),
-            Command::Data(_) | Command::Project(_) | Command::Completions(_) | Command::Man(_) => {
-                (None, None)
-            }
+            Command::Data(_)
+            | Command::Info(_)
+            | Command::Project(_)
+            | Command::Completions(_)
+            | Command::Man(_) => (None, None),
         }
     }
 }
@@ -225,6 +231,7 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
         Command::Train { args, .. } => model_cmd::train(engine, args),
         Command::Eval { args, .. } => model_cmd::eval(engine, args),
         Command::Cv { args, .. } => cv_cmd::run(engine, args),
+        Command::Info(a) => info_cmd::run(engine, a),
         Command::Predict { args, .. } => predict_cmd::predict(engine, args),
         Command::Report { args, .. } => report_cmd::run(engine, args),
         Command::Project(a) => project_cmd::run(a),
@@ -292,7 +299,7 @@ mod tests {
         for sub in ["eval", "predict", "report"] {
             assert!(!has(sub, "wait") && has(sub, "threads"), "{sub}");
         }
-        for sub in ["data", "project", "completions", "man"] {
+        for sub in ["data", "info", "project", "completions", "man"] {
             assert!(!has(sub, "wait") && !has(sub, "threads"), "{sub}");
         }
         Cli::command().debug_assert();

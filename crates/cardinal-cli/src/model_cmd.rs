@@ -9,8 +9,17 @@ use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
 use cardinal::engine::write_atomic;
 use cardinal::engine::DataSpec;
 use cardinal::engine::Meta;
+use cardinal::engine::OutputKind;
 use cardinal::engine::{check_labels, Checkpoints, Engine};
 use cardinal::eval::EvalReport;
+
+/// Prints what the model is ([`crate::info_cmd::model_identity`]).
+fn print_identity(engine: &Engine, model: &cardinal::engine::Model<f32>) -> anyhow::Result<()> {
+    for line in crate::info_cmd::model_identity(engine, model)? {
+        outln!("{line}");
+    }
+    Ok(())
+}
 
 /// Where the data comes from (saved as `run.json` in the model directory for `--resume`).
 #[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
@@ -211,15 +220,19 @@ pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     let (train, test) = (&run.data.train, &run.data.test);
     let name = train.name.clone();
     crate::log::note(&format!(
-        "{name}: {} train / {} test examples, {} features, {} labels; preset {}, seed {}, {} threads",
+        "{name}: {} train / {} test examples, {} features, {} labels; system {}, preset {}, seed {}, {} threads",
         train.n_rows(),
         test.n_rows(),
         train.n_features(),
         train.n_labels(),
+        cfg.system,
         cfg.preset,
         cfg.seed,
         rayon::current_num_threads()
     ));
+    if matches!(run.start, cardinal::system::Start::Fresh(_)) {
+        crate::log::note(&cfg.search.plan(train.n_rows()));
+    }
     let out = run.dir.clone();
     let checkpoints = args.checkpoints();
     let mut progress = crate::progress::TrainProgress::new(&cfg, args.quiet);
@@ -234,6 +247,9 @@ pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     if args.json {
         outln!("{}", serde_json::to_string(report)?);
     } else {
+        for line in crate::info_cmd::model_identity(engine, &outcome.model)? {
+            outln!("{line}");
+        }
         print_report(&name, "test", report);
         if secs.is_empty() {
             // A forest (`model.forest`) is grown, not trained by epochs.
@@ -244,7 +260,12 @@ pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
                 secs.len()
             );
         }
-        outln!("model written to {}", out.display());
+        outln!(
+            "model written to {}: system {} (preset {})",
+            out.display(),
+            outcome.model.config.system,
+            outcome.model.config.preset
+        );
     }
     Ok(())
 }
@@ -252,6 +273,9 @@ pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
 pub(crate) fn print_report(name: &str, split: &str, r: &EvalReport) {
     let t = &r.at_threshold;
     let z = &r.at_top_round_z;
+    // What applies to the model's outputs: a decided set has no `y_T` and no threshold, graded
+    // scores without a count have no count or constraint (older reports: P&C's lines).
+    let kind = r.outputs.unwrap_or(OutputKind::Constrained);
     outln!("{name} {split}: {} examples", t.n_examples);
     outln!(
         "  {:<26} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
@@ -275,13 +299,31 @@ pub(crate) fn print_report(name: &str, split: &str, r: &EvalReport) {
             m.mean_pred_cardinality
         )
     };
-    row(format!("y_T >= {}", r.threshold), t);
-    row("top round(z) of y_T".into(), z);
+    match kind {
+        OutputKind::Constrained => {
+            row(format!("y_T >= {}", r.threshold), t);
+            row("top round(z) of y_T".into(), z);
+        }
+        OutputKind::Decided => row("the decided set".into(), t),
+        OutputKind::Scores => {
+            row(format!("y >= {}", r.threshold), t);
+            row("top round(sum y) of y".into(), z);
+        }
+    }
     if let (Some(thr), Some(m)) = (r.dev_threshold, &r.at_dev_threshold) {
-        row(format!("y_T >= {thr} (dev-tuned)"), m);
+        let scores = if kind == OutputKind::Constrained {
+            "y_T"
+        } else {
+            "y"
+        };
+        row(format!("{scores} >= {thr} (dev-tuned)"), m);
     }
     if let Some(m) = &r.at_gold_count {
-        row(format!("y_T >= {}, z = gold count", r.threshold), m);
+        match kind {
+            OutputKind::Constrained => row(format!("y_T >= {}, z = gold count", r.threshold), m),
+            OutputKind::Decided => row("the decided set, gold size".into(), m),
+            OutputKind::Scores => {}
+        }
     }
     if !r.precision_at_k.is_empty() {
         let ps: Vec<String> = r
@@ -291,26 +333,35 @@ pub(crate) fn print_report(name: &str, split: &str, r: &EvalReport) {
             .collect();
         outln!("  ranking scores: {}", ps.join("  "));
     }
-    let c = &r.cardinality;
-    outln!(
-        "  count: mean z {:.3} vs gold {:.3}; MAE {:.3} (train-mean constant {:.3}); corr {}",
-        c.mean_z,
-        c.mean_gold,
-        c.mae,
-        c.baseline_mae,
-        c.pearson
-            .map(|p| format!("{p:.3}"))
-            .unwrap_or_else(|| "n/a (constant)".into())
-    );
-    let k = &r.constraint;
-    outln!(
-        "  constraint: |sum y - z| <= 0.01 on {:.1}% of rows (mean gap {:.4}); y in [0,1] on {:.1}% (range {:.3}..{:.3})",
-        100.0 * k.frac_sum_within_001,
-        k.mean_abs_sum_gap,
-        100.0 * k.frac_in_box,
-        k.min_y,
-        k.max_y
-    );
+    if kind.predicts_count() {
+        let c = &r.cardinality;
+        let what = if kind == OutputKind::Decided {
+            "count (the set's size)"
+        } else {
+            "count"
+        };
+        outln!(
+            "  {what}: mean z {:.3} vs gold {:.3}; MAE {:.3} (train-mean constant {:.3}); corr {}",
+            c.mean_z,
+            c.mean_gold,
+            c.mae,
+            c.baseline_mae,
+            c.pearson
+                .map(|p| format!("{p:.3}"))
+                .unwrap_or_else(|| "n/a (constant)".into())
+        );
+    }
+    if kind == OutputKind::Constrained {
+        let k = &r.constraint;
+        outln!(
+            "  constraint: |sum y - z| <= 0.01 on {:.1}% of rows (mean gap {:.4}); y in [0,1] on {:.1}% (range {:.3}..{:.3})",
+            100.0 * k.frac_sum_within_001,
+            k.mean_abs_sum_gap,
+            100.0 * k.frac_in_box,
+            k.min_y,
+            k.max_y
+        );
+    }
     outln!(
         "  empty sets: {} of {} rows predicted empty, {} gold empty, {} both (example-F1 scores \
          them 0; the (empty=1) column scores them 1)",
@@ -388,7 +439,12 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
     let Some(dev) = cardinal::engine::dev_split(train, cfg) else {
         bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
     };
-    if tc.full_epochs > 0 {
+    if cfg.model.forest.is_some() {
+        errln!(
+            "note: the model's forest was grown on all of train, dev rows included: dev metrics \
+             are optimistic"
+        );
+    } else if tc.full_epochs > 0 {
         errln!(
             "note: the model's last {} epochs trained on all of train, dev rows included: \
              dev metrics are optimistic",
@@ -444,9 +500,13 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
         Some(p) if p.as_os_str() == "-" => outln!("{}", serde_json::to_string_pretty(&report)?),
         Some(p) => {
             write_atomic(p, serde_json::to_string_pretty(&report)?.as_bytes())?;
+            print_identity(engine, &model)?;
             print_report(&data.name, split, &report);
         }
-        None => print_report(&data.name, split, &report),
+        None => {
+            print_identity(engine, &model)?;
+            print_report(&data.name, split, &report);
+        }
     }
     Ok(())
 }

@@ -45,11 +45,13 @@ pub(crate) struct PredictArgs {
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
     /// How labels are chosen from the scores: `threshold=T` (labels with y_T >= T; default:
-    /// the model's threshold), `round-z` (the round(z) best-ranked labels, so the count is
-    /// exactly the predicted one) or `top-k=K`.
+    /// the model's threshold; refused for the forests, which decide their sets for the
+    /// expected F1 and are read as decided by default), `round-z` (the round(z) best-ranked
+    /// labels, so the count is exactly the predicted one) or `top-k=K`.
     #[arg(long, value_name = "RULE")]
     pub labels_by: Option<Binarize>,
-    /// Include every label's score y_T (else only the predicted labels'; jsonl and csv).
+    /// Include every label's graded score (else only the predicted labels'; jsonl and csv):
+    /// y_T for Predict and Constrain, the marginal probability for a forest.
     #[arg(long)]
     pub all_scores: bool,
     /// Also write every label's ranking score: the last ascent step's point before its
@@ -99,6 +101,24 @@ pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()>
         }
         check_labels(&meta, &named, &args.model)?;
     }
+    let kind = engine.output_kind(&model)?;
+    if let (Some(Binarize::Threshold(t)), false) = (&args.labels_by, kind.accepts_threshold()) {
+        bail!(
+            "--labels-by threshold={t} does not apply to the model in {}: it is system `{}`, \
+             which decides each row's label set for the expected F1 (a threshold on that set \
+             gives the same labels at every value). Leave --labels-by out for the decided sets, \
+             or use top-k=K or round-z (ranked by the labels' marginal probabilities' F1 \
+             scores); --all-scores prints the marginal probabilities",
+            args.model.display(),
+            model.config.system
+        );
+    }
+    errln!(
+        "note: predicting with the model in {}: system {} (preset {})",
+        args.model.display(),
+        model.config.system,
+        model.config.preset
+    );
     let out = engine.predict(&model, &inputs.features)?;
     let l = model.n_labels();
     let ranking = out.ranking_scores();
@@ -120,7 +140,9 @@ pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()>
                     .unwrap_or_else(|| i.to_string())
             })
             .collect(),
-        y: &out.y,
+        // The graded scores: y_T for Predict and Constrain, the marginal probabilities for a
+        // decided set.
+        y: kind.graded(&out),
         ranking,
         z: &out.z,
         chosen,

@@ -45,6 +45,7 @@ use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_coun
 use crate::pipeline::check_dims;
 use crate::run_dir::{self, Checkpointer, Existing, MetricsLog, RunDir, RunModel};
 use crate::runtime::Runtime;
+pub use crate::system::OutputKind;
 use crate::system::{Hooks, Start, Systems};
 use crate::train::TrainState;
 
@@ -228,6 +229,17 @@ impl Engine {
         Ok(out)
     }
 
+    /// What `model` is, in one line for a user, by its system ([`crate::system::System::about`]).
+    pub fn about(&self, model: &Model<f32>) -> Result<&'static str> {
+        Ok(self.systems.get(&model.config.system)?.about())
+    }
+
+    /// What `model`'s outputs are, by its system ([`OutputKind`]): which labelling rules and
+    /// diagnostics apply to it, and where its graded scores are.
+    pub fn output_kind(&self, model: &Model<f32>) -> Result<OutputKind> {
+        Ok(self.systems.get(&model.config.system)?.outputs())
+    }
+
     /// Every metric of `model` on `data`, the outputs they were computed from, and what a
     /// perfect count predictor would give (a second inference pass, for systems with a count).
     pub fn evaluate(
@@ -250,6 +262,7 @@ impl Engine {
             "inference for evaluation"
         );
         let mut report = evaluate_outputs(model, &out, &data.labels);
+        report.outputs = Some(system.outputs());
         let counts = gold_counts(&data.labels);
         if let Some(at_gold) =
             system.predict_with_counts(model, &data.features, counts, PREDICT_BATCH)?

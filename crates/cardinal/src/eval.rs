@@ -10,6 +10,8 @@ use crate::metrics::{
     Binarize, CardinalityReport, MetricOptions, MetricReport, PrecisionAtK,
 };
 use crate::pipeline::{Model, Outputs, Workspace};
+use crate::search::SearchRecord;
+use crate::system::OutputKind;
 
 // The unit of a serialised [`EvalReport`]'s scores, with the report it describes.
 pub use crate::eval_units::ScoreUnit;
@@ -82,6 +84,21 @@ pub struct ConstraintReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(remote = "Self")]
 pub struct EvalReport {
+    /// The system that produced the outputs, as the model records it (`pnc`, `forest`,
+    /// `forest-blend`, a Table 1 system; empty in reports written before it was recorded).
+    #[serde(default)]
+    pub system: String,
+    /// The model's preset: the configuration it started from, or the search's candidate it
+    /// is (`predict`, `paper-projected`, `forest`, ...).
+    #[serde(default)]
+    pub preset: String,
+    /// What the system's outputs are ([`OutputKind`]), and so which of the diagnostics below
+    /// apply; `None` where the report was made without the system's registry.
+    #[serde(default)]
+    pub outputs: Option<OutputKind>,
+    /// What the default's search did before the model trained (`None` when it did not run).
+    #[serde(default)]
+    pub search: Option<SearchRecord>,
     /// The configured threshold (0.5 in the paper's protocol) on `y_T`.
     pub threshold: f64,
     /// Every metric with `y_T` binarised at `threshold`.
@@ -146,6 +163,10 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
         binarize(&out.y, l, &Binarize::Threshold(thr as f32), None).expect("well-formed outputs");
     let pred_z = binarize(&out.y, l, &Binarize::TopRoundZ, Some(&out.z)).expect("finite z");
     EvalReport {
+        system: model.config.system.clone(),
+        preset: model.config.preset.clone(),
+        outputs: None,
+        search: model.search.clone(),
         threshold: thr,
         at_threshold: evaluate(&pred, gold, &opts),
         at_top_round_z: evaluate(&pred_z, gold, &opts),

@@ -123,6 +123,10 @@ mod tests {
         let pred = sets(&[&[0], &[2, 3], &[1, 3]]);
         let m = evaluate(&pred, &gold, &MetricOptions::default());
         EvalReport {
+            system: "pnc".into(),
+            preset: "predict".into(),
+            outputs: Some(crate::system::OutputKind::Constrained),
+            search: None,
             threshold: 0.5,
             at_threshold: m.clone(),
             at_top_round_z: m.clone(),

@@ -11,7 +11,7 @@
 //! seconds (measured in docs/RESULTS.md §4.1); three candidates (`predict`, the forest and
 //! their blend) share one training per fold, the blend's, which holds the other two.
 
-use crate::config::{Config, ForestConfig, SearchConfig};
+use crate::config::{Config, ForestConfig, SearchScope, FOREST, FOREST_BLEND};
 use crate::cv::{cross_validate, cross_validate_decodings, CvReport, Decoding};
 use crate::data::Dataset;
 use crate::error::Result;
@@ -21,18 +21,13 @@ use crate::runtime::{MemoryBudget, WaitPolicy};
 use crate::system::System;
 use crate::train::Event;
 use cardinal_proj::Method;
+use serde::{Deserialize, Serialize};
 
 /// How `choose` scores and decides: changed whenever the same candidates could be chosen or
 /// decoded differently.
 const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard error; \
                         predict counts by expected F1; forest candidate; forest blended \
                         with predict's networks";
-
-/// The forest candidate's preset name.
-pub(crate) const FOREST: &str = "forest";
-
-/// The blended forest candidate's preset name.
-pub(crate) const FOREST_BLEND: &str = "forest-blend";
 
 /// Fewest dev rows worth early stopping on: a 5 % dev split of a small training file (7 rows
 /// of Flags' 129) decides by one or two rows, so small files hold out up to a fifth instead.
@@ -57,13 +52,11 @@ pub fn scaled_dev_fraction(configured: f64, n: usize) -> f64 {
 /// whose sets are on `C(z)` by construction, and, where `cfg`'s count network is supervised,
 /// that forest blended with `cfg`'s own networks, trained as in the first candidate
 /// (`forest-blend`: a quarter of the joint distribution theirs). Each has the search off,
-/// `cfg`'s seed and split seed, and the dev fraction scaled to the file.
+/// `cfg`'s seed and split seed, and the dev fraction scaled to the file. With
+/// `search.scope = pnc` (`--system pnc`) the forests are left out: every candidate then runs
+/// Predict and Constrain's energy, unrolled ascent and projection.
 pub(crate) fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> {
-    let mut plain = cfg.clone();
-    plain.search = SearchConfig::default();
-    if plain.loss.cardinality_weight > 0.0 {
-        plain.inference.expected_f1_count = true;
-    }
+    let plain = cfg.as_candidate();
     let mut paper = Config::paper();
     paper.preset = "paper-projected".into();
     paper.seed = cfg.seed;
@@ -76,31 +69,17 @@ pub(crate) fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> 
     wide.preset = "paper-wide".into();
     wide.model.hidden = 500;
     wide.model.dropout = 0.3;
-    // A random forest's neighbourhoods, decided for the expected F1 (`crate::forest`); its
-    // networks are not trained, so they are kept at their smallest.
-    let mut forest = plain.clone();
-    forest.preset = FOREST.into();
-    forest.model.forest = Some(ForestConfig::default());
-    forest.model.hidden = 1;
-    forest.model.card_hidden = 1;
-    forest.model.energy_hidden = 0;
-    forest.model.dropout = 0.0;
-    forest.inference.expected_f1_count = false;
-    // The forest's joint mixed with the count-supervised networks' (a quarter theirs).
-    let mut blend = plain.clone();
-    blend.preset = FOREST_BLEND.into();
-    blend.model.forest = Some(ForestConfig {
-        networks: 0.25,
-        ..ForestConfig::default()
-    });
     // The blend reads the count network's distribution as a prediction of the count, which
     // only a supervised count network makes.
     let count_supervised = plain.loss.cardinality_weight > 0.0;
+    let forests = cfg.search.scope == SearchScope::All && !weighted;
     let mut out = vec![plain, paper, wide];
-    if !weighted {
-        out.push(forest);
+    if forests {
+        // A random forest's neighbourhoods, decided for the expected F1 (`crate::forest`).
+        out.push(cfg.forest());
         if count_supervised {
-            out.push(blend);
+            // The forest's joint mixed with the count-supervised networks' (a quarter theirs).
+            out.push(cfg.forest_blend());
         }
     }
     for c in &mut out {
@@ -118,16 +97,49 @@ pub fn rule_and_candidates(cfg: &Config, n: usize, weighted: bool) -> (&'static 
 
 /// One candidate's cross-validated result: its mean example-F1 over the folds at every
 /// threshold of the grid, and the threshold where that mean is best.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CandidateScore {
     /// The candidate's preset name.
     pub preset: String,
+    /// The system it is (`pnc`, `forest`, `forest-blend`; empty in records that predate it).
+    #[serde(default)]
+    pub system: String,
     /// Mean example-F1 (%) over the folds at `threshold`, an empty prediction for an empty
     /// gold set scored 1.
     pub example_f1: f64,
     /// The decision threshold on `y_T` with the best mean (the grid point nearest 0.5 among
     /// ties).
     pub threshold: f64,
+}
+
+/// What the default's search did for a model: which candidates it scored, how, and which
+/// it chose (saved with the model, in `meta.json`, and reported by `eval` and `info`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchRecord {
+    /// How it scored and decided, in words.
+    pub rule: String,
+    /// Folds of the cross-validation.
+    pub folds: usize,
+    /// Rows of the training file it cross-validated on.
+    pub rows: usize,
+    /// Which systems the candidates could be.
+    pub scope: SearchScope,
+    /// Every candidate's score, in order of preference.
+    pub scores: Vec<CandidateScore>,
+    /// The preset name of the candidate chosen and trained.
+    pub chosen: String,
+}
+
+impl SearchRecord {
+    /// The chosen candidate's score.
+    pub fn chosen_score(&self) -> Option<&CandidateScore> {
+        self.scores.iter().find(|s| s.preset == self.chosen)
+    }
+
+    /// The record in one line, as the front ends print it ([`summary`]).
+    pub fn summary(&self) -> String {
+        summary(&self.scores, self.folds, &self.chosen)
+    }
 }
 
 /// The decision threshold from `grid` by the one-standard-error rule over `folds` (each a
@@ -175,7 +187,9 @@ pub(crate) fn best_threshold(grid: &[f32], folds: &[Vec<f64>]) -> (f64, f64) {
 /// rule does not apply, else the candidate with the best cross-validated example-F1, with its
 /// decision threshold set to the one where that candidate's cross-validated example-F1 is
 /// best (an F1 decoding chosen on the training file, as GFM and BOOMER's F1 predictor decode
-/// for F1; recorded in the saved configuration like every other choice).
+/// for F1; recorded in the saved configuration like every other choice). The chosen
+/// configuration names the system it is (`config.system`: `forest` or `forest-blend` for the
+/// forests), and the search's record comes with it (`None` when the rule did not apply).
 pub(crate) fn choose(
     system: &dyn System,
     train: &Dataset,
@@ -183,9 +197,9 @@ pub(crate) fn choose(
     wait: WaitPolicy,
     memory_budget: MemoryBudget,
     on_event: &mut dyn FnMut(Event),
-) -> Result<Config> {
+) -> Result<(Config, Option<SearchRecord>)> {
     if !cfg.search.applies(train.n_rows()) {
-        return Ok(cfg);
+        return Ok((cfg, None));
     }
     let folds = cfg.search.folds;
     let grid = default_threshold_grid();
@@ -223,6 +237,7 @@ pub(crate) fn choose(
         );
         scores.push(CandidateScore {
             preset: candidate.preset.clone(),
+            system: candidate.system.clone(),
             example_f1: score,
             threshold,
         });
@@ -231,13 +246,23 @@ pub(crate) fn choose(
             best = Some((score, candidate));
         }
     }
+    let scope = cfg.search.scope;
+    let rows = train.n_rows();
     let chosen = best.map_or(cfg, |(_, c)| c);
     on_event(Event::Searched {
         scores: &scores,
         folds,
         chosen: &chosen.preset,
     });
-    Ok(chosen)
+    let record = SearchRecord {
+        rule: RULE.into(),
+        folds,
+        rows,
+        scope,
+        scores,
+        chosen: chosen.preset.clone(),
+    };
+    Ok((chosen, Some(record)))
 }
 
 /// How candidate `c` is scored from the models trained for `blend` (the blended forest
@@ -250,6 +275,7 @@ fn decoding_from(c: &Config, blend: &Config) -> Option<Decoding> {
     let mut networks = blend.clone();
     networks.model.forest = None;
     networks.preset.clone_from(&c.preset);
+    networks.system.clone_from(&c.system);
     let alone = ForestConfig {
         networks: 0.0,
         ..forest.clone()
@@ -260,8 +286,7 @@ fn decoding_from(c: &Config, blend: &Config) -> Option<Decoding> {
         Some(Decoding::NetworksOnly)
     } else if c.preset == FOREST
         && c.model.forest.as_ref() == Some(&alone)
-        && (c.seed, &c.train, &c.system, &c.model.counts)
-            == (blend.seed, &blend.train, &blend.system, &blend.model.counts)
+        && (c.seed, &c.train, &c.model.counts) == (blend.seed, &blend.train, &blend.model.counts)
     {
         Some(Decoding::ForestShare(0.0))
     } else {
@@ -385,6 +410,7 @@ mod tests {
         let mut networks_only = blend.clone();
         networks_only.model.forest = None;
         networks_only.preset = all[0].preset.clone();
+        networks_only.system = all[0].system.clone();
         assert_eq!(networks_only, all[0]);
         assert!(!predict.inference.expected_f1_count);
         assert!(predict.inference.final_projection.is_some());
@@ -491,7 +517,7 @@ mod tests {
     fn the_choice_is_a_candidate_and_deterministic() {
         let data = toy(60);
         let mut cfg = quick_predict();
-        cfg.search = SearchConfig::predict();
+        cfg.search = crate::config::SearchConfig::predict();
         let mut off = cfg.clone();
         off.search.max_rows = 0;
         assert_eq!(
@@ -504,7 +530,7 @@ mod tests {
                 &mut |_| {}
             )
             .unwrap(),
-            off
+            (off, None)
         );
         let mut above = cfg.clone();
         above.search.max_rows = 59;
@@ -518,10 +544,10 @@ mod tests {
                 &mut |_| {}
             )
             .unwrap(),
-            above
+            (above, None)
         );
         let mut told = None;
-        let chosen = choose(
+        let (chosen, record) = choose(
             &Pnc,
             &data,
             cfg.clone(),
@@ -561,17 +587,45 @@ mod tests {
         );
         let best = scores.iter().map(|s| s.example_f1).fold(f64::MIN, f64::max);
         assert_eq!(picked.example_f1, best);
+        // The record holds what the event told, and the chosen configuration names its
+        // system: a forest candidate is no longer `pnc`.
+        let record = record.expect("a record of the search");
+        assert_eq!(
+            (&record.scores, &record.chosen, record.rows),
+            (&scores, &name, 60)
+        );
+        assert_eq!(chosen.system, picked.system);
+        let systems: Vec<&str> = scores.iter().map(|s| s.system.as_str()).collect();
+        assert_eq!(systems, ["pnc", "pnc", "pnc", FOREST, FOREST_BLEND]);
         assert_eq!(
             choose(
                 &Pnc,
                 &data,
-                cfg,
+                cfg.clone(),
                 WaitPolicy::Active,
                 MemoryBudget::default(),
                 &mut |_| {}
             )
-            .unwrap(),
+            .unwrap()
+            .0,
             chosen
         );
+        // P&C alone (`--system pnc`): no forest among the candidates, and the choice runs
+        // the unrolled ascent and the projection.
+        let mut pnc_only = cfg;
+        pnc_only.search.scope = SearchScope::Pnc;
+        let (chosen, record) = choose(
+            &Pnc,
+            &data,
+            pnc_only,
+            WaitPolicy::Active,
+            MemoryBudget::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let record = record.unwrap();
+        assert_eq!(record.scores.len(), 3);
+        assert!(record.scores.iter().all(|s| s.system == "pnc"));
+        assert!(chosen.model.forest.is_none() && chosen.system == "pnc");
     }
 }

@@ -20,6 +20,9 @@ use crate::eval;
 use crate::pipeline::{Model, Outputs};
 use crate::train::Trained;
 pub use crate::train::{Hooks, Start, TrainState};
+pub use forest::ForestSystem;
+
+mod forest;
 
 /// A system of the paper: how it trains, how it predicts, and what it accepts.
 ///
@@ -39,6 +42,18 @@ pub trait System: Send + Sync {
     /// ([`check`] runs both).
     fn validate(&self, _cfg: &Config) -> Result<()> {
         Ok(())
+    }
+
+    /// What it is, in one line for a user (`info`, `eval`, `train`'s last line).
+    fn about(&self) -> &'static str {
+        "a baseline of the paper's Table 1 (not Predict and Constrain)"
+    }
+
+    /// What its outputs are: what of `eval`'s diagnostics applies to it and which labelling
+    /// rules it accepts ([`OutputKind`]). Systems whose outputs are graded label scores
+    /// without a predicted count need not say.
+    fn outputs(&self) -> OutputKind {
+        OutputKind::Scores
     }
 
     /// Whether it trains epoch by epoch from a [`TrainState`] and can therefore write
@@ -66,6 +81,46 @@ pub trait System: Send + Sync {
     }
 }
 
+/// What a system's [`Outputs`] are, and so what a front end may print and accept for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputKind {
+    /// Predict and Constrain's: `y` is the last iterate `y_T` on `C(z)`, `z` the count
+    /// network's prediction. The count and the constraint diagnostics apply, and a threshold
+    /// on `y_T` is a labelling rule.
+    Constrained,
+    /// A label set decided for the expected F1 (the forests): `y` is the set's indicator, `z`
+    /// its size, and the graded scores are the labels' marginal probabilities
+    /// (`Outputs::unary`). The count applies; the constraint holds by construction and says
+    /// nothing; a threshold on `y` would give the same set at every value and is refused.
+    Decided,
+    /// Graded label scores without a predicted count (the Table 1 baselines, the MLP): a
+    /// threshold applies; `z` is only the scores' sum.
+    Scores,
+}
+
+impl OutputKind {
+    /// The graded per-label scores of `out` (`predict_proba`, `--all-scores`): `y` for
+    /// Predict and Constrain and the score systems, the marginal probabilities for a decided
+    /// set.
+    pub fn graded<'a>(&self, out: &'a Outputs<f32>) -> &'a [f32] {
+        match self {
+            Self::Decided if out.unary.len() == out.y.len() => &out.unary,
+            _ => &out.y,
+        }
+    }
+
+    /// Whether a threshold on `y` is a labelling rule for these outputs.
+    pub fn accepts_threshold(&self) -> bool {
+        !matches!(self, Self::Decided)
+    }
+
+    /// Whether `z` is a prediction of the count (so that the count diagnostics apply).
+    pub fn predicts_count(&self) -> bool {
+        !matches!(self, Self::Scores)
+    }
+}
+
 /// Predict and Constrain: the unrolled model, trained end to end by the crate's trainer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pnc;
@@ -79,13 +134,24 @@ impl System for Pnc {
         true
     }
 
+    fn about(&self) -> &'static str {
+        "Predict and Constrain: a count network predicts z = h(x), unary MLP scores plus a \
+         global energy network are maximised by unrolled projected gradient ascent on \
+         {0 <= y <= 1, sum y = z}"
+    }
+
+    fn outputs(&self) -> OutputKind {
+        OutputKind::Constrained
+    }
+
     fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
-        let state = match start {
+        match start {
             Start::Fresh(cfg) => {
                 check(self, &cfg)?;
                 // The default's data-dependent rule: on a small file, the configuration
-                // that cross-validates best on it (unchanged otherwise).
-                let cfg = crate::search::choose(
+                // that cross-validates best on it (unchanged otherwise), which may be a
+                // forest: then the forest's system trains it.
+                let (cfg, record) = crate::search::choose(
                     self,
                     train,
                     cfg,
@@ -93,24 +159,10 @@ impl System for Pnc {
                     hooks.memory_budget,
                     hooks.on_event,
                 )?;
-                let mut state = TrainState::new_within(train, &cfg, hooks.memory_budget)?;
-                if let Some(settings) = &cfg.model.forest {
-                    // Grown first, so that every checkpoint of the networks' training holds it.
-                    let forest = crate::forest::Forest::fit(train, settings, cfg.seed)?;
-                    state.model.forest = Some(forest);
-                    if settings.networks == 0.0 {
-                        // Nothing to train by gradient: the forest alone decides.
-                        return Ok(Trained {
-                            model: state.model,
-                            history: Vec::new(),
-                        });
-                    }
-                }
-                state
+                forest::fit_fresh(train, cfg, record, hooks)
             }
-            Start::Resume(state) => *state,
-        };
-        crate::train::run(train, state, hooks)
+            Start::Resume(state) => crate::train::run(train, *state, hooks),
+        }
     }
 
     fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
@@ -317,10 +369,15 @@ impl Default for Systems {
 }
 
 impl Systems {
-    /// The product's systems: [`Pnc`].
+    /// The product's systems: [`Pnc`] and the forests the default's search may choose
+    /// ([`ForestSystem`]: `forest`, `forest-blend`).
     pub fn product() -> Self {
         Self {
-            systems: vec![Arc::new(Pnc)],
+            systems: vec![
+                Arc::new(Pnc),
+                Arc::new(ForestSystem::FOREST),
+                Arc::new(ForestSystem::BLEND),
+            ],
         }
     }
 

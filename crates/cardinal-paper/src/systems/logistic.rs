@@ -156,6 +156,11 @@ impl System for BrLogistic {
         BR_LOGISTIC
     }
 
+    fn about(&self) -> &'static str {
+        "binary relevance: one logistic regression per label; not Predict and Constrain: no \
+         count, no energy, no projection"
+    }
+
     /// No field of the `baseline` section: its candidates set their own, and its inference reads none. The product sections are not refused:
     /// the search replaces them by its candidates', which is what a saved model of this
     /// system records and trains again from, and the default `predict` preset sets them.

@@ -81,6 +81,11 @@ impl System for TunedMlp {
         MLP
     }
 
+    fn about(&self) -> &'static str {
+        "a tuned MLP with a sigmoid per label (binary relevance), its grid chosen on dev; not \
+         Predict and Constrain: no count, no energy, no projection"
+    }
+
     /// No field of the `baseline` section: its candidates train as `pnc`, which reads none. The product sections are not refused:
     /// the search replaces them by its candidates', which is what a saved model of this
     /// system records and trains again from, and the default `predict` preset sets them.

@@ -23,5 +23,6 @@ pub(super) fn f64_model(data: &Dataset, cfg: &Config) -> Model<f64> {
         counts: m.counts.iter().map(|&k| k as f64).collect(),
         train_mean_cardinality: m.train_mean_cardinality,
         forest: None,
+        search: None,
     }
 }

@@ -34,6 +34,11 @@ pub struct Meta {
     pub count_min: usize,
     /// See `count_min`.
     pub count_max: usize,
+    /// What the default's search did before the model trained: every candidate's
+    /// cross-validated score and the one chosen (absent when it did not run, and in models
+    /// written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::search::SearchRecord>,
 }
 
 impl Meta {
@@ -68,6 +73,7 @@ impl Meta {
         "train_mean_cardinality",
         "count_min",
         "count_max",
+        "search",
         "labels",
     ];
 
@@ -179,6 +185,7 @@ mod tests {
             train_mean_cardinality: 1.0,
             count_min: 0,
             count_max: 3,
+            search: None,
         }
     }
 

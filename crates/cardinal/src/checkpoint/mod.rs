@@ -177,6 +177,7 @@ pub(crate) fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<(
         train_mean_cardinality: model.train_mean_cardinality,
         count_min: model.counts[0] as usize,
         count_max: *model.counts.last().expect("at least one count") as usize,
+        search: model.search.clone(),
     };
     // All three files are written and synced under temporary names first, and only then
     // renamed into place: a save that fails while writing (a full disk, a bad path) leaves
@@ -208,12 +209,13 @@ pub(crate) fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
 pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
     let (meta_path, meta) = load_meta(dir)?;
     let (cfg_path, cfg_bytes) = read_current(dir, CONFIG_FILE)?;
-    let config =
+    let mut config =
         Config::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
             .map_err(|source| Error::ConfigFile {
                 path: cfg_path.clone(),
                 source: Box::new(source),
             })?;
+    config.name_legacy_forest();
     let (w_path, w_bytes) = read_current(dir, WEIGHTS_FILE)?;
     let st = SafeTensors::deserialize(&w_bytes)
         .map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;
@@ -242,6 +244,7 @@ pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
             .collect(),
         train_mean_cardinality: meta.train_mean_cardinality,
         forest,
+        search: meta.search.clone(),
     };
     Ok((model, meta))
 }

@@ -32,13 +32,17 @@ pub use loss::{IterateWeights, LossConfig};
 pub(crate) use model::resolve_counts;
 pub use model::{CountRange, ForestConfig, ModelConfig, ZMode};
 pub use request::ConfigRequest;
-pub use search::SearchConfig;
+pub use search::{SearchConfig, SearchScope};
 pub use system_settings::SystemSettings;
 pub(crate) use system_settings::SECTION;
 pub use train::{DevFold, TrainConfig};
 
 /// The name of Predict and Constrain in `config.system`.
 pub(crate) const PNC: &str = "pnc";
+/// `config.system` (and `preset`) of the random forest decided for the expected F1.
+pub const FOREST: &str = "forest";
+/// `config.system` (and `preset`) of that forest blended with the networks' joint.
+pub const FOREST_BLEND: &str = "forest-blend";
 
 /// Everything that defines a model and how it is trained.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -113,6 +117,22 @@ impl Config {
         .resolve()
     }
 
+    /// A configuration saved before the forests were systems of their own says `pnc` with a
+    /// forest in it: it is named for the system it is (`forest`, `forest-blend`), so that a
+    /// model folder of that time loads as what it is.
+    pub(crate) fn name_legacy_forest(&mut self) {
+        if self.system == PNC {
+            if let Some(f) = &self.model.forest {
+                self.system = if f.networks > 0.0 {
+                    FOREST_BLEND
+                } else {
+                    FOREST
+                }
+                .into();
+            }
+        }
+    }
+
     /// The preset (given, named by `overrides`, else `predict`) with `overrides` read over it,
     /// not yet validated: [`ConfigRequest::resolve`]'s first two steps.
     fn unvalidated(preset: Option<&str>, overrides: Option<&str>) -> Result<Self> {
@@ -128,13 +148,7 @@ impl Config {
         if let Some(n) = named.as_deref() {
             let known = Self::PRESETS.contains(&n)
                 || from_paper(n)
-                || [
-                    "mlp",
-                    "br-logistic",
-                    crate::search::FOREST,
-                    crate::search::FOREST_BLEND,
-                ]
-                .contains(&n);
+                || ["mlp", "br-logistic", FOREST, FOREST_BLEND].contains(&n);
             if !known {
                 return Err(Error::UnknownPreset {
                     name: n.into(),

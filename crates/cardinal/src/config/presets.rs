@@ -1,6 +1,6 @@
 //! The named starting points of a configuration: `paper` and `predict`.
 
-use super::{Config, CountRange};
+use super::{Config, CountRange, ForestConfig};
 use super::{InferenceConfig, LossConfig, ModelConfig, SearchConfig, SystemSettings, TrainConfig};
 use crate::error::{Error, Result};
 use cardinal_proj::Method;
@@ -61,6 +61,61 @@ impl Config {
         // rows, the candidate that cross-validates best on it (docs/RESULTS.md §4).
         cfg.search = SearchConfig::predict();
         cfg
+    }
+
+    /// `self` as the search's first candidate trains it: the search off and, where the count
+    /// network is supervised, the count at inference chosen for the expected example-F1
+    /// (`inference.expected_f1_count`; the count distribution is then a prediction of the
+    /// count, which the unsupervised `paper` count is not).
+    pub(crate) fn as_candidate(&self) -> Self {
+        let mut plain = self.clone();
+        plain.search = SearchConfig::default();
+        if plain.loss.cardinality_weight > 0.0 {
+            plain.inference.expected_f1_count = true;
+        }
+        plain
+    }
+
+    /// The forest system's configuration made from `self` (`--system forest`, and the
+    /// search's `forest` candidate): a random forest decided for the expected F1
+    /// (`model.forest`, networks' share 0), whose networks are never trained and so are kept
+    /// at their smallest.
+    pub fn forest(&self) -> Self {
+        let mut forest = self.as_candidate();
+        forest.preset = super::FOREST.into();
+        forest.system = super::FOREST.into();
+        forest.model.forest = Some(ForestConfig {
+            networks: 0.0,
+            ..self.model.forest.clone().unwrap_or_default()
+        });
+        forest.model.hidden = 1;
+        forest.model.card_hidden = 1;
+        forest.model.energy_hidden = 0;
+        forest.model.dropout = 0.0;
+        forest.inference.expected_f1_count = false;
+        forest
+    }
+
+    /// The blended forest system's configuration made from `self` (`--system forest-blend`,
+    /// and the search's `forest-blend` candidate): the forest's joint mixed with `self`'s own
+    /// networks, trained as [`Config::as_candidate`] trains them, a quarter of the joint
+    /// theirs. The blend reads the count network's distribution as a prediction of the count,
+    /// which only a supervised count network makes: without one, the count is supervised
+    /// (`loss.cardinality_weight = 1`, as in `predict`).
+    pub fn forest_blend(&self) -> Self {
+        let mut cfg = self.clone();
+        if cfg.loss.cardinality_weight <= 0.0 {
+            cfg.loss.cardinality_weight = 1.0;
+        }
+        let mut blend = cfg.as_candidate();
+        blend.preset = super::FOREST_BLEND.into();
+        blend.system = super::FOREST_BLEND.into();
+        let own = self.model.forest.clone().filter(|f| f.networks > 0.0);
+        blend.model.forest = Some(own.unwrap_or(ForestConfig {
+            networks: 0.25,
+            ..ForestConfig::default()
+        }));
+        blend
     }
 
     /// Names of the presets, for help texts.

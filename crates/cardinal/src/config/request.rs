@@ -1,6 +1,6 @@
 //! The one place a front end's configuration options become a validated [`Config`].
 
-use super::{Config, SearchConfig};
+use super::{Config, SearchConfig, SearchScope, FOREST, FOREST_BLEND, PNC};
 use crate::error::Result;
 
 /// Everything a front end may say about the configuration, as data (the CLI's `--preset`,
@@ -13,7 +13,10 @@ use crate::error::Result;
 /// 2. `file`, a JSON configuration read over it (one that sets a hyper-parameter turns the
 ///    default's search off unless it names `search`: `Config::with_overrides`);
 /// 3. `overrides`, JSON read over that by the same rule (Python's keyword parameters);
-/// 4. `system`, then `search` (`Some(true)`: the default's search on, `Some(false)`: off);
+/// 4. `search` (`Some(true)`: the default's search on, `Some(false)`: off), then `system`
+///    (`pnc` named: the search, when on, chooses among Predict and Constrain's candidates
+///    only; `forest` or `forest-blend` named: the configuration made that forest, as the
+///    search's candidate is);
 /// 5. `seed`;
 ///
 /// and the result is validated once.
@@ -53,13 +56,26 @@ impl ConfigRequest<'_> {
         if let Some(text) = self.overrides {
             cfg = cfg.with_overrides(text)?;
         }
-        if let Some(system) = self.system {
-            cfg.system = system.to_string();
-        }
         match self.search {
             Some(true) => cfg.search = SearchConfig::predict(),
             Some(false) => cfg.search = SearchConfig::default(),
             None => {}
+        }
+        if let Some(system) = self.system {
+            match system {
+                // Asked for by name, Predict and Constrain alone: the default's search (when
+                // on) chooses among its own candidates only.
+                PNC => cfg.search.scope = SearchScope::Pnc,
+                // A forest asked for by name is set up as the search's candidate would be.
+                FOREST if cfg.model.forest.as_ref().is_none_or(|f| f.networks != 0.0) => {
+                    cfg = cfg.forest();
+                }
+                FOREST_BLEND if cfg.model.forest.as_ref().is_none_or(|f| f.networks <= 0.0) => {
+                    cfg = cfg.forest_blend();
+                }
+                _ => {}
+            }
+            cfg.system = system.to_string();
         }
         if let Some(seed) = self.seed {
             cfg.seed = seed;
@@ -97,7 +113,27 @@ mod tests {
             ),
             ("paper", 20, "pnc", 9)
         );
-        assert_eq!(cfg.search, SearchConfig::predict());
+        // `pnc` named: the search chooses among Predict and Constrain's candidates only.
+        assert_eq!(
+            cfg.search,
+            SearchConfig {
+                scope: SearchScope::Pnc,
+                ..SearchConfig::predict()
+            }
+        );
+        // A forest named is set up as one, the search off.
+        let forest = ConfigRequest {
+            system: Some(FOREST),
+            ..ConfigRequest::default()
+        }
+        .resolve()
+        .unwrap();
+        assert_eq!(
+            (forest.system.as_str(), forest.preset.as_str()),
+            (FOREST, FOREST)
+        );
+        assert_eq!(forest.model.forest.as_ref().map(|f| f.networks), Some(0.0));
+        assert!(forest.search.is_off());
         let off = ConfigRequest {
             preset: Some("predict"),
             search: Some(false),

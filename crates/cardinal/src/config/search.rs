@@ -19,6 +19,31 @@ pub struct SearchConfig {
     pub max_rows: usize,
     /// Folds of the cross-validation that scores each candidate.
     pub folds: usize,
+    /// Which systems the candidates may be: every one ([`SearchScope::All`], the default), or
+    /// only those that run Predict and Constrain's mechanism ([`SearchScope::Pnc`]: the
+    /// energy, the unrolled ascent and the projection; `--system pnc`).
+    #[serde(skip_serializing_if = "SearchScope::is_all")]
+    pub scope: SearchScope,
+}
+
+/// Which systems the default's search chooses among.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchScope {
+    /// Every candidate: Predict and Constrain's and the forests (`forest`, `forest-blend`),
+    /// which decide label sets without the energy, the ascent or the projection.
+    #[default]
+    All,
+    /// Predict and Constrain's candidates only.
+    Pnc,
+}
+
+impl SearchScope {
+    /// Whether every system may be chosen (then the field is left out of saved
+    /// configurations).
+    pub fn is_all(&self) -> bool {
+        *self == Self::All
+    }
 }
 
 impl SearchConfig {
@@ -29,12 +54,45 @@ impl SearchConfig {
         Self {
             max_rows: 2000,
             folds: 5,
+            scope: SearchScope::All,
         }
     }
 
     /// Whether the rule searches on a training file of `n_rows` rows.
     pub fn applies(&self, n_rows: usize) -> bool {
         self.max_rows > 0 && n_rows <= self.max_rows && n_rows >= self.folds
+    }
+
+    /// Whether the rule searches on a training file of `n_rows` rows, and why, in one line for
+    /// a user (printed when training starts).
+    pub fn plan(&self, n_rows: usize) -> String {
+        let over = match self.scope {
+            SearchScope::All => {
+                "every system's candidates (Predict and Constrain's and the forests)"
+            }
+            SearchScope::Pnc => "Predict and Constrain's candidates only",
+        };
+        if self.is_off() {
+            "search: off (the configuration trains as it is)".into()
+        } else if self.applies(n_rows) {
+            format!(
+                "search: on ({n_rows} training rows <= search.max_rows = {}): {}-fold \
+                 cross-validation on the training rows over {over}, then the best trains",
+                self.max_rows, self.folds
+            )
+        } else if n_rows < self.folds {
+            format!(
+                "search: off ({n_rows} training rows, fewer than its {} folds): the \
+                 configuration trains as it is",
+                self.folds
+            )
+        } else {
+            format!(
+                "search: off ({n_rows} training rows > search.max_rows = {}): the \
+                 configuration trains as it is",
+                self.max_rows
+            )
+        }
     }
 
     /// Whether it never searches (then the field is left out of saved configurations).
@@ -56,6 +114,7 @@ impl Default for SearchConfig {
         Self {
             max_rows: 0,
             folds: 5,
+            scope: SearchScope::All,
         }
     }
 }

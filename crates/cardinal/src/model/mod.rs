@@ -50,6 +50,9 @@ pub struct Model<F: Float> {
     /// The forest that decides the label sets, alone or blended with the networks, when the
     /// configuration has one (`model.forest`).
     pub(crate) forest: Option<crate::forest::Forest>,
+    /// What the default's search did before this model trained (`None` when it did not
+    /// run), saved in `meta.json`.
+    pub search: Option<crate::search::SearchRecord>,
 }
 
 /// Per-row outputs of a forward pass.

@@ -53,6 +53,7 @@ pub fn init_model_within(
         counts: count_values(kmin, kmax),
         train_mean_cardinality: counts.iter().sum::<usize>() as f64 / counts.len().max(1) as f64,
         forest: None,
+        search: None,
     })
 }
 

@@ -1,0 +1,133 @@
+//! The forests as systems of their own: `forest` (a random forest whose neighbourhoods decide
+//! each row's label set for the expected F1) and `forest-blend` (that forest's joint mixed with
+//! Predict and Constrain's networks). Neither runs the energy, the unrolled ascent or the
+//! projection: the model records which it is (`config.system`), so that nothing calls it
+//! Predict and Constrain.
+
+use super::{check, OutputKind, System};
+use crate::config::{Config, FOREST, FOREST_BLEND};
+use crate::data::{CsrMatrix, Dataset};
+use crate::error::{Error, Result};
+use crate::eval;
+use crate::pipeline::{Model, Outputs};
+use crate::search::SearchRecord;
+use crate::train::{Hooks, Start, TrainState, Trained};
+
+/// A forest system: the forest alone, or blended with the networks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForestSystem {
+    blend: bool,
+}
+
+impl ForestSystem {
+    /// `forest`: the forest decides alone; no network is trained.
+    pub const FOREST: Self = Self { blend: false };
+    /// `forest-blend`: the forest's joint mixed with the trained networks'.
+    pub const BLEND: Self = Self { blend: true };
+}
+
+impl System for ForestSystem {
+    fn name(&self) -> &'static str {
+        if self.blend {
+            FOREST_BLEND
+        } else {
+            FOREST
+        }
+    }
+
+    fn about(&self) -> &'static str {
+        if self.blend {
+            "a random forest blended with Predict and Constrain's count and unary networks \
+             (a quarter of the joint theirs), each row's label set decided for the expected \
+             example-F1; not Predict and Constrain: no energy, no unrolled ascent, no \
+             projection, z is the set's size"
+        } else {
+            "a random forest whose neighbourhoods decide each row's label set for the \
+             expected example-F1; not Predict and Constrain: no networks, no energy, no \
+             unrolled ascent, no projection, z is the set's size"
+        }
+    }
+
+    fn outputs(&self) -> OutputKind {
+        OutputKind::Decided
+    }
+
+    fn validate(&self, cfg: &Config) -> Result<()> {
+        let share = cfg.model.forest.as_ref().map(|f| f.networks);
+        let fits = match share {
+            Some(s) if self.blend => s > 0.0,
+            Some(s) => s == 0.0,
+            None => false,
+        };
+        if fits {
+            return Ok(());
+        }
+        Err(Error::OutOfRange {
+            field: "model.forest".into(),
+            value: share.map_or_else(|| "none".into(), |s| format!("networks = {s}")),
+            allowed: if self.blend {
+                "a forest with networks > 0 for system `forest-blend` (`--system forest-blend` \
+                 sets one up)"
+                    .into()
+            } else {
+                "a forest with networks = 0 for system `forest` (`--system forest` sets one up)"
+                    .into()
+            },
+        })
+    }
+
+    fn resumable(&self) -> bool {
+        // The blend trains its networks epoch by epoch, the forest grown before them and
+        // held by every checkpoint; the forest alone has no epochs.
+        self.blend
+    }
+
+    fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
+        match start {
+            Start::Fresh(cfg) => {
+                check(self, &cfg)?;
+                fit_fresh(train, cfg, None, hooks)
+            }
+            Start::Resume(state) => crate::train::run(train, *state, hooks),
+        }
+    }
+
+    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+        eval::predict(model, x, batch)
+    }
+
+    fn predict_with_counts(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        counts: Vec<f32>,
+        batch: usize,
+    ) -> Result<Option<Outputs<f32>>> {
+        eval::predict_with_counts(model, x, counts, batch).map(Some)
+    }
+}
+
+/// Trains `cfg` from scratch, whichever of Predict and Constrain and the forests it is, with
+/// the search's `record` kept in the model: a forest is grown first (so that every checkpoint
+/// of the networks' training holds it), then the networks train unless their share is 0.
+pub(super) fn fit_fresh(
+    train: &Dataset,
+    cfg: Config,
+    record: Option<SearchRecord>,
+    hooks: &mut Hooks,
+) -> Result<Trained> {
+    let mut state = TrainState::new_within(train, &cfg, hooks.memory_budget)?;
+    state.model.search = record;
+    if let Some(settings) = &cfg.model.forest {
+        let forest = crate::forest::Forest::fit(train, settings, cfg.seed)?;
+        state.model.forest = Some(forest);
+        if settings.networks == 0.0 {
+            // Nothing to train by gradient: the forest alone decides.
+            return Ok(Trained {
+                model: state.model,
+                history: Vec::new(),
+            });
+        }
+    }
+    crate::train::run(train, state, hooks)
+}
