@@ -107,13 +107,17 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     --------------------
     With the ``predict`` preset and ``search=None``, ``fit`` on a training set of at most 2000
     rows first scores five candidate configurations by a 5-fold cross-validation on that
-    training set (the configuration itself, two variants of ``paper``: ``paper-projected``
-    and ``paper-wide``, ``forest``, a random forest whose neighbourhoods decide each row's
-    label set and its count for the expected example-F1, and ``forest-blend``, that forest
-    blended with the configuration's own networks) and trains the one with the
-    best mean example-F1; this costs a few times the training time. Larger training sets train the
-    configuration as it is. ``search_results_`` records every candidate's score and the one
-    chosen (``config_["preset"]`` names it). The search is switched off by ``search=False``,
+    training set and trains the one with the best mean example-F1; this costs a few times the
+    training time. Three candidates are Predict and Constrain (system ``pnc``: the
+    configuration itself, and two variants of ``paper``, ``paper-projected`` and
+    ``paper-wide``); two are not: ``forest``, a random forest whose neighbourhoods decide each
+    row's label set and its count for the expected example-F1, and ``forest-blend``, that
+    forest blended with the configuration's own count and unary networks. Neither forest runs
+    the energy, the unrolled ascent or the projection, and on small data one of them is often
+    the one chosen: ``system_`` says which system was trained, ``search_results_`` every
+    candidate's system and score and the one chosen (``config_["preset"]`` names it).
+    ``system="pnc"`` restricts the search to Predict and Constrain's candidates. Larger
+    training sets train the configuration as it is. The search is switched off by ``search=False``,
     and by setting a training hyper-parameter (a shortcut below or ``config``) to a value
     other than the preset's: the candidates would replace it. Prediction-time parameters
     (``threshold``, ``labels_by``), ``n_jobs``, ``random_state`` and ``verbose`` never change
@@ -152,6 +156,13 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     search : bool or None
         The default's search (see above): ``None`` decides as described, ``True`` searches
         (on at most 2000 rows), ``False`` trains the configuration as it is.
+    system : str or None
+        The system to train, as the CLI's ``--system``: ``None`` (the configuration's:
+        Predict and Constrain, with the default's search choosing among every system on small
+        data), ``"pnc"`` (Predict and Constrain only: the search, when it runs, chooses among
+        its candidates alone), ``"forest"`` or ``"forest-blend"`` (the forests, trained as
+        the search's candidates are), or a Table 1 system (``"mlp"``, ``"br-logistic"``,
+        ...).
     seed, threads : deprecated
         Former names of ``random_state`` and ``n_jobs`` (``threads=None`` meant all cores).
 
@@ -173,13 +184,18 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         when neither gave any. Saved in ``meta.json`` (the CLI prints them).
     config_ : dict
         The full configuration the model was trained with.
+    system_ : str
+        The system the model is: ``"pnc"`` (Predict and Constrain), ``"forest"``,
+        ``"forest-blend"`` or a Table 1 system; ``config_["system"]``.
     search_results_ : dict or None
-        What the default's search found: ``candidates`` (their names), ``mean_example_f1``
+        What the default's search found: ``candidates`` (their names), ``systems`` (the system
+        each is), ``mean_example_f1``
         (each one's mean cross-validated example-F1, in percent, an empty prediction for an
         empty label set scored 1, at its best threshold), ``thresholds`` (that decision
         threshold per candidate, chosen by the same cross-validation), ``folds``, and
-        ``chosen`` (the candidate trained, with its threshold). ``None`` when no search ran (and
-        after :meth:`load`).
+        ``rows``, ``scope`` (``"all"``, or ``"pnc"`` with ``system="pnc"``), ``chosen`` (the
+        candidate trained, with its threshold) and ``chosen_system``. Saved with the model,
+        so :meth:`load` restores it. ``None`` when no search ran.
     history_ : list of dict
         One record per epoch of ``fit`` (``phase``, ``epoch``, ``loss``, ``dev_example_f1``,
         ``seconds``), as ``metrics.jsonl`` of the command-line program; empty after ``load``.
@@ -222,6 +238,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         search: Optional[bool] = None,
         seed: Optional[int] = None,
         threads: Optional[int] = None,
+        system: Optional[str] = None,
     ):
         self.preset = preset
         self.random_state = random_state
@@ -240,6 +257,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         self.search = search
         self.seed = seed
         self.threads = threads
+        self.system = system
 
     # -- parameters ------------------------------------------------------------------------
 
@@ -312,13 +330,21 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             node[path[-1]] = value
         return overrides
 
-    def _check(self, preset: Optional[str], config: Optional[str], overrides: Optional[str]):
+    def _check(
+        self,
+        preset: Optional[str],
+        config: Optional[str],
+        overrides: Optional[str],
+        system: Optional[str] = None,
+    ):
         """The library's configuration for these arguments (a dict); its refusal as a
         ``ValueError`` naming the parameter that caused it."""
         try:
-            return json.loads(_native.check_config(preset, config, overrides, None))
+            return json.loads(_native.check_config(preset, config, overrides, None, system))
         except ValueError as e:
             msg = str(e)
+            if system is not None and f"`{system}`" in msg:
+                raise ValueError(f"system={system!r}: {msg}") from None
             if not isinstance(self.config, str):
                 # Positions in JSON the estimator wrote (from a dict), not the user.
                 msg = re.sub(r" at line \d+, column \d+", "", msg)
@@ -344,10 +370,12 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"config: expected a dict, JSON text or None, got {type(config).__name__}")
         if self.search is not None and not isinstance(self.search, (bool, np.bool_)):
             raise ValueError(f"search={self.search!r}: expected True, False or None")
+        if self.system is not None and not isinstance(self.system, str):
+            raise ValueError(f"system={self.system!r}: expected a system's name or None")
         overrides = self._overrides()
         text = json.dumps(overrides) if overrides else None
         base = self._check(self.preset, None, None)
-        user = self._check(self.preset, config, text)
+        user = self._check(self.preset, config, text, self.system)
         named_search = config is not None and "search" in json.loads(config)
         if self.search is None and not named_search:
             # On as the preset has it, unless the parameters change what it trains.
@@ -364,6 +392,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             "config": config,
             "overrides": json.dumps(overrides) if overrides else None,
             "seed": seed,
+            "system": self.system,
         }
 
     def _rule(self) -> str:
@@ -371,6 +400,16 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         rule = self.labels_by
         if rule is not None and not isinstance(rule, str):
             raise ValueError(f"labels_by={rule!r}: expected None, 'threshold', 'round-z' or 'top-k=K'")
+        decided = not self.model_.accepts_threshold
+        if decided and (self.threshold is not None or (rule or "").startswith("threshold")):
+            raise ValueError(
+                f"threshold={self.threshold!r}, labels_by={rule!r}: the model is system "
+                f"{self.model_.system!r}, which decides each row's label set for the expected "
+                "F1; a threshold on that set gives the same labels at every value. Leave "
+                "threshold and labels_by at None for the decided sets, or use "
+                "labels_by='top-k=K' or 'round-z'; predict_proba gives the labels' marginal "
+                "probabilities"
+            )
         if rule is None or rule == "threshold":
             thr = self.threshold
             if thr is None:
@@ -436,8 +475,6 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             raise
         self._native_runtime_ = runtime
         self._set_fitted_attributes()
-        search = self.model_.search_json
-        self.search_results_ = None if search is None else json.loads(search)
         return self
 
     def _set_fitted_attributes(self) -> None:
@@ -453,11 +490,14 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         self.label_names_ = list(self.model_.label_names)
         self.config_ = json.loads(self.model_.config_json)
         self.history_ = json.loads(self.model_.history_json)
+        self.system_ = self.model_.system
+        search = self.model_.search_json
+        self.search_results_ = None if search is None else json.loads(search)
 
     # -- inference -------------------------------------------------------------------------
 
-    def _outputs(self, X: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(y_T, z, ranking)`` of ``X``: one inference, reused while the same content is
+    def _outputs(self, X: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(y_T, z, ranking, graded)`` of ``X``: one inference, reused while the same content is
         asked for again (``predict`` then ``predict_proba`` on one ``X`` infer once). The
         arrays are the cache's own: a caller copies what it hands out."""
         check_is_fitted(self, "model_")
@@ -498,29 +538,38 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         """Every output of one inference on ``X``: ``(labels, proba, counts, decision)`` as
         :meth:`predict`, :meth:`predict_proba`, :meth:`predict_count` and
         :meth:`decision_function` return them."""
-        y, z, ranking = self._outputs(X)
+        y, z, ranking, graded = self._outputs(X)
         labels = _native.label_sets(y, z, ranking, self._rule())
         # Copies: the caller may change what it gets without changing the cache.
-        return Predictions(labels=labels, proba=y.copy(), counts=z.copy(), decision=ranking.copy())
+        return Predictions(
+            labels=labels, proba=graded.copy(), counts=z.copy(), decision=ranking.copy()
+        )
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """The predicted label sets: an ``n × L`` int64 indicator matrix, chosen by
         ``labels_by`` (by default ``y_T >= threshold``)."""
-        y, z, ranking = self._outputs(X)
+        y, z, ranking, _ = self._outputs(X)
         return _native.label_sets(y, z, ranking, self._rule())
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
-        """The last iterate ``y_T`` (``n × L``, float32, in ``[0, 1]``, each row summing to
-        ``z``): a relaxed label indicator, not calibrated probabilities."""
-        return self._outputs(X)[0].copy()
+        """Graded label scores (``n × L``, float32, in ``[0, 1]``), by the model's system
+        (``system_``): for Predict and Constrain (``pnc``) the last iterate ``y_T``, each row
+        summing to ``z``, a relaxed label indicator rather than calibrated probabilities; for
+        ``forest`` and ``forest-blend`` each label's marginal probability under the joint
+        distribution the set was decided by (the set itself is :meth:`predict`'s); for the
+        baselines their per-label scores."""
+        return self._outputs(X)[3].copy()
 
     def predict_count(self, X: ArrayLike) -> np.ndarray:
         """The predicted label counts ``z`` (``n``, float32)."""
         return self._outputs(X)[1].copy()
 
     def decision_function(self, X: ArrayLike) -> np.ndarray:
-        """Scores that rank the labels (``n × L``): the last ascent step's point before its
-        projection, which orders labels as ``y_T`` does without its ties at 0 and 1."""
+        """Scores that rank the labels (``n × L``), by the model's system (``system_``): for
+        Predict and Constrain the last ascent step's point before its projection, which
+        orders labels as ``y_T`` does without its ties at 0 and 1; for ``forest`` and
+        ``forest-blend`` each label's expected-F1 score at the chosen set's size; for the
+        baselines their per-label scores."""
         return self._outputs(X)[2].copy()
 
     # -- tags ------------------------------------------------------------------------------
@@ -573,8 +622,18 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         est.model_ = model
         est._native_runtime_ = _Runtime()
         est._set_fitted_attributes()
-        est.search_results_ = None
         return est
+
+    def __repr__(self, N_CHAR_MAX: int = 700) -> str:
+        """scikit-learn's repr of the parameters, and for a fitted estimator the system it
+        really trained (the default's search may have chosen a forest, not Predict and
+        Constrain)."""
+        text = super().__repr__(N_CHAR_MAX)
+        model = self.__dict__.get("model_")
+        if model is None:
+            return text
+        preset = self.__dict__.get("config_", {}).get("preset", "?")
+        return f"{text}  # fitted: system {model.system!r} (preset {preset!r})"
 
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()

@@ -12,7 +12,7 @@ use cardinal::engine::TrainedOn;
 use cardinal::engine::{EpochRecord, Event};
 use cardinal::metrics::{binarize, Binarize};
 use cardinal::runtime::WaitPolicy;
-use cardinal::search::CandidateScore;
+use cardinal::search::SearchRecord;
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -100,12 +100,14 @@ fn resolve(
     config: Option<&str>,
     overrides: Option<&str>,
     seed: Option<u64>,
+    system: Option<&str>,
 ) -> cardinal::Result<Config> {
     ConfigRequest {
         preset,
         file: config,
         overrides,
         seed,
+        system,
         ..ConfigRequest::default()
     }
     .resolve()
@@ -114,14 +116,15 @@ fn resolve(
 /// Checks the configuration the arguments describe and returns it as JSON (the estimator
 /// calls it to refuse bad parameters early and to show the full configuration).
 #[pyfunction]
-#[pyo3(signature = (preset=None, config=None, overrides=None, seed=None))]
+#[pyo3(signature = (preset=None, config=None, overrides=None, seed=None, system=None))]
 pub(crate) fn check_config(
     preset: Option<&str>,
     config: Option<&str>,
     overrides: Option<&str>,
     seed: Option<u64>,
+    system: Option<&str>,
 ) -> PyResult<String> {
-    let cfg = resolve(preset, config, overrides, seed).map_err(to_py)?;
+    let cfg = resolve(preset, config, overrides, seed, system).map_err(to_py)?;
     Ok(serde_json::to_string(&cfg).expect("a configuration serialises"))
 }
 
@@ -164,18 +167,24 @@ fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
     }
 }
 
-/// What the default's search found: every candidate's mean cross-validated example-F1 and the
-/// one trained, as JSON for the estimator's `search_results_`.
-fn search_record(scores: &[CandidateScore], folds: usize, chosen: &str) -> String {
+/// What the default's search found: every candidate's system and mean cross-validated
+/// example-F1 and the one trained, as JSON for the estimator's `search_results_`.
+fn search_record(record: &SearchRecord) -> String {
+    let scores = &record.scores;
     let names: Vec<&str> = scores.iter().map(|s| s.preset.as_str()).collect();
+    let systems: Vec<&str> = scores.iter().map(|s| s.system.as_str()).collect();
     let f1: Vec<f64> = scores.iter().map(|s| s.example_f1).collect();
     let thresholds: Vec<f64> = scores.iter().map(|s| s.threshold).collect();
     serde_json::json!({
         "candidates": names,
+        "systems": systems,
         "mean_example_f1": f1,
         "thresholds": thresholds,
-        "folds": folds,
-        "chosen": chosen,
+        "folds": record.folds,
+        "rows": record.rows,
+        "scope": record.scope,
+        "chosen": record.chosen,
+        "chosen_system": record.chosen_score().map_or("", |s| s.system.as_str()),
     })
     .to_string()
 }
@@ -189,8 +198,6 @@ pub struct NativeModel {
     label_names: Vec<String>,
     /// The epochs of the fit that made it (empty for a loaded model).
     history: Vec<EpochRecord>,
-    /// What the default's search found (JSON), when it ran.
-    search: Option<String>,
 }
 
 #[pymethods]
@@ -200,7 +207,7 @@ impl NativeModel {
     /// names, when given, are recorded with the model (`meta.json`). `sample_weight`, when
     /// given, weighs each example's training loss (`LabelSets::weights`).
     #[staticmethod]
-    #[pyo3(signature = (x, y, pool, preset=None, config=None, overrides=None, seed=None, verbose=0, feature_names=None, label_names=None, sample_weight=None))]
+    #[pyo3(signature = (x, y, pool, preset=None, config=None, overrides=None, seed=None, verbose=0, feature_names=None, label_names=None, sample_weight=None, system=None))]
     pub fn fit(
         py: Python<'_>,
         x: &Bound<'_, PyAny>,
@@ -214,8 +221,9 @@ impl NativeModel {
         feature_names: Option<Vec<String>>,
         label_names: Option<Vec<String>>,
         sample_weight: Option<PyReadonlyArray1<'_, f64>>,
+        system: Option<&str>,
     ) -> PyResult<Self> {
-        let cfg = resolve(preset, config, overrides, seed).map_err(to_py)?;
+        let cfg = resolve(preset, config, overrides, seed, system).map_err(to_py)?;
         let mut train =
             dataset_from_arrays("X", features(x, "X")?, labels(y, "Y")?).map_err(data_to_py)?;
         if let Some(w) = sample_weight {
@@ -234,18 +242,9 @@ impl NativeModel {
             check_names(&label_names, train.n_labels(), "label_names", "Y")?;
         }
         let engine = engine(pool.threads)?;
-        let mut search = None;
         let trained = interruptible::run(py, |say, cancel| {
             pool.pool.install(|| {
                 let mut on_event = |ev: Event| {
-                    if let Event::Searched {
-                        scores,
-                        folds,
-                        chosen,
-                    } = &ev
-                    {
-                        search = Some(search_record(scores, *folds, chosen));
-                    }
                     if verbose > 0 {
                         if let Some(line) = progress_line(&ev, verbose) {
                             say(line);
@@ -261,12 +260,12 @@ impl NativeModel {
             feature_names,
             label_names,
             history: trained.history,
-            search,
         })
     }
 
-    /// Inference on `x`: `(y_T, z, ranking)`: the last iterate and the counts (`float32`), and
-    /// the scores that rank the labels. With `feature_names` (a DataFrame's columns) and a
+    /// Inference on `x`: `(y_T, z, ranking, graded)`: the last iterate and the counts
+    /// (`float32`), the scores that rank the labels, and the graded label scores (`y_T` for
+    /// Predict and Constrain, the marginal probabilities for a forest's decided set). With `feature_names` (a DataFrame's columns) and a
     /// model that has names, the columns are matched by name as the CLI matches an ARFF
     /// file's: reordered columns are aligned, missing, extra or renamed ones refused.
     #[pyo3(signature = (x, pool, feature_names=None))]
@@ -301,10 +300,12 @@ impl NativeModel {
             .map_err(to_py)?;
         let (n, l) = (x.n_rows, model.n_labels());
         let ranking = out.ranking_scores().to_vec();
+        let graded = engine.output_kind(model).map_err(to_py)?.graded(&out).to_vec();
         let items = [
             matrix(py, n, l, out.y)?.into_any(),
             numpy::PyArray1::from_vec(py, out.z).into_any(),
             matrix(py, n, l, ranking)?.into_any(),
+            matrix(py, n, l, graded)?.into_any(),
         ];
         PyTuple::new(py, items)
     }
@@ -352,7 +353,6 @@ impl NativeModel {
             feature_names: meta.feature_names,
             label_names: meta.label_names,
             history: Vec::new(),
-            search: None,
         })
     }
 
@@ -369,11 +369,35 @@ impl NativeModel {
         serde_json::to_string(&self.history).expect("epoch records serialise")
     }
 
-    /// What the default's search found, as JSON (`candidates`, `mean_example_f1`, `folds`,
-    /// `chosen`); `None` when it did not run (and for a loaded model).
+    /// What the default's search found, as JSON (`candidates`, `systems`,
+    /// `mean_example_f1`, `thresholds`, `folds`, `rows`, `scope`, `chosen`,
+    /// `chosen_system`); `None` when it did not run. Kept with the model, so a loaded model
+    /// has it too.
     #[getter]
     pub fn search_json(&self) -> Option<String> {
-        self.search.clone()
+        self.model.search.as_ref().map(search_record)
+    }
+
+    /// The system the model is (`pnc`, `forest`, `forest-blend`, a Table 1 system).
+    #[getter]
+    pub fn system(&self) -> String {
+        self.model.config.system.clone()
+    }
+
+    /// What the model's system is, in one line.
+    #[getter]
+    pub fn about(&self) -> PyResult<String> {
+        Ok(engine(1)?.about(&self.model).map_err(to_py)?.to_string())
+    }
+
+    /// Whether a threshold on the outputs is a labelling rule for this model (not for a
+    /// decided set, the forests').
+    #[getter]
+    pub fn accepts_threshold(&self) -> PyResult<bool> {
+        Ok(engine(1)?
+            .output_kind(&self.model)
+            .map_err(to_py)?
+            .accepts_threshold())
     }
 
     /// The number of input features.

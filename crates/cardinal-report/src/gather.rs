@@ -31,8 +31,11 @@ pub struct RunView {
     pub name: String,
     /// The dataset the model was trained on, as recorded.
     pub dataset: String,
-    /// The system (`pnc`, a baseline, ...) from the configuration.
+    /// The system (`pnc`, `forest`, a baseline, ...) from the configuration.
     pub system: String,
+    /// What the model is, in a few lines: its system, preset, what that system does and why
+    /// it was trained (the search's choice); empty where no model could be read.
+    pub identity: Vec<String>,
     /// `metrics.jsonl`: one record per epoch, in order.
     pub history: Vec<EpochRecord>,
     /// Every metric on the test split (recomputed from the model, else read from `eval.json`).
@@ -178,6 +181,7 @@ pub fn gather(engine: &Engine, dir: &Path, name: String) -> Result<RunView> {
         name,
         dataset,
         system,
+        identity: Vec::new(),
         history,
         metrics: None,
         counts: None,
@@ -208,6 +212,19 @@ pub fn gather(engine: &Engine, dir: &Path, name: String) -> Result<RunView> {
     let (model, meta) = engine.load(dir)?;
     view.system = model.config.system.clone();
     view.dataset = meta.dataset.clone();
+    let kind = engine.output_kind(&model)?;
+    view.identity = vec![
+        format!(
+            "system {} (preset {}): {}",
+            model.config.system,
+            model.config.preset,
+            engine.about(&model)?
+        ),
+        match &model.search {
+            Some(s) => s.summary(),
+            None => "trained as configured (no search ran)".into(),
+        },
+    ];
     let Some(tt) = engine.run_data(dir)? else {
         view.metrics = read_eval(dir)?;
         view.notes.push(
@@ -224,7 +241,19 @@ pub fn gather(engine: &Engine, dir: &Path, name: String) -> Result<RunView> {
     let pred = binarize(&out.y, l, &Binarize::Threshold(thr as f32), None)?;
     view.counts = Some(count_matrix(&out.z, &tt.test.labels));
     view.labels = label_points(&pred, &tt.test.labels, &tt.train.labels)?;
-    view.reliability = reliability(&out.y, &tt.test.labels);
+    // A decided set's graded scores are its marginal probabilities; a threshold does not
+    // apply to it, so it has no threshold curve.
+    view.reliability = reliability(kind.graded(&out), &tt.test.labels);
+    if !kind.accepts_threshold() {
+        view.notes.push(format!(
+            "system {} decides each row's label set for the expected F1: no threshold applies, \
+             so there is no threshold curve; the calibration figure shows its labels' marginal \
+             probabilities",
+            model.config.system
+        ));
+        view.metrics = Some(report);
+        return Ok(view);
+    }
     let dev = match cardinal::engine::dev_split(&tt.train, &model.config) {
         None => {
             view.notes

@@ -157,6 +157,9 @@ fn run_section(out: &mut String, r: &RunView) -> Result<()> {
         escape(&r.system),
         escape(&r.dataset)
     );
+    for line in &r.identity {
+        let _ = write!(out, "<p>{}</p>", escape(line));
+    }
     for note in &r.notes {
         let _ = write!(out, "<p class=\"note\">{}</p>", escape(note));
     }

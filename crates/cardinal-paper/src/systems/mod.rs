@@ -294,14 +294,9 @@ pub fn pretrain_unary(
 
 /// Relaxed-F1 iterate weights of the P&C loss, `t = 1..=T` (see `config::IterateWeights`).
 pub fn iterate_weights(cfg: &Config) -> Vec<f64> {
-    use cardinal::config::IterateWeights;
     let steps = cfg.inference.steps;
-    let tt = steps as f64;
     (1..=steps)
-        .map(|t| match cfg.loss.iterate_weights {
-            IterateWeights::Authors => 1.0 / (tt * (tt - t as f64 + 2.0)),
-            IterateWeights::Last => f64::from(u8::from(t == steps)),
-        })
+        .map(|t| cfg.loss.iterate_weights.weight(t, steps))
         .collect()
 }
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::kernel::{RowResult, TrainOut, TrainRows};
 use super::{Stage, Workspace};
-use crate::config::{IterateWeights, ZMode};
+use crate::config::ZMode;
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
 use crate::model::{c, ensure_shape, Float, Model, Params, TwoLayer, TwoLayerGrad};
@@ -37,12 +37,7 @@ impl<F: Float> Model<F> {
     fn iterate_weight(&self, t: usize) -> F {
         // t is 1-based: the weight of the loss on y_t.
         let steps = self.config.inference.steps;
-        let tt = steps as f64;
-        let w = match self.config.loss.iterate_weights {
-            IterateWeights::Authors => 1.0 / (tt * (tt - t as f64 + 2.0)),
-            IterateWeights::Last => f64::from(u8::from(t == steps)),
-        };
-        c(w)
+        c(self.config.loss.iterate_weights.weight(t, steps))
     }
 
     /// Loss of the batch `rows` and its gradient, written into `grad` (overwritten), with the

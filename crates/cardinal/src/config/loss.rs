@@ -14,6 +14,21 @@ pub enum IterateWeights {
     Authors,
     /// Only the last iterate, weight 1.
     Last,
+    /// The paper's §3.1 as printed: `ℓ̄ = (1/T) Σ_{t=1}^{T} ℓ(y_t, y*)/(T − t + 1)`, so `y_T`
+    /// weighs `1/T` (the released code gives it `1/(2T)`).
+    Printed,
+}
+
+impl IterateWeights {
+    /// The weight of the loss on the iterate `y_t` (`t` from 1) of `steps` ascent steps.
+    pub fn weight(self, t: usize, steps: usize) -> f64 {
+        let tt = steps as f64;
+        match self {
+            Self::Authors => 1.0 / (tt * (tt - t as f64 + 2.0)),
+            Self::Printed => 1.0 / (tt * (tt - t as f64 + 1.0)),
+            Self::Last => f64::from(u8::from(t == steps)),
+        }
+    }
 }
 
 /// The training objective.
@@ -54,5 +69,21 @@ impl LossConfig {
         non_negative("loss.cardinality_weight", self.cardinality_weight)?;
         non_negative("loss.f1_weight", self.f1_weight)?;
         non_negative("loss.unary_bce_weight", self.unary_bce_weight)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IterateWeights;
+
+    /// Each rule against its formula written out by hand for T = 3: the paper's §3.1 weighs
+    /// `y_t` by `1/(T(T − t + 1))` (`y_T` by `1/T`), the released code by `1/(T(T − t + 2))`.
+    #[test]
+    fn iterate_weights_follow_their_formulas() {
+        let at = |w: IterateWeights| (1..=3).map(|t| w.weight(t, 3)).collect::<Vec<_>>();
+        let close = |a: Vec<f64>, b: [f64; 3]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-15);
+        assert!(close(at(IterateWeights::Printed), [1.0 / 9.0, 1.0 / 6.0, 1.0 / 3.0]));
+        assert!(close(at(IterateWeights::Authors), [1.0 / 12.0, 1.0 / 9.0, 1.0 / 6.0]));
+        assert_eq!(at(IterateWeights::Last), [0.0, 0.0, 1.0]);
     }
 }
