@@ -2,7 +2,10 @@
 
 A model predicts how many labels an input has, ``z = h(x)``, then which, by unrolled projected
 gradient ascent on a learned score over relaxed labels ``y`` in ``[0, 1]^L`` constrained to
-``sum(y) = z`` (Brukhim & Globerson, ICML 2018). This package is a thin layer over the Rust
+``sum(y) = z`` (Brukhim & Globerson, ICML 2018). On training sets of at most 2000 rows the
+default's search may instead train a random forest, which is not Predict and Constrain (a
+fitted estimator's ``system_`` says which system it is; ``system="pnc"`` keeps to Predict and
+Constrain). This package is a thin layer over the Rust
 library that the ``cardinal`` command-line program uses: the same engine, the same numbers, the
 same model directories.
 

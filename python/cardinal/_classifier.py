@@ -89,9 +89,10 @@ def _finite_float(value: Any, name: str) -> float:
 
 
 class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
-    """Predict and Constrain: a multi-label classifier that predicts each input's label count
-    ``z`` and then which labels, by unrolled projected gradient ascent constrained to
-    ``sum(y) = z``.
+    """A multi-label classifier built on Predict and Constrain: it predicts each input's label
+    count ``z`` and then which labels, by unrolled projected gradient ascent constrained to
+    ``sum(y) = z``. On small training sets the default may train a forest instead (see "The
+    default's search" below; ``system_`` says which system was trained).
 
     ``fit`` trains exactly as ``cardinal train`` does: a part of the training data is held out
     (``train.dev_fraction``) for early stopping, then the last epochs train on all of it. The
@@ -126,7 +127,9 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     preset : str
-        ``"predict"`` (the default configuration) or ``"paper"`` (the authors' configuration).
+        ``"predict"`` (the default configuration) or ``"paper"`` (the authors' released code's
+        configuration; its departures from the printed paper are listed in the project's
+        docs/departures.md).
     random_state : int, numpy.random.RandomState or None
         Seed of the initialisation, the dev split, the batch order and dropout. An int is the
         seed itself (the CLI's ``--seed``); ``None`` draws a fresh seed from numpy's global

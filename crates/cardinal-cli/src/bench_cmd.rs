@@ -1,4 +1,4 @@
-//! `cardinal bench`: training-epoch and inference timings with the faithful configuration (or
+//! `cardinal bench`: training-epoch and inference timings with the `paper` configuration (or
 //! another preset), and the epoch's time per stage, printed as one JSON line (field names are
 //! relied on by scripts: keep them).
 

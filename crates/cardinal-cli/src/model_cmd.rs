@@ -77,13 +77,18 @@ pub(crate) struct ConfigArgs {
     #[arg(long, value_name = "SEED")]
     pub seed: Option<u64>,
     /// The system to train (overrides the configuration's `system`): `pnc` (Predict and
-    /// Constrain), `mlp` (the tuned MLP baseline), `br-logistic`, or a Table 1 system.
+    /// Constrain only: on small files the default's search then chooses among its Predict and
+    /// Constrain candidates alone, never a forest), `forest` or `forest-blend` (the search's
+    /// forests, trained directly; not Predict and Constrain), `mlp` (the tuned MLP baseline),
+    /// `br-logistic`, or a Table 1 system. Without it, the default's search may choose a
+    /// forest; the model records the system it is.
     #[arg(long)]
     pub system: Option<String>,
     /// Turn the default's search on even with a configuration file or another preset: on a
     /// training file of at most 2000 rows, train whichever of the configuration, `paper`, a
     /// wider `paper` (both projected onto their own count), a forest and the forest blended
-    /// with the configuration's networks cross-validates best on that file (5 folds;
+    /// with the configuration's count and unary networks (the forests are not Predict and
+    /// Constrain; `--system pnc` leaves them out) cross-validates best on that file (5 folds;
     /// docs/RESULTS.md §4). The `predict` preset has it on unless a
     /// configuration file sets hyper-parameters.
     #[arg(long, conflicts_with = "no_search")]

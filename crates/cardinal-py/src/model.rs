@@ -300,7 +300,11 @@ impl NativeModel {
             .map_err(to_py)?;
         let (n, l) = (x.n_rows, model.n_labels());
         let ranking = out.ranking_scores().to_vec();
-        let graded = engine.output_kind(model).map_err(to_py)?.graded(&out).to_vec();
+        let graded = engine
+            .output_kind(model)
+            .map_err(to_py)?
+            .graded(&out)
+            .to_vec();
         let items = [
             matrix(py, n, l, out.y)?.into_any(),
             numpy::PyArray1::from_vec(py, out.z).into_any(),

@@ -82,8 +82,14 @@ mod tests {
     fn iterate_weights_follow_their_formulas() {
         let at = |w: IterateWeights| (1..=3).map(|t| w.weight(t, 3)).collect::<Vec<_>>();
         let close = |a: Vec<f64>, b: [f64; 3]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-15);
-        assert!(close(at(IterateWeights::Printed), [1.0 / 9.0, 1.0 / 6.0, 1.0 / 3.0]));
-        assert!(close(at(IterateWeights::Authors), [1.0 / 12.0, 1.0 / 9.0, 1.0 / 6.0]));
+        assert!(close(
+            at(IterateWeights::Printed),
+            [1.0 / 9.0, 1.0 / 6.0, 1.0 / 3.0]
+        ));
+        assert!(close(
+            at(IterateWeights::Authors),
+            [1.0 / 12.0, 1.0 / 9.0, 1.0 / 6.0]
+        ));
         assert_eq!(at(IterateWeights::Last), [0.0, 0.0, 1.0]);
     }
 }

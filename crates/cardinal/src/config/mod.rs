@@ -1,7 +1,7 @@
 //! Typed, validated configuration of a model and its training, saved next to every checkpoint.
 //!
-//! Every field has a default; [`Config::paper`] is the faithful configuration of the authors'
-//! released code (see `docs/DESIGN.md`), and [`Config::predict`] is what `cardinal train` uses
+//! Every field has a default; [`Config::paper`] is the configuration of the authors' released
+//! code (its departures from the printed paper: `docs/departures.md`), and [`Config::predict`] is what `cardinal train` uses
 //! unless told otherwise. One section per concern: [`ModelConfig`], [`InferenceConfig`], [`LossConfig`],
 //! [`TrainConfig`], [`SearchConfig`]; each checks its own fields, and [`Config::validate`]
 //! adds the checks that span sections. The settings of the systems other than `pnc` (the
@@ -120,7 +120,7 @@ impl Config {
     /// A configuration saved before the forests were systems of their own says `pnc` with a
     /// forest in it: it is named for the system it is (`forest`, `forest-blend`), so that a
     /// model folder of that time loads as what it is.
-    pub(crate) fn name_legacy_forest(&mut self) {
+    pub fn name_legacy_forest(&mut self) {
         if self.system == PNC {
             if let Some(f) = &self.model.forest {
                 self.system = if f.networks > 0.0 {

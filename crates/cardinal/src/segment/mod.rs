@@ -8,7 +8,7 @@
 //!   `Σz = L` always and the polytope is never empty;
 //! * **`T` unrolled projected ascent steps** on the linear score `⟨S, Y⟩`:
 //!   `Y_0 = 1/M`, `Y_{t+1} = P(Y_t + η S; z)` with `P` a projection onto
-//!   `{Y ≥ 0, Y1 = 1, Yᵀ1 = z}` from [`cardinal_proj::matrix`] (exact, the paper's Dykstra, or
+//!   `{Y ≥ 0, Y1 = 1, Yᵀ1 = z}` from [`cardinal_proj::matrix`] (exact, Dykstra with the released Algorithm 1, or
 //!   Sinkhorn), optionally with a global energy `E(Y) = Σ_k w_k softplus(⟨B_k, Y⟩)` whose
 //!   gradient joins the score, `Y_{t+1} = P(Y_t + η(S + ∇E(Y_t)); z)` (`energy`), and
 //!   optionally a pairwise energy between the 4-neighbours of an image grid
