@@ -2,8 +2,8 @@
 
 use crate::{
     BoxClip, CappedSimplex, CappedTape, ClipTape, Dykstra, DykstraTape, FastProjection, FpTape,
-    ProjError, Projector, Real, Simplex, SimplexTape, SmoothCappedSimplex, SmoothTape, SoftSimplex,
-    SoftTape,
+    ProjError, Projector, Real, Simplex, SimplexTape, SmoothCappedSimplex, SmoothTape,
+    SoftPrintedTape, SoftSimplex, SoftSimplexPrinted, SoftTape,
 };
 use std::fmt;
 use std::ops::RangeInclusive;
@@ -16,9 +16,12 @@ pub enum Method {
     Exact,
     /// Exact projection onto B(z) ([`Simplex`]); ignores the upper bound.
     Simplex,
-    /// Algorithm 1 ([`SoftSimplex`]) onto B(z); ignores the upper bound.
+    /// Algorithm 1 as the authors' released code computes it ([`SoftSimplex`], a ReLU inside
+    /// the softsign) onto B(z); ignores the upper bound. [`Method::SoftPrinted`] is the printed
+    /// algorithm.
     Soft,
-    /// Dykstra with the soft simplex projection (the paper's operator).
+    /// Dykstra with the released code's soft simplex projection ([`SoftSimplex`], a ReLU inside
+    /// the softsign): the paper's operator as the authors ran it.
     DykstraSoft,
     /// Dykstra with the exact simplex projection.
     DykstraExact,
@@ -29,11 +32,16 @@ pub enum Method {
     Smooth,
     /// Clipping to `[0, 1]` ([`BoxClip`]), ignoring `z`: no cardinality constraint.
     Clip,
+    /// Algorithm 1 as printed in the paper ([`SoftSimplexPrinted`], no ReLU inside the
+    /// softsign) onto B(z); ignores the upper bound.
+    SoftPrinted,
+    /// Dykstra with the printed Algorithm 1 ([`SoftSimplexPrinted`]) as the projection onto B(z).
+    DykstraSoftPrinted,
 }
 
 impl Method {
     /// Every method, in the order of [`ProjError::UnknownMethod`]'s list.
-    pub const ALL: [Method; 8] = [
+    pub const ALL: [Method; 10] = [
         Method::Exact,
         Method::Simplex,
         Method::Soft,
@@ -42,6 +50,8 @@ impl Method {
         Method::Fp,
         Method::Smooth,
         Method::Clip,
+        Method::SoftPrinted,
+        Method::DykstraSoftPrinted,
     ];
 
     /// The name accepted by [`Method::from_str`](std::str::FromStr::from_str) and printed by
@@ -56,6 +66,8 @@ impl Method {
             Method::Fp => "fp",
             Method::Smooth => "smooth",
             Method::Clip => "clip",
+            Method::SoftPrinted => "soft-printed",
+            Method::DykstraSoftPrinted => "dykstra-soft-printed",
         }
     }
 }
@@ -91,8 +103,8 @@ pub const DEFAULT_SMOOTH_EPS: f64 = 0.1;
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields, default))]
 pub struct ProjParams {
-    /// Dykstra rounds `R` of [`Method::DykstraSoft`] and [`Method::DykstraExact`], in
-    /// [`ProjParams::ROUNDS`].
+    /// Dykstra rounds `R` of [`Method::DykstraSoft`], [`Method::DykstraExact`] and
+    /// [`Method::DykstraSoftPrinted`], in [`ProjParams::ROUNDS`].
     pub rounds: usize,
     /// Bisection iterations `J` of [`Method::Fp`], in [`ProjParams::FP_ITERS`].
     pub fp_iters: usize,
@@ -202,6 +214,10 @@ pub enum AnyTape<F> {
     Smooth(SmoothTape<F>),
     /// Tape of [`Method::Clip`].
     Clip(ClipTape<F>),
+    /// Tape of [`Method::SoftPrinted`].
+    SoftPrinted(SoftPrintedTape<F>),
+    /// Tape of [`Method::DykstraSoftPrinted`].
+    DykstraSoftPrinted(DykstraTape<F, SoftPrintedTape<F>>),
 }
 
 macro_rules! tape_as {
@@ -244,6 +260,15 @@ impl<F: Real> Projector<F> for AnyProjector {
                 SmoothCappedSimplex { eps: p.smooth_eps }.forward(v, z, out, tape_as!(tape, Smooth))
             }
             Method::Clip => BoxClip.forward(v, z, out, tape_as!(tape, Clip)),
+            Method::SoftPrinted => {
+                SoftSimplexPrinted.forward(v, z, out, tape_as!(tape, SoftPrinted))
+            }
+            Method::DykstraSoftPrinted => Dykstra::new(p.rounds, SoftSimplexPrinted).forward(
+                v,
+                z,
+                out,
+                tape_as!(tape, DykstraSoftPrinted),
+            ),
         }
     }
 
@@ -266,6 +291,10 @@ impl<F: Real> Projector<F> for AnyProjector {
                 SmoothCappedSimplex { eps: p.smooth_eps }.vjp(t, g, gv)
             }
             (Method::Clip, AnyTape::Clip(t)) => BoxClip.vjp(t, g, gv),
+            (Method::SoftPrinted, AnyTape::SoftPrinted(t)) => SoftSimplexPrinted.vjp(t, g, gv),
+            (Method::DykstraSoftPrinted, AnyTape::DykstraSoftPrinted(t)) => {
+                Dykstra::new(p.rounds, SoftSimplexPrinted).vjp(t, g, gv)
+            }
             (m, _) => panic!("AnyProjector::vjp: tape was not recorded by a {m} forward"),
         }
     }

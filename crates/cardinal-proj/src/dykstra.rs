@@ -23,7 +23,8 @@ use crate::{ProjError, Projector, Real};
 use std::sync::Mutex;
 
 /// Dykstra's algorithm with `rounds` rounds and `inner` as the projection onto `B(z)`
-/// ([`crate::SoftSimplex`] in the paper, [`crate::Simplex`] for the exact variant).
+/// ([`crate::SoftSimplex`] in the authors' released code, [`crate::SoftSimplexPrinted`] for the
+/// paper's printed Algorithm 1, [`crate::Simplex`] for the exact variant).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Dykstra<P> {
     /// Number of rounds R. 0 is accepted and degenerate: the output is the input (not

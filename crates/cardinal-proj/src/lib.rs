@@ -58,6 +58,7 @@ pub mod sigmoid_cardinality;
 mod simplex;
 mod smooth;
 mod soft;
+mod soft_printed;
 mod util;
 
 pub use any::{AnyProjector, AnyTape, Method, ProjParams, DEFAULT_SMOOTH_EPS};
@@ -69,6 +70,7 @@ pub use fp::{FastProjection, FpTape};
 pub use simplex::{Simplex, SimplexTape};
 pub use smooth::{SmoothCappedSimplex, SmoothTape};
 pub use soft::{SoftSimplex, SoftTape};
+pub use soft_printed::{SoftPrintedTape, SoftSimplexPrinted};
 
 use std::fmt::Debug;
 

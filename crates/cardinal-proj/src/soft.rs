@@ -26,7 +26,8 @@ use crate::util::{
 };
 use crate::{ProjError, Projector, Real};
 
-/// Algorithm 1 of the paper (authors' variant with relu inside softsign), `z ≥ 0`.
+/// Algorithm 1 of the paper (authors' variant with relu inside softsign), `z ≥ 0`;
+/// [`crate::SoftSimplexPrinted`] is the algorithm as printed, without the relu.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SoftSimplex;
 

@@ -112,6 +112,31 @@ fn soft_simplex_vjp() {
 }
 
 #[test]
+fn soft_simplex_printed_vjp() {
+    let op = || ProjOp("soft-printed".into(), SoftSimplexPrinted);
+    run(&op(), ZKind::Positive, 1.0, 5);
+    // Small spread: many j with r_j > 0; large spread: many with r_j < 0, which (unlike the
+    // released variant) carry gradient through their negative logits.
+    run(&op(), ZKind::Positive, 0.2, 6);
+    run(&op(), ZKind::Positive, 3.0, 7);
+}
+
+#[test]
+fn dykstra_soft_printed_vjp() {
+    for r in [1, 2, 5] {
+        run(
+            &ProjOp(
+                format!("dykstra-soft-printed R={r}"),
+                Dykstra::new(r, SoftSimplexPrinted),
+            ),
+            ZKind::Capped,
+            1.0,
+            60 + r as u64,
+        );
+    }
+}
+
+#[test]
 fn dykstra_soft_vjp() {
     for r in [1, 2, 5] {
         run(
@@ -151,7 +176,7 @@ fn fast_projection_vjp() {
 fn any_projector_vjp() {
     for (i, m) in Method::ALL.into_iter().enumerate() {
         let zk = match m {
-            Method::Simplex | Method::Soft => ZKind::Positive,
+            Method::Simplex | Method::Soft | Method::SoftPrinted => ZKind::Positive,
             _ => ZKind::Capped,
         };
         run(
