@@ -34,9 +34,10 @@ def project(
     ``{y : 0 <= y <= 1, sum(y) = z}`` (``z`` a number, or one per row).
 
     ``method`` is one of ``exact`` (the Euclidean projection), ``simplex``, ``soft``,
-    ``dykstra-soft`` (the paper's operator as the
-    released code computes it, with a ReLU inside Algorithm 1's softsign), ``dykstra-exact``, ``fp``, ``smooth`` (entropic,
-    temperature ``eps``, default 0.1) and ``clip``; ``rounds`` is used by the Dykstra methods,
+    ``dykstra-soft`` (the paper's operator as the released code computes it, with a ReLU
+    inside Algorithm 1's softsign), ``soft-printed`` and ``dykstra-soft-printed`` (Algorithm
+    1 as printed), ``dykstra-exact``, ``fp``, ``smooth`` (entropic, temperature ``eps``,
+    default 0.1) and ``clip``; ``rounds`` is used by the Dykstra methods,
     ``iters`` by ``fp``. Returns float64 of ``v``'s shape. Raises ``ValueError`` for an unknown
     method, a ``z`` outside ``[0, L]``, a non-finite entry (naming the row) or a parameter out
     of its range, whatever the method (``rounds`` 1..=1000, ``iters`` 1..=200, ``eps`` > 0;

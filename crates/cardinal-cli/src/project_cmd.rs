@@ -27,7 +27,8 @@ pub(crate) struct ProjectArgs {
     pub z: Option<String>,
     #[arg(long, default_value = "exact", help = method_help())]
     pub method: String,
-    /// Dykstra rounds R (dykstra-soft, dykstra-exact; dykstra with --classes), 1..=1000.
+    /// Dykstra rounds R (dykstra-soft, dykstra-soft-printed, dykstra-exact; dykstra with
+    /// --classes), 1..=1000.
     #[arg(long, default_value_t = 2, value_parser = parse_rounds)]
     pub rounds: usize,
     /// Bisection iterations J (fp), 1..=200.

@@ -23,7 +23,8 @@ pub struct InferenceConfig {
     /// Momentum of the inner ascent.
     pub momentum: f64,
     /// Projection used while training (exact, simplex, soft, dykstra-soft, dykstra-exact, fp,
-    /// smooth).
+    /// smooth, clip; soft-printed and dykstra-soft-printed: the paper's Algorithm 1 as printed,
+    /// where soft and dykstra-soft are the released code's variant).
     pub train_projection: Method,
     /// Projection used at evaluation and prediction.
     pub test_projection: Method,
