@@ -223,11 +223,28 @@ fn the_search_reports_its_candidates_and_its_choice() {
         threshold.parse::<f64>().unwrap(),
         "{line}"
     );
-    // A configuration file that sets hyper-parameters turns the search off by itself.
+    // The plan is said before training: searched, and why.
+    assert!(
+        err.contains("search: on (48 training rows <= search.max_rows = 2000)"),
+        "{err}"
+    );
+    // A configuration file that sets hyper-parameters turns the search off by itself, and
+    // says so.
     let (_, o) = train(tmp.path(), "n", &["--dataset", d]);
-    assert!(!stderr(&o).contains("search:"), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("search: off (the configuration trains as it is)")
+            && !err.contains("search: 5"),
+        "{err}"
+    );
+    // `--quiet` hides the search's progress, not what was trained.
     let (_, o) = train(tmp.path(), "q", &["--dataset", d, "--search", "--quiet"]);
-    assert!(!stderr(&o).contains("search:"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("search: 5"), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("chosen by the default's search") && out.contains("<- chosen"),
+        "{out}"
+    );
     let o = cardinal(&[
         "train",
         "--dataset",
