@@ -44,7 +44,7 @@ _NOT_HYPER_PARAMETERS = ("preset", "seed", "search")
 
 # Presets whose configurations derive from `paper` (candidates of the default's search, the
 # Table 1 rows): a saved configuration naming one is read over `paper`.
-_PAPER_DERIVED = ("paper-projected", "paper-wide", "cardinality-only")
+_PAPER_DERIVED = ("paper-projected", "paper-wide", "cardinality-only", "paper-printed")
 
 Self = TypeVar("Self", bound="CardinalClassifier")
 

@@ -68,8 +68,9 @@ pub(crate) struct ConfigArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Preset to start from: `predict` (the default: the count is learnt from the labels, and
-    /// weight decay is scaled by the label count) or `paper` (the authors' released
-    /// configuration). Without it, a configuration file that names its preset (as every saved
+    /// weight decay is scaled by the label count), `paper` (the authors' released
+    /// configuration) or `paper-printed` (`paper` with the printed paper where the released
+    /// code departs from it: docs/departures.md). Without it, a configuration file that names its preset (as every saved
     /// `config.json` does) is read over that preset.
     #[arg(long)]
     pub preset: Option<String>,
