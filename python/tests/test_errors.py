@@ -87,3 +87,13 @@ def test_unreadable_data_and_projection_input():
         project([0.1, 0.2], 1.0, method="nope")
     with pytest.raises(ValueError, match="rounds = 0"):
         project([0.1, 0.2], 1.0, method="dykstra-soft", rounds=0)
+
+
+def test_n_jobs_is_capped_as_the_cli_caps_threads(problem):
+    """`n_jobs` beyond the CLI's cap on `--threads` (4 per core) is refused before any thread
+    starts, naming `n_jobs`; at the cap it trains."""
+    X, Y, _, _ = problem
+    for n in (4096 + 1, 65535):
+        with pytest.raises(ValueError, match=f"n_jobs = {n} .*per core"):
+            CardinalClassifier(**SMALL, n_jobs=n).fit(X, Y)
+    CardinalClassifier(**SMALL, n_jobs=2).fit(X[:60], Y[:60])

@@ -91,7 +91,8 @@ fn a_runaway_thread_count_is_refused() {
         ]);
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         assert!(
-            stderr(&o).contains("threads = 100000 is out of range: expected at most"),
+            stderr(&o)
+                .contains("threads = 100000 is out of range: expected at least 1 and at most"),
             "{}",
             stderr(&o)
         );

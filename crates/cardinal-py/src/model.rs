@@ -50,18 +50,12 @@ impl NativePool {
     /// A pool of `threads` worker threads (at least 1).
     #[new]
     pub fn new(threads: usize) -> PyResult<Self> {
-        if threads == 0 {
-            return Err(PyValueError::new_err(
-                "n_jobs: a thread pool needs at least one thread",
-            ));
-        }
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            // The main thread's stack size: the whole call runs on a worker.
-            .stack_size(8 << 20)
-            .build()
-            .map_err(|e| {
-                PyRuntimeError::new_err(format!("n_jobs: cannot start {threads} threads: {e}"))
+        // The library's one pool constructor: the CLI's cap on `--threads`, checked before
+        // any thread starts.
+        let pool =
+            cardinal::runtime::thread_pool(Some(threads), "n_jobs").map_err(|e| match e {
+                cardinal::Error::OutOfRange { .. } => PyValueError::new_err(e.to_string()),
+                e => PyRuntimeError::new_err(format!("n_jobs: {e}")),
             })?;
         Ok(Self { pool, threads })
     }

@@ -166,39 +166,55 @@ pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-impl Runtime {
-    /// Checks the thread count asked for: at most `max_threads` of this machine's cores.
-    pub(crate) fn check(&self) -> Result<()> {
-        match self.threads {
-            Some(n) if n > max_threads(cores()) => Err(Error::OutOfRange {
-                field: "threads".into(),
-                value: n.to_string(),
-                allowed: format!(
-                    "at most {} ({MAX_THREADS_PER_CORE} per core, {} cores here); leave it out \
-                     to use one per core",
-                    max_threads(cores()),
-                    cores()
-                ),
-            }),
-            _ => Ok(()),
-        }
+/// Checks a thread count asked for by the option `field` (`threads`, Python's `n_jobs`): at
+/// least 1 and at most [`MAX_THREADS_PER_CORE`] per core of this machine.
+fn check_threads(threads: Option<usize>, field: &str) -> Result<()> {
+    match threads {
+        Some(n) if n == 0 || n > max_threads(cores()) => Err(Error::OutOfRange {
+            field: field.into(),
+            value: n.to_string(),
+            allowed: format!(
+                "at least 1 and at most {} ({MAX_THREADS_PER_CORE} per core, {} cores here); \
+                 leave it out to use one per core",
+                max_threads(cores()),
+                cores()
+            ),
+        }),
+        _ => Ok(()),
     }
+}
 
+/// The one constructor of the library's thread pools, used by every front end: `threads`
+/// workers (`None`: rayon's default, one per core), checked before any thread starts against
+/// the cap of [`MAX_THREADS_PER_CORE`] per core (`field` names the option in the refusal:
+/// `threads`, `n_jobs`), each with the main thread's stack size, since whole calls run on a
+/// worker.
+///
+/// ```
+/// let pool = cardinal::runtime::thread_pool(Some(2), "threads").unwrap();
+/// assert_eq!(pool.current_num_threads(), 2);
+/// let e = cardinal::runtime::thread_pool(Some(1 << 20), "n_jobs").unwrap_err();
+/// assert!(e.to_string().contains("n_jobs"), "{e}");
+/// ```
+pub fn thread_pool(threads: Option<usize>, field: &str) -> Result<rayon::ThreadPool> {
+    check_threads(threads, field)?;
+    let n = threads.unwrap_or(0);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .stack_size(8 << 20)
+        .build()
+        .map_err(|source| Error::ThreadPool { threads: n, source })
+}
+
+impl Runtime {
     /// Runs `f` on a worker of a pool of this runtime's threads (refused when the thread
-    /// count is out of bounds: see `Runtime::check`).
+    /// count is out of bounds: see [`thread_pool`]).
     ///
     /// `f` runs on a worker, not on the calling thread: a batch has dozens of short parallel
     /// sections, and entered from outside the pool each one would wake a worker and put the
     /// caller to sleep (measured in docs/journal/2026-11-26-speed.md).
     pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Result<R> {
-        self.check()?;
-        let threads = self.threads.map_or(0, |n| n.max(1));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            // The main thread's stack size: the whole call runs on a worker.
-            .stack_size(8 << 20)
-            .build()
-            .map_err(|source| Error::ThreadPool { threads, source })?;
+        let pool = thread_pool(self.threads.map(|n| n.max(1)), "threads")?;
         Ok(pool.install(f))
     }
 }
