@@ -279,7 +279,11 @@ fn with_counts(
 /// The count `k` of `model`'s range whose example-F1 (at the model's threshold, empty = 0) is
 /// best on the model's dev split of `train` ([`dev_split`]) when every row's count is `k`,
 /// with that F1 (ties go to the smaller count). Refused without dev rows.
-pub fn best_fixed_count(engine: &Engine, model: &Model<f32>, train: &Dataset) -> Result<(usize, f64)> {
+pub fn best_fixed_count(
+    engine: &Engine,
+    model: &Model<f32>,
+    train: &Dataset,
+) -> Result<(usize, f64)> {
     let dev = dev_split(train, &model.config).ok_or_else(|| Error::Empty {
         data: train.name.clone(),
         what: "dev rows (to choose the fixed count on)",
@@ -341,7 +345,10 @@ pub fn tables(rows: &[DatasetCells], variants: &[(&str, &str)]) -> String {
          test part has rows without labels, also with it scored 1, as `e=1`), mean ± sd over \
          seeds.\n\n",
     );
-    md.push_str(&header("dataset", &[cols.clone(), vec!["seeds".into()]].concat()));
+    md.push_str(&header(
+        "dataset",
+        &[cols.clone(), vec!["seeds".into()]].concat(),
+    ));
     for row in rows {
         let mut line = format!("| {} |", row.dataset);
         for name in &names {

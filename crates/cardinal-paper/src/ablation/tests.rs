@@ -105,7 +105,12 @@ fn each_variant_differs_from_full_exactly_where_it_says() {
     assert_eq!(get("paper").config, Config::paper());
     assert_eq!(
         changed(&get("paper").config, &get("paper-fixed-z").config),
-        set(&["model.counts.kind", "model.counts.min", "model.counts.max", "model.counts.coverage"])
+        set(&[
+            "model.counts.kind",
+            "model.counts.min",
+            "model.counts.max",
+            "model.counts.coverage"
+        ])
     );
     let k = mean_count_constant(&train());
     assert!(k >= 1);
@@ -125,7 +130,12 @@ fn overrides_apply_under_every_variant() {
     let vs = variants(&train(), Some(quick)).unwrap();
     for v in &vs {
         assert_eq!(v.config.model.hidden, 8, "{}", v.name);
-        assert_eq!(v.config.search, cardinal::config::SearchConfig::default(), "{}", v.name);
+        assert_eq!(
+            v.config.search,
+            cardinal::config::SearchConfig::default(),
+            "{}",
+            v.name
+        );
     }
     let get = |n: &str| &vs.iter().find(|v| v.name == n).unwrap().config;
     assert_eq!(get("full").inference.steps, 3);
