@@ -210,7 +210,9 @@ pub struct Cell {
     pub threshold: f64,
     /// The constant count every test row was given ([`Decode::FixedCount`]).
     pub fixed_count: Option<usize>,
-    /// The mean count `z` the labels were read with on the test rows.
+    /// The mean count `z` of the outputs on the test rows: the constant of `fixed-z`; for the
+    /// variants without `C(z)` (`no-projection`, `t0`), the count network's, which their
+    /// labels do not follow.
     pub mean_count: f64,
     /// Wall time of the training the cell read (shared by the variants of one model), s.
     pub train_seconds: f64,
