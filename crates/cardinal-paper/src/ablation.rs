@@ -74,7 +74,7 @@ pub struct Variant {
 /// - `paper-fixed-z`: `paper` with the count range one constant, the training mean count
 ///   rounded (at least 1): the §5.1 claim that a predicted count beats a fixed one.
 ///
-/// Every configuration is validated and looked up in the registry ([`crate::systems`]), so
+/// Every configuration is validated and looked up in the registry ([`crate::systems()`]), so
 /// that none sets a field its system does not read.
 pub fn variants(train: &Dataset, overrides: Option<&str>) -> Result<Vec<Variant>> {
     let preset = |name: &str| {
