@@ -22,6 +22,7 @@ mod output;
 // `train`, `eval` and `predict` on multi-target data and models.
 mod seg_model_cmd;
 
+mod ablation_cmd;
 mod bench_cmd;
 mod cv_cmd;
 mod data_cmd;
@@ -108,7 +109,8 @@ enum Command {
         #[command(flatten)]
         threads: Threads,
     },
-    /// Reproduce the paper's Table 1, its cardinality analysis, or the development suite.
+    /// Reproduce the paper's Table 1, its cardinality analysis, the development suite or the
+    /// ablation.
     Reproduce {
         #[command(flatten)]
         args: reproduce_cmd::ReproduceArgs,

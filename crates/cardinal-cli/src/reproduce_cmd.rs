@@ -9,7 +9,7 @@ use cardinal_paper::cell_key::cell_key;
 use cardinal_paper::reproduce::{
     cardinality_analysis, run_cell, table1_rows, Protocol, Row, DATASETS,
 };
-use cardinal_paper::suite::mean_sd;
+use cardinal_paper::suite::mean_sd_text;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReproduceArgs {
@@ -46,6 +46,10 @@ pub(crate) enum What {
     /// The development suite: the default, `paper`, the tuned MLP and BR-logistic on each
     /// dataset of SUITE.md, with seeds, training time and the count analysis (resumable).
     Suite(crate::suite_cmd::SuiteArgs),
+    /// The ablation: P&C's default with one part taken out or replaced (a fixed count, no
+    /// projection, no energy, no ascent, the count decoded for F1, `paper` with and without a
+    /// fixed count) on each dataset of the suite, over seeds (resumable).
+    Ablation(crate::ablation_cmd::AblationArgs),
     /// The §5.1 cardinality analysis: MSE of a random count, the constant train mean and h(x).
     Cardinality {
         /// Dataset name or path (as for `train --dataset`); the paper's figures are printed
@@ -78,19 +82,10 @@ fn dataset_column(name: &str) -> Option<usize> {
     DATASETS.iter().position(|d| stem.starts_with(d))
 }
 
-/// `mean ± sd`, or the value alone for a single seed (whose sd is not zero but unknown).
-fn mean_sd_text(xs: &[f64]) -> String {
-    let (m, s) = mean_sd(xs);
-    if xs.len() > 1 {
-        format!("{m:.2} ± {s:.2}")
-    } else {
-        format!("{m:.2}")
-    }
-}
-
 pub(crate) fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> anyhow::Result<()> {
     match &args.what {
         What::Suite(a) => crate::suite_cmd::run(engine, a),
+        What::Ablation(a) => crate::ablation_cmd::run(engine, a),
         What::Table1 {
             datasets,
             rows,

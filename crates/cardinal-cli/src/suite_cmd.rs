@@ -10,7 +10,8 @@ use cardinal::data::TrainTest;
 use cardinal::engine::write_atomic;
 use cardinal::engine::Engine;
 use cardinal_paper::cell_key::suite_cell_key;
-use cardinal_paper::suite::{entries, mean_sd, run_cell, Cell, Entry, DATASETS};
+use cardinal_paper::suite::{entries, mean_sd, mean_sd_text, run_cell, Cell, Entry, DATASETS};
+use serde::de::DeserializeOwned;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct SuiteArgs {
@@ -31,8 +32,12 @@ pub(crate) struct SuiteArgs {
     pub data_dir: Option<PathBuf>,
 }
 
-/// The cached cells of one dataset and system: every `seed*.json` under its key.
-fn read_cells(dir: &Path) -> anyhow::Result<Vec<Cell>> {
+/// The cached cells of one dataset and system (or ablation variant): every `seed*.json`
+/// under its key, in the order of their `seed`.
+pub(crate) fn read_cells<T: DeserializeOwned>(
+    dir: &Path,
+    seed: fn(&T) -> u64,
+) -> anyhow::Result<Vec<T>> {
     let mut cells = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(cells);
@@ -40,22 +45,13 @@ fn read_cells(dir: &Path) -> anyhow::Result<Vec<Cell>> {
     for entry in entries {
         let path = entry?.path();
         if path.extension().is_some_and(|e| e == "json") {
-            let cell: Cell = serde_json::from_slice(&std::fs::read(&path)?)
+            let cell: T = serde_json::from_slice(&std::fs::read(&path)?)
                 .with_context(|| format!("reading {}", path.display()))?;
             cells.push(cell);
         }
     }
-    cells.sort_by_key(|c| c.seed);
+    cells.sort_by_key(seed);
     Ok(cells)
-}
-
-fn fmt_mean(xs: &[f64]) -> String {
-    let (m, s) = mean_sd(xs);
-    if xs.len() > 1 {
-        format!("{m:.2} ± {s:.2}")
-    } else {
-        format!("{m:.2}")
-    }
 }
 
 fn seeds_text(cells: &[Cell]) -> String {
@@ -91,18 +87,9 @@ pub(crate) fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
     );
     let mut json = Vec::new();
     for spec in &args.datasets {
-        let data = match cardinal::data::resolve_dataset(spec, dir.as_deref()) {
-            Ok(r) => r.into_train_test(0.8, 0)?,
-            Err(e) => {
-                errln!("skipping {spec}: {e}");
-                continue;
-            }
+        let Some((name, data)) = load_dataset(spec, dir.as_deref())? else {
+            continue;
         };
-        let name = Path::new(spec)
-            .file_name()
-            .and_then(|s| s.to_str())
-            .unwrap_or(spec)
-            .to_string();
         let row = dataset_cells(engine, args, &systems, &data, &name)?;
         md.push_str(&table_line(&name, &row));
         json.push(serde_json::json!({"dataset": name, "cells": row}));
@@ -115,6 +102,28 @@ pub(crate) fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
     )?;
     crate::output::bytes(md.as_bytes());
     Ok(())
+}
+
+/// The dataset `spec` (a name looked up in `dir`, or a path) split as the suite splits it,
+/// with its name (the last part of `spec`); `None`, said on standard error, when it cannot be
+/// found or read.
+pub(crate) fn load_dataset(
+    spec: &str,
+    dir: Option<&Path>,
+) -> anyhow::Result<Option<(String, TrainTest)>> {
+    let data = match cardinal::data::resolve_dataset(spec, dir) {
+        Ok(r) => r.into_train_test(0.8, 0)?,
+        Err(e) => {
+            errln!("skipping {spec}: {e}");
+            return Ok(None);
+        }
+    };
+    let name = Path::new(spec)
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or(spec)
+        .to_string();
+    Ok(Some((name, data)))
 }
 
 /// Every system's cells on the dataset `name`: the seeds asked for are trained (for the
@@ -146,7 +155,7 @@ fn dataset_cells(
                 write_atomic(&file, serde_json::to_string_pretty(&cell)?.as_bytes())?;
             }
         }
-        row.insert(entry.name, read_cells(&cell_dir)?);
+        row.insert(entry.name, read_cells(&cell_dir, |c: &Cell| c.seed)?);
     }
     Ok(row)
 }
@@ -184,9 +193,9 @@ fn table_line(name: &str, row: &BTreeMap<&str, Vec<Cell>>) -> String {
         if row[s].is_empty() {
             "not run".to_string()
         } else if dev {
-            format!("{} ({})", fmt_mean(&f1(s)), fmt_mean(&best(s)))
+            format!("{} ({})", mean_sd_text(&f1(s)), mean_sd_text(&best(s)))
         } else {
-            fmt_mean(&f1(s))
+            mean_sd_text(&f1(s))
         }
     };
     let def = &row["default"];

@@ -1,10 +1,10 @@
 //! End-to-end tests of the `cardinal` binary on the vendored data and tiny files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
-use common::{arg, cardinal, dir_with_config, text, tmpdir, train_args};
+use common::{arg, cardinal, dir_with_config, text, tmpdir, train_args, write_svm};
 
 /// The quick configuration: one epoch per phase of a small model.
 const QUICK: &str = r#"{"model": {"hidden": 16, "card_hidden": 8}, "inference": {"steps": 3}, "train": {"epochs": 1, "full_epochs": 1}}"#;
@@ -356,25 +356,6 @@ fn a_full_or_closed_stdout_is_not_a_panic() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-}
-
-/// A LIBSVM file of `n` rows whose labels follow the features.
-fn write_svm(dir: &Path, name: &str, n: usize) -> PathBuf {
-    let mut text = String::new();
-    for r in 0..n {
-        let k = r % 4;
-        let labels: Vec<String> = (0..=k.min(2)).map(|l| l.to_string()).collect();
-        let feats: Vec<String> = (1..=k + 1).map(|f| format!("{f}:1")).collect();
-        text.push_str(&format!(
-            "{} {} {}:0.5\n",
-            labels.join(","),
-            feats.join(" "),
-            6 + r % 3
-        ));
-    }
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
 }
 
 /// `predict` on a single file scores every row of it, in file order, numbered as in the file

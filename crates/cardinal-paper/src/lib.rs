@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod ablation;
 pub mod cell_key;
 pub mod reproduce;
 pub mod suite;

@@ -154,6 +154,17 @@ pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
     (m, v.sqrt())
 }
 
+/// `mean ± sd` of `xs` to two decimals, or the value alone for a single seed (whose sd is not
+/// zero but unknown).
+pub fn mean_sd_text(xs: &[f64]) -> String {
+    let (m, s) = mean_sd(xs);
+    if xs.len() > 1 {
+        format!("{m:.2} ± {s:.2}")
+    } else {
+        format!("{m:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

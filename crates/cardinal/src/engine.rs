@@ -229,6 +229,20 @@ impl Engine {
         Ok(out)
     }
 
+    /// [`Engine::predict`] with each row's count `z` set to `counts` (one per row of `x`)
+    /// instead of predicted (`System::predict_with_counts`); `None` for systems without a
+    /// count.
+    pub fn predict_with_counts(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        counts: Vec<f32>,
+    ) -> Result<Option<Outputs<f32>>> {
+        check_dims(model, x.n_cols, model.n_labels(), "the data")?;
+        let system = self.systems.get(&model.config.system)?;
+        system.predict_with_counts(model, x, counts, PREDICT_BATCH)
+    }
+
     /// What `model` is, in one line for a user, by its system ([`crate::system::System::about`]).
     pub fn about(&self, model: &Model<f32>) -> Result<&'static str> {
         Ok(self.systems.get(&model.config.system)?.about())

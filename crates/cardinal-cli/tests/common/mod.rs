@@ -80,3 +80,22 @@ pub(crate) fn dir_with_config(name: &str, json: &str) -> (Scratch, PathBuf) {
     let cfg = write_config(&dir, json);
     (dir, cfg)
 }
+
+/// A LIBSVM file of `n` rows whose labels follow the features.
+pub(crate) fn write_svm(dir: &Path, name: &str, n: usize) -> PathBuf {
+    let mut text = String::new();
+    for r in 0..n {
+        let k = r % 4;
+        let labels: Vec<String> = (0..=k.min(2)).map(|l| l.to_string()).collect();
+        let feats: Vec<String> = (1..=k + 1).map(|f| format!("{f}:1")).collect();
+        text.push_str(&format!(
+            "{} {} {}:0.5\n",
+            labels.join(","),
+            feats.join(" "),
+            6 + r % 3
+        ));
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
