@@ -430,20 +430,26 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     def fit(
         self: Self,
         X: ArrayLike,
-        Y: ArrayLike,
+        y: Optional[ArrayLike] = None,
         sample_weight: Optional[ArrayLike] = None,
         *,
         label_names: Optional[List[str]] = None,
+        Y: Optional[ArrayLike] = None,
     ) -> Self:
         """Trains on features ``X`` (a 2-D array, a scipy.sparse matrix or a pandas
-        DataFrame, ``n × d``) and labels ``Y`` (a 0/1 indicator matrix, dense, sparse or a
-        DataFrame, ``n × L``). ``sample_weight`` (``n`` numbers, finite, ``>= 0``, not all
+        DataFrame, ``n × d``) and labels ``y`` (a 0/1 indicator matrix, dense, sparse or a
+        DataFrame, ``n × L``; ``Y`` is accepted as its other name, as the package first
+        called it). ``sample_weight`` (``n`` numbers, finite, ``>= 0``, not all
         0; ``None``: every example weighs 1) weighs each example's loss (see "Sample
         weights" in the class documentation). The names of a DataFrame's columns are
         recorded (``feature_names_in_``, ``label_names_``); ``label_names`` names ``Y``'s
         columns otherwise. Returns ``self``."""
+        if y is not None and Y is not None:
+            raise ValueError("fit: y and Y (its other name) are both given: pass one")
+        if y is None:
+            y = Y
         features, names = as_features(X, "fit")
-        labels, y_names = as_labels(Y)
+        labels, y_names = as_labels(y)
         if label_names is not None:
             if isinstance(label_names, (str, bytes)) or not hasattr(label_names, "__iter__"):
                 raise ValueError(

@@ -160,7 +160,7 @@ def as_labels(Y: ArrayLike) -> Tuple[Native, Optional[List[str]]]:
     if Y is None:
         raise ValueError(
             "CardinalClassifier requires y to be passed, but the target y is None: "
-            "fit(X, Y) takes a label indicator matrix Y"
+            "fit(X, y) takes a 0/1 label indicator matrix y"
         )
     names = column_names(Y)
     if scipy.sparse.issparse(Y):

@@ -44,11 +44,11 @@ EXPECTED_FAILED_CHECKS = {
     "check_sample_weights_not_overwritten": _Y_1_2,
     "check_classifiers_one_label_sample_weights": "fits a 1-D binary y; the targets are a "
     "2-D label indicator matrix",
-    "check_sample_weight_equivalence_on_dense_data": "passes a 1-D multiclass target as the "
-    "keyword y; the targets are a 2-D label indicator matrix Y. (The loss and its gradient "
+    "check_sample_weight_equivalence_on_dense_data": "passes a 1-D multiclass target y; the "
+    "targets are a 2-D label indicator matrix. (The loss and its gradient "
     "equal those of repeated rows: crates/cardinal/src/batch/sample_weights.rs.)",
-    "check_sample_weight_equivalence_on_sparse_data": "passes a 1-D multiclass target as the "
-    "keyword y; the targets are a 2-D label indicator matrix Y. (The loss and its gradient "
+    "check_sample_weight_equivalence_on_sparse_data": "passes a 1-D multiclass target y; the "
+    "targets are a 2-D label indicator matrix. (The loss and its gradient "
     "equal those of repeated rows: crates/cardinal/src/batch/sample_weights.rs.)",
 }
 

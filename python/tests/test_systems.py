@@ -50,3 +50,14 @@ def test_pnc_alone_searches_its_own_candidates_and_holds_the_constraint(problem,
 def test_an_unknown_system_is_named():
     with pytest.raises(ValueError, match="system='nosuch'"):
         CardinalClassifier(system="nosuch").fit(np.eye(6), np.eye(6)[:, :2])
+
+
+def test_the_labels_go_by_y_or_by_y_s_other_name(problem):
+    X, Y, Xt, _ = problem
+    a = CardinalClassifier(hidden=8, epochs=2, random_state=0).fit(X, y=Y)
+    b = CardinalClassifier(hidden=8, epochs=2, random_state=0).fit(X, Y=Y)
+    np.testing.assert_array_equal(a.predict_proba(Xt), b.predict_proba(Xt))
+    with pytest.raises(ValueError, match="both given"):
+        CardinalClassifier().fit(X, y=Y, Y=Y)
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        CardinalClassifier().fit(X)
