@@ -222,4 +222,33 @@ mod tests {
         }
         std::fs::remove_dir_all(&d).unwrap();
     }
+
+    /// A weights file whose size disagrees with its header is refused from the header alone:
+    /// a sparse file of gigabytes is not read.
+    #[test]
+    fn weights_are_checked_against_their_header_first() {
+        let d = std::env::temp_dir().join(format!("cardinal-header-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("model.safetensors");
+        let header = br#"{"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header);
+        file.extend_from_slice(&[0u8; 8]);
+        std::fs::write(&p, &file).unwrap();
+        assert_eq!(read_model_file(&p).unwrap(), file);
+        let sparse = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        sparse.set_len(3 << 30).unwrap();
+        let start = std::time::Instant::now();
+        let e = read_model_file(&p).unwrap_err().to_string();
+        assert!(e.contains("its header describes"), "{e}");
+        assert!(start.elapsed().as_secs() < 2, "read the sparse file");
+        sparse.set_len(file.len() as u64 - 1).unwrap();
+        let e = read_model_file(&p).unwrap_err().to_string();
+        assert!(e.contains("its header describes"), "{e}");
+        std::fs::write(&p, u64::MAX.to_le_bytes()).unwrap();
+        let e = read_model_file(&p).unwrap_err().to_string();
+        assert!(e.contains("header claims"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }
