@@ -27,6 +27,7 @@ mod output;
 mod read;
 mod run_state;
 mod snapshot;
+mod tensor_file;
 
 pub(crate) use commit::SAVE_JOURNAL;
 pub(crate) use commit::{commit_all, recover};
@@ -45,6 +46,7 @@ pub use run_state::load_state;
 pub(crate) use run_state::save_state;
 pub(crate) use run_state::BinaryRun;
 pub(crate) use snapshot::{read_snapshot, Snapshot};
+pub(crate) use tensor_file::write_tensor_file;
 
 /// Version of the on-disk layout; bumped on any incompatible change.
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -404,10 +406,7 @@ fn stage_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Resu
     // Straight to the file: no second in-memory copy of every tensor (a checkpoint of the
     // default on Bibtex is about 50 MB, written after every epoch).
     stage(path, |tmp| {
-        safetensors::serialize_to_file(views, Some(info), tmp).map_err(|e| match e {
-            safetensors::SafeTensorError::IoError(io) => io,
-            other => std::io::Error::other(other.to_string()),
-        })
+        tensor_file::write_tensor_file(tmp, &views, &info)
     })
 }
 

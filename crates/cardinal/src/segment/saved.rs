@@ -203,10 +203,7 @@ pub(super) fn stage_f64(path: &Path, tensors: &[(&str, Vec<usize>, &[f64])]) -> 
         format!("cardinal/{FORMAT_VERSION}/multi_target"),
     )]);
     stage(path, |tmp| {
-        safetensors::serialize_to_file(views, Some(info), tmp).map_err(|e| match e {
-            safetensors::SafeTensorError::IoError(io) => io,
-            other => std::io::Error::other(other.to_string()),
-        })
+        crate::checkpoint::write_tensor_file(tmp, &views, &info)
     })
 }
 
