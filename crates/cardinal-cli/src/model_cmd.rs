@@ -6,7 +6,6 @@ use anyhow::{bail, Context};
 use cardinal::config::Config;
 use cardinal::config::ConfigRequest;
 use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
-use cardinal::engine::write_atomic;
 use cardinal::engine::DataSpec;
 use cardinal::engine::Meta;
 use cardinal::engine::{check_labels, Checkpoints, Engine};

@@ -6,7 +6,7 @@
 //! staged name while the journal names it and it is still there, and the next save first
 //! finishes the renames ([`recover`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{ckpt_err, read_model_file_if_any, write_atomic, Staged};
 use crate::error::{Error, Result};
@@ -51,7 +51,7 @@ pub(super) fn parse_journal(path: &Path, bytes: &[u8]) -> Result<Journal> {
 /// `Snapshot::read_current` reads it): its staged file while a
 /// committed save's journal names one that is still there, else the file itself.
 #[cfg(test)]
-pub(crate) fn current(dir: &Path, name: &str) -> Result<PathBuf> {
+pub(crate) fn current(dir: &Path, name: &str) -> Result<std::path::PathBuf> {
     for (staged, target) in read_journal(dir)? {
         if target == name && dir.join(&staged).is_file() {
             return Ok(dir.join(staged));
