@@ -137,6 +137,20 @@ fn a_run_refused_before_training_leaves_nothing() {
     );
     let o = train(&dir, &data, &cfgs[0], &m, &[]);
     assert!(o.status.success(), "{}", text(&o));
+    // Replaced from inside (`--out .`): the new run holds no lock once it is done.
+    let mut args = vec!["train", "--quiet", "--no-checkpoints", "--dataset"];
+    args.extend([
+        arg(&data),
+        "--config",
+        arg(&cfgs[1]),
+        "--out",
+        ".",
+        "--force",
+    ]);
+    let o = run_in(&m, &args);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(m.join("model.safetensors").is_file());
+    assert!(!m.join(".cardinal.lock").exists());
 }
 
 /// Readers overlapping a loop of `train --force` that alternates two model sizes get one

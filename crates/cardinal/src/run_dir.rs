@@ -149,9 +149,13 @@ impl RunDir {
     pub(crate) fn commit(mut self) -> Result<()> {
         if let Some((staging, mut staging_lock)) = self.staging.take() {
             let lock = self.lock.as_mut().expect("held until dropped");
-            swap::swap_in(&staging, &self.target, &mut || {
-                // The two folders changed names: so did their lock files.
-                std::mem::swap(&mut lock.path, &mut staging_lock.path);
+            let target = &self.target;
+            swap::swap_in(&staging, target, &mut || {
+                // The two folders changed names: so did their lock files. Named from the
+                // folders' absolute paths: the lock's own may be relative to the working
+                // folder (`--out .`), which is the old run now.
+                lock.path = staging.join(LOCK_FILE);
+                staging_lock.path = target.join(LOCK_FILE);
             })?;
         }
         self.fresh = None;
@@ -465,7 +469,9 @@ mod tests {
         )
         .unwrap();
         prepare(&d, Existing::Replace).unwrap().commit().unwrap();
-        assert!(!d.join("metrics.jsonl").exists() && !d.join("checkpoints").exists());
+        // Cardinal's files go; the user's, in `checkpoints/` too, stay.
+        assert!(!d.join("metrics.jsonl").exists() && !d.join(META_FILE).exists());
+        assert!(d.join("checkpoints/resnet/weights.pt").exists());
         std::fs::remove_dir_all(&d).unwrap();
         assert_eq!(
             not_a_run(Path::new("/")).as_deref(),
