@@ -14,7 +14,7 @@ use rustix::fs::{openat, statat, AtFlags, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
 use super::read::{limit_of, not_plain, read_opened};
-use super::{ckpt_err, commit, SAVE_JOURNAL};
+use super::{ckpt_err, commit, META_FILE, SAVE_JOURNAL};
 use crate::error::{Error, Result};
 
 /// How many times a read that saw the folder change is started again.
@@ -39,7 +39,11 @@ fn id_of(st: &rustix::fs::Stat) -> Id {
 impl Snapshot {
     fn open(dir: &Path) -> Result<Self> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd = openat(CWD, dir, flags, Mode::empty()).map_err(|e| Error::io(dir, e.into()))?;
+        let fd = openat(CWD, dir, flags, Mode::empty()).map_err(|e| match e {
+            // No folder: named by the file a model folder is known by, as reading it would.
+            Errno::NOENT => Error::io(dir.join(META_FILE), e.into()),
+            _ => Error::io(dir, e.into()),
+        })?;
         let id = id_of(&rustix::fs::fstat(&fd).map_err(|e| Error::io(dir, e.into()))?);
         Ok(Self {
             dir: dir.to_path_buf(),
