@@ -32,6 +32,8 @@ pub(crate) struct Snapshot {
     seen: Vec<(String, Option<Id>)>,
 }
 
+// The fields' types differ between systems (32 bits on some).
+#[allow(clippy::unnecessary_cast)]
 fn id_of(st: &rustix::fs::Stat) -> Id {
     (st.st_dev as u64, st.st_ino as u64)
 }

@@ -42,7 +42,7 @@ pub(crate) fn write_tensor_file<S: AsRef<str>>(
     out.write_all(&(head.len() as u64).to_le_bytes())?;
     out.write_all(&head)?;
     for (_, view) in views {
-        out.write_all(&view.data())?;
+        out.write_all(view.data().as_ref())?;
     }
     out.flush()
 }
