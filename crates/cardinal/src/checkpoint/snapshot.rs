@@ -210,7 +210,8 @@ mod tests {
     use crate::pipeline::Model;
     use crate::train::TrainState;
 
-    /// A saved model of `hidden` units in a fresh folder `name`.
+    /// A saved model of `hidden` units in a fresh folder `name`, its data named after it in
+    /// `meta.json`.
     fn saved(name: &str, hidden: usize) -> (PathBuf, Model<f32>) {
         let dir = std::env::temp_dir().join(format!("cardinal-snap-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -218,7 +219,11 @@ mod tests {
         let mut cfg = tiny_config();
         cfg.model.hidden = hidden;
         let model = TrainState::new(&ds, &cfg).unwrap().model;
-        save(&model, &dir, &trained_on(&ds)).unwrap();
+        let data = crate::checkpoint::TrainedOn {
+            dataset: name.into(),
+            ..trained_on(&ds)
+        };
+        save(&model, &dir, &data).unwrap();
         (dir, model)
     }
 
@@ -234,17 +239,24 @@ mod tests {
         }
     }
 
-    /// A run replaced between the reads of `meta.json` and `config.json` is read as the new
-    /// run, whole: never the old meta data with the new weights.
+    /// A run replaced after `meta.json` was read (before `config.json`, or before the
+    /// weights) is read as the new run, whole: never the old meta data with the new weights.
     #[test]
     fn a_run_replaced_mid_read_is_read_whole() {
-        for keep_old in [false, true] {
-            let (dir, _old) = saved(&format!("swap-{keep_old}"), 5);
-            let (new, model) = saved(&format!("swap-new-{keep_old}"), 7);
+        for (at, keep_old) in [
+            (CONFIG_FILE, false),
+            (CONFIG_FILE, true),
+            (WEIGHTS_FILE, false),
+            (WEIGHTS_FILE, true),
+        ] {
+            let case = format!("{}-{keep_old}", &at[..4]);
+            let (dir, _old) = saved(&format!("swap-{case}"), 5);
+            let new_name = format!("swap-new-{case}");
+            let (new, model) = saved(&new_name, 7);
             let (d, n) = (dir.clone(), new.clone());
             let mut done = false;
             hook::set(move |name| {
-                if name == CONFIG_FILE && !done {
+                if name == at && !done {
                     done = true;
                     swap(&d, &n, keep_old);
                 }
@@ -252,9 +264,9 @@ mod tests {
             let loaded = load(&dir);
             hook::clear();
             let (loaded, meta) = loaded.unwrap();
-            assert_eq!(loaded.params, model.params, "keep_old = {keep_old}");
+            assert_eq!(loaded.params, model.params, "{case}");
             assert_eq!(loaded.config.model.hidden, 7);
-            assert_eq!(meta.n_features, model.n_features());
+            assert_eq!(meta.dataset, new_name, "{case}: the old run's meta data");
             let _ = std::fs::remove_dir_all(dir.with_extension("old"));
             std::fs::remove_dir_all(&dir).unwrap();
         }
