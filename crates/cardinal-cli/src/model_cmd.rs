@@ -6,7 +6,6 @@ use anyhow::{bail, Context};
 use cardinal::config::Config;
 use cardinal::config::ConfigRequest;
 use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
-use cardinal::engine::write_atomic;
 use cardinal::engine::DataSpec;
 use cardinal::engine::Meta;
 use cardinal::engine::OutputKind;
@@ -104,10 +103,7 @@ impl ConfigArgs {
     /// ([`ConfigRequest`]).
     pub(crate) fn load(&self) -> anyhow::Result<Config> {
         let text = match &self.config {
-            Some(path) => Some(
-                std::fs::read_to_string(path)
-                    .with_context(|| format!("reading {}", path.display()))?,
-            ),
+            Some(path) => Some(cardinal::config::read_config_file(path)?),
             None => None,
         };
         let request = ConfigRequest {
@@ -505,7 +501,7 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     match &args.json {
         Some(p) if p.as_os_str() == "-" => outln!("{}", serde_json::to_string_pretty(&report)?),
         Some(p) => {
-            write_atomic(p, serde_json::to_string_pretty(&report)?.as_bytes())?;
+            cardinal::engine::write_output(p, serde_json::to_string_pretty(&report)?.as_bytes())?;
             print_identity(engine, &model)?;
             print_report(&data.name, split, &report);
         }

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use cardinal::data::Labels;
-use cardinal::engine::write_atomic;
 use cardinal::engine::{check_labels, Engine};
+use cardinal::engine::{write_atomic, write_output};
 use cardinal::metrics::{binarize, Binarize};
 use npyz::WriterBuilder;
 
@@ -40,7 +40,7 @@ pub(crate) struct PredictArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Jsonl)]
     pub format: Format,
-    /// Where to write: a file for jsonl and csv (default: standard output), a folder for npy
+    /// Where to write: a file for jsonl and csv (default, or `-`: standard output), a folder for npy
     /// (required).
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
@@ -72,7 +72,7 @@ struct Predicted<'a> {
 }
 
 pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
-    if let Some(p) = &args.out {
+    if let Some(p) = args.out.as_ref().filter(|p| p.as_os_str() != "-") {
         crate::out_path::refuse_inside_model(p, "--out", &args.model)?;
     }
     if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
@@ -154,16 +154,18 @@ pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()>
             let dir = args
                 .out
                 .as_deref()
+                .filter(|d| d.as_os_str() != "-")
                 .context("--format npy writes a folder of arrays: pass --out DIR")?;
             npy(dir, &p, args.ranking_scores)
         }
     }
 }
 
-/// Writes `bytes` to `out` (atomically) or to standard output.
+/// Writes `bytes` to the file `out` ([`write_output`]) or to standard output (no `out`, or
+/// `-`).
 fn emit(out: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
-    match out {
-        Some(p) => write_atomic(p, bytes).with_context(|| format!("writing {}", p.display())),
+    match out.filter(|p| p.as_os_str() != "-") {
+        Some(p) => write_output(p, bytes).with_context(|| format!("writing {}", p.display())),
         None => {
             crate::output::bytes(bytes);
             Ok(())

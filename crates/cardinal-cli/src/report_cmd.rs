@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use cardinal::engine::write_atomic;
+use cardinal::engine::write_output;
 use cardinal::engine::Engine;
 
 /// Arguments of `cardinal report`.
@@ -13,7 +13,7 @@ pub(crate) struct ReportArgs {
     /// Model directory written by `cardinal train` (repeat for a side-by-side comparison).
     #[arg(long = "model", value_name = "DIR", required = true)]
     pub models: Vec<PathBuf>,
-    /// The HTML file to write.
+    /// The HTML file to write (`-`: standard output).
     #[arg(long, value_name = "FILE", default_value = "report.html")]
     pub out: PathBuf,
 }
@@ -21,7 +21,11 @@ pub(crate) struct ReportArgs {
 /// Writes the report of `dirs` to `out` and says where it went.
 pub(crate) fn write_report(engine: &Engine, dirs: &[PathBuf], out: &Path) -> anyhow::Result<()> {
     let html = cardinal_report::report(engine, dirs)?;
-    write_atomic(out, html.as_bytes()).with_context(|| format!("writing {}", out.display()))?;
+    if out.as_os_str() == "-" {
+        crate::output::bytes(html.as_bytes());
+        return Ok(());
+    }
+    write_output(out, html.as_bytes()).with_context(|| format!("writing {}", out.display()))?;
     crate::log::note(&format!(
         "report of {} run(s) written to {} ({:.0} kB)",
         dirs.len(),
@@ -33,7 +37,9 @@ pub(crate) fn write_report(engine: &Engine, dirs: &[PathBuf], out: &Path) -> any
 
 pub(crate) fn run(engine: &Engine, args: &ReportArgs) -> anyhow::Result<()> {
     for model in &args.models {
-        crate::out_path::refuse_inside_model(&args.out, "--out", model)?;
+        if args.out.as_os_str() != "-" {
+            crate::out_path::refuse_inside_model(&args.out, "--out", model)?;
+        }
         if engine.is_multi_target_run(model) {
             anyhow::bail!(
                 "{} is a multi-target (Section 6) model: `report` draws binary multi-label \

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context};
-use cardinal::engine::write_atomic;
+use cardinal::engine::write_output;
 use cardinal::engine::Engine;
 use cardinal::segment::{SegConfig, SegMetrics};
 
@@ -197,7 +197,7 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
             outln!("{json}");
             return Ok(());
         }
-        Some(p) => write_atomic(p, json.as_bytes())?,
+        Some(p) => write_output(p, json.as_bytes())?,
         None => {}
     }
     outln!(
@@ -232,9 +232,9 @@ pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()>
         text.push_str(&serde_json::to_string(r)?);
         text.push('\n');
     }
-    match &args.out {
+    match args.out.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(p) => {
-            write_atomic(p, text.as_bytes()).with_context(|| format!("writing {}", p.display()))?
+            write_output(p, text.as_bytes()).with_context(|| format!("writing {}", p.display()))?
         }
         None => crate::output::bytes(text.as_bytes()),
     }

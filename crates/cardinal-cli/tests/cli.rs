@@ -288,9 +288,12 @@ fn an_existing_model_is_refused_unless_forced() {
         std::fs::read(model.join("model.safetensors")).unwrap(),
         weights
     );
-    // A live lock (pid 1 always exists) refuses a second writer.
+    // A live lock (its `flock` held, here by this test) refuses a second writer.
     std::fs::write(model.join(".cardinal.lock"), "1").unwrap();
+    let held = std::fs::File::open(model.join(".cardinal.lock")).unwrap();
+    held.lock().unwrap();
     let busy = train(&["--seed", "2", "--force"]);
+    drop(held);
     assert!(!busy.status.success());
     assert!(
         text(&busy).contains("in use by another run"),

@@ -61,7 +61,7 @@ pub use segment_run::{SegOutcome, SegRun};
 // What the front ends need of the rest of the library, at the front door: a model folder's
 // files and what they record, the events of a training run, and a model with its outputs.
 pub use crate::checkpoint::{
-    load_state, read_model_file_if_any, write_atomic, Meta, TrainedOn, WEIGHTS_FILE,
+    load_state, read_model_file_if_any, write_atomic, write_output, Meta, TrainedOn, WEIGHTS_FILE,
 };
 pub use crate::cv::{CvReport, FoldResult};
 pub use crate::pipeline::{Model, Outputs};

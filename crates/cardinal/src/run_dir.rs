@@ -111,9 +111,13 @@ fn holds_anything(dir: &Path) -> Result<bool> {
 #[derive(Debug)]
 pub(crate) struct RunDir {
     target: PathBuf,
-    lock: RunLock,
+    /// The lock of `target` (taken out only when dropped).
+    lock: Option<RunLock>,
     /// When replacing a run: the sibling folder the new run is written into, and its lock.
     staging: Option<(PathBuf, RunLock)>,
+    /// A new run written straight into `target` (an empty or new folder: whether it was
+    /// new), until it is committed.
+    fresh: Option<bool>,
 }
 
 impl RunDir {
@@ -144,12 +148,17 @@ impl RunDir {
     /// left to do. Dropped without it, a replacement is abandoned and the old run stays whole.
     pub(crate) fn commit(mut self) -> Result<()> {
         if let Some((staging, mut staging_lock)) = self.staging.take() {
-            let lock = &mut self.lock;
-            swap::swap_in(&staging, &self.target, &mut || {
-                // The two folders changed names: so did their lock files.
-                std::mem::swap(&mut lock.path, &mut staging_lock.path);
+            let lock = self.lock.as_mut().expect("held until dropped");
+            let target = &self.target;
+            swap::swap_in(&staging, target, &mut || {
+                // The two folders changed names: so did their lock files. Named from the
+                // folders' absolute paths: the lock's own may be relative to the working
+                // folder (`--out .`), which is the old run now.
+                lock.path = staging.join(LOCK_FILE);
+                staging_lock.path = target.join(LOCK_FILE);
             })?;
         }
+        self.fresh = None;
         Ok(())
     }
 }
@@ -161,6 +170,22 @@ impl Drop for RunDir {
         if let Some((staging, _lock)) = self.staging.take() {
             let _ = std::fs::remove_dir_all(&staging);
         }
+        // A new run that failed before its first epoch was recorded (refused over the memory
+        // budget, say) leaves nothing: a retry needs no `--force`. One that trained keeps
+        // what it wrote (its metrics, its checkpoints to resume from).
+        if let Some(created) = self.fresh.take() {
+            let dir = &self.target;
+            if !dir.join(METRICS_FILE).exists() && !dir.join("checkpoints").exists() {
+                for name in [RUN_FILE, DATA_FILE] {
+                    let _ = std::fs::remove_file(dir.join(name));
+                }
+                drop(self.lock.take());
+                if created {
+                    // Only where it is empty: a file someone put there meanwhile stays.
+                    let _ = std::fs::remove_dir(dir);
+                }
+            }
+        }
     }
 }
 
@@ -171,6 +196,7 @@ pub(crate) fn prepare(dir: &Path, existing: Existing) -> Result<RunDir> {
     // Looked at before locking (a run in the way is refused without touching its folder),
     // and again once locked: another run may have finished there meanwhile.
     refuse_unless_allowed(dir, existing)?;
+    let created = std::fs::symlink_metadata(dir).is_err();
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     let lock = lock(dir)?;
     let occupied = refuse_unless_allowed(dir, existing)?;
@@ -187,13 +213,15 @@ pub(crate) fn prepare(dir: &Path, existing: Existing) -> Result<RunDir> {
         let staging_lock = self::lock(&path)?;
         return Ok(RunDir {
             target: real,
-            lock,
+            lock: Some(lock),
             staging: Some((path, staging_lock)),
+            fresh: None,
         });
     }
     Ok(RunDir {
         target: dir.to_path_buf(),
-        lock,
+        lock: Some(lock),
+        fresh: (!occupied && existing != Existing::Continue).then_some(created),
         staging: None,
     })
 }
@@ -370,6 +398,32 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    /// A new run dropped before its first epoch (refused before training) leaves nothing: no
+    /// `run.json`, no `data.json`, not the folder it created; one that trained keeps its files.
+    #[test]
+    fn a_run_refused_before_training_leaves_nothing() {
+        let d = tmp("refused");
+        for made_by_user in [false, true] {
+            if made_by_user {
+                std::fs::create_dir_all(&d).unwrap();
+            }
+            let run = prepare(&d, Existing::Refuse).unwrap();
+            std::fs::write(run.path().join(RUN_FILE), b"{}").unwrap();
+            std::fs::write(run.path().join(DATA_FILE), b"{}").unwrap();
+            drop(run);
+            assert_eq!(d.exists(), made_by_user);
+            if made_by_user {
+                assert!(files(&d).is_empty(), "{:?}", files(&d));
+            }
+        }
+        let run = prepare(&d, Existing::Refuse).unwrap();
+        std::fs::write(run.path().join(RUN_FILE), b"{}").unwrap();
+        std::fs::write(run.path().join(METRICS_FILE), b"{}").unwrap();
+        drop(run);
+        assert_eq!(files(&d).len(), 2);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     /// Through a link to the run folder, the folder is replaced and the link kept.
     #[cfg(unix)]
     #[test]
@@ -415,7 +469,9 @@ mod tests {
         )
         .unwrap();
         prepare(&d, Existing::Replace).unwrap().commit().unwrap();
-        assert!(!d.join("metrics.jsonl").exists() && !d.join("checkpoints").exists());
+        // Cardinal's files go; the user's, in `checkpoints/` too, stay.
+        assert!(!d.join("metrics.jsonl").exists() && !d.join(META_FILE).exists());
+        assert!(d.join("checkpoints/resnet/weights.pt").exists());
         std::fs::remove_dir_all(&d).unwrap();
         assert_eq!(
             not_a_run(Path::new("/")).as_deref(),

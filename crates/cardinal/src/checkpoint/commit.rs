@@ -2,11 +2,11 @@
 //! weights) are staged and synced under temporary names; then a journal naming them is
 //! written atomically: that write is the commit. The files are renamed into place and the
 //! journal removed. A save killed before the journal leaves the old model whole; one killed
-//! after it leaves the new model whole, because readers ([`current`]) take a file from its
+//! after it leaves the new model whole, because readers (`Snapshot::read_current`) take a file from its
 //! staged name while the journal names it and it is still there, and the next save first
 //! finishes the renames ([`recover`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{ckpt_err, read_model_file_if_any, write_atomic, Staged};
 use crate::error::{Error, Result};
@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 pub(crate) const SAVE_JOURNAL: &str = ".cardinal-save.json";
 
 /// The journal: each staged file's name and the name it is renamed to, both in the folder.
-type Journal = Vec<(String, String)>;
+pub(super) type Journal = Vec<(String, String)>;
 
 /// A plain file name of the folder (no separator, not `.` or `..`): a journal is untrusted.
 fn plain_name(name: &str) -> bool {
@@ -27,9 +27,14 @@ fn read_journal(dir: &Path) -> Result<Journal> {
     let Some(bytes) = read_model_file_if_any(&path)? else {
         return Ok(Vec::new());
     };
-    let journal: Journal = serde_json::from_slice(&bytes).map_err(|e| {
+    parse_journal(&path, &bytes)
+}
+
+/// The journal read from `path` as `bytes`.
+pub(super) fn parse_journal(path: &Path, bytes: &[u8]) -> Result<Journal> {
+    let journal: Journal = serde_json::from_slice(bytes).map_err(|e| {
         ckpt_err(
-            &path,
+            path,
             format!("invalid save journal: {}", super::json_problem(&e)),
         )
     })?;
@@ -37,14 +42,16 @@ fn read_journal(dir: &Path) -> Result<Journal> {
         .iter()
         .any(|(a, b)| !plain_name(a) || !plain_name(b))
     {
-        return Err(ckpt_err(&path, "names a file outside its folder"));
+        return Err(ckpt_err(path, "names a file outside its folder"));
     }
     Ok(journal)
 }
 
-/// The path the model folder `dir`'s file `name` is read from: its staged file while a
+/// The path the model folder `dir`'s file `name` is read from (as
+/// `Snapshot::read_current` reads it): its staged file while a
 /// committed save's journal names one that is still there, else the file itself.
-pub(crate) fn current(dir: &Path, name: &str) -> Result<PathBuf> {
+#[cfg(test)]
+pub(crate) fn current(dir: &Path, name: &str) -> Result<std::path::PathBuf> {
     for (staged, target) in read_journal(dir)? {
         if target == name && dir.join(&staged).is_file() {
             return Ok(dir.join(staged));

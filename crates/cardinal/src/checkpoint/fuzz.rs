@@ -24,7 +24,7 @@ use proptest::test_runner::TestCaseError;
 
 use cardinal_testkit::{apply_edit, edit, fuzz_config as config, Edit};
 
-fn tiny_dataset() -> Dataset {
+pub(super) fn tiny_dataset() -> Dataset {
     let (n, d, l) = (8, 6, 4);
     let mut x = CsrMatrix::new(d);
     let mut y = LabelSets::new(l);
@@ -44,7 +44,7 @@ fn tiny_dataset() -> Dataset {
     }
 }
 
-fn tiny_config() -> Config {
+pub(super) fn tiny_config() -> Config {
     let mut cfg = Config::paper();
     cfg.model.hidden = 5;
     cfg.model.energy_hidden = 3;
@@ -485,7 +485,7 @@ fn init_model_count_min_above_labels_is_an_error() {
 }
 
 /// What the saved models record of their data: `ds`, named "tiny".
-fn trained_on(ds: &crate::data::Dataset) -> checkpoint::TrainedOn {
+pub(super) fn trained_on(ds: &crate::data::Dataset) -> checkpoint::TrainedOn {
     checkpoint::TrainedOn {
         dataset: "tiny".into(),
         ..checkpoint::TrainedOn::of(ds)

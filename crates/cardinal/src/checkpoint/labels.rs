@@ -86,8 +86,7 @@ pub(crate) fn of_meta_bytes(path: &Path, bytes: &[u8]) -> Result<LabelStructure>
 
 /// The label structure of the model directory `dir`, from its `meta.json`.
 pub(crate) fn label_structure(dir: &Path) -> Result<LabelStructure> {
-    let path = super::current(dir, META_FILE)?;
-    let bytes = super::read_model_file(&path)?;
+    let (path, bytes) = super::read_snapshot(dir, |snap| snap.read_current(META_FILE))?;
     of_meta_bytes(&path, &bytes)
 }
 

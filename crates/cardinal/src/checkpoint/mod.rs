@@ -23,23 +23,30 @@ mod commit;
 mod fuzz;
 mod labels;
 mod meta;
+mod output;
 mod read;
 mod run_state;
+mod snapshot;
+mod tensor_file;
 
 pub(crate) use commit::SAVE_JOURNAL;
-pub(crate) use commit::{commit_all, current, recover};
+pub(crate) use commit::{commit_all, recover};
 pub(crate) use labels::of_meta_bytes as labels_of;
 pub(crate) use labels::LabelStructure;
 pub(crate) use labels::{label_structure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
+pub use output::write_output;
 pub(crate) use read::json_problem;
 pub(crate) use read::read_model_file;
 pub use read::read_model_file_if_any;
+pub(crate) use read::MAX_JSON_BYTES;
 pub(crate) use run_state::latest_checkpoint;
 pub use run_state::load_state;
 #[cfg(test)]
 pub(crate) use run_state::save_state;
 pub(crate) use run_state::BinaryRun;
+pub(crate) use snapshot::{read_snapshot, Snapshot};
+pub(crate) use tensor_file::write_tensor_file;
 
 /// Version of the on-disk layout; bumped on any incompatible change.
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -206,9 +213,15 @@ pub(crate) fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
 
 /// Loads a model directory written by [`save`], with its meta data: the meta data (its
 /// format version checked), the configuration, then the weights, checked against both.
+/// All three files come from one version of the folder ([`read_snapshot`]), never a mix
+/// of a replaced run and its replacement.
 pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
-    let (meta_path, meta) = load_meta(dir)?;
-    let (cfg_path, cfg_bytes) = read_current(dir, CONFIG_FILE)?;
+    read_snapshot(dir, load_from)
+}
+
+fn load_from(snap: &mut Snapshot) -> Result<(Model<f32>, Meta)> {
+    let (meta_path, meta) = load_meta(snap)?;
+    let (cfg_path, cfg_bytes) = snap.read_current(CONFIG_FILE)?;
     let mut config =
         Config::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
             .map_err(|source| Error::ConfigFile {
@@ -216,7 +229,7 @@ pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
                 source: Box::new(source),
             })?;
     config.name_legacy_forest();
-    let (w_path, w_bytes) = read_current(dir, WEIGHTS_FILE)?;
+    let (w_path, w_bytes) = snap.read_current(WEIGHTS_FILE)?;
     let st = SafeTensors::deserialize(&w_bytes)
         .map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;
     if let Some(why) = meta.inconsistency() {
@@ -249,17 +262,10 @@ pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
     Ok((model, meta))
 }
 
-/// The current file `name` of the model directory `dir`: its path and bytes.
-fn read_current(dir: &Path, name: &str) -> Result<(PathBuf, Vec<u8>)> {
-    let p = current(dir, name)?;
-    let bytes = read_model_file(&p)?;
-    Ok((p, bytes))
-}
-
-/// The meta data of the model directory `dir` (a binary model's, of this format version), and
+/// The meta data of the model directory `snap` (a binary model's, of this format version), and
 /// its path.
-fn load_meta(dir: &Path) -> Result<(PathBuf, Meta)> {
-    let (meta_path, meta_bytes) = read_current(dir, META_FILE)?;
+fn load_meta(snap: &mut Snapshot) -> Result<(PathBuf, Meta)> {
+    let (meta_path, meta_bytes) = snap.read_current(META_FILE)?;
     labels::require_binary(&meta_path, &meta_bytes)?;
     let meta = Meta::parse(&meta_path, &meta_bytes)?;
     if meta.format_version != FORMAT_VERSION {
@@ -403,10 +409,7 @@ fn stage_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Resu
     // Straight to the file: no second in-memory copy of every tensor (a checkpoint of the
     // default on Bibtex is about 50 MB, written after every epoch).
     stage(path, |tmp| {
-        safetensors::serialize_to_file(views, Some(info), tmp).map_err(|e| match e {
-            safetensors::SafeTensorError::IoError(io) => io,
-            other => std::io::Error::other(other.to_string()),
-        })
+        tensor_file::write_tensor_file(tmp, &views, &info)
     })
 }
 

@@ -21,47 +21,133 @@ pub(crate) const MAX_TENSOR_BYTES: u64 = 64 << 30;
 /// `.safetensors`, `MAX_JSON_BYTES` for the rest). A missing file is an
 /// [`Error::Io`] of kind `NotFound`.
 pub(crate) fn read_model_file(path: &Path) -> Result<Vec<u8>> {
-    let limit = match path.extension().and_then(|e| e.to_str()) {
-        Some("safetensors") => MAX_TENSOR_BYTES,
-        _ => MAX_JSON_BYTES,
-    };
+    let limit = limit_of(path);
     let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
     let kind = meta.file_type();
-    if kind.is_symlink() {
-        return Err(ckpt_err(
+    if !kind.is_file() {
+        return Err(not_plain(path, kind.is_symlink(), kind.is_dir()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    read_opened(file, meta.len(), path, limit)
+}
+
+/// Why the model folder entry `path`, not a plain file, is not read.
+pub(super) fn not_plain(path: &Path, symlink: bool, dir: bool) -> Error {
+    if symlink {
+        return ckpt_err(
             path,
             "is a symbolic link: a model folder's files are read only when they are plain files \
              in it",
-        ));
+        );
     }
-    if !kind.is_file() {
-        let what = if kind.is_dir() {
-            "a folder"
-        } else {
-            "a FIFO, socket or device"
-        };
-        return Err(ckpt_err(
-            path,
-            format!("is {what}, not a plain file: a model folder's files are read only when they are plain files"),
-        ));
+    let what = if dir {
+        "a folder"
+    } else {
+        "a FIFO, socket or device"
+    };
+    ckpt_err(
+        path,
+        format!("is {what}, not a plain file: a model folder's files are read only when they are plain files"),
+    )
+}
+
+/// The size limit of the model folder file `path`, by its kind.
+pub(super) fn limit_of(path: &Path) -> u64 {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("safetensors") => MAX_TENSOR_BYTES,
+        _ => MAX_JSON_BYTES,
     }
+}
+
+/// The bytes of the plain file `file` (at `path`, measured at `size` bytes), refused beyond
+/// `limit`. A tensor file's header is read and checked first: a file whose size disagrees
+/// with what its header describes (a sparse file of gigabytes behind a small header) is
+/// refused before the rest is read.
+pub(super) fn read_opened(
+    file: std::fs::File,
+    size: u64,
+    path: &Path,
+    limit: u64,
+) -> Result<Vec<u8>> {
     let too_big = |size: u64| {
         ckpt_err(
             path,
             format!("is {size} bytes or more: a model folder's file may have at most {limit}"),
         )
     };
-    if meta.len() > limit {
-        return Err(too_big(meta.len()));
+    if size > limit {
+        return Err(too_big(size));
     }
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    let mut file = file;
+    let mut bytes = Vec::new();
+    if limit == MAX_TENSOR_BYTES {
+        bytes = tensor_header(&mut file, size, path)?;
+    }
+    bytes.reserve(size.saturating_sub(bytes.len() as u64) as usize);
     // The file may grow after it was measured: read at most one byte beyond the limit.
-    file.take(limit + 1)
+    file.take(limit + 1 - bytes.len() as u64)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
     if bytes.len() as u64 > limit {
         return Err(too_big(limit + 1));
+    }
+    Ok(bytes)
+}
+
+/// The largest safetensors header read (the format's own limit is 100 MB).
+const MAX_TENSOR_HEADER: u64 = 100_000_000;
+
+/// The first bytes of the safetensors file `file` of `size` bytes: its header's length and
+/// the header, which must describe a file of exactly `size` bytes.
+fn tensor_header(file: &mut std::fs::File, size: u64, path: &Path) -> Result<Vec<u8>> {
+    let bad = |why: String| ckpt_err(path, format!("not a valid safetensors file: {why}"));
+    let mut len = [0u8; 8];
+    if size < 8 {
+        return Err(bad(format!(
+            "{size} bytes, shorter than its header's length"
+        )));
+    }
+    file.read_exact(&mut len).map_err(|e| Error::io(path, e))?;
+    let n = u64::from_le_bytes(len);
+    if n > MAX_TENSOR_HEADER || n > size - 8 {
+        return Err(bad(format!(
+            "its header claims {n} bytes, but the file has {size} (and a header at most \
+             {MAX_TENSOR_HEADER})"
+        )));
+    }
+    let mut bytes = len.to_vec();
+    (&mut *file)
+        .take(n)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 != 8 + n {
+        return Err(bad("the file ends inside its header".into()));
+    }
+    let header: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&bytes[8..])
+        .map_err(|e| {
+            bad(format!(
+                "its header is not a JSON object: {}",
+                json_problem(&e)
+            ))
+        })?;
+    let mut data_end = 0u64;
+    for (name, info) in &header {
+        if name == "__metadata__" {
+            continue;
+        }
+        let end = info
+            .get("data_offsets")
+            .and_then(|o| o.get(1))
+            .and_then(|e| e.as_u64())
+            .ok_or_else(|| bad(format!("tensor `{name}` has no data offsets")))?;
+        data_end = data_end.max(end);
+    }
+    let expected = (8 + n).checked_add(data_end);
+    if expected != Some(size) {
+        return Err(bad(format!(
+            "the file has {size} bytes, but its header describes {}",
+            expected.map_or("more than can be".to_string(), |e| e.to_string())
+        )));
     }
     Ok(bytes)
 }
@@ -134,6 +220,35 @@ mod tests {
             let e = read_model_file(&fifo).unwrap_err().to_string();
             assert!(e.contains("FIFO"), "{e}");
         }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A weights file whose size disagrees with its header is refused from the header alone:
+    /// a sparse file of gigabytes is not read.
+    #[test]
+    fn weights_are_checked_against_their_header_first() {
+        let d = std::env::temp_dir().join(format!("cardinal-header-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("model.safetensors");
+        let header = br#"{"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(header);
+        file.extend_from_slice(&[0u8; 8]);
+        std::fs::write(&p, &file).unwrap();
+        assert_eq!(read_model_file(&p).unwrap(), file);
+        let sparse = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        sparse.set_len(3 << 30).unwrap();
+        let start = std::time::Instant::now();
+        let e = read_model_file(&p).unwrap_err().to_string();
+        assert!(e.contains("its header describes"), "{e}");
+        assert!(start.elapsed().as_secs() < 2, "read the sparse file");
+        sparse.set_len(file.len() as u64 - 1).unwrap();
+        let e = read_model_file(&p).unwrap_err().to_string();
+        assert!(e.contains("its header describes"), "{e}");
+        std::fs::write(&p, u64::MAX.to_le_bytes()).unwrap();
+        let e = read_model_file(&p).unwrap_err().to_string();
+        assert!(e.contains("header claims"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -94,6 +94,51 @@ impl Default for Config {
     }
 }
 
+/// The largest configuration file read: as large as a model folder's JSON files may be.
+pub const MAX_CONFIG_BYTES: u64 = crate::checkpoint::MAX_JSON_BYTES;
+
+/// The text of the configuration file `path` (`--config`), refused (naming the file and the
+/// limit) beyond [`MAX_CONFIG_BYTES`], or when it is a folder or not UTF-8. At most one byte
+/// beyond the limit is read: `/dev/zero` or a runaway file ends in that message, not in an
+/// allocation failure or a read that never ends.
+pub fn read_config_file(path: &std::path::Path) -> Result<String> {
+    use std::io::Read;
+    let refused = |message: String| Error::ConfigFile {
+        path: path.to_path_buf(),
+        source: Box::new(Error::InvalidConfig {
+            field: None,
+            message,
+            line: None,
+            column: None,
+        }),
+    };
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(Error::NotAFile {
+            path: path.to_path_buf(),
+            what: "a folder",
+            expected: "a JSON configuration file",
+        });
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(refused(format!(
+            "the file is more than {MAX_CONFIG_BYTES} bytes ({} MiB), the most a configuration \
+             file may have",
+            MAX_CONFIG_BYTES >> 20
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        refused(format!(
+            "the file is not UTF-8 text (byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
 impl Config {
     /// The configuration a front end asks for: the JSON `overrides` read over a preset, `seed`
     /// set, validated. The preset is `preset` when given; otherwise the one the JSON names (a

@@ -566,3 +566,30 @@ fn every_numeric_field_has_a_range_check() {
         .collect();
     assert!(unchecked.is_empty(), "no range check for {unchecked:?}");
 }
+
+/// A configuration file is read up to its limit and no further: `/dev/zero` ends in a
+/// message naming the file and the limit, as do a folder and bytes that are not text.
+#[cfg(unix)]
+#[test]
+fn a_configuration_file_is_read_within_its_limit() {
+    let e = super::read_config_file(std::path::Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("/dev/zero") && e.contains(&super::MAX_CONFIG_BYTES.to_string()),
+        "{e}"
+    );
+    let d = std::env::temp_dir().join(format!("cardinal-cfgfile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let e = super::read_config_file(&d).unwrap_err().to_string();
+    assert!(e.contains("is a folder"), "{e}");
+    let bin = d.join("bin.json");
+    std::fs::write(&bin, b"{\"a\": \xff}").unwrap();
+    let e = super::read_config_file(&bin).unwrap_err().to_string();
+    assert!(e.contains("bin.json") && e.contains("not UTF-8"), "{e}");
+    let ok = d.join("ok.json");
+    std::fs::write(&ok, b"{}").unwrap();
+    assert_eq!(super::read_config_file(&ok).unwrap(), "{}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -1,5 +1,6 @@
 //! The lock of a run directory: one process at a time writes into it. The lock file holds its
-//! owner's process id and its owner's `flock`; a lock whose process is gone is taken over.
+//! owner's process id and its owner's `flock`; a lock whose `flock` is free is stale (its
+//! process is gone, whatever process now has its id) and is taken over.
 
 use std::path::{Path, PathBuf};
 
@@ -28,16 +29,6 @@ impl Drop for RunLock {
         // Removed before the files (and their locks) are closed: a process that opened this
         // file meanwhile sees, once it gets the lock, that it is no longer the lock file.
         let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// Whether a process with this id is running (Linux: `/proc/PID`; elsewhere every process is
-/// taken to be running).
-fn process_alive(pid: u32) -> bool {
-    if cfg!(target_os = "linux") {
-        Path::new(&format!("/proc/{pid}")).exists()
-    } else {
-        true
     }
 }
 
@@ -139,8 +130,8 @@ fn inspect(dir: &Path, path: &Path) -> Result<InTheWay> {
                 dir.display()
             ),
         }),
-        // A live process that holds no `flock`: a run of an earlier version.
-        Some(pid) if pid != std::process::id() && process_alive(pid) => Ok(InTheWay::Busy(pid)),
+        // The `flock` is the lock: a process id alone proves nothing (a zombie's, or one
+        // reused by an unrelated process, would keep the folder "in use" for ever).
         Some(_) => Ok(InTheWay::Stale(file)),
     }
 }
@@ -214,17 +205,20 @@ mod tests {
         d
     }
 
+    /// A lock whose `flock` is held refuses; one whose `flock` is free is stale, whatever
+    /// process its id names now (pid 1 always runs: a reused id, or a zombie's).
     #[test]
     fn a_live_lock_refuses_and_a_stale_one_is_taken_over() {
         let d = tmp("lock");
         std::fs::create_dir_all(&d).unwrap();
-        // pid 1 is always alive on Linux.
         std::fs::write(d.join(LOCK_FILE), b"1").unwrap();
-        if cfg!(target_os = "linux") {
-            let err = lock(&d).unwrap_err().to_string();
-            assert!(err.contains("process 1"), "{err}");
-            // A process id that cannot exist: the lock is stale.
-            std::fs::write(d.join(LOCK_FILE), format!("{}", u32::MAX)).unwrap();
+        let holder = std::fs::File::open(d.join(LOCK_FILE)).unwrap();
+        holder.lock().unwrap();
+        let err = lock(&d).unwrap_err().to_string();
+        assert!(err.contains("process 1"), "{err}");
+        drop(holder);
+        for stale in [1, u32::MAX] {
+            std::fs::write(d.join(LOCK_FILE), stale.to_string()).unwrap();
             let held = lock(&d).unwrap();
             assert_eq!(
                 std::fs::read_to_string(d.join(LOCK_FILE)).unwrap(),

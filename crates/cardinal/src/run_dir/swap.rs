@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::checkpoint::{CONFIG_FILE, META_FILE, SAVE_JOURNAL, WEIGHTS_FILE};
 use crate::error::{Error, Result};
 
+use super::checkpoints::LATEST_FILE;
 use super::{DATA_FILE, EVAL_FILE, LOCK_FILE, METRICS_FILE, RUN_FILE};
 
 /// The sibling folder a replacement of `target` is written into.
@@ -35,19 +36,57 @@ fn written_by_cardinal(name: &str) -> bool {
         SAVE_JOURNAL,
         "checkpoints",
     ];
-    // Staged writes are `.NAME.tmp-PID`; lock files `.cardinal.lock` and its staged copies.
-    FILES.contains(&name)
-        || name.starts_with(LOCK_FILE)
-        || (name.starts_with('.') && name.contains(".tmp-"))
+    // Exactly the names cardinal gives (a user's `.env.tmp-keep` or `.cardinal.lock.backup`
+    // merely looks like them): staged writes `.NAME.tmp-PID` of those files, the lock file
+    // and its staged copies `.cardinal.lock.PID.N.new`.
+    let staged_file = name
+        .strip_prefix('.')
+        .and_then(|n| n.rsplit_once(".tmp-"))
+        .is_some_and(|(file, pid)| digits(pid) && FILES.contains(&file));
+    let staged_lock = name
+        .strip_prefix(LOCK_FILE)
+        .and_then(|n| n.strip_prefix('.'))
+        .and_then(|n| n.strip_suffix(".new"))
+        .and_then(|n| n.split_once('.'))
+        .is_some_and(|(pid, n)| digits(pid) && digits(n));
+    FILES.contains(&name) || name == LOCK_FILE || staged_file || staged_lock
+}
+
+/// Whether `s` is a number: ASCII digits, at least one.
+fn digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether the entry `name` of a run's `checkpoints/` folder is one cardinal writes: a
+/// checkpoint `epoch-NNNN`, `LATEST`, and their temporary names while being written.
+fn checkpoint_by_cardinal(name: &str) -> bool {
+    let epoch = |n: &str| {
+        n.strip_prefix("epoch-")
+            .is_some_and(|d| d.len() >= 4 && digits(d))
+    };
+    name == LATEST_FILE
+        || epoch(name)
+        || name
+            .strip_prefix(".tmp-")
+            .and_then(|n| n.rsplit_once('-'))
+            .is_some_and(|(e, pid)| epoch(e) && digits(pid))
+        || name
+            .strip_prefix(&format!(".{LATEST_FILE}.tmp-"))
+            .is_some_and(digits)
 }
 
 /// The entries of `dir` that cardinal did not write.
 fn foreign_entries(dir: &Path) -> Result<Vec<std::ffi::OsString>> {
+    foreign_entries_by(dir, written_by_cardinal)
+}
+
+/// The entries of `dir` that `ours` does not recognise as cardinal's.
+fn foreign_entries_by(dir: &Path, ours: fn(&str) -> bool) -> Result<Vec<std::ffi::OsString>> {
     let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
     let mut out = Vec::new();
     for entry in entries {
         let name = entry.map_err(|e| Error::io(dir, e))?.file_name();
-        if !name.to_str().is_some_and(written_by_cardinal) {
+        if !name.to_str().is_some_and(ours) {
             out.push(name);
         }
     }
@@ -95,6 +134,30 @@ pub(super) fn fresh_staging(target: &Path) -> Result<PathBuf> {
     }
     std::fs::create_dir(&staging).map_err(|e| Error::io(&staging, e))?;
     Ok(staging)
+}
+
+/// Moves the entries of `from` that `ours` does not recognise into `to` (created if needed),
+/// never over an entry there.
+fn move_foreign(from: &Path, to: &Path, ours: fn(&str) -> bool) -> std::result::Result<(), String> {
+    let foreign = foreign_entries_by(from, ours).map_err(|e| e.to_string())?;
+    if !foreign.is_empty() {
+        std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+    }
+    for name in foreign {
+        let (src, dest) = (from.join(&name), to.join(&name));
+        let moved = match dest.exists() {
+            true => Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists)),
+            false => std::fs::rename(&src, &dest),
+        };
+        moved.map_err(|e| {
+            format!(
+                "could not move {} into {}: {e}",
+                src.display(),
+                to.display()
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Flushes a folder's entries to disk (a no-op where folders cannot be opened).
@@ -147,32 +210,77 @@ pub(super) fn swap_in(staging: &Path, target: &Path, swapped: &mut dyn FnMut()) 
     if let Some(parent) = target.parent() {
         sync_dir(parent);
     }
-    // From here on the new run is in place: what follows only tidies up.
-    match foreign_entries(staging) {
-        Ok(foreign) => {
-            for name in foreign {
-                let (from, to) = (staging.join(&name), target.join(&name));
-                let moved = match to.exists() {
-                    true => Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists)),
-                    false => std::fs::rename(&from, &to),
-                };
-                if let Err(e) = moved {
-                    tracing::warn!(
-                        "could not move {} into {}: {e}",
-                        from.display(),
-                        target.display()
-                    );
-                    return Ok(());
-                }
-            }
+    // From here on the new run is in place: what follows only tidies up. The user's files
+    // go over, in the run folder and in its `checkpoints/`.
+    let old_checkpoints = staging.join("checkpoints");
+    let user_files = move_foreign(staging, target, written_by_cardinal).and_then(|()| {
+        match old_checkpoints.is_dir() {
+            true => move_foreign(
+                &old_checkpoints,
+                &target.join("checkpoints"),
+                checkpoint_by_cardinal,
+            ),
+            false => Ok(()),
         }
-        Err(e) => {
-            tracing::warn!("the replaced run is left in {}: {e}", staging.display());
-            return Ok(());
-        }
+    });
+    if let Err(why) = user_files {
+        tracing::warn!("the replaced run is left in {}: {why}", staging.display());
+        return Ok(());
     }
     if let Err(e) = std::fs::remove_dir_all(staging) {
         tracing::warn!("the replaced run is left in {}: {e}", staging.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run_dir::{prepare, Existing};
+
+    /// Files that merely look like cardinal's are the user's: a replacement keeps them, in
+    /// the run folder and in its `checkpoints/`; cardinal's own go with the old run.
+    #[test]
+    fn a_replacement_keeps_files_that_only_look_like_cardinals() {
+        let d = std::env::temp_dir().join(format!("cardinal-swap-look-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("checkpoints/epoch-0001")).unwrap();
+        std::fs::write(d.join(RUN_FILE), br#"{"dataset": "bibtex", "train": null, "test": null, "labels": null, "data_dir": null, "train_fraction": 0.8}"#).unwrap();
+        let users = [
+            ".env.tmp-keep",
+            ".cardinal.lock.backup",
+            ".model.safetensors.tmp-mine",
+            "checkpoints/my-notes.txt",
+        ];
+        for f in users {
+            std::fs::write(d.join(f), f).unwrap();
+        }
+        let ours = [
+            ".meta.json.tmp-12",
+            "checkpoints/LATEST",
+            "checkpoints/.tmp-epoch-0002-7",
+        ];
+        for f in ours {
+            std::fs::write(d.join(f), b"old").unwrap();
+        }
+        let run = prepare(&d, Existing::Replace).unwrap();
+        std::fs::write(run.path().join(RUN_FILE), b"{}").unwrap();
+        run.commit().unwrap();
+        for f in users {
+            assert_eq!(std::fs::read_to_string(d.join(f)).unwrap(), f);
+        }
+        for f in ours {
+            assert!(!d.join(f).exists(), "{f}");
+        }
+        assert!(!d.join("checkpoints/epoch-0001").exists());
+        assert!(!staging_path(&d).exists());
+        std::fs::remove_dir_all(&d).unwrap();
+        for name in [
+            ".cardinal.lock",
+            ".cardinal.lock.12.0.new",
+            ".eval.json.tmp-3",
+        ] {
+            assert!(written_by_cardinal(name), "{name}");
+        }
+    }
 }

@@ -4,7 +4,7 @@
 //! All three are staged under temporary names and renamed into place, weights last.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
@@ -203,10 +203,7 @@ pub(super) fn stage_f64(path: &Path, tensors: &[(&str, Vec<usize>, &[f64])]) -> 
         format!("cardinal/{FORMAT_VERSION}/multi_target"),
     )]);
     stage(path, |tmp| {
-        safetensors::serialize_to_file(views, Some(info), tmp).map_err(|e| match e {
-            safetensors::SafeTensorError::IoError(io) => io,
-            other => std::io::Error::other(other.to_string()),
-        })
+        crate::checkpoint::write_tensor_file(tmp, &views, &info)
     })
 }
 
@@ -298,12 +295,14 @@ pub(crate) fn save(
 /// Loads a directory written by [`save`]: the model, its configuration and its meta data.
 /// A binary model's directory, a tampered `meta.json`, a configuration out of range and
 /// weights of the wrong shape or not finite are refused, naming the file.
+/// All three files come from one version of the folder, never a mix of a replaced run and
+/// its replacement.
 pub(crate) fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
-    let read = |name: &str| -> Result<(PathBuf, Vec<u8>)> {
-        let p = crate::checkpoint::current(dir, name)?;
-        let bytes = crate::checkpoint::read_model_file(&p)?;
-        Ok((p, bytes))
-    };
+    crate::checkpoint::read_snapshot(dir, load_from)
+}
+
+fn load_from(snap: &mut crate::checkpoint::Snapshot) -> Result<(SegModel, SegConfig, SegMeta)> {
+    let mut read = |name: &str| snap.read_current(name);
     let (meta_path, meta_bytes) = read(META_FILE)?;
     if crate::checkpoint::labels_of(&meta_path, &meta_bytes)? == LabelStructure::Binary {
         return Err(ckpt_err(
@@ -379,6 +378,7 @@ mod tests {
     use crate::data::synth_seg::{synth_seg, SynthSegSpec};
     use crate::segment::{fit, predict_rows, Mode};
     use cardinal_proj::matrix::{AnyMatrixProjector, MatrixMethod};
+    use std::path::PathBuf;
 
     /// A fresh directory under the system's temporary folder, removed on drop.
     struct Scratch(PathBuf);
