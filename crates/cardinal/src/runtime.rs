@@ -186,7 +186,7 @@ fn check_threads(threads: Option<usize>, field: &str) -> Result<()> {
 
 /// The one constructor of the library's thread pools, used by every front end: `threads`
 /// workers (`None`: rayon's default, one per core), checked before any thread starts against
-/// the cap of [`MAX_THREADS_PER_CORE`] per core (`field` names the option in the refusal:
+/// the cap of 4 threads per core (`field` names the option in the refusal:
 /// `threads`, `n_jobs`), each with the main thread's stack size, since whole calls run on a
 /// worker.
 ///

@@ -8,7 +8,7 @@ use super::*;
 use cardinal::config::{InferenceConfig, IterateWeights, SystemSettings};
 use cardinal::proj::Method;
 use cardinal::runtime::{MemoryBudget, WaitPolicy};
-use cardinal::system::{Fields, System};
+use cardinal::system::Fields;
 
 /// A change to one field of the `baseline` section, and the setup both runs share so that the
 /// change can show (a pre-training rate needs pre-training epochs).

@@ -101,7 +101,7 @@ impl Config {
 
     /// The blended forest system's configuration made from `self` (`--system forest-blend`,
     /// and the search's `forest-blend` candidate): the forest's joint mixed with `self`'s own
-    /// networks, trained as [`Config::as_candidate`] trains them, a quarter of the joint
+    /// networks, trained as the search's first candidate trains them, a quarter of the joint
     /// theirs. The blend reads the count network's distribution as a prediction of the count,
     /// which only a supervised count network makes: without one, the count is supervised
     /// (`loss.cardinality_weight = 1`, as in `predict`).
