@@ -2,21 +2,11 @@
 //! number, and a re-run reads its cells back instead of training.
 
 mod common;
+use cardinal_paper::ablation::VARIANTS;
 use common::{arg, cardinal, text, tmpdir, write_config, write_svm};
 
 /// A small model trained briefly, read over both presets.
 const QUICK: &str = r#"{"model": {"hidden": 16, "card_hidden": 8, "energy_hidden": 4}, "inference": {"steps": 3}, "train": {"epochs": 2, "full_epochs": 1, "patience": 0}}"#;
-
-const VARIANTS: [&str; 8] = [
-    "full",
-    "fixed-z",
-    "no-projection",
-    "no-energy",
-    "t0",
-    "f1-count",
-    "paper",
-    "paper-fixed-z",
-];
 
 #[test]
 fn every_variant_has_a_number_and_a_rerun_reads_the_cache() {

@@ -4,11 +4,10 @@
 //! projection: the model records which it is (`config.system`), so that nothing calls it
 //! Predict and Constrain.
 
-use super::{check, OutputKind, System};
+use super::{check, OutputKind, Pnc, System};
 use crate::config::{Config, FOREST, FOREST_BLEND};
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
-use crate::eval;
 use crate::pipeline::{Model, Outputs};
 use crate::search::SearchRecord;
 use crate::train::{Hooks, Start, TrainState, Trained};
@@ -92,8 +91,10 @@ impl System for ForestSystem {
         }
     }
 
+    // Inference is Predict and Constrain's entry point, which routes a model with a forest
+    // to the forest's decision.
     fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
-        eval::predict(model, x, batch)
+        Pnc.predict(model, x, batch)
     }
 
     fn predict_with_counts(
@@ -103,7 +104,7 @@ impl System for ForestSystem {
         counts: Vec<f32>,
         batch: usize,
     ) -> Result<Option<Outputs<f32>>> {
-        eval::predict_with_counts(model, x, counts, batch).map(Some)
+        Pnc.predict_with_counts(model, x, counts, batch)
     }
 }
 
