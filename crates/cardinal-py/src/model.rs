@@ -119,6 +119,9 @@ pub(crate) fn check_config(
     system: Option<&str>,
 ) -> PyResult<String> {
     let cfg = resolve(preset, config, overrides, seed, system).map_err(to_py)?;
+    // A system the registry does not know is refused here, naming the known ones, before
+    // anything trains.
+    cardinal_paper::systems().get(&cfg.system).map_err(to_py)?;
     Ok(serde_json::to_string(&cfg).expect("a configuration serialises"))
 }
 
