@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use cardinal::engine::write_atomic;
+use cardinal::engine::write_output;
 use cardinal::engine::Engine;
 
 use crate::model_cmd::{ConfigArgs, DataSource};
@@ -68,7 +68,7 @@ pub(crate) fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
         report.mean_precision_at_1
     );
     if let Some(path) = &args.json {
-        write_atomic(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        write_output(path, serde_json::to_string_pretty(&report)?.as_bytes())?;
     }
     Ok(())
 }

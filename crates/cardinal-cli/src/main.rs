@@ -85,6 +85,11 @@ enum Command {
         threads: Threads,
     },
     /// Cross-validate a configuration on the training file (k folds, no test data used).
+    #[command(mut_arg("dataset", |a| a.help(
+        "Dataset name (data directory, then vendored) or path (MULAN folder, ARFF with XML \
+         beside, LIBSVM or XMC file) of binary labels; `cv` does not cross-validate \
+         multi-target (Section 6) data"
+    )))]
     Cv {
         #[command(flatten)]
         args: cv_cmd::CvArgs,
@@ -283,6 +288,24 @@ mod tests {
         let mut missing = Vec::new();
         walk(&Cli::command(), "cardinal", &mut missing);
         assert!(missing.is_empty(), "arguments without help: {missing:?}");
+    }
+
+    /// `cv --help` promises nothing `cv` refuses: its data is binary-label data only.
+    #[test]
+    fn cv_does_not_promise_multi_target_data() {
+        let cli = Cli::command();
+        let cv = cli.find_subcommand("cv").unwrap();
+        let help = cv
+            .get_arguments()
+            .find(|a| a.get_id() == "dataset")
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap();
+        assert!(
+            help.contains("does not cross-validate multi-target"),
+            "{help}"
+        );
+        assert!(!help.contains("trains the paper's Section 6"), "{help}");
     }
 
     /// The training-only flag is offered where something trains, and only there.

@@ -36,7 +36,9 @@ pub const MAX_LABELS: usize = 1 << 25;
 /// every label by its id (consumers then show label indices).
 pub const MAX_NAMED_LABELS: usize = 1 << 20;
 
-const MAX_LABELS_WHY: &str = "cardinal_data::data::svm::MAX_LABELS";
+/// Why label ids are bounded, as a user reads it (no internal name).
+const MAX_LABELS_WHY: &str =
+    "a dataset may have at most 2^25 labels; a larger id is more likely a damaged file";
 
 /// Whether indices in a file start at 0 or at 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

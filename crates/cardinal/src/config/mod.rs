@@ -131,7 +131,12 @@ pub fn read_config_file(path: &std::path::Path) -> Result<String> {
             MAX_CONFIG_BYTES >> 20
         )));
     }
-    String::from_utf8(bytes).map_err(|e| {
+    // A byte-order mark (editors on Windows write one) is not part of the JSON.
+    let text = bytes
+        .strip_prefix(b"\xEF\xBB\xBF")
+        .unwrap_or(&bytes)
+        .to_vec();
+    String::from_utf8(text).map_err(|e| {
         refused(format!(
             "the file is not UTF-8 text (byte {})",
             e.utf8_error().valid_up_to()

@@ -591,5 +591,11 @@ fn a_configuration_file_is_read_within_its_limit() {
     let ok = d.join("ok.json");
     std::fs::write(&ok, b"{}").unwrap();
     assert_eq!(super::read_config_file(&ok).unwrap(), "{}");
+    // A byte-order mark is not refused at "line 1, column 1": it is not part of the JSON.
+    let bom = d.join("bom.json");
+    std::fs::write(&bom, b"\xEF\xBB\xBF{\"seed\": 3}").unwrap();
+    let text = super::read_config_file(&bom).unwrap();
+    assert_eq!(text, "{\"seed\": 3}");
+    assert_eq!(Config::resolve(None, Some(&text), None).unwrap().seed, 3);
     std::fs::remove_dir_all(&d).unwrap();
 }

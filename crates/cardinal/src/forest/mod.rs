@@ -85,11 +85,20 @@ impl Forest {
                 what: "rows",
             });
         }
-        if n >= MAX_INDEX || labels.indices.len() >= MAX_INDEX || train.n_features() >= MAX_INDEX {
+        let sizes = [
+            ("training rows", n),
+            ("label entries", labels.indices.len()),
+            ("features", train.n_features()),
+        ];
+        // Named by what is too large: the rows may be few where the features are many.
+        if let Some((what, size)) = sizes.into_iter().find(|&(_, v)| v >= MAX_INDEX) {
             return Err(Error::OutOfRange {
                 field: "model.forest".into(),
-                value: n.to_string(),
-                allowed: format!("training rows, labels and features below {MAX_INDEX}"),
+                value: format!("{size} {what}"),
+                allowed: format!(
+                    "fewer than {MAX_INDEX} training rows, label entries and features each (a \
+                     forest stores its indices as f32)"
+                ),
             });
         }
         if labels.weights.is_some() {

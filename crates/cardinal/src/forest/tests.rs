@@ -290,3 +290,17 @@ fn a_blended_model_trains_its_networks_alone_and_reads_back_the_same() {
     let again = engine.predict(&loaded.unwrap().0, &test.features).unwrap();
     assert_eq!((again.y, again.z), (out.y, out.z));
 }
+
+/// A size a forest cannot index is refused by what is too large, not by the row count.
+#[test]
+fn too_many_features_are_named_as_features() {
+    let mut data = toy(&shape(10, 1));
+    data.features.n_cols = MAX_INDEX;
+    let e = Forest::fit(&data, &ForestConfig::default(), 0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!("model.forest = {MAX_INDEX} features")),
+        "{e}"
+    );
+}
