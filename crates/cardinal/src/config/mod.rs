@@ -325,4 +325,6 @@ impl Config {
 }
 
 #[cfg(test)]
+mod file_tests;
+#[cfg(test)]
 mod tests;
