@@ -21,62 +21,85 @@ pub(crate) struct Networks<'a> {
     pub(crate) share: f64,
 }
 
-/// A row's joint distribution of label sets.
-pub(crate) struct RowJoint {
-    /// `delta[i * s_max + s - 1] = Δ_is`, the probability that label `i` is on in a set of
-    /// `s` labels.
-    pub(crate) delta: Vec<f64>,
-    /// The largest set size `delta` has room for.
-    pub(crate) s_max: usize,
-    /// The probability of the empty set.
-    pub(crate) p_empty: f64,
-}
+/// The most counts of the networks' distribution a row's blend reads: with more, the likeliest
+/// this many (their probabilities scaled to sum to 1). Each count adds a pair for every label,
+/// so this bounds a row's pairs at `L` times it (the development suite's files have at most
+/// 175 counts, and are read whole).
+pub(crate) const MAX_NETWORK_COUNTS: usize = 256;
+
+use super::gfm::Joint;
 
 impl Networks<'_> {
     /// The blend of the forest's joint `forest` with the networks' joint on row `r`; the
     /// forest's alone where the networks' outputs are not all finite (weights or inputs so
     /// large that they overflow), which would otherwise make every probability NaN.
-    pub(crate) fn blend(&self, r: usize, forest: RowJoint) -> RowJoint {
+    pub(crate) fn blend(&self, r: usize, forest: Joint) -> Joint {
         let k = self.counts.len();
-        let l = forest.delta.len() / forest.s_max.max(1);
+        let l = forest.n_labels();
         let u = &self.unary[r * l..(r + 1) * l];
         let probs = &self.count_probs[r * k..(r + 1) * k];
         if !u.iter().chain(probs).all(|v| v.is_finite()) {
             return forest;
         }
-        let s_max = forest
-            .s_max
-            .max(self.counts.iter().copied().max().unwrap_or(0).min(l));
         let keep = 1.0 - self.share;
-        let mut delta = vec![0.0; l * s_max];
-        for i in 0..l {
-            for s in 1..=forest.s_max {
-                delta[i * s_max + s - 1] = keep * forest.delta[i * forest.s_max + s - 1];
-            }
-        }
         let mut p_empty = keep * forest.p_empty;
-        let mut on = vec![0.0; l];
-        for (&s, &p) in self.counts.iter().zip(probs) {
-            let mass = self.share * p;
-            if mass <= 0.0 {
-                continue;
-            }
+        // The counts read, in the networks' order: (size, mass), sizes beyond the labels put
+        // every label on (the whole set).
+        let mut read: Vec<(usize, f64)> = self
+            .counts
+            .iter()
+            .zip(probs)
+            .map(|(&s, &p)| (s, self.share * p))
+            .filter(|&(_, mass)| mass > 0.0)
+            .collect();
+        if read.len() > MAX_NETWORK_COUNTS {
+            let mut by_mass: Vec<usize> = (0..read.len()).collect();
+            by_mass.sort_by(|&a, &b| read[b].1.total_cmp(&read[a].1).then(a.cmp(&b)));
+            by_mass.truncate(MAX_NETWORK_COUNTS);
+            by_mass.sort_unstable();
+            let scale = self.share / by_mass.iter().map(|&j| read[j].1).sum::<f64>();
+            read = by_mass
+                .into_iter()
+                .map(|j| (read[j].0, read[j].1 * scale))
+                .collect();
+        }
+        let mut components: Vec<(u32, f64, Vec<f64>)> = Vec::with_capacity(read.len());
+        for (s, mass) in read {
             if s == 0 {
                 p_empty += mass;
                 continue;
             }
-            // More labels than there are cannot be on: the whole set.
             let s = s.min(l);
+            let mut on = vec![0.0; l];
             tilted(u, s as f64, &mut on);
-            for (i, &q) in on.iter().enumerate() {
-                delta[i * s_max + s - 1] += mass * q;
+            components.push((s as u32, mass, on));
+        }
+        // Sizes in order; a stable sort keeps the networks' order among equal sizes, the order
+        // their masses are added in.
+        components.sort_by_key(|c| c.0);
+        let labels = (0..l).map(|i| {
+            let mut out: Vec<(u32, f64)> = Vec::new();
+            let mut f = forest.label(i).iter().peekable();
+            let mut c = components.iter().peekable();
+            loop {
+                let s = match (f.peek(), c.peek()) {
+                    (Some(a), Some(b)) => a.0.min(b.0),
+                    (Some(a), None) => a.0,
+                    (None, Some(b)) => b.0,
+                    (None, None) => break,
+                };
+                let mut v = match f.next_if(|t| t.0 == s) {
+                    Some(&(_, d)) => keep * d,
+                    None => 0.0,
+                };
+                while let Some((_, mass, on)) = c.next_if(|t| t.0 == s) {
+                    v += mass * on[i];
+                }
+                out.push((s, v));
             }
-        }
-        RowJoint {
-            delta,
-            s_max,
-            p_empty,
-        }
+            out
+        });
+        Joint::from_labels(labels.collect::<Vec<_>>(), p_empty)
     }
 }
 
@@ -167,11 +190,7 @@ mod tests {
     #[test]
     fn the_blend_is_the_mixture_of_the_two_joints() {
         // Two labels; the forest: {0} with 0.5, {0, 1} with 0.3, ∅ with 0.2.
-        let forest = || RowJoint {
-            delta: vec![0.5, 0.3, 0.0, 0.3],
-            s_max: 2,
-            p_empty: 0.2,
-        };
+        let forest = || Joint::from_dense(&[0.5, 0.3, 0.0, 0.3], 2, 0.2);
         let unary = [1.0, -1.0];
         let probs = [0.1, 0.6, 0.3];
         let counts = [0, 1, 2];
@@ -182,25 +201,27 @@ mod tests {
             share,
         };
         let f = nets(0.0).blend(0, forest());
-        assert_eq!((f.delta, f.s_max, f.p_empty), (forest().delta, 2, 0.2));
+        assert_eq!(f, forest());
         let n = nets(1.0).blend(0, forest());
         assert!((n.p_empty - 0.1).abs() < 1e-12);
+        let n = n.dense(2);
         // s = 2 of 2 labels: both on; s = 1: σ(±1 + λ) with λ = 0 (they sum to 1).
         let s1 = 1.0 / (1.0 + (-1.0f64).exp());
         let want = [0.6 * s1, 0.3, 0.6 * (1.0 - s1), 0.3];
-        for (a, b) in n.delta.iter().zip(want) {
-            assert!((a - b).abs() < 1e-9, "{:?}", n.delta);
+        for (a, b) in n.iter().zip(want) {
+            assert!((a - b).abs() < 1e-9, "{n:?}");
         }
         let m = nets(0.25).blend(0, forest());
-        for ((a, b), c) in m.delta.iter().zip(&forest().delta).zip(&n.delta) {
+        assert!((m.p_empty - (0.75 * 0.2 + 0.25 * 0.1)).abs() < 1e-12);
+        let m = m.dense(2);
+        for ((a, b), c) in m.iter().zip(&forest().dense(2)).zip(&n) {
             assert!((a - (0.75 * b + 0.25 * c)).abs() < 1e-12);
         }
-        assert!((m.p_empty - (0.75 * 0.2 + 0.25 * 0.1)).abs() < 1e-12);
         // Σ_i Δ_is / s is P(s); with P(∅) they sum to 1 (the mixture below).
         let total: f64 = (1..=2)
-            .map(|s| (0..2).map(|i| m.delta[i * 2 + s - 1]).sum::<f64>() / s as f64)
+            .map(|s| (0..2).map(|i| m[i * 2 + s - 1]).sum::<f64>() / s as f64)
             .sum();
-        assert!((total + m.p_empty - 1.0).abs() < 1e-9);
+        assert!((total + 0.75 * 0.2 + 0.25 * 0.1 - 1.0).abs() < 1e-9);
     }
 
     /// Counts the forest never saw widen the joint (the forest's `Δ` re-laid in the wider
@@ -209,11 +230,7 @@ mod tests {
     #[test]
     fn wider_counts_widen_the_joint_and_non_finite_outputs_leave_the_forest() {
         // Two labels; the forest saw only sets of one label: {0} 0.6, {1} 0.4.
-        let forest = || RowJoint {
-            delta: vec![0.6, 0.4],
-            s_max: 1,
-            p_empty: 0.0,
-        };
+        let forest = || Joint::from_dense(&[0.6, 0.4], 1, 0.0);
         let unary = [0.0, 0.0, f64::NAN, f64::NAN];
         let probs = [0.1, 0.2, 0.3, 0.4, 0.25, 0.25, 0.25, 0.25];
         let counts = [0, 1, 2, 3];
@@ -224,7 +241,8 @@ mod tests {
             share: 0.5,
         };
         let b = nets.blend(0, forest());
-        assert_eq!(b.s_max, 2);
+        assert!((b.p_empty - 0.05).abs() < 1e-12);
+        let b = b.dense(2);
         // s = 1: each label half on (equal scores); s = 2 and the impossible s = 3: both on.
         let want = [
             0.5 * 0.6 + 0.5 * 0.2 * 0.5,
@@ -232,12 +250,40 @@ mod tests {
             0.5 * 0.4 + 0.5 * 0.2 * 0.5,
             0.5 * (0.3 + 0.4),
         ];
-        for (a, w) in b.delta.iter().zip(want) {
-            assert!((a - w).abs() < 1e-12, "{:?}", b.delta);
+        for (a, w) in b.iter().zip(want) {
+            assert!((a - w).abs() < 1e-12, "{b:?}");
         }
-        assert!((b.p_empty - 0.05).abs() < 1e-12);
         // Row 1's scores are NaN: the forest's joint, unchanged.
-        let f = nets.blend(1, forest());
-        assert_eq!((f.delta, f.s_max, f.p_empty), (vec![0.6, 0.4], 1, 0.0));
+        assert_eq!(nets.blend(1, forest()), forest());
+    }
+
+    /// Beyond `MAX_NETWORK_COUNTS` counts of positive probability, the likeliest are read and
+    /// scaled to the networks' share; fewer are read whole (the other tests).
+    #[test]
+    fn only_the_likeliest_counts_are_read_when_they_are_many() {
+        let n = MAX_NETWORK_COUNTS + 44;
+        let l = n + 10;
+        let unary = vec![0.0; l];
+        // Count `s` has probability proportional to `s + 1`: the 44 smallest are dropped.
+        let total = (n * (n + 1) / 2) as f64;
+        let probs: Vec<f64> = (0..n).map(|s| (s + 1) as f64 / total).collect();
+        let counts: Vec<usize> = (0..n).collect();
+        let nets = Networks {
+            unary: &unary,
+            count_probs: &probs,
+            counts: &counts,
+            share: 0.5,
+        };
+        let forest = Joint::from_labels((0..l).map(|_| Vec::new()), 0.0);
+        let b = nets.blend(0, forest);
+        // Every label has equal scores, so each is on with probability s/L in a set of s.
+        let kept: f64 = (44..n).map(|s| (s + 1) as f64).sum();
+        let sizes: Vec<u32> = b.label(0).iter().map(|t| t.0).collect();
+        assert_eq!(sizes, (44..n as u32).collect::<Vec<_>>());
+        for &(s, d) in b.label(3) {
+            let want = 0.5 * (s + 1) as f64 / kept * s as f64 / l as f64;
+            assert!((d - want).abs() < 1e-12, "{s}: {d} against {want}");
+        }
+        assert_eq!(b.p_empty, 0.0);
     }
 }

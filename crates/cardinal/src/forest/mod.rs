@@ -23,7 +23,6 @@ use crate::config::ForestConfig;
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
 pub(crate) use blend::Networks;
-use blend::RowJoint;
 use gfm::Joint;
 use tree::{Columns, Growth, Tree};
 
@@ -43,8 +42,6 @@ pub(crate) struct Forest {
     n_features: usize,
     /// Derived: per tree, the drawn rows of each leaf (offsets by leaf, then rows).
     leaf_rows: Vec<(Vec<u32>, Vec<u32>)>,
-    /// Derived: the largest training set size.
-    s_max: usize,
 }
 
 /// The forest's outputs for a batch of rows, row-major `n × L` where per label.
@@ -178,12 +175,6 @@ impl Forest {
                 (offsets, rows)
             })
             .collect();
-        let s_max = label_indptr
-            .windows(2)
-            .map(|w| w[1] - w[0])
-            .max()
-            .unwrap_or(0)
-            .max(1);
         Self {
             trees,
             leaf_of_row,
@@ -193,7 +184,6 @@ impl Forest {
             n_labels,
             n_features,
             leaf_rows,
-            s_max,
         }
     }
 
@@ -214,28 +204,14 @@ impl Forest {
                 || vec![0.0f64; n_train],
                 |weight, r| {
                     let span = x.indptr[r]..x.indptr[r + 1];
-                    let (delta, p_empty) =
+                    let mut joint =
                         self.joint(&x.indices[span.clone()], &x.values[span], weight);
-                    let mut row = RowJoint {
-                        delta,
-                        s_max: self.s_max,
-                        p_empty,
-                    };
                     if let Some(nets) = nets {
-                        row = nets.blend(r, row);
+                        joint = nets.blend(r, joint);
                     }
-                    let joint = Joint {
-                        delta: &row.delta,
-                        s_max: row.s_max,
-                        p_empty: row.p_empty,
-                    };
                     let fixed = counts.map(|c| c[r].max(0.0).round() as usize);
                     let d = joint.decide(fixed);
-                    let marginal: Vec<f32> = row
-                        .delta
-                        .chunks(row.s_max)
-                        .map(|c| c.iter().sum::<f64>() as f32)
-                        .collect();
+                    let marginal: Vec<f32> = joint.marginals().map(|m| m as f32).collect();
                     (d, marginal)
                 },
             )
@@ -257,9 +233,10 @@ impl Forest {
         out
     }
 
-    /// The joint `Δ` (`L × s_max`) and `P(∅)` of the input row `(indices, values)`;
-    /// `weight` is scratch of one entry per training row, all 0, and left so.
-    fn joint(&self, indices: &[u32], values: &[f32], weight: &mut [f64]) -> (Vec<f64>, f64) {
+    /// The joint of the input row `(indices, values)`; `weight` is scratch of one entry per
+    /// training row, all 0, and left so. Its pairs are those of the training rows in the
+    /// row's leaves, a few of them, so it is small whatever the number of labels.
+    fn joint(&self, indices: &[u32], values: &[f32], weight: &mut [f64]) -> Joint {
         let share = 1.0 / self.trees.len() as f64;
         for ((tree, (offsets, rows)), drawn) in
             self.trees.iter().zip(&self.leaf_rows).zip(&self.bag)
@@ -277,7 +254,9 @@ impl Forest {
                 weight[m as usize] += w * drawn[m as usize] as f64;
             }
         }
-        let mut delta = vec![0.0; self.n_labels * self.s_max];
+        // Every (label, size, weight) in the order of the training rows; sorted stably by
+        // label and size, each pair's weights are summed in that order.
+        let mut entries: Vec<(u32, u32, f64)> = Vec::new();
         let mut p_empty = 0.0;
         for (r, w) in weight.iter_mut().enumerate().filter(|(_, w)| **w > 0.0) {
             let w = std::mem::take(w);
@@ -285,11 +264,30 @@ impl Forest {
             if labels.is_empty() {
                 p_empty += w;
             }
-            for &i in labels {
-                delta[i as usize * self.s_max + labels.len() - 1] += w;
+            entries.extend(labels.iter().map(|&i| (i, labels.len() as u32, w)));
+        }
+        entries.sort_by_key(|e| (e.0, e.1));
+        let mut joint = Joint {
+            offsets: vec![0; self.n_labels + 1],
+            terms: Vec::new(),
+            p_empty,
+        };
+        let mut last = None;
+        for (i, s, w) in entries {
+            if last == Some((i, s)) {
+                if let Some(t) = joint.terms.last_mut() {
+                    t.1 += w;
+                }
+            } else {
+                joint.terms.push((s, 0.0 + w));
+                joint.offsets[i as usize + 1] += 1;
+                last = Some((i, s));
             }
         }
-        (delta, p_empty)
+        for i in 0..self.n_labels {
+            joint.offsets[i + 1] += joint.offsets[i];
+        }
+        joint
     }
 }
 
