@@ -137,6 +137,7 @@ pub(crate) fn grow(
         node_count: vec![0.0; labels.n_labels],
         nodes: Vec::new(),
         features: (0..cols.cols.len() as u32).collect(),
+        sorted: Vec::new(),
     };
     // (node index, rows range, features known to be constant there)
     let mut stack = vec![(0usize, 0usize, rows.len(), 0usize)];
@@ -190,6 +191,8 @@ struct Builder<'a> {
     node_count: Vec<f64>,
     nodes: Vec<Node>,
     features: Vec<u32>,
+    /// The node's rows of non-zero value, sorted (scratch).
+    sorted: Vec<u32>,
 }
 
 impl Builder<'_> {
@@ -303,15 +306,39 @@ impl Builder<'_> {
         if rows.iter().all(|&r| value[r as usize] == first) {
             return false;
         }
-        rows.sort_unstable_by(|&a, &b| {
+        // The sweep visits the rows by increasing value. On sparse inputs most are 0: only the
+        // others are sorted, and the zeros are visited in any order between the negatives and
+        // the positives. Within a run of equal values no split is scored, and the sums are of
+        // whole numbers (bootstrap counts), exact in any order, so every score is what a full
+        // sort would give.
+        let mut sorted = std::mem::take(&mut self.sorted);
+        sorted.clear();
+        sorted.extend(rows.iter().copied().filter(|&r| value[r as usize] != 0.0));
+        sorted.sort_unstable_by(|&a, &b| {
             value[a as usize]
                 .total_cmp(&value[b as usize])
                 .then(a.cmp(&b))
         });
+        let negatives = sorted.partition_point(|&r| value[r as usize] < 0.0);
+        let zeros = rows.len() - sorted.len();
+        // The rows in sweep order: `sorted[..negatives]`, the zeros, `sorted[negatives..]`.
+        let at = |p: usize| -> u32 {
+            if p < negatives {
+                sorted[p]
+            } else if p < negatives + zeros {
+                u32::MAX
+            } else {
+                sorted[p - zeros]
+            }
+        };
+        let mut zero_rows = rows.iter().copied().filter(|&r| value[r as usize] == 0.0);
         let min_leaf = self.growth.min_leaf as f64;
         let (mut w_left, mut sq_left, mut sq_right) = (0.0, 0.0, node_sumsq);
         for p in 0..rows.len() - 1 {
-            let r = rows[p];
+            let r = match at(p) {
+                u32::MAX => zero_rows.next().expect("one zero row per zero position"),
+                r => r,
+            };
             let w = self.weight[r as usize] as f64;
             w_left += w;
             for &i in row_labels(self.labels, r) {
@@ -322,7 +349,11 @@ impl Builder<'_> {
                 sq_right += -2.0 * cr * w + w * w;
                 self.left_count[i] = cl + w;
             }
-            let (v, next) = (self.value[r as usize], self.value[rows[p + 1] as usize]);
+            let v = value[r as usize];
+            let next = match at(p + 1) {
+                u32::MAX => 0.0,
+                n => value[n as usize],
+            };
             let w_right = total - w_left;
             if v == next || w_left < min_leaf || w_right < min_leaf {
                 continue;
@@ -344,6 +375,7 @@ impl Builder<'_> {
                 self.left_count[i as usize] = 0.0;
             }
         }
+        self.sorted = sorted;
         true
     }
 
