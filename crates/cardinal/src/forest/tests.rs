@@ -45,7 +45,35 @@ fn impurity(rows: &[(usize, f64)], labels: &LabelSets) -> f64 {
 fn the_root_split_is_the_best_of_every_threshold_of_every_feature() {
     for seed in 0..20 {
         let data = toy(&shape(40, seed));
-        let (x, labels) = (&data.features, &data.labels);
+        root_split_is_the_best(&data.features, &data.labels, seed);
+    }
+}
+
+/// The same where values are negative, zero and positive, with ties among them: the split
+/// search sweeps the negatives up and the positives down around the zeros it never visits.
+#[test]
+fn the_root_split_is_the_best_with_negative_zero_and_positive_values() {
+    for seed in 0..30 {
+        let data = toy(&shape(40, seed));
+        let x = &data.features;
+        let mut rng = Lcg::new(seed + 100);
+        // Each feature's values: rounded to a few levels, half of the features signed, and
+        // some stored zeros (a CSR entry of 0 is a 0).
+        let mut values = x.values.clone();
+        for (v, &j) in values.iter_mut().zip(&x.indices) {
+            let level = (rng.uniform() * 5.0).floor() as f32 - 2.0;
+            *v = if j % 2 == 0 { level } else { level.abs() * *v };
+        }
+        let mixed = CsrMatrix {
+            values,
+            ..x.clone()
+        };
+        root_split_is_the_best(&mixed, &data.labels, seed);
+    }
+}
+
+fn root_split_is_the_best(x: &CsrMatrix, labels: &LabelSets, seed: u64) {
+    {
         let (tree, _) = grow(
             &Columns::new(x),
             labels,

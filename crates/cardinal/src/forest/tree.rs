@@ -75,22 +75,37 @@ impl<'a> Columns<'a> {
 
     /// Sets `value[r]` to feature `f` of every row `r` of `rows` (`in_node` marks them).
     fn gather(&self, f: u32, rows: &[u32], in_node: &[bool], value: &mut [f32]) {
+        for &r in rows {
+            value[r as usize] = 0.0;
+        }
+        let mut found = Vec::new();
+        self.nonzeros(f, rows, in_node, &mut found);
+        for (r, v) in found {
+            value[r as usize] = v;
+        }
+    }
+
+    /// The rows of `rows` (`in_node` marks them) where feature `f` is not 0, with its value,
+    /// in no particular order: `out` is cleared first.
+    fn nonzeros(&self, f: u32, rows: &[u32], in_node: &[bool], out: &mut Vec<(u32, f32)>) {
+        out.clear();
         let col = &self.cols[f as usize];
         // Binary searches in the rows cost about `rows · 8`; a column scan its length.
         if rows.len() * 8 < col.len() {
             for &r in rows {
                 let (idx, val) = self.rows.row(r as usize);
-                value[r as usize] = idx.binary_search(&f).map_or(0.0, |p| val[p]);
-            }
-        } else {
-            for &r in rows {
-                value[r as usize] = 0.0;
-            }
-            for &(r, v) in col {
-                if in_node[r as usize] {
-                    value[r as usize] = v;
+                if let Ok(p) = idx.binary_search(&f) {
+                    if val[p] != 0.0 {
+                        out.push((r, val[p]));
+                    }
                 }
             }
+        } else {
+            out.extend(
+                col.iter()
+                    .copied()
+                    .filter(|&(r, v)| v != 0.0 && in_node[r as usize]),
+            );
         }
     }
 }
@@ -137,7 +152,8 @@ pub(crate) fn grow(
         node_count: vec![0.0; labels.n_labels],
         nodes: Vec::new(),
         features: (0..cols.cols.len() as u32).collect(),
-        sorted: Vec::new(),
+        nonzero: Vec::new(),
+        right_splits: Vec::new(),
     };
     // (node index, rows range, features known to be constant there)
     let mut stack = vec![(0usize, 0usize, rows.len(), 0usize)];
@@ -191,8 +207,10 @@ struct Builder<'a> {
     node_count: Vec<f64>,
     nodes: Vec<Node>,
     features: Vec<u32>,
-    /// The node's rows of non-zero value, sorted (scratch).
-    sorted: Vec<u32>,
+    /// The node's rows where the feature scanned is not 0, with its value (scratch).
+    nonzero: Vec<(u32, f32)>,
+    /// The splits of the downward sweep over the positives (scratch).
+    right_splits: Vec<Split>,
 }
 
 impl Builder<'_> {
@@ -292,6 +310,14 @@ impl Builder<'_> {
     }
 
     /// Scans feature `f` over the node's rows, updating `best`; returns whether `f` varies.
+    ///
+    /// The splits are those between rows adjacent in value, and on sparse inputs most rows
+    /// are 0: the negatives are swept up from the lowest (the left side growing), the
+    /// positives down from the highest (the right side growing), and the zeros are never
+    /// visited one by one, so a feature costs its non-zero rows in the node, not the node.
+    /// The sums are of whole numbers (bootstrap counts), exact in any order, and the splits
+    /// are scored in increasing order of value, so the tree is what a sweep over every row
+    /// in sorted order would grow.
     fn scan(
         &mut self,
         rows: &mut [u32],
@@ -300,45 +326,52 @@ impl Builder<'_> {
         node_sumsq: f64,
         best: &mut Option<Split>,
     ) -> bool {
-        self.cols.gather(f, rows, &self.in_node, &mut self.value);
-        let value = &self.value;
-        let first = value[rows[0] as usize];
-        if rows.iter().all(|&r| value[r as usize] == first) {
+        let mut nz = std::mem::take(&mut self.nonzero);
+        self.cols.nonzeros(f, rows, &self.in_node, &mut nz);
+        let n = rows.len();
+        let zeros = n - nz.len();
+        let constant = nz.is_empty() || (zeros == 0 && nz.iter().all(|e| e.1 == nz[0].1));
+        if constant {
+            self.nonzero = nz;
             return false;
         }
-        // The sweep visits the rows by increasing value. On sparse inputs most are 0: only the
-        // others are sorted, and the zeros are visited in any order between the negatives and
-        // the positives. Within a run of equal values no split is scored, and the sums are of
-        // whole numbers (bootstrap counts), exact in any order, so every score is what a full
-        // sort would give.
-        let mut sorted = std::mem::take(&mut self.sorted);
-        sorted.clear();
-        sorted.extend(rows.iter().copied().filter(|&r| value[r as usize] != 0.0));
-        sorted.sort_unstable_by(|&a, &b| {
-            value[a as usize]
-                .total_cmp(&value[b as usize])
-                .then(a.cmp(&b))
-        });
-        let negatives = sorted.partition_point(|&r| value[r as usize] < 0.0);
-        let zeros = rows.len() - sorted.len();
-        // The rows in sweep order: `sorted[..negatives]`, the zeros, `sorted[negatives..]`.
-        let at = |p: usize| -> u32 {
-            if p < negatives {
-                sorted[p]
-            } else if p < negatives + zeros {
-                u32::MAX
+        nz.sort_unstable_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+        let neg = nz.partition_point(|e| e.1 < 0.0);
+        // The value at sweep position `p`: negatives, then zeros, then positives.
+        let value_at = |p: usize| -> f32 {
+            if p < neg {
+                nz[p].1
+            } else if p < neg + zeros {
+                0.0
             } else {
-                sorted[p - zeros]
+                nz[p - zeros].1
             }
         };
-        let mut zero_rows = rows.iter().copied().filter(|&r| value[r as usize] == 0.0);
         let min_leaf = self.growth.min_leaf as f64;
+        // A split at position `b` (the left side is positions `..b`), if scored.
+        let split = |b: usize, w_left: f64, sq_left: f64, sq_right: f64| -> Option<Split> {
+            let (v, next) = (value_at(b - 1), value_at(b));
+            let w_right = total - w_left;
+            if v == next || w_left < min_leaf || w_right < min_leaf {
+                return None;
+            }
+            let mid = v + (next - v) / 2.0;
+            // The midpoint can round up to `next`; then split at `v` itself.
+            let threshold = if mid < next { mid } else { v };
+            Some(Split {
+                score: sq_left / w_left + sq_right / w_right,
+                feature: f,
+                threshold,
+            })
+        };
+        let mut offer = |s: Split| {
+            if best.as_ref().is_none_or(|b| s.score > b.score) {
+                *best = Some(s);
+            }
+        };
+        // Splits with only negatives on the left: positions 1..=neg.
         let (mut w_left, mut sq_left, mut sq_right) = (0.0, 0.0, node_sumsq);
-        for p in 0..rows.len() - 1 {
-            let r = match at(p) {
-                u32::MAX => zero_rows.next().expect("one zero row per zero position"),
-                r => r,
-            };
+        for (p, &(r, _)) in nz[..neg].iter().enumerate() {
             let w = self.weight[r as usize] as f64;
             w_left += w;
             for &i in row_labels(self.labels, r) {
@@ -349,34 +382,53 @@ impl Builder<'_> {
                 sq_right += -2.0 * cr * w + w * w;
                 self.left_count[i] = cl + w;
             }
-            let v = value[r as usize];
-            let next = match at(p + 1) {
-                u32::MAX => 0.0,
-                n => value[n as usize],
-            };
-            let w_right = total - w_left;
-            if v == next || w_left < min_leaf || w_right < min_leaf {
-                continue;
-            }
-            let score = sq_left / w_left + sq_right / w_right;
-            if best.as_ref().is_none_or(|b| score > b.score) {
-                let mid = v + (next - v) / 2.0;
-                // The midpoint can round up to `next`; then split at `v` itself.
-                let threshold = if mid < next { mid } else { v };
-                *best = Some(Split {
-                    score,
-                    feature: f,
-                    threshold,
-                });
+            if p + 1 < n {
+                if let Some(s) = split(p + 1, w_left, sq_left, sq_right) {
+                    offer(s);
+                }
             }
         }
-        for &r in rows.iter() {
+        self.clear_counts(&nz[..neg]);
+        // Splits with only positives on the right, from the highest down; offered after, in
+        // increasing order. Position `neg` when there are no zeros was offered above.
+        let mut right_splits = std::mem::take(&mut self.right_splits);
+        right_splits.clear();
+        let (mut w_right, mut sq_left, mut sq_right) = (0.0, node_sumsq, 0.0);
+        let lowest = if zeros == 0 { neg + 1 } else { neg + zeros };
+        for (q, &(r, _)) in nz[neg..].iter().enumerate().rev() {
+            let w = self.weight[r as usize] as f64;
+            w_right += w;
+            for &i in row_labels(self.labels, r) {
+                let i = i as usize;
+                let cr = self.left_count[i];
+                let cl = self.node_count[i] - cr;
+                sq_right += 2.0 * cr * w + w * w;
+                sq_left += -2.0 * cl * w + w * w;
+                self.left_count[i] = cr + w;
+            }
+            let b = neg + zeros + q;
+            if b >= lowest.max(1) {
+                if let Some(s) = split(b, total - w_right, sq_left, sq_right) {
+                    right_splits.push(s);
+                }
+            }
+        }
+        self.clear_counts(&nz[neg..]);
+        for s in right_splits.drain(..).rev() {
+            offer(s);
+        }
+        self.right_splits = right_splits;
+        self.nonzero = nz;
+        true
+    }
+
+    /// Zeroes the label counts of `rows`' labels.
+    fn clear_counts(&mut self, rows: &[(u32, f32)]) {
+        for &(r, _) in rows {
             for &i in row_labels(self.labels, r) {
                 self.left_count[i as usize] = 0.0;
             }
         }
-        self.sorted = sorted;
-        true
     }
 
     /// Puts the rows with a value `<= threshold` of feature `f` first; returns how many.
