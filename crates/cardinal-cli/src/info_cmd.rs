@@ -31,14 +31,14 @@ pub(crate) fn identity_lines(
     match search {
         Some(s) => {
             lines.push(format!(
-                "  chosen by the default's search over {} on {} training rows ({}-fold CV, \
+                "  chosen by the default's search over {} on {} training rows ({}, \
                  training rows only):",
                 match s.scope {
                     cardinal::config::SearchScope::All => "every system",
                     cardinal::config::SearchScope::Pnc => "Predict and Constrain's candidates",
                 },
                 s.rows,
-                s.folds
+                cardinal::config::cv_words(s.folds, s.folds_run())
             ));
             for c in &s.scores {
                 let mark = if c.preset == s.chosen {

@@ -195,23 +195,49 @@ impl TrainProgress {
             Event::Searching {
                 candidates,
                 folds,
+                folds_run,
                 rows,
             } => {
                 if !self.quiet && log::format() == LogFormat::Text {
                     errln!(
-                        "search: {candidates} candidate configurations, {folds}-fold CV on the {rows} training rows (--no-search trains `predict` as it is)"
+                        "search: {candidates} candidate configurations, {} on the {rows} training rows (--no-search trains `predict` as it is)",
+                        cardinal::config::cv_words(folds, folds_run)
                     );
+                }
+            }
+            Event::SearchFold {
+                candidates,
+                fold,
+                folds_run,
+                seconds,
+            } => {
+                if self.quiet {
+                    return;
+                }
+                let line = cardinal::search::fold_line(candidates, fold, folds_run, seconds);
+                match (&self.bar, log::format()) {
+                    (Some(bar), _) => bar.println(line),
+                    (None, LogFormat::Text) => errln!("{line}"),
+                    (None, LogFormat::Json) => tracing::info!(
+                        target: PROGRESS_TARGET,
+                        event = "search_fold",
+                        fold,
+                        folds_run,
+                        seconds,
+                        "{line}"
+                    ),
                 }
             }
             Event::Searched {
                 scores,
                 folds,
+                folds_run,
                 chosen,
             } => {
                 if self.quiet {
                     return;
                 }
-                let line = cardinal::search::summary(scores, folds, chosen);
+                let line = cardinal::search::summary(scores, folds, folds_run, chosen);
                 match (&self.bar, log::format()) {
                     (Some(bar), _) => bar.println(line),
                     (None, LogFormat::Text) => errln!("{line}"),

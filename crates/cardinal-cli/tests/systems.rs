@@ -189,12 +189,23 @@ fn the_pnc_switch_trains_pnc_and_the_constraint_holds() {
         all.contains("Predict and Constrain's candidates only"),
         "{all}"
     );
+    // Progress off a terminal: a line per fold of each candidate, every fold on small data.
+    for line in [
+        "search: fold 1 of 5 of predict in",
+        "search: fold 5 of 5 of paper-wide in",
+    ] {
+        assert!(all.contains(line), "{line}: {all}");
+    }
     let report = json(&ok(&["eval", "--model", arg(&out), "--json", "-"]));
     assert_eq!(report["system"], "pnc");
     let search = &report["search"];
     assert_eq!(search["scope"], "pnc");
     let scores = search["scores"].as_array().unwrap();
     assert_eq!(scores.len(), 3);
+    assert_eq!(
+        (&search["folds"], &search["folds_run"]),
+        (&5.into(), &5.into())
+    );
     assert!(scores.iter().all(|s| s["system"] == "pnc"), "{search}");
     assert_eq!(report["preset"], search["chosen"]);
     let c = &report["constraint"];

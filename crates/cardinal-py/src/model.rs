@@ -152,15 +152,24 @@ fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
         Event::Searching {
             candidates,
             folds,
+            folds_run,
             rows,
         } => Some(format!(
-            "search: {candidates} candidate configurations, {folds}-fold CV on the {rows} rows (search=False trains the configuration as it is)"
+            "search: {candidates} candidate configurations, {} on the {rows} rows (search=False trains the configuration as it is)",
+            cardinal::config::cv_words(*folds, *folds_run)
         )),
+        Event::SearchFold {
+            candidates,
+            fold,
+            folds_run,
+            seconds,
+        } => Some(cardinal::search::fold_line(candidates, *fold, *folds_run, *seconds)),
         Event::Searched {
             scores,
             folds,
+            folds_run,
             chosen,
-        } => Some(cardinal::search::summary(scores, *folds, chosen)),
+        } => Some(cardinal::search::summary(scores, *folds, *folds_run, chosen)),
     }
 }
 
@@ -178,6 +187,7 @@ fn search_record(record: &SearchRecord) -> String {
         "mean_example_f1": f1,
         "thresholds": thresholds,
         "folds": record.folds,
+        "folds_run": record.folds_run(),
         "rows": record.rows,
         "scope": record.scope,
         "chosen": record.chosen,

@@ -127,6 +127,7 @@ pub(crate) fn cross_validate(
         cfg,
         &[Decoding::AsTrained],
         k,
+        k,
         wait,
         memory_budget,
         on_event,
@@ -136,13 +137,16 @@ pub(crate) fn cross_validate(
 }
 
 /// [`cross_validate`] with each fold's one model scored once per entry of `decodings`: one
-/// report per decoding, in their order (`on_fold` gets the decoding's index).
+/// report per decoding, in their order (`on_fold` gets the decoding's index). Only the first
+/// `run` folds of the `k`-fold partition are trained and scored (all of them at `run = k`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn cross_validate_decodings(
     system: &dyn System,
     train: &Dataset,
     cfg: &Config,
     decodings: &[Decoding],
     k: usize,
+    run: usize,
     wait: WaitPolicy,
     memory_budget: MemoryBudget,
     on_event: &mut dyn FnMut(usize, Event),
@@ -156,7 +160,7 @@ pub(crate) fn cross_validate_decodings(
         });
     }
     let mut folds: Vec<Vec<FoldResult>> = vec![Vec::with_capacity(k); decodings.len()];
-    for index in 0..k {
+    for index in 0..run.clamp(1, k) {
         let mut split = cfg.train.clone();
         split.dev_fold = Some(DevFold { k, index });
         let (train_idx, dev_idx) = split.dev_split(train.n_rows());
@@ -224,12 +228,18 @@ fn score_fold(
 
 /// The report of `k` folds: the folds, their means and the example-F1's sample deviation.
 fn summarize(k: usize, folds: Vec<FoldResult>) -> CvReport {
+    // Means over the folds run (every one of the `k` but in the search's budget).
+    let n = folds.len().max(1) as f64;
     let f1: Vec<f64> = folds.iter().map(|f| f.example_f1).collect();
-    let mean = f1.iter().sum::<f64>() / k as f64;
-    let var = f1.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (k - 1) as f64;
-    let mean_best = folds.iter().map(|f| f.example_f1_at_best).sum::<f64>() / k as f64;
-    let mean_p1 = folds.iter().map(|f| f.precision_at_1).sum::<f64>() / k as f64;
-    let mean_empty_one = folds.iter().map(|f| f.example_f1_empty_one).sum::<f64>() / k as f64;
+    let mean = f1.iter().sum::<f64>() / n;
+    let var = if folds.len() > 1 {
+        f1.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    let mean_best = folds.iter().map(|f| f.example_f1_at_best).sum::<f64>() / n;
+    let mean_p1 = folds.iter().map(|f| f.precision_at_1).sum::<f64>() / n;
+    let mean_empty_one = folds.iter().map(|f| f.example_f1_empty_one).sum::<f64>() / n;
     CvReport {
         k,
         folds,

@@ -6,6 +6,20 @@ use serde::{Deserialize, Serialize};
 use super::check::count;
 use crate::error::Result;
 
+/// Training rows a search candidate's cross-validation holds at most, all folds together
+/// (at least one fold runs): [`SearchConfig::folds_run`].
+pub const CV_TRAINING_ROWS: usize = 3000;
+
+/// The cross-validation in words: "5-fold CV", or "1 of 5 CV folds (...)" where fewer than all run
+/// (the folds held out are the first of the partition).
+pub fn cv_words(folds: usize, run: usize) -> String {
+    if run >= folds {
+        format!("{folds}-fold CV")
+    } else {
+        format!("{run} of {folds} CV folds (<= {CV_TRAINING_ROWS} training rows a candidate)")
+    }
+}
+
 /// When and how the rule searches: on in the `predict` preset ([`SearchConfig::predict`]),
 /// off (`max_rows = 0`) in `paper`, with `--no-search`, and when a configuration sets
 /// hyper-parameters of its own (`Config::with_overrides`).
@@ -58,6 +72,17 @@ impl SearchConfig {
         }
     }
 
+    /// Of the `folds` folds, how many the search trains and scores on a training file of
+    /// `n_rows` rows: every one while each candidate's trainings hold at most
+    /// [`CV_TRAINING_ROWS`] rows in all, else as many as fit, at least one. On the development
+    /// suite's files (at most 750 rows) that is every fold; on 2000 rows of a 5-fold
+    /// partition, one (a hold-out of a fifth): the search then costs about what one training
+    /// of each candidate costs, not five, and its cost grows no further with the rows.
+    pub fn folds_run(&self, n_rows: usize) -> usize {
+        let per_fold = n_rows * self.folds.saturating_sub(1) / self.folds.max(1);
+        (CV_TRAINING_ROWS / per_fold.max(1)).clamp(1, self.folds.max(1))
+    }
+
     /// Whether the rule searches on a training file of `n_rows` rows.
     pub fn applies(&self, n_rows: usize) -> bool {
         self.max_rows > 0 && n_rows <= self.max_rows && n_rows >= self.folds
@@ -76,9 +101,10 @@ impl SearchConfig {
             "search: off (the configuration trains as it is)".into()
         } else if self.applies(n_rows) {
             format!(
-                "search: on ({n_rows} training rows <= search.max_rows = {}): {}-fold \
-                 cross-validation on the training rows over {over}, then the best trains",
-                self.max_rows, self.folds
+                "search: on ({n_rows} training rows <= search.max_rows = {}): {} on the \
+                 training rows over {over}, then the best trains",
+                self.max_rows,
+                cv_words(self.folds, self.folds_run(n_rows))
             )
         } else if n_rows < self.folds {
             format!(
@@ -116,5 +142,35 @@ impl Default for SearchConfig {
             folds: 5,
             scope: SearchScope::All,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every fold on small files; beyond, as many as the budget holds (at least one), never
+    /// more as the rows grow, and the rows trained within the budget whenever more than one
+    /// fold runs.
+    #[test]
+    fn the_folds_run_keep_within_the_budget() {
+        let s = SearchConfig::predict();
+        assert_eq!(s.folds_run(129), 5);
+        assert_eq!(s.folds_run(750), 5);
+        assert_eq!(s.folds_run(1000), 3);
+        assert_eq!(s.folds_run(2000), 1);
+        let mut last = s.folds;
+        for n in 5..=4000 {
+            let run = s.folds_run(n);
+            assert!(run <= last && run >= 1, "{n} rows: {run} folds");
+            let per_fold = n * (s.folds - 1) / s.folds;
+            assert!(
+                run == 1 || run * per_fold <= CV_TRAINING_ROWS,
+                "{n} rows: {run} folds"
+            );
+            last = run;
+        }
+        assert!(s.plan(2000).contains("1 of 5 CV folds"), "{}", s.plan(2000));
+        assert!(s.plan(391).contains("5-fold CV"), "{}", s.plan(391));
     }
 }

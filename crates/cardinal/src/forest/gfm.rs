@@ -137,12 +137,8 @@ impl Joint {
             .zip(mass.iter().copied())
             .filter(|&(_, m)| m != 0.0)
             .collect();
-        let spread = |k: usize| -> f64 {
-            sized
-                .iter()
-                .map(|&(s, m)| 2.0 * m / ((s + k) as f64))
-                .sum()
-        };
+        let spread =
+            |k: usize| -> f64 { sized.iter().map(|&(s, m)| 2.0 * m / ((s + k) as f64)).sum() };
         let (mut best, mut best_k) = (self.p_empty, 0);
         let mut score = |k: usize, scores: &mut [f64], best: &mut f64, best_k: &mut usize| {
             self.scores(k, scores);
@@ -157,7 +153,9 @@ impl Joint {
         let guess = (expected.round() as usize).clamp(1, support.max(1));
         // (On few labels the scan is cheap: the expected size alone.)
         let probes = if support > 4 * PROBES { PROBES } else { 0 };
-        let mut first: Vec<usize> = (1..=probes).map(|j| (support * j).div_ceil(probes)).collect();
+        let mut first: Vec<usize> = (1..=probes)
+            .map(|j| (support * j).div_ceil(probes))
+            .collect();
         first.push(guess);
         first.sort_unstable();
         first.dedup();
@@ -219,9 +217,11 @@ impl Joint {
 impl Joint {
     /// The joint of a dense `delta` (`delta[i * s_max + s - 1] = Δ_is`).
     pub(crate) fn from_dense(delta: &[f64], s_max: usize, p_empty: f64) -> Self {
-        let labels = delta
-            .chunks(s_max)
-            .map(|row| (1..=s_max as u32).zip(row.iter().copied()).collect::<Vec<_>>());
+        let labels = delta.chunks(s_max).map(|row| {
+            (1..=s_max as u32)
+                .zip(row.iter().copied())
+                .collect::<Vec<_>>()
+        });
         Self::from_labels(labels, p_empty)
     }
 

@@ -204,8 +204,7 @@ impl Forest {
                 || vec![0.0f64; n_train],
                 |weight, r| {
                     let span = x.indptr[r]..x.indptr[r + 1];
-                    let mut joint =
-                        self.joint(&x.indices[span.clone()], &x.values[span], weight);
+                    let mut joint = self.joint(&x.indices[span.clone()], &x.values[span], weight);
                     if let Some(nets) = nets {
                         joint = nets.blend(r, joint);
                     }

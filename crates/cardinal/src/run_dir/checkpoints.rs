@@ -99,7 +99,11 @@ pub(crate) fn load_checkpoint<M: RunModel>(dir: &Path) -> Result<M::Resumed> {
     let ckpt = latest_checkpoint(dir)?.ok_or_else(|| {
         ckpt_err(
             dir,
-            "no checkpoint to resume from (checkpoints/LATEST is missing)",
+            "no checkpoint to resume from (checkpoints/LATEST is missing): the run stopped \
+             before its first checkpoint, while its search ran or in its first epochs (a \
+             search is not checkpointed), and nothing of it can be continued; start it again \
+             with `cardinal train --force --out DIR` and the options it was started with (the \
+             same options and seed give the same model)",
         )
     })?;
     M::load_state(&ckpt)

@@ -103,6 +103,10 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         let e = load_checkpoint::<Toy>(&d).unwrap_err().to_string();
         assert!(e.contains("no checkpoint to resume from"), "{e}");
+        assert!(
+            e.contains("start it again with `cardinal train --force"),
+            "{e}"
+        );
         let mut metrics = MetricsLog::new(&d, Toy::history(&vec![7]));
         for state in [vec![7, 8], vec![7, 8, 9]] {
             metrics.push(state.last().unwrap()).unwrap();

@@ -61,8 +61,22 @@ pub enum Event<'a> {
         candidates: usize,
         /// Folds of the cross-validation.
         folds: usize,
+        /// Of those, the folds trained and scored ([`crate::config::SearchConfig::folds_run`]).
+        folds_run: usize,
         /// Rows of the training file.
         rows: usize,
+    },
+    /// The default's search trained and scored one fold of a candidate (or of several that
+    /// share its trainings), for progress off a terminal.
+    SearchFold {
+        /// The candidates scored, by preset name, the one trained first.
+        candidates: &'a [String],
+        /// The fold, from 1.
+        fold: usize,
+        /// Folds run for these candidates.
+        folds_run: usize,
+        /// Wall-clock seconds the fold took.
+        seconds: f64,
     },
     /// The default's search (`crate::search`) scored its candidates and chose one, before
     /// the chosen configuration trains.
@@ -72,6 +86,8 @@ pub enum Event<'a> {
         scores: &'a [crate::search::CandidateScore],
         /// Folds of the cross-validation.
         folds: usize,
+        /// Of those, the folds run.
+        folds_run: usize,
         /// The preset name of the candidate that trains.
         chosen: &'a str,
     },

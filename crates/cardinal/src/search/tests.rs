@@ -1,0 +1,265 @@
+//! The search against its promises: the rule's reach, the candidates, shared trainings,
+//! the threshold rule and a deterministic choice.
+
+use super::*;
+use crate::cv::cross_validate;
+use crate::system::Pnc;
+
+#[test]
+fn small_files_hold_out_more_dev_rows() {
+    assert_eq!(scaled_dev_fraction(0.05, 129), 0.2);
+    assert!((scaled_dev_fraction(0.05, 1000) - 0.1).abs() < 1e-12);
+    assert_eq!(scaled_dev_fraction(0.05, 4880), 0.05);
+    assert_eq!(scaled_dev_fraction(0.3, 129), 0.3);
+}
+
+/// The default searches on small files only; `paper` never does. Every candidate is
+/// valid, searches no further and ends on `C(z)` (a final projection, or exact steps),
+/// so that whichever is chosen holds `Σy = z` and `y ∈ [0, 1]`.
+#[test]
+fn the_rule_applies_to_small_files_and_every_candidate_projects() {
+    let predict = Config::predict();
+    assert!(predict.search.applies(129) && predict.search.applies(2000));
+    assert!(!predict.search.applies(4880) && !predict.search.applies(12920));
+    assert!(!Config::paper().search.applies(129));
+    let all = candidates(&predict, 400, false);
+    assert_eq!(all.len(), 5);
+    // Weighted rows: no forest, which counts every row once.
+    assert_eq!(candidates(&predict, 400, true).len(), 3);
+    // An unsupervised count network predicts no count to blend.
+    let mut unsupervised = predict.clone();
+    unsupervised.loss.cardinality_weight = 0.0;
+    let names: Vec<String> = candidates(&unsupervised, 400, false)
+        .into_iter()
+        .map(|c| c.preset)
+        .collect();
+    assert_eq!(names, ["predict", "paper-projected", "paper-wide", FOREST]);
+    // The count-supervised candidate counts for the expected F1; the `paper` ones do not,
+    // and the forests decide their sets themselves.
+    let f1: Vec<bool> = all.iter().map(|c| c.inference.expected_f1_count).collect();
+    assert_eq!(f1, [true, false, false, false, true]);
+    assert!(all[3].model.forest.is_some() && all[3].preset == FOREST);
+    // The blend: `predict`'s networks, trained, and a quarter of the joint theirs.
+    let blend = &all[4];
+    assert_eq!(blend.preset, FOREST_BLEND);
+    assert_eq!(blend.model.forest.as_ref().map(|f| f.networks), Some(0.25));
+    let mut networks_only = blend.clone();
+    networks_only.model.forest = None;
+    networks_only.preset = all[0].preset.clone();
+    networks_only.system = all[0].system.clone();
+    assert_eq!(networks_only, all[0]);
+    assert!(!predict.inference.expected_f1_count);
+    assert!(predict.inference.final_projection.is_some());
+    for c in all {
+        c.validate().unwrap();
+        assert!(c.search.is_off());
+        assert_eq!(c.train.dev_fraction, 0.2);
+        let exact_steps = c.inference.test_projection == Method::Exact;
+        let decided = c.model.forest.is_some();
+        assert!(exact_steps || decided || c.inference.final_projection.is_some());
+        // A saved candidate configuration reads back as itself.
+        let text = serde_json::to_string(&c).unwrap();
+        assert_eq!(Config::resolve(None, Some(&text), None).unwrap(), c);
+    }
+}
+
+/// The candidates scored from the blended forest's trainings get the reports they would
+/// get trained alone: the networks alone are `predict`'s, the forest alone the forest
+/// candidate's, fold by fold; the `paper` ones train on their own.
+#[test]
+fn shared_trainings_score_each_candidate_as_if_trained_alone() {
+    let data = toy(60);
+    let cfg = quick_predict();
+    let mut all = candidates(&cfg, 60, false);
+    for c in &mut all {
+        if let Some(f) = &mut c.model.forest {
+            f.trees = 10;
+        }
+        c.model.hidden = c.model.hidden.min(16);
+        c.train.epochs = 3;
+    }
+    let decodings: Vec<Option<Decoding>> = all.iter().map(|c| decoding_from(c, &all[4])).collect();
+    assert_eq!(
+        decodings,
+        [
+            Some(Decoding::NetworksOnly),
+            None,
+            None,
+            Some(Decoding::ForestShare(0.0)),
+            Some(Decoding::AsTrained)
+        ]
+    );
+    let (wait, budget) = (WaitPolicy::Active, MemoryBudget::default());
+    let shared = candidate_reports(&Pnc, &data, &all, (3, 3), wait, budget, &mut |_| {}).unwrap();
+    for (c, report) in all.iter().zip(&shared) {
+        let alone =
+            cross_validate(&Pnc, &data, c, 3, wait, budget, &mut |_, _| {}, &mut |_| {}).unwrap();
+        assert_eq!(*report, alone, "{}", c.preset);
+    }
+}
+
+/// The threshold is the grid point nearest 0.5 within one paired standard error of the
+/// best mean over the folds, checked against hand-computed means and errors.
+#[test]
+fn the_threshold_is_nearest_one_half_within_a_standard_error_of_the_best() {
+    let grid = [0.25f32, 0.5, 0.75];
+    // Means 50, 55, 60. 0.75 beats 0.5 by 10 and 0 on the two folds: mean 5, paired
+    // standard error 5, so 0.5 is within one error of the best and stays.
+    let folds = vec![vec![40.0, 60.0, 70.0], vec![60.0, 50.0, 50.0]];
+    assert_eq!(best_threshold(&grid, &folds), (0.5, 55.0));
+    // When every fold agrees (0.75 better by 5 on each), the error is 0 and 0.75 is taken.
+    let agree = vec![vec![40.0, 60.0, 65.0], vec![40.0, 50.0, 55.0]];
+    assert_eq!(best_threshold(&grid, &agree), (0.75, 60.0));
+    // Ties: 0.5 when it ties; else the point nearer 0.5, the lower of two equally near.
+    let flat = vec![vec![50.0, 50.0, 50.0]];
+    assert_eq!(best_threshold(&grid, &flat), (0.5, 50.0));
+    let grid = default_threshold_grid();
+    let mut one = vec![10.0; grid.len()];
+    one[3] = 20.0; // 0.2
+    one[16] = 20.0; // 0.85
+    assert_eq!(best_threshold(&grid, &[one.clone()]), (0.2, 20.0));
+    one[12] = 20.0; // 0.65: nearer 0.5
+    assert_eq!(best_threshold(&grid, &[one]), (0.65, 20.0));
+}
+
+/// `predict` with networks and training small enough for a search in a test.
+fn quick_predict() -> Config {
+    let mut cfg = Config::predict();
+    cfg.model.hidden = 16;
+    cfg.model.card_hidden = 8;
+    cfg.model.energy_hidden = 4;
+    cfg.train.epochs = 3;
+    cfg.train.batch_size = 10;
+    cfg
+}
+
+fn toy(n: usize) -> Dataset {
+    cardinal_testkit::toy(&cardinal_testkit::Toy {
+        name: "toy",
+        rows: n,
+        features: 10,
+        labels: 5,
+        max_labels: 3,
+        fallback_label: 0,
+        seed: 1,
+    })
+}
+
+/// Off, or on a file above `max_rows`, the configuration comes back unchanged; on a small
+/// file one of the candidates does, the same one for the same seed.
+#[test]
+fn the_choice_is_a_candidate_and_deterministic() {
+    let data = toy(60);
+    let mut cfg = quick_predict();
+    cfg.search = crate::config::SearchConfig::predict();
+    let mut off = cfg.clone();
+    off.search.max_rows = 0;
+    assert_eq!(
+        choose(
+            &Pnc,
+            &data,
+            off.clone(),
+            WaitPolicy::Active,
+            MemoryBudget::default(),
+            &mut |_| {}
+        )
+        .unwrap(),
+        (off, None)
+    );
+    let mut above = cfg.clone();
+    above.search.max_rows = 59;
+    assert_eq!(
+        choose(
+            &Pnc,
+            &data,
+            above.clone(),
+            WaitPolicy::Active,
+            MemoryBudget::default(),
+            &mut |_| {}
+        )
+        .unwrap(),
+        (above, None)
+    );
+    let mut told = None;
+    let (chosen, record) = choose(
+        &Pnc,
+        &data,
+        cfg.clone(),
+        WaitPolicy::Active,
+        MemoryBudget::default(),
+        &mut |e| {
+            if let Event::Searched {
+                scores,
+                folds,
+                chosen,
+                ..
+            } = e
+            {
+                told = Some((scores.to_vec(), folds, chosen.to_string()));
+            }
+        },
+    )
+    .unwrap();
+    // The chosen configuration is a candidate with its decision threshold set.
+    let (scores, folds, name) = told.expect("a Searched event");
+    let picked = scores.iter().find(|s| s.preset == name).unwrap();
+    assert_eq!(chosen.threshold, picked.threshold);
+    let mut as_candidate = chosen.clone();
+    as_candidate.threshold = Config::predict().threshold;
+    assert!(candidates(&cfg, 60, false).contains(&as_candidate));
+    // The event names every candidate's score and the one chosen, the best.
+    assert_eq!((folds, name.as_str()), (5, chosen.preset.as_str()));
+    let names: Vec<&str> = scores.iter().map(|s| s.preset.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "predict",
+            "paper-projected",
+            "paper-wide",
+            FOREST,
+            FOREST_BLEND
+        ]
+    );
+    let best = scores.iter().map(|s| s.example_f1).fold(f64::MIN, f64::max);
+    assert_eq!(picked.example_f1, best);
+    // The record holds what the event told, and the chosen configuration names its
+    // system: a forest candidate is no longer `pnc`.
+    let record = record.expect("a record of the search");
+    assert_eq!(
+        (&record.scores, &record.chosen, record.rows),
+        (&scores, &name, 60)
+    );
+    assert_eq!(chosen.system, picked.system);
+    let systems: Vec<&str> = scores.iter().map(|s| s.system.as_str()).collect();
+    assert_eq!(systems, ["pnc", "pnc", "pnc", FOREST, FOREST_BLEND]);
+    assert_eq!(
+        choose(
+            &Pnc,
+            &data,
+            cfg.clone(),
+            WaitPolicy::Active,
+            MemoryBudget::default(),
+            &mut |_| {}
+        )
+        .unwrap()
+        .0,
+        chosen
+    );
+    // P&C alone (`--system pnc`): no forest among the candidates, and the choice runs
+    // the unrolled ascent and the projection.
+    let mut pnc_only = cfg;
+    pnc_only.search.scope = SearchScope::Pnc;
+    let (chosen, record) = choose(
+        &Pnc,
+        &data,
+        pnc_only,
+        WaitPolicy::Active,
+        MemoryBudget::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let record = record.unwrap();
+    assert_eq!(record.scores.len(), 3);
+    assert!(record.scores.iter().all(|s| s.system == "pnc"));
+    assert!(chosen.model.forest.is_none() && chosen.system == "pnc");
+}
