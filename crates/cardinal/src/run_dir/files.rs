@@ -144,6 +144,12 @@ fn record_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()
 pub(crate) fn check_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
     let path = dir.join(DATA_FILE);
     let Some(bytes) = checkpoint::read_model_file_if_any(&path)? else {
+        // Runs from before the record have none; a removed one must not pass unseen.
+        tracing::warn!(
+            "{} has no {DATA_FILE} (a run from before cardinal recorded its data, or the file \
+             was removed): the data cannot be checked to be the data the run trained on",
+            dir.display()
+        );
         return Ok(());
     };
     let recorded: DataIdentity = serde_json::from_slice(&bytes).map_err(|e| Error::Checkpoint {
