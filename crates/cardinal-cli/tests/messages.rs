@@ -116,3 +116,39 @@ fn empty_evaluations_escape_codes_and_huge_values() {
         "{err}"
     );
 }
+
+/// A folder of the user's files is refused as what it is, not sent to `--force` (which would
+/// refuse it too); a run folder stopped before its first checkpoint says how to start again.
+#[test]
+fn a_folder_that_is_no_run_is_not_sent_to_force() {
+    let dir = tmpdir("not-a-run");
+    let folder = dir.join("mine");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("notes.txt"), "keep me").unwrap();
+    let o = cardinal(&["train", "--dataset", "bibtex", "--out", arg(&folder)]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is not a cardinal run") && err.contains("notes.txt"),
+        "{err}"
+    );
+    assert!(!err.contains("pass --force"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(folder.join("notes.txt")).unwrap(),
+        "keep me"
+    );
+    // A run folder with its records but no checkpoint: resuming says how to start again.
+    let run = dir.join("stopped");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::write(
+        run.join("run.json"),
+        r#"{"dataset": "bibtex", "train": null, "test": null, "labels": null, "data_dir": null, "train_fraction": 0.8}"#,
+    )
+    .unwrap();
+    let o = cardinal(&["train", "--resume", arg(&run)]);
+    let err = stderr(&o);
+    assert!(
+        !o.status.success() && err.contains("start it again with `cardinal train --force"),
+        "{err}"
+    );
+}

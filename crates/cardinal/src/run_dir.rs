@@ -286,6 +286,15 @@ fn not_a_run(dir: &Path) -> Option<String> {
 fn refuse_unless_allowed(dir: &Path, existing: Existing) -> Result<bool> {
     let occupied = holds_anything(dir)?;
     if occupied && existing == Existing::Refuse {
+        // A folder --force would refuse too is told so now, not sent to --force; one with a
+        // lock may be a run another process is creating, its files not all written yet.
+        let being_created = std::fs::symlink_metadata(dir.join(LOCK_FILE)).is_ok();
+        if let Some(why) = not_a_run(dir).filter(|_| !being_created) {
+            return Err(Error::NotARun {
+                path: dir.to_path_buf(),
+                why,
+            });
+        }
         let what = if dir.join(WEIGHTS_FILE).exists() {
             "holds a model"
         } else {
