@@ -215,18 +215,16 @@ impl TrainProgress {
                     return;
                 }
                 let line = cardinal::search::fold_line(candidates, fold, folds_run, seconds);
-                match (&self.bar, log::format()) {
-                    (Some(bar), _) => bar.println(line),
-                    (None, LogFormat::Text) => errln!("{line}"),
-                    (None, LogFormat::Json) => tracing::info!(
+                self.say(line, |line| {
+                    tracing::info!(
                         target: PROGRESS_TARGET,
                         event = "search_fold",
                         fold,
                         folds_run,
                         seconds,
                         "{line}"
-                    ),
-                }
+                    )
+                });
             }
             Event::Searched {
                 scores,
@@ -238,19 +236,27 @@ impl TrainProgress {
                     return;
                 }
                 let line = cardinal::search::summary(scores, folds, folds_run, chosen);
-                match (&self.bar, log::format()) {
-                    (Some(bar), _) => bar.println(line),
-                    (None, LogFormat::Text) => errln!("{line}"),
-                    (None, LogFormat::Json) => tracing::info!(
+                self.say(line, |line| {
+                    tracing::info!(
                         target: PROGRESS_TARGET,
                         event = "search",
                         chosen,
                         folds,
                         "{line}"
-                    ),
-                }
+                    )
+                });
             }
             Event::Epoch(rec) => self.on_epoch(rec),
+        }
+    }
+
+    /// A line of the search's progress: above the bar, on stderr, or as the JSON log's
+    /// event (`json` logs it).
+    fn say(&self, line: String, json: impl FnOnce(&str)) {
+        match (&self.bar, log::format()) {
+            (Some(bar), _) => bar.println(line),
+            (None, LogFormat::Text) => errln!("{line}"),
+            (None, LogFormat::Json) => json(&line),
         }
     }
 

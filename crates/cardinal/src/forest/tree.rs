@@ -372,16 +372,7 @@ impl Builder<'_> {
         // Splits with only negatives on the left: positions 1..=neg.
         let (mut w_left, mut sq_left, mut sq_right) = (0.0, 0.0, node_sumsq);
         for (p, &(r, _)) in nz[..neg].iter().enumerate() {
-            let w = self.weight[r as usize] as f64;
-            w_left += w;
-            for &i in row_labels(self.labels, r) {
-                let i = i as usize;
-                let cl = self.left_count[i];
-                let cr = self.node_count[i] - cl;
-                sq_left += 2.0 * cl * w + w * w;
-                sq_right += -2.0 * cr * w + w * w;
-                self.left_count[i] = cl + w;
-            }
+            w_left += self.move_row(r, &mut sq_left, &mut sq_right);
             if p + 1 < n {
                 if let Some(s) = split(p + 1, w_left, sq_left, sq_right) {
                     offer(s);
@@ -396,16 +387,7 @@ impl Builder<'_> {
         let (mut w_right, mut sq_left, mut sq_right) = (0.0, node_sumsq, 0.0);
         let lowest = if zeros == 0 { neg + 1 } else { neg + zeros };
         for (q, &(r, _)) in nz[neg..].iter().enumerate().rev() {
-            let w = self.weight[r as usize] as f64;
-            w_right += w;
-            for &i in row_labels(self.labels, r) {
-                let i = i as usize;
-                let cr = self.left_count[i];
-                let cl = self.node_count[i] - cr;
-                sq_right += 2.0 * cr * w + w * w;
-                sq_left += -2.0 * cl * w + w * w;
-                self.left_count[i] = cr + w;
-            }
+            w_right += self.move_row(r, &mut sq_right, &mut sq_left);
             let b = neg + zeros + q;
             if b >= lowest.max(1) {
                 if let Some(s) = split(b, total - w_right, sq_left, sq_right) {
@@ -420,6 +402,22 @@ impl Builder<'_> {
         self.right_splits = right_splits;
         self.nonzero = nz;
         true
+    }
+
+    /// Moves row `r` to the side whose label counts `left_count` holds (the left in the
+    /// upward sweep, the right in the downward one), updating that side's `Σ c_i²` (`gains`)
+    /// and the other's (`loses`); returns the row's weight.
+    fn move_row(&mut self, r: u32, gains: &mut f64, loses: &mut f64) -> f64 {
+        let w = self.weight[r as usize] as f64;
+        for &i in row_labels(self.labels, r) {
+            let i = i as usize;
+            let c_in = self.left_count[i];
+            let c_out = self.node_count[i] - c_in;
+            *gains += 2.0 * c_in * w + w * w;
+            *loses += -2.0 * c_out * w + w * w;
+            self.left_count[i] = c_in + w;
+        }
+        w
     }
 
     /// Zeroes the label counts of `rows`' labels.
