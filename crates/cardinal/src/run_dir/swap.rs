@@ -97,10 +97,23 @@ fn foreign_entries_by(dir: &Path, ours: fn(&str) -> bool) -> Result<Vec<std::ffi
 /// A fresh, empty staging folder for replacing `target`. What an interrupted replacement left
 /// there is removed, unless it holds files cardinal did not write (then it is refused, named).
 pub(super) fn fresh_staging(target: &Path) -> Result<PathBuf> {
+    refuse_mount_point(target)?;
     let staging = staging_path(target);
     match std::fs::symlink_metadata(&staging) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(&staging, e)),
+        Ok(meta) if meta.is_dir() && staging.join(META_FILE).exists() => {
+            // A whole run that could not be exchanged (say, the machine stopped between the
+            // save and the exchange) is never deleted to make room.
+            return Err(Error::Checkpoint {
+                path: staging,
+                message: format!(
+                    "holds a finished run that replaced {} but was never swapped in; keep it \
+                     (move it where you want it) or remove it, then run again",
+                    target.display()
+                ),
+            });
+        }
         Ok(meta) if meta.is_dir() => {
             let foreign = foreign_entries(&staging)?;
             if !foreign.is_empty() {
@@ -134,6 +147,30 @@ pub(super) fn fresh_staging(target: &Path) -> Result<PathBuf> {
     }
     std::fs::create_dir(&staging).map_err(|e| Error::io(&staging, e))?;
     Ok(staging)
+}
+
+/// Refuses, before anything trains, a `target` that is a mount point: the exchange of two
+/// folders works within one filesystem, and a mount point's folder cannot be exchanged (the
+/// usual container volume), so the finished run would be left beside it.
+fn refuse_mount_point(target: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let (Ok(t), Ok(p)) = (std::fs::metadata(target), std::fs::metadata(parent)) else {
+        return Ok(());
+    };
+    if t.dev() != p.dev() {
+        return Err(Error::Checkpoint {
+            path: target.to_path_buf(),
+            message: "is a mount point (another filesystem than its parent folder): a run there \
+                      is replaced by exchanging it with a new folder beside it, which a mount \
+                      point cannot be; train into a folder inside it (--out DIR/run), or empty \
+                      it and train without --force"
+                .into(),
+        });
+    }
+    Ok(())
 }
 
 /// Moves the entries of `from` that `ours` does not recognise into `to` (created if needed),
