@@ -344,10 +344,10 @@ mod tests {
         let staging = swap::staging_path(&d);
         std::fs::create_dir_all(&staging).unwrap();
         std::fs::write(staging.join(META_FILE), b"{}").unwrap();
-        let e = prepare(&d, Existing::Replace)
-            .err()
-            .expect("refused")
-            .to_string();
+        let e = match prepare(&d, Existing::Replace) {
+            Ok(_) => panic!("a replacement over a finished one was not refused"),
+            Err(e) => e.to_string(),
+        };
         assert!(e.contains("holds a finished run"), "{e}");
         assert!(staging.join(META_FILE).exists());
         std::fs::remove_dir_all(&staging).unwrap();
