@@ -335,25 +335,6 @@ mod tests {
         out
     }
 
-    /// A finished run left beside the target by a replacement never swapped in is kept, and
-    /// the replacement is refused naming it.
-    #[test]
-    fn a_finished_replacement_left_beside_is_never_deleted() {
-        let d = tmp("left-beside");
-        old_run(&d);
-        let staging = swap::staging_path(&d);
-        std::fs::create_dir_all(&staging).unwrap();
-        std::fs::write(staging.join(META_FILE), b"{}").unwrap();
-        let e = match prepare(&d, Existing::Replace) {
-            Ok(_) => panic!("a replacement over a finished one was not refused"),
-            Err(e) => e.to_string(),
-        };
-        assert!(e.contains("holds a finished run"), "{e}");
-        assert!(staging.join(META_FILE).exists());
-        std::fs::remove_dir_all(&staging).unwrap();
-        std::fs::remove_dir_all(&d).unwrap();
-    }
-
     /// A folder holding a run, with a file of the user's.
     fn old_run(d: &Path) {
         std::fs::create_dir_all(d.join("checkpoints/epoch-0001")).unwrap();

@@ -102,18 +102,6 @@ pub(super) fn fresh_staging(target: &Path) -> Result<PathBuf> {
     match std::fs::symlink_metadata(&staging) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(&staging, e)),
-        Ok(meta) if meta.is_dir() && staging.join(META_FILE).exists() => {
-            // A whole run that could not be exchanged (say, the machine stopped between the
-            // save and the exchange) is never deleted to make room.
-            return Err(Error::Checkpoint {
-                path: staging,
-                message: format!(
-                    "holds a finished run that replaced {} but was never swapped in; keep it \
-                     (move it where you want it) or remove it, then run again",
-                    target.display()
-                ),
-            });
-        }
         Ok(meta) if meta.is_dir() => {
             let foreign = foreign_entries(&staging)?;
             if !foreign.is_empty() {
