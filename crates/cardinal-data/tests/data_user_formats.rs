@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use cardinal_data::data::{
-    meka_label_spec, open_bytes, read_arff, read_arff_noted, read_arff_path, read_libsvm,
-    read_mulan, read_mulan_noted, resolve_dataset, resolve_dataset_noted, DataError, Dataset,
-    DropReason, DroppedAttribute, IndexBase, LabelSpec, ParseErrorKind, Resolved, SvmOptions,
-    MAX_NOMINAL_VALUES,
+    meka_label_spec, meka_problem, open_bytes, read_arff, read_arff_noted, read_arff_path,
+    read_libsvm, read_mulan, read_mulan_noted, resolve_dataset, resolve_dataset_noted, DataError,
+    Dataset, DropReason, DroppedAttribute, IndexBase, LabelSpec, ParseErrorKind, Resolved,
+    SvmOptions, MAX_NOMINAL_VALUES,
 };
 
 mod common;
@@ -156,6 +156,19 @@ fn meka_relation_names_the_labels() {
     assert_eq!(meka_label_spec("no options -C 6"), None);
     assert_eq!(meka_label_spec("x: -C 0"), None);
     assert_eq!(meka_label_spec("x: -C"), None);
+    // Each way of reading no labels is told as what it is, not as a missing option.
+    for (relation, told) in [
+        ("no options -C 6", "no `:` before it"),
+        ("x: -C 0", "names no label attributes"),
+        ("x: -C", "without a number"),
+        ("x: -C six", "`six` is not a whole number"),
+        ("x: -split 5", "has no MEKA option"),
+        ("plain", "has no MEKA option"),
+    ] {
+        assert_eq!(meka_label_spec(relation), None);
+        let problem = meka_problem(relation);
+        assert!(problem.contains(told), "{relation}: {problem}");
+    }
 
     // `-C 2`: the first two attributes; the name loses its options.
     let scene = read_arff_path(&fx("meka/scene.arff"), &LabelSpec::Meka).unwrap();

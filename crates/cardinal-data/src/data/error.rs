@@ -72,8 +72,9 @@ pub enum ParseErrorKind {
     },
     /// Labels were to come from a MEKA relation name (`-C n`), which has no such option.
     #[error(
-        "the relation name `{relation}` has no MEKA option `-C n` saying which attributes are \
-         labels (MEKA writes e.g. `@relation 'Scene: -C 6'`); name the labels instead"
+        "the relation name `{relation}` {} saying which attributes are labels (MEKA writes \
+         e.g. `@relation 'Scene: -C 6'`); name the labels instead",
+        crate::data::arff::meka_problem(relation)
     )]
     NoMekaLabels {
         /// The relation name.

@@ -102,7 +102,7 @@ pub enum InvalidInput {
     /// An ARFF file without a label file beside it and without MEKA's `-C n`.
     #[error(
         "{}: cannot tell which attributes are labels: no label file {xml_name} beside it, and \
-         its relation name `{relation}` has no MEKA option `-C n`",
+         its relation name `{relation}` {problem}",
         arff.display()
     )]
     NoLabelSource {
@@ -112,6 +112,8 @@ pub enum InvalidInput {
         xml_name: String,
         /// The file's relation name.
         relation: String,
+        /// What is wrong with its MEKA option ([`crate::data::arff::meka_problem`]).
+        problem: String,
     },
     /// LIBSVM files of one dataset that declare different index bases.
     #[error(

@@ -39,8 +39,9 @@ pub mod write;
 pub mod xml;
 
 pub use arff::{
-    meka_label_spec, read_arff, read_arff_noted, read_arff_path, read_arff_path_noted, read_mulan,
-    read_mulan_noted, ArffNotes, DropReason, DroppedAttribute, LabelSpec, MAX_NOMINAL_VALUES,
+    meka_label_spec, meka_problem, read_arff, read_arff_noted, read_arff_path,
+    read_arff_path_noted, read_mulan, read_mulan_noted, ArffNotes, DropReason, DroppedAttribute,
+    LabelSpec, MAX_NOMINAL_VALUES,
 };
 pub use error::{DataError, Location, ParseErrorKind, Result};
 pub use inputs::{align_features, read_inputs, InputSchema, Inputs, Labels};

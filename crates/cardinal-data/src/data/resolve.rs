@@ -352,6 +352,7 @@ fn read_arff_file(
                 arff: arff.to_path_buf(),
                 xml_name: xml_name.to_string(),
                 relation: relation.clone(),
+                problem: crate::data::arff::meka_problem(relation),
             }
             .into(),
             _ => e,

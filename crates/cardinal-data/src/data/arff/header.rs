@@ -49,6 +49,42 @@ pub fn meka_label_spec(relation: &str) -> Option<LabelSpec> {
     None
 }
 
+/// What is wrong with the MEKA option of a relation name that [`meka_label_spec`] reads no
+/// labels from, in words for a message: the option missing, before the `:`, without a
+/// number, or naming no labels.
+pub fn meka_problem(relation: &str) -> String {
+    let Some((_, options)) = relation.split_once(':') else {
+        return if relation.split_whitespace().any(|w| w == "-C") {
+            format!(
+                "has `-C` but no `:` before it (MEKA reads options only after the first `:`, \
+                 as in `{}: -C 6`)",
+                relation.split_whitespace().next().unwrap_or("name")
+            )
+        } else {
+            "has no MEKA option `-C n`".into()
+        };
+    };
+    let mut words = options.split_whitespace();
+    while let Some(w) = words.next() {
+        if w == "-C" {
+            return match words.next() {
+                None => "has `-C` without a number (`-C 6`: the first 6 attributes are \
+                         labels, `-C -6` the last 6)"
+                    .into(),
+                Some(v) => match v.parse::<i64>() {
+                    Ok(0) => "has `-C 0`, which names no label attributes".into(),
+                    Ok(_) => format!("has `-C {v}`, a count too large"),
+                    Err(_) => format!(
+                        "has `-C {v}`: `{v}` is not a whole number (`-C 6`: the first 6 \
+                         attributes are labels, `-C -6` the last 6)"
+                    ),
+                },
+            };
+        }
+    }
+    "has no MEKA option `-C n`".into()
+}
+
 /// The declared type of an attribute.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum AttrType {

@@ -48,7 +48,7 @@ mod rows;
 use std::io::BufRead;
 use std::path::Path;
 
-pub use header::{meka_label_spec, LabelSpec};
+pub use header::{meka_label_spec, meka_problem, LabelSpec};
 pub use multi_target::{
     declares_multi_target, read_multi_target_arff, read_multi_target_inputs,
     write_multi_target_arff,
