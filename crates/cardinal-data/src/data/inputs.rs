@@ -211,11 +211,28 @@ fn read_file_for_model(
 /// Most names listed in one error message.
 const SHOWN_NAMES: usize = 8;
 
+/// `name` with its combining marks written as `\u{301}`: a name in decomposed Unicode (NFD,
+/// `e` + U+0301) and the same name composed (NFC, `é`) print alike, and a message that names
+/// one as missing and the other as unknown must show how they differ.
+pub(crate) fn visible(name: &str) -> String {
+    let combining = |c: char| matches!(c as u32, 0x300..=0x36F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F);
+    name.chars()
+        .map(|c| {
+            if combining(c) {
+                format!("\\u{{{:x}}}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// `names` for a message, quoted, combining marks shown, at most [`SHOWN_NAMES`] of them.
 pub(crate) fn listed(names: &[&str]) -> String {
     let mut s: Vec<String> = names
         .iter()
         .take(SHOWN_NAMES)
-        .map(|n| format!("`{n}`"))
+        .map(|n| format!("`{}`", visible(n)))
         .collect();
     if names.len() > SHOWN_NAMES {
         s.push(format!("and {} more", names.len() - SHOWN_NAMES));
@@ -266,10 +283,41 @@ pub(crate) fn match_by_name(
             what: what.to_string(),
             missing: owned(missing),
             extra: owned(extra),
+            hint: String::new(),
         }
         .into());
     }
     Ok(Some(model.iter().map(|n| at[n.as_str()]).collect()))
+}
+
+/// `e`, where it names data columns the model does not know as features and the model has
+/// named labels, with a hint: label columns are found by the model's label names, so a
+/// renamed label column reads as an unknown feature.
+fn with_label_hint(e: crate::data::DataError, labels: &[String]) -> crate::data::DataError {
+    match e {
+        crate::data::DataError::Invalid(InvalidInput::ColumnsDiffer {
+            input,
+            what,
+            missing,
+            extra,
+            ..
+        }) if !labels.is_empty() && !extra.is_empty() => {
+            let names: Vec<&str> = labels.iter().map(String::as_str).collect();
+            InvalidInput::ColumnsDiffer {
+                input,
+                what,
+                missing,
+                extra,
+                hint: format!(
+                    "; label columns are found by the model's label names ({}), so a label \
+                     column renamed reads as an unknown feature: give it the model's name",
+                    listed(&names)
+                ),
+            }
+            .into()
+        }
+        e => e,
+    }
 }
 
 /// `x`, whose columns are named `names` (empty: no names), laid out in the columns of a model
@@ -303,8 +351,10 @@ pub fn align_features(
     if names == model.as_slice() {
         return Ok(x.clone());
     }
-    let Some(cols) = match_by_name(names, model, "features", source)? else {
-        return Ok(x.clone());
+    let cols = match match_by_name(names, model, "features", source) {
+        Ok(Some(cols)) => cols,
+        Ok(None) => return Ok(x.clone()),
+        Err(e) => return Err(with_label_hint(e, &schema.label_names)),
     };
     // Data column -> model column.
     let mut to = vec![0u32; names.len()];
@@ -379,6 +429,38 @@ mod tests {
             feature_names: names(f),
             ..InputSchema::default()
         }
+    }
+
+    /// A column the model does not know is told with the model's label names when it has
+    /// them (a renamed label column reads as a feature), and a name in decomposed Unicode is
+    /// shown apart from its composed twin.
+    #[test]
+    fn unknown_columns_hint_at_renamed_labels_and_show_unicode_forms() {
+        let x = csr(&[&[1.0, 2.0]]);
+        let mut s = schema(2, &["a", "caf\u{e9}"]);
+        s.label_names = names(&["amazed-surprised", "calm"]);
+        let e = align_features(&x, &names(&["a", "amazed"]), &s, "t.arff")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("does not know: `amazed`")
+                && e.contains("`amazed-surprised`, `calm`")
+                && e.contains("give it the model's name"),
+            "{e}"
+        );
+        let e = align_features(&x, &names(&["a", "cafe\u{301}"]), &s, "t.arff")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("missing: `caf\u{e9}`") && e.contains("does not know: `cafe\\u{301}`"),
+            "{e}"
+        );
+        // Without label names, no hint.
+        s.label_names.clear();
+        let e = align_features(&x, &names(&["a", "amazed"]), &s, "t.arff")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("label columns"), "{e}");
     }
 
     #[test]

@@ -56,7 +56,7 @@ pub enum InvalidInput {
     },
     /// Data whose column names are not the model's.
     #[error(
-        "{input}: the {what} differ from the model's ({})",
+        "{input}: the {what} differ from the model's ({}){hint}",
         differences(what, missing, extra)
     )]
     ColumnsDiffer {
@@ -68,6 +68,8 @@ pub enum InvalidInput {
         missing: Vec<String>,
         /// The data's names that the model does not know.
         extra: Vec<String>,
+        /// What may explain it, from `; ` (empty: nothing to add).
+        hint: String,
     },
     /// Targets with classes the model was not trained on.
     #[error(
