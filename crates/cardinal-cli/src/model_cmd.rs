@@ -398,6 +398,10 @@ pub(crate) struct EvalArgs {
     /// Folder holding datasets by name (default: env CARDINAL_DATA).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Score `--data` even where some of its rows are rows the model trained on (refused
+    /// otherwise: their scores overstate the model).
+    #[arg(long, requires = "data")]
+    pub include_training_rows: bool,
     /// Write the full report as JSON to this file ('-' for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -456,6 +460,43 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
     Ok(dev)
 }
 
+/// Refuses `data` (read from `spec`) when some of its rows are rows the model in
+/// `args.model` trained on, as its run recorded them; says so where that cannot be checked.
+fn refuse_training_rows(
+    engine: &Engine,
+    args: &EvalArgs,
+    spec: &str,
+    data: &Dataset,
+) -> anyhow::Result<()> {
+    let trained = match engine.run_data(&args.model) {
+        Ok(Some(tt)) => tt.train,
+        Ok(None) => {
+            errln!(
+                "note: {} records no training data (not a run folder), so whether `{spec}` \
+                 holds rows it trained on cannot be checked",
+                args.model.display()
+            );
+            return Ok(());
+        }
+        Err(e) => {
+            errln!("note: whether `{spec}` holds rows the model trained on cannot be checked: {e}");
+            return Ok(());
+        }
+    };
+    let shared = cardinal::data::overlap::shared_rows(data, &trained);
+    if shared > 0 {
+        bail!(
+            "{shared} of the {} rows of `{spec}` are rows the model trained on (of its {} \
+             training rows): their scores would overstate it. `cardinal eval --model {}` \
+             scores the test rows its run held out; --include-training-rows scores these anyway",
+            data.n_rows(),
+            trained.n_rows(),
+            args.model.display()
+        );
+    }
+    Ok(())
+}
+
 pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     if let Some(p) = args.json.as_ref().filter(|p| p.as_os_str() != "-") {
         crate::out_path::refuse_inside_model(p, "--json", &args.model)?;
@@ -478,6 +519,9 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
                 feature_names: meta.feature_names.clone(),
                 label_names: inputs.label_names,
             };
+            if !args.include_training_rows {
+                refuse_training_rows(engine, args, spec, &data)?;
+            }
             (data, "all rows")
         }
         None => {

@@ -152,3 +152,38 @@ fn a_folder_that_is_no_run_is_not_sent_to_force() {
         "{err}"
     );
 }
+
+/// `eval --data` on rows the model trained on is refused, saying how many and what to do;
+/// `--include-training-rows` scores them anyway, and rows it never saw are scored as asked.
+#[test]
+fn eval_never_scores_training_rows_unknowingly() {
+    let (dir, cfg) = common::dir_with_config("eval-train-rows", QUICK);
+    let data = common::write_svm(&dir, "mine.svm", 60);
+    let out = dir.join("m");
+    let mut args = train_args(&cfg, &out, &["--dataset", arg(&data), "--no-search"]);
+    args.push("--quiet");
+    let o = cardinal(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = cardinal(&["eval", "--model", arg(&out), "--data", arg(&data)]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("of the 60 rows") && err.contains("are rows the model trained on"),
+        "{err}"
+    );
+    assert!(err.contains("--include-training-rows"), "{err}");
+    let o = cardinal(&[
+        "eval",
+        "--model",
+        arg(&out),
+        "--data",
+        arg(&data),
+        "--include-training-rows",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Rows never seen (other values): scored without a word about training rows.
+    let fresh = dir.join("fresh.svm");
+    std::fs::write(&fresh, "0,1 1:0.25 2:0.75\n2 3:0.125\n").unwrap();
+    let o = cardinal(&["eval", "--model", arg(&out), "--data", arg(&fresh)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

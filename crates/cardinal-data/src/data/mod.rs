@@ -28,6 +28,7 @@ pub mod invalid;
 mod lex;
 pub mod multi_target;
 pub mod multi_target_inputs;
+pub mod overlap;
 pub mod resolve;
 mod sniff;
 pub mod split;
