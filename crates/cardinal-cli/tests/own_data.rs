@@ -263,8 +263,23 @@ fn every_shared_dataset_predicts_on_its_test_file_with_the_labels_stripped() {
         let t0 = Instant::now();
         let rows = ok(&predict_args(m, arg(&f), &[])).lines().count();
         let predict_secs = t0.elapsed().as_secs_f64();
-        // `eval --data FILE` scores every row of the file too, not a hidden split of it.
-        let all = ok(&["eval", "--model", m, "--data", test.to_str().unwrap()]);
+        // `eval --data FILE` scores every row of the file too, not a hidden split of it; a
+        // single file the model trained on most of is refused unless that is asked for.
+        let file = test.to_str().unwrap();
+        let single = !dir.join(format!("{name}-test.arff")).exists();
+        if single {
+            let o = cardinal(&["eval", "--model", m, "--data", file]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                !o.status.success() && err.contains("are rows the model trained on"),
+                "{name}: {err}"
+            );
+        }
+        let mut eval = vec!["eval", "--model", m, "--data", file];
+        if single {
+            eval.push("--include-training-rows");
+        }
+        let all = ok(&eval);
         assert!(
             all.contains(&format!("all rows: {rows} examples")),
             "{name}: {all}"

@@ -38,6 +38,11 @@ fn digest(key: &(Vec<(u32, u32)>, &[u32])) -> u64 {
 /// assert_eq!(shared_rows(&d, &d), 20);
 /// ```
 pub fn shared_rows(rows: &Dataset, seen: &Dataset) -> usize {
+    contained(rows, seen).into_iter().filter(|&c| c).count()
+}
+
+/// For each row of `rows`, whether it is also a row of `seen` (as [`shared_rows`] counts).
+pub fn contained(rows: &Dataset, seen: &Dataset) -> Vec<bool> {
     let mut by_digest: HashMap<u64, Vec<usize>> = HashMap::with_capacity(seen.n_rows());
     for r in 0..seen.n_rows() {
         by_digest
@@ -46,13 +51,13 @@ pub fn shared_rows(rows: &Dataset, seen: &Dataset) -> usize {
             .push(r);
     }
     (0..rows.n_rows())
-        .filter(|&r| {
+        .map(|r| {
             let key = row_key(rows, r);
             by_digest
                 .get(&digest(&key))
                 .is_some_and(|cands| cands.iter().any(|&s| row_key(seen, s) == key))
         })
-        .count()
+        .collect()
 }
 
 #[cfg(test)]
