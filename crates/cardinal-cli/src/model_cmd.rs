@@ -9,7 +9,7 @@ use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
 use cardinal::engine::DataSpec;
 use cardinal::engine::Meta;
 use cardinal::engine::OutputKind;
-use cardinal::engine::{check_labels, Checkpoints, Engine};
+use cardinal::engine::{check_labels, Checkpoints, Engine, RunRecord};
 use cardinal::eval::EvalReport;
 
 /// Prints what the model is ([`crate::info_cmd::model_identity`]).
@@ -421,9 +421,14 @@ fn load_named(spec: &str, dir: Option<PathBuf>) -> anyhow::Result<TrainTest> {
 /// training split it; else (model directories without `run.json`) the dataset `meta.json`
 /// names, when that is a plain name (a model directory is untrusted: a path it names is not
 /// followed).
-fn own_data(engine: &Engine, args: &EvalArgs, meta: &Meta) -> anyhow::Result<TrainTest> {
-    if let Some(tt) = engine.run_data(&args.model)? {
-        return Ok(tt);
+fn own_data(
+    engine: &Engine,
+    args: &EvalArgs,
+    meta: &Meta,
+    record: Option<&RunRecord>,
+) -> anyhow::Result<TrainTest> {
+    if let Some(record) = record {
+        return Ok(engine.recorded_data(record)?);
     }
     let name = &meta.dataset;
     let plain = !name.is_empty()
@@ -467,12 +472,13 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
 fn refuse_training_rows(
     engine: &Engine,
     args: &EvalArgs,
+    record: Option<&RunRecord>,
     spec: &str,
     data: &Dataset,
 ) -> anyhow::Result<()> {
-    let (trained, tested) = match engine.run_data(&args.model) {
-        Ok(Some(tt)) => (tt.train, tt.test),
-        Ok(None) => {
+    let (trained, tested) = match record.map(|r| engine.recorded_data(r)) {
+        Some(Ok(tt)) => (tt.train, tt.test),
+        None => {
             errln!(
                 "note: {} records no training data (not a run folder), so whether `{spec}` \
                  holds rows it trained on cannot be checked",
@@ -480,7 +486,7 @@ fn refuse_training_rows(
             );
             return Ok(());
         }
-        Err(e) => {
+        Some(Err(e)) => {
             errln!("note: whether `{spec}` holds rows the model trained on cannot be checked: {e}");
             return Ok(());
         }
@@ -513,7 +519,8 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
         return crate::seg_model_cmd::eval(engine, args);
     }
-    let (model, meta) = engine.load(&args.model)?;
+    // The model and its run's record of its data, from one version of the folder.
+    let (model, meta, record) = engine.load_run(&args.model)?;
     let (data, split) = match &args.data {
         // Every row of the given data, labels read by the model's names, features aligned.
         Some(spec) => {
@@ -529,12 +536,12 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
                 label_names: inputs.label_names,
             };
             if !args.include_training_rows {
-                refuse_training_rows(engine, args, spec, &data)?;
+                refuse_training_rows(engine, args, record.as_ref(), spec, &data)?;
             }
             (data, "all rows")
         }
         None => {
-            let tt = own_data(engine, args, &meta)?;
+            let tt = own_data(engine, args, &meta, record.as_ref())?;
             match args.split.as_str() {
                 "dev" => (dev_of(&tt.train, &model.config)?, "dev"),
                 "train" => (tt.train, "train"),
@@ -548,7 +555,10 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     check_labels(&meta, &data, &args.model)?;
     let (mut report, out) = engine.evaluate(&model, &data)?;
     if args.dev_threshold {
-        let dev = dev_of(&own_data(engine, args, &meta)?.train, &model.config)?;
+        let dev = dev_of(
+            &own_data(engine, args, &meta, record.as_ref())?.train,
+            &model.config,
+        )?;
         engine.add_dev_threshold(&model, &mut report, &dev, &out, &data.labels)?;
     }
     match &args.json {

@@ -167,18 +167,19 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     if args.dev_threshold {
         bail!("--dev-threshold applies to binary multi-label models only");
     }
-    let (model, _, meta) = engine.load_segmentation(&args.model)?;
+    let (model, _, meta, record) = engine.load_segmentation_run(&args.model)?;
     let test = match &args.data {
         Some(data) => engine.multi_target_inputs(Path::new(data), &model, &meta, true)?,
         // The run's own data, split as its training split it.
         None => {
-            let Some((train, test)) = engine.segmentation_run_data(&args.model)? else {
+            let Some(record) = record else {
                 bail!(
                     "{} holds a multi-target model that records no data source: pass --data \
                      FILE (a multi-target ARFF file)",
                     args.model.display()
                 );
             };
+            let (train, test) = engine.segmentation_recorded_data(&record)?;
             let split = match args.split.as_str() {
                 "train" => train,
                 "test" => test,

@@ -209,7 +209,8 @@ pub fn gather(engine: &Engine, dir: &Path, name: String) -> Result<RunView> {
         ));
         return Ok(view);
     }
-    let (model, meta) = engine.load(dir)?;
+    // The model and its run's record of its data, from one version of the folder.
+    let (model, meta, record) = engine.load_run(dir)?;
     view.system = model.config.system.clone();
     view.dataset = meta.dataset.clone();
     let kind = engine.output_kind(&model)?;
@@ -225,7 +226,7 @@ pub fn gather(engine: &Engine, dir: &Path, name: String) -> Result<RunView> {
             None => "trained as configured (no search ran)".into(),
         },
     ];
-    let Some(tt) = engine.run_data(dir)? else {
+    let Some(tt) = record.map(|r| engine.recorded_data(&r)).transpose()? else {
         view.metrics = read_eval(dir)?;
         view.notes.push(
             "no run.json: the data the model trained on is not recorded, so nothing is \

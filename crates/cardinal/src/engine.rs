@@ -72,7 +72,7 @@ pub(crate) const PREDICT_BATCH: usize = 256;
 
 // Run directories' files and checkpoints, where front ends have always found them.
 pub(crate) use crate::run_dir::RUN_FILE;
-pub use crate::run_dir::{hash_dataset, Checkpoints, EVAL_FILE, METRICS_FILE};
+pub use crate::run_dir::{hash_dataset, Checkpoints, RunRecord, EVAL_FILE, METRICS_FILE};
 
 /// A run directory ready to train: its data, and where training starts.
 #[derive(Debug)]
@@ -341,7 +341,19 @@ impl Engine {
     /// configuration that its system does not read is dropped, with a warning
     /// (`Systems::drop_unread`).
     pub fn load(&self, dir: &Path) -> Result<(Model<f32>, Meta)> {
-        let (mut model, meta) = checkpoint::load(dir)?;
+        let (model, meta, _) = self.load_run(dir)?;
+        Ok((model, meta))
+    }
+
+    /// Loads the model directory `dir` as [`Engine::load`] does, with what its run records of
+    /// its data (`None` without `run.json`), all read from one version of the folder: a
+    /// `train --force` replacing the run meanwhile never pairs the old model with the new
+    /// run's data.
+    pub fn load_run(&self, dir: &Path) -> Result<(Model<f32>, Meta, Option<RunRecord>)> {
+        let ((mut model, meta), record) = checkpoint::read_snapshot(dir, |snap| {
+            let loaded = checkpoint::load_from(snap)?;
+            Ok((loaded, RunRecord::read(snap)?))
+        })?;
         for field in self.systems.drop_unread(&mut model.config)? {
             tracing::warn!(
                 dir = %dir.display(),
@@ -358,20 +370,26 @@ impl Engine {
             labels = model.n_labels(),
             "model loaded"
         );
-        Ok((model, meta))
+        Ok((model, meta, record))
     }
 
     /// The data the run in `dir` trained on, split exactly as it was: read from the data
-    /// source its `run.json` records. `None` when the directory has no `run.json`. The
-    /// recorded paths come from an untrusted directory: an error reading them names the
-    /// recorded source, never the content of what it points at.
+    /// source its `run.json` records. `None` when the directory has no `run.json`.
     pub fn run_data(&self, dir: &Path) -> Result<Option<TrainTest>> {
-        let Some(spec) = run_dir::read_spec(dir)? else {
-            return Ok(None);
-        };
-        let spec = self.locate(&spec);
+        match RunRecord::of(dir)? {
+            Some(record) => self.recorded_data(&record).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The data a run trained on, split exactly as it was, read from the data source its
+    /// `record` names and refused when it is not what the run recorded. The recorded paths
+    /// come from an untrusted directory: an error reading them names the recorded source,
+    /// never the content of what it points at.
+    pub fn recorded_data(&self, record: &RunRecord) -> Result<TrainTest> {
+        let spec = self.locate(record.spec());
         let data = spec.load().map_err(|_| Error::Checkpoint {
-            path: dir.join(RUN_FILE),
+            path: record.dir().join(RUN_FILE),
             message: format!(
                 "the data it records (`{}`) cannot be read; pass the data explicitly",
                 spec.train
@@ -379,8 +397,8 @@ impl Engine {
                     .map_or(spec.dataset.clone(), |p| p.display().to_string())
             ),
         })?;
-        run_dir::check_identity(dir, &spec, &data)?;
-        Ok(Some(data))
+        record.check(&spec, &data)?;
+        Ok(data)
     }
 
     /// Creates the run directory `dir` for `cfg` on the data of `spec`, and records the data

@@ -36,8 +36,9 @@ pub(crate) use checkpoints::{latest_checkpoint, load_checkpoint, Checkpointer};
 #[cfg(test)]
 pub(crate) use checkpoints::{save_checkpoint, LATEST_FILE};
 pub use files::hash_dataset;
+pub use files::RunRecord;
 pub(crate) use files::DATA_FILE;
-pub(crate) use files::{check_identity, create, read_spec, reopen};
+pub(crate) use files::{check_identity, create, reopen};
 pub(crate) use lock::{lock, RunLock, LOCK_FILE};
 pub(crate) use model::RunModel;
 

@@ -219,7 +219,8 @@ pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
     read_snapshot(dir, load_from)
 }
 
-fn load_from(snap: &mut Snapshot) -> Result<(Model<f32>, Meta)> {
+/// [`load`]'s reading, from the open folder `snap`.
+pub(crate) fn load_from(snap: &mut Snapshot) -> Result<(Model<f32>, Meta)> {
     let (meta_path, meta) = load_meta(snap)?;
     let (cfg_path, cfg_bytes) = snap.read_current(CONFIG_FILE)?;
     let mut config =

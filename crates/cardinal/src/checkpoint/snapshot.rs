@@ -55,6 +55,11 @@ impl Snapshot {
         })
     }
 
+    /// The folder, as named when it was opened.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The path of the folder's file `name` (for messages).
     pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)
@@ -268,6 +273,43 @@ mod tests {
             assert_eq!(loaded.config.model.hidden, 7);
             assert_eq!(meta.dataset, new_name, "{case}: the old run's meta data");
             let _ = std::fs::remove_dir_all(dir.with_extension("old"));
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+
+    /// A run's record of its data (`run.json`, `data.json`) is read with its model: a run
+    /// replaced just before either is read is read as the new run, model and record alike,
+    /// never the old model with the new run's data (which `eval` would score it on).
+    #[test]
+    fn a_runs_data_record_is_read_with_its_model() {
+        use crate::engine::{DataSpec, Engine};
+        use crate::run_dir::{DATA_FILE, RUN_FILE};
+        let engine = Engine::default();
+        for at in [RUN_FILE, DATA_FILE] {
+            let case = &at[..3];
+            let (dir, _old) = saved(&format!("rec-{case}"), 5);
+            let new_name = format!("rec-new-{case}");
+            let (new, model) = saved(&new_name, 7);
+            for (d, dataset) in [(&dir, "old-data"), (&new, "new-data")] {
+                let spec = serde_json::to_string(&DataSpec::named(dataset)).unwrap();
+                std::fs::write(d.join(RUN_FILE), spec).unwrap();
+                let identity = format!(r#"{{"sha256":"{dataset}","data_dir":null,"rows":[1,1]}}"#);
+                std::fs::write(d.join(DATA_FILE), identity).unwrap();
+            }
+            let (d, n) = (dir.clone(), new.clone());
+            let mut done = false;
+            hook::set(move |name| {
+                if name == at && !done {
+                    done = true;
+                    swap(&d, &n, false);
+                }
+            });
+            let loaded = engine.load_run(&dir);
+            hook::clear();
+            let (loaded, meta, record) = loaded.unwrap();
+            assert_eq!(loaded.params, model.params, "{case}: the old run's model");
+            assert_eq!(meta.dataset, new_name, "{case}");
+            assert_eq!(record.unwrap().spec().dataset, "new-data", "{case}");
             std::fs::remove_dir_all(&dir).unwrap();
         }
     }

@@ -69,6 +69,25 @@ impl Engine {
         segment::saved::load(dir)
     }
 
+    /// Loads a multi-target model directory as [`Engine::load_segmentation`] does, with what
+    /// its run records of its data (`None` without `run.json`), all from one version of the
+    /// folder.
+    #[allow(clippy::type_complexity)]
+    pub fn load_segmentation_run(
+        &self,
+        dir: &Path,
+    ) -> Result<(
+        SegModel,
+        SegConfig,
+        SegMeta,
+        Option<crate::run_dir::RunRecord>,
+    )> {
+        crate::checkpoint::read_snapshot(dir, |snap| {
+            let (model, config, meta) = segment::saved::load_from(snap)?;
+            Ok((model, config, meta, crate::run_dir::RunRecord::read(snap)?))
+        })
+    }
+
     /// Whether the model directory `dir` holds a multi-target model, by its `meta.json`;
     /// `false` when that is unreadable (the binary loader then names the problem).
     pub fn is_multi_target_model(&self, dir: &Path) -> bool {

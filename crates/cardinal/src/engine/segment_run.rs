@@ -10,7 +10,7 @@ use super::{Checkpoints, DataSpec, Engine, RUN_FILE};
 use crate::checkpoint::{self, LabelStructure};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::{Error, Result};
-use crate::run_dir::{self, Checkpointer, MetricsLog, RunDir, RunModel};
+use crate::run_dir::{self, Checkpointer, MetricsLog, RunDir, RunModel, RunRecord};
 use crate::segment::checkpoint::SegmentRun;
 use crate::segment::train::{fit_from, start, SegEpoch, SegState};
 use crate::segment::{SegConfig, SegMetrics, SegModel};
@@ -82,20 +82,44 @@ impl Engine {
         &self,
         dir: &Path,
     ) -> Result<Option<(MultiTargetDataset, MultiTargetDataset)>> {
-        match run_dir::read_spec(dir)? {
-            Some(spec) => self.recorded_data(dir, &spec).map(Some),
+        match RunRecord::of(dir)? {
+            Some(record) => self.segmentation_recorded_data(&record).map(Some),
             None => Ok(None),
         }
     }
 
+    /// The train and test data of the multi-target run whose `record` names its source
+    /// ([`Engine::load_segmentation_run`]), split as it was; refused when it is not the data
+    /// the run trained on.
+    pub fn segmentation_recorded_data(
+        &self,
+        record: &RunRecord,
+    ) -> Result<(MultiTargetDataset, MultiTargetDataset)> {
+        let (spec, data) = self.multi_target_data(record.dir(), record.spec())?;
+        record.check(&spec, &data)?;
+        Ok(data)
+    }
+
     /// The data of `spec`, which the run directory `dir` records, named in errors; refused
     /// when it is not the data the run trained on (its `data.json`).
-    fn recorded_data(
+    fn recorded_multi_target(
         &self,
         dir: &Path,
         spec: &DataSpec,
     ) -> Result<(MultiTargetDataset, MultiTargetDataset)> {
-        let spec = &self.locate(spec);
+        let (spec, data) = self.multi_target_data(dir, spec)?;
+        run_dir::check_identity(dir, &spec, &data)?;
+        Ok(data)
+    }
+
+    /// The data of `spec`, which the run directory `dir` records (named in errors), with the
+    /// spec located in the data folder.
+    fn multi_target_data(
+        &self,
+        dir: &Path,
+        spec: &DataSpec,
+    ) -> Result<(DataSpec, (MultiTargetDataset, MultiTargetDataset))> {
+        let spec = self.locate(spec);
         let files = spec
             .multi_target_files()?
             .ok_or_else(|| Error::Checkpoint {
@@ -106,8 +130,7 @@ impl Engine {
                 ),
             })?;
         let data = self.read_multi_target_files(&files, spec.train_fraction)?;
-        run_dir::check_identity(dir, spec, &data)?;
-        Ok(data)
+        Ok((spec, data))
     }
 
     /// Whether the run directory `dir` holds a multi-target run: what its latest checkpoint
@@ -163,7 +186,7 @@ impl Engine {
     /// same data and configuration.
     pub fn resume_segmentation_run(&self, dir: &Path) -> Result<SegRun> {
         let (run_dir, spec) = run_dir::reopen(dir)?;
-        let (train, test) = self.recorded_data(dir, &spec)?;
+        let (train, test) = self.recorded_multi_target(dir, &spec)?;
         let (state, config, meta) = run_dir::load_checkpoint::<SegmentRun>(dir)?;
         let (train, _) = meta.align(train)?;
         tracing::info!(

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{prepare, Existing, RunDir, RUN_FILE};
-use crate::checkpoint::{self, write_atomic};
+use crate::checkpoint::{self, write_atomic, Snapshot};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::data::{Dataset, TrainTest};
 use crate::engine::DataSpec;
@@ -139,33 +139,106 @@ fn record_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()
     write_atomic(&dir.join(DATA_FILE), json.as_bytes())
 }
 
-/// Refuses `data` (read from `spec`) when it is not what the run in `dir` recorded at its
-/// start. Runs written before `data.json` was recorded are not checked.
-pub(crate) fn check_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
-    let path = dir.join(DATA_FILE);
-    let Some(bytes) = checkpoint::read_model_file_if_any(&path)? else {
-        // Runs from before the record have none; a removed one must not pass unseen.
-        tracing::warn!(
-            "{} has no {DATA_FILE} (a run from before cardinal recorded its data, or the file \
-             was removed): the data cannot be checked to be the data the run trained on",
-            dir.display()
-        );
-        return Ok(());
-    };
-    let recorded: DataIdentity = serde_json::from_slice(&bytes).map_err(|e| Error::Checkpoint {
-        path: path.clone(),
-        message: format!("invalid data record: {}", checkpoint::json_problem(&e)),
-    })?;
-    let found = DataIdentity::of(spec, data);
-    if found.sha256 != recorded.sha256 {
-        return Err(Error::OtherData {
-            dataset: spec.dataset.clone(),
-            run: dir.to_path_buf(),
-            recorded: recorded.describe(),
-            found: found.describe(),
-        });
+/// What a run directory records of its data: where it came from (`run.json`) and what it was
+/// (`data.json`), read together, from the same version of the folder as its model when read
+/// with it ([`RunRecord::read`] inside a snapshot).
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    dir: PathBuf,
+    spec: DataSpec,
+    /// `None`: the run has no `data.json` (from before cardinal recorded it, or removed).
+    identity: Option<DataIdentity>,
+}
+
+impl RunRecord {
+    /// The run's record, read from the open folder `snap`; `None` when it has no `run.json`.
+    pub(crate) fn read(snap: &mut Snapshot) -> Result<Option<Self>> {
+        let Some(text) = snap.read_if_any(RUN_FILE)? else {
+            return Ok(None);
+        };
+        let spec = parse_spec(&snap.path(RUN_FILE), &text)?;
+        let identity = match snap.read_if_any(DATA_FILE)? {
+            Some(bytes) => Some(parse_identity(&snap.path(DATA_FILE), &bytes)?),
+            None => None,
+        };
+        Ok(Some(Self {
+            dir: snap.dir().to_path_buf(),
+            spec,
+            identity,
+        }))
     }
-    Ok(())
+
+    /// The run's record, `run.json` and `data.json` read as one snapshot of `dir`.
+    pub(crate) fn of(dir: &Path) -> Result<Option<Self>> {
+        checkpoint::read_snapshot(dir, Self::read)
+    }
+
+    /// The data source the run records (`run.json`), as given when it was created.
+    pub fn spec(&self) -> &DataSpec {
+        &self.spec
+    }
+
+    /// The run folder the record was read from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Refuses `data` (read from `spec`) when it is not what the run recorded at its start.
+    /// Runs written before `data.json` was recorded are not checked (said as a warning).
+    pub(crate) fn check(&self, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
+        let Some(recorded) = &self.identity else {
+            // Runs from before the record have none; a removed one must not pass unseen.
+            tracing::warn!(
+                "{} has no {DATA_FILE} (a run from before cardinal recorded its data, or the \
+                 file was removed): the data cannot be checked to be the data the run trained on",
+                self.dir.display()
+            );
+            return Ok(());
+        };
+        let found = DataIdentity::of(spec, data);
+        if found.sha256 != recorded.sha256 {
+            return Err(Error::OtherData {
+                dataset: spec.dataset.clone(),
+                run: self.dir.clone(),
+                recorded: recorded.describe(),
+                found: found.describe(),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn parse_identity(path: &Path, bytes: &[u8]) -> Result<DataIdentity> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Checkpoint {
+        path: path.to_path_buf(),
+        message: format!("invalid data record: {}", checkpoint::json_problem(&e)),
+    })
+}
+
+fn parse_spec(path: &Path, bytes: &[u8]) -> Result<DataSpec> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Checkpoint {
+        path: path.to_path_buf(),
+        message: format!(
+            "invalid data source record: {}",
+            checkpoint::json_problem(&e)
+        ),
+    })
+}
+
+/// Refuses `data` (read from `spec`) when it is not what the run in `dir` recorded at its
+/// start; see [`RunRecord::check`]. A run without `run.json` is checked by its `data.json`
+/// alone.
+pub(crate) fn check_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
+    let identity = checkpoint::read_snapshot(dir, |snap| match snap.read_if_any(DATA_FILE)? {
+        Some(bytes) => parse_identity(&snap.path(DATA_FILE), &bytes).map(Some),
+        None => Ok(None),
+    })?;
+    RunRecord {
+        dir: dir.to_path_buf(),
+        spec: spec.clone(),
+        identity,
+    }
+    .check(spec, data)
 }
 
 /// Creates the run directory `dir` (or, with `replace`, the folder that replaces its run when
@@ -205,20 +278,12 @@ pub(crate) fn reopen(dir: &Path) -> Result<(RunDir, DataSpec)> {
 }
 
 /// The data source a run directory records in `run.json`, if it has one.
-pub(crate) fn read_spec(dir: &Path) -> Result<Option<DataSpec>> {
+fn read_spec(dir: &Path) -> Result<Option<DataSpec>> {
     let run_path = dir.join(RUN_FILE);
     let Some(text) = checkpoint::read_model_file_if_any(&run_path)? else {
         return Ok(None);
     };
-    serde_json::from_slice(&text)
-        .map(Some)
-        .map_err(|e| Error::Checkpoint {
-            path: run_path,
-            message: format!(
-                "invalid data source record: {}",
-                checkpoint::json_problem(&e)
-            ),
-        })
+    parse_spec(&run_path, &text).map(Some)
 }
 
 #[cfg(test)]

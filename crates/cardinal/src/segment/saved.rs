@@ -301,7 +301,10 @@ pub(crate) fn load(dir: &Path) -> Result<(SegModel, SegConfig, SegMeta)> {
     crate::checkpoint::read_snapshot(dir, load_from)
 }
 
-fn load_from(snap: &mut crate::checkpoint::Snapshot) -> Result<(SegModel, SegConfig, SegMeta)> {
+/// [`load`]'s reading, from the open folder `snap`.
+pub(crate) fn load_from(
+    snap: &mut crate::checkpoint::Snapshot,
+) -> Result<(SegModel, SegConfig, SegMeta)> {
     let mut read = |name: &str| snap.read_current(name);
     let (meta_path, meta_bytes) = read(META_FILE)?;
     if crate::checkpoint::labels_of(&meta_path, &meta_bytes)? == LabelStructure::Binary {
