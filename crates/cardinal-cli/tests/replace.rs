@@ -232,3 +232,68 @@ fn a_replacement_killed_at_any_step_leaves_one_whole_run() {
     assert_eq!(snapshot(&m), new);
     let _ = std::fs::remove_dir_all(&fx.dir);
 }
+
+/// A run folder whose name is near the filesystem's limit (255 bytes) is replaced like any
+/// other: the folder the new run is written into first takes a shortened name.
+#[test]
+fn a_run_with_a_name_near_the_limit_is_replaced() {
+    let fx = Fixture::new("replace-long");
+    for len in [233, 240, 255] {
+        let m = fx.dir.join("r".repeat(len));
+        let o = fx.train(&fx.quick, &m, &[]).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let o = fx
+            .train(&fx.quick, &m, &["--force", "--seed", "4"])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{len}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let cfg = std::fs::read_to_string(m.join("config.json")).unwrap();
+        assert!(
+            cfg.contains("\"seed\": 4"),
+            "{len}: the old run is still there"
+        );
+        let left: Vec<_> = std::fs::read_dir(&fx.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "{len}: left beside the run: {left:?}");
+    }
+}
+
+/// A run in a folder that cannot be written is refused before training, saying where cardinal
+/// needed to write and what to do (root writes anywhere: checked as another user only).
+#[test]
+fn a_run_in_a_read_only_folder_is_refused_before_training_saying_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::new("replace-readonly");
+    let parent = fx.dir.join("ro");
+    let m = parent.join("m");
+    let o = fx.train(&fx.quick, &m, &[]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o555)).unwrap();
+    if std::fs::write(parent.join("probe"), b"").is_ok() {
+        // Root: permissions do not apply.
+        std::fs::remove_file(parent.join("probe")).unwrap();
+        std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+        return;
+    }
+    let before = snapshot(&m);
+    let o = fx
+        .train(&fx.quick, &m, &["--force", "--seed", "4"])
+        .output()
+        .unwrap();
+    std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot be replaced") && err.contains("make that folder writable"),
+        "{err}"
+    );
+    assert!(!err.contains("epoch"), "trained before refusing: {err}");
+    assert_eq!(snapshot(&m), before);
+}

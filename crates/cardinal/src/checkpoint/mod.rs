@@ -26,6 +26,7 @@ mod meta;
 mod output;
 mod read;
 mod run_state;
+mod sibling;
 mod snapshot;
 mod tensor_file;
 
@@ -45,6 +46,7 @@ pub use run_state::load_state;
 #[cfg(test)]
 pub(crate) use run_state::save_state;
 pub(crate) use run_state::BinaryRun;
+pub(crate) use sibling::hidden_sibling;
 pub(crate) use snapshot::{read_snapshot, Snapshot};
 pub(crate) use tensor_file::write_tensor_file;
 
@@ -84,8 +86,10 @@ pub(crate) fn stage(
     write: impl FnOnce(&Path) -> std::io::Result<()>,
 ) -> Result<Staged> {
     let dir = parent_dir(path);
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = sibling::hidden_sibling(
+        &dir.join(path.file_name().unwrap_or("file".as_ref())),
+        &format!(".tmp-{}", std::process::id()),
+    );
     let staged = Staged {
         tmp,
         path: path.to_path_buf(),

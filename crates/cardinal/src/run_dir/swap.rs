@@ -16,11 +16,7 @@ use super::{DATA_FILE, EVAL_FILE, LOCK_FILE, METRICS_FILE, RUN_FILE};
 
 /// The sibling folder a replacement of `target` is written into.
 pub(super) fn staging_path(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "run".into());
-    target.with_file_name(format!(".{name}.cardinal-replacement"))
+    crate::checkpoint::hidden_sibling(target, ".cardinal-replacement")
 }
 
 /// Whether the folder entry `name` is one cardinal writes into a run folder.
@@ -133,8 +129,30 @@ pub(super) fn fresh_staging(target: &Path) -> Result<PathBuf> {
             })
         }
     }
-    std::fs::create_dir(&staging).map_err(|e| Error::io(&staging, e))?;
+    std::fs::create_dir(&staging).map_err(|e| cannot_stage(target, &staging, e))?;
     Ok(staging)
+}
+
+/// Why the staging folder for replacing `target` could not be created, said with what to do
+/// where the cause is a folder that cannot be written.
+fn cannot_stage(target: &Path, staging: &Path, e: std::io::Error) -> Error {
+    use std::io::ErrorKind::{PermissionDenied, ReadOnlyFilesystem};
+    if !matches!(e.kind(), PermissionDenied | ReadOnlyFilesystem) {
+        return Error::io(staging, e);
+    }
+    let parent = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Error::Checkpoint {
+        path: target.to_path_buf(),
+        message: format!(
+            "cannot be replaced: --force writes the new run beside it first, in {}, which \
+             cannot be written ({e}); make that folder writable, or train into a new folder \
+             inside one you can write",
+            parent.display()
+        ),
+    }
 }
 
 /// Refuses, before anything trains, a `target` that is a mount point: the exchange of two
@@ -215,8 +233,7 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
 /// Between the first two renames `b`'s name is free; a crash there leaves both runs whole,
 /// the old one under `.NAME.cardinal-previous`.
 fn exchange_in_two_renames(a: &Path, b: &Path) -> std::io::Result<()> {
-    let name = b.file_name().map(|n| n.to_string_lossy().into_owned());
-    let aside = b.with_file_name(format!(".{}.cardinal-previous", name.unwrap_or_default()));
+    let aside = crate::checkpoint::hidden_sibling(b, ".cardinal-previous");
     std::fs::rename(b, &aside)?;
     if let Err(e) = std::fs::rename(a, b) {
         let _ = std::fs::rename(&aside, b);
@@ -265,6 +282,29 @@ mod tests {
 
     /// Files that merely look like cardinal's are the user's: a replacement keeps them, in
     /// the run folder and in its `checkpoints/`; cardinal's own go with the old run.
+    /// A folder that cannot be written is said as such, with what to do; other errors stay
+    /// the system's, with their path. (The end-to-end check runs only as a user that
+    /// permissions apply to: `replace.rs`.)
+    #[test]
+    fn a_parent_that_cannot_be_written_is_said_with_what_to_do() {
+        use std::io::{Error as IoError, ErrorKind};
+        let (target, staging) = (
+            Path::new("runs/m"),
+            Path::new("runs/.m.cardinal-replacement"),
+        );
+        for kind in [ErrorKind::PermissionDenied, ErrorKind::ReadOnlyFilesystem] {
+            let e = cannot_stage(target, staging, IoError::from(kind)).to_string();
+            assert!(
+                e.starts_with("runs/m: cannot be replaced")
+                    && e.contains("in runs, which cannot be written")
+                    && e.contains("make that folder writable"),
+                "{e}"
+            );
+        }
+        let e = cannot_stage(target, staging, IoError::from(ErrorKind::StorageFull)).to_string();
+        assert!(e.starts_with("runs/.m.cardinal-replacement: "), "{e}");
+    }
+
     #[test]
     fn a_replacement_keeps_files_that_only_look_like_cardinals() {
         let d = std::env::temp_dir().join(format!("cardinal-swap-look-{}", std::process::id()));
