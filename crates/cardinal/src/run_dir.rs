@@ -8,7 +8,9 @@
 //! * `checkpoints/epoch-NNNN` and `checkpoints/LATEST`, the resumable state of a run in
 //!   progress ([`Checkpointer`], [`load_checkpoint`]);
 //! * the model (`config.json`, `meta.json`, `model.safetensors`: [`RunDir::save_model`]);
-//! * `eval.json`, the evaluation on the test data ([`RunDir::finish`]).
+//! * `eval.json`, the evaluation on the test data ([`RunDir::finish`]);
+//! * `.cardinal-written.json`, the entries cardinal wrote, recorded when the run is made the
+//!   run ([`RunDir::commit`]): a replacement removes exactly those, and keeps the rest.
 //!
 //! What differs between model kinds (the binary multi-label model, the Section 6 model) is
 //! what they write as the model and as a checkpoint's state: a [`RunModel`]. The rest is here.
@@ -148,6 +150,7 @@ impl RunDir {
     /// run is then removed, keeping any files cardinal did not write); otherwise nothing is
     /// left to do. Dropped without it, a replacement is abandoned and the old run stays whole.
     pub(crate) fn commit(mut self) -> Result<()> {
+        swap::record_written(self.path())?;
         if let Some((staging, mut staging_lock)) = self.staging.take() {
             let lock = self.lock.as_mut().expect("held until dropped");
             let target = &self.target;
@@ -362,8 +365,10 @@ mod tests {
         held.retain(|(n, _)| n != LOCK_FILE);
         assert_eq!(held, before);
         run.commit().unwrap();
+        let mut after = files(&d);
+        after.retain(|(n, _)| n != swap::WRITTEN_FILE);
         assert_eq!(
-            files(&d),
+            after,
             vec![
                 ("model.safetensors".into(), b"new weights".to_vec()),
                 ("notes.txt".into(), b"mine".to_vec()),

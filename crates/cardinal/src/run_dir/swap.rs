@@ -4,9 +4,14 @@
 //! whole under its name; one after it, the new run. Readers never see a mix of the two.
 //!
 //! Files in the old folder that cardinal did not write (a user's notes) are moved into the new
-//! one after the exchange, and only then is the old run removed.
+//! one after the exchange, and only then is the old run removed. What cardinal wrote is what
+//! a finished run records in `.cardinal-written.json`; a run without the record (killed
+//! before it finished, or from an earlier version) is judged by the exact names cardinal
+//! gives.
 
 use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{CONFIG_FILE, META_FILE, SAVE_JOURNAL, WEIGHTS_FILE};
 use crate::error::{Error, Result};
@@ -19,7 +24,55 @@ pub(super) fn staging_path(target: &Path) -> PathBuf {
     crate::checkpoint::hidden_sibling(target, ".cardinal-replacement")
 }
 
-/// Whether the folder entry `name` is one cardinal writes into a run folder.
+/// The file in a finished run folder that records the entries cardinal wrote there (in the
+/// folder and in its `checkpoints/`): when the run is replaced, exactly those go with it, and
+/// everything else, whatever its name, is the user's and stays.
+pub(crate) const WRITTEN_FILE: &str = ".cardinal-written.json";
+
+/// What [`WRITTEN_FILE`] records.
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Written {
+    /// Entries of the run folder.
+    files: Vec<String>,
+    /// Entries of its `checkpoints/` folder.
+    checkpoints: Vec<String>,
+}
+
+/// Records in the run folder `dir`, as it is made the run, the entries cardinal wrote there:
+/// those with the names it gives (written while the folder was held by its lock, and, for a
+/// replacement, into a folder of its own).
+pub(super) fn record_written(dir: &Path) -> Result<()> {
+    let ours = |d: &Path, by: fn(&str) -> bool| -> Result<Vec<String>> {
+        let mut names: Vec<String> = match std::fs::read_dir(d) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| by(n) && !transient(n) && !checkpoint_transient(n))
+                .collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(Error::io(d, e)),
+        };
+        names.sort();
+        Ok(names)
+    };
+    let written = Written {
+        files: ours(dir, written_by_cardinal)?,
+        checkpoints: ours(&dir.join("checkpoints"), checkpoint_by_cardinal)?,
+    };
+    let json = serde_json::to_string_pretty(&written).expect("serialisable");
+    crate::checkpoint::write_atomic(&dir.join(WRITTEN_FILE), json.as_bytes())
+}
+
+/// What the run folder `dir` records cardinal wrote there; `None` for a run without the
+/// record (unfinished, or from an earlier version) or with one that cannot be read.
+fn read_written(dir: &Path) -> Option<Written> {
+    let path = dir.join(WRITTEN_FILE);
+    let bytes = crate::checkpoint::read_model_file_if_any(&path).ok()??;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Whether the folder entry `name` is one cardinal writes into a run folder, by its name
+/// alone (for runs without [`WRITTEN_FILE`]).
 fn written_by_cardinal(name: &str) -> bool {
     const FILES: [&str; 9] = [
         CONFIG_FILE,
@@ -32,20 +85,36 @@ fn written_by_cardinal(name: &str) -> bool {
         SAVE_JOURNAL,
         "checkpoints",
     ];
-    // Exactly the names cardinal gives (a user's `.env.tmp-keep` or `.cardinal.lock.backup`
-    // merely looks like them): staged writes `.NAME.tmp-PID` of those files, the lock file
-    // and its staged copies `.cardinal.lock.PID.N.new`.
+    FILES.contains(&name) || transient(name)
+}
+
+/// Whether the run folder's entry `name` is one cardinal writes only for a while: the lock
+/// and its staged copies `.cardinal.lock.PID.N.new`, the record of what it wrote, and staged
+/// writes `.NAME.tmp-PID` of its files. Exactly the names cardinal gives: a user's
+/// `.env.tmp-keep` or `.cardinal.lock.backup` merely looks like them.
+fn transient(name: &str) -> bool {
+    const STAGED: [&str; 9] = [
+        CONFIG_FILE,
+        META_FILE,
+        WEIGHTS_FILE,
+        RUN_FILE,
+        DATA_FILE,
+        METRICS_FILE,
+        EVAL_FILE,
+        SAVE_JOURNAL,
+        WRITTEN_FILE,
+    ];
     let staged_file = name
         .strip_prefix('.')
         .and_then(|n| n.rsplit_once(".tmp-"))
-        .is_some_and(|(file, pid)| digits(pid) && FILES.contains(&file));
+        .is_some_and(|(file, pid)| digits(pid) && STAGED.contains(&file));
     let staged_lock = name
         .strip_prefix(LOCK_FILE)
         .and_then(|n| n.strip_prefix('.'))
         .and_then(|n| n.strip_suffix(".new"))
         .and_then(|n| n.split_once('.'))
         .is_some_and(|(pid, n)| digits(pid) && digits(n));
-    FILES.contains(&name) || name == LOCK_FILE || staged_file || staged_lock
+    name == LOCK_FILE || name == WRITTEN_FILE || staged_file || staged_lock
 }
 
 /// Whether `s` is a number: ASCII digits, at least one.
@@ -56,16 +125,20 @@ fn digits(s: &str) -> bool {
 /// Whether the entry `name` of a run's `checkpoints/` folder is one cardinal writes: a
 /// checkpoint `epoch-NNNN`, `LATEST`, and their temporary names while being written.
 fn checkpoint_by_cardinal(name: &str) -> bool {
-    let epoch = |n: &str| {
-        n.strip_prefix("epoch-")
-            .is_some_and(|d| d.len() >= 4 && digits(d))
-    };
-    name == LATEST_FILE
-        || epoch(name)
-        || name
-            .strip_prefix(".tmp-")
-            .and_then(|n| n.rsplit_once('-'))
-            .is_some_and(|(e, pid)| epoch(e) && digits(pid))
+    name == LATEST_FILE || epoch(name) || checkpoint_transient(name)
+}
+
+/// Whether `name` is a checkpoint's name, `epoch-NNNN`.
+fn epoch(name: &str) -> bool {
+    name.strip_prefix("epoch-")
+        .is_some_and(|d| d.len() >= 4 && digits(d))
+}
+
+/// Whether the `checkpoints/` entry `name` is a checkpoint or `LATEST` being written.
+fn checkpoint_transient(name: &str) -> bool {
+    name.strip_prefix(".tmp-")
+        .and_then(|n| n.rsplit_once('-'))
+        .is_some_and(|(e, pid)| epoch(e) && digits(pid))
         || name
             .strip_prefix(&format!(".{LATEST_FILE}.tmp-"))
             .is_some_and(digits)
@@ -73,11 +146,11 @@ fn checkpoint_by_cardinal(name: &str) -> bool {
 
 /// The entries of `dir` that cardinal did not write.
 fn foreign_entries(dir: &Path) -> Result<Vec<std::ffi::OsString>> {
-    foreign_entries_by(dir, written_by_cardinal)
+    foreign_entries_by(dir, &written_by_cardinal)
 }
 
 /// The entries of `dir` that `ours` does not recognise as cardinal's.
-fn foreign_entries_by(dir: &Path, ours: fn(&str) -> bool) -> Result<Vec<std::ffi::OsString>> {
+fn foreign_entries_by(dir: &Path, ours: &dyn Fn(&str) -> bool) -> Result<Vec<std::ffi::OsString>> {
     let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
     let mut out = Vec::new();
     for entry in entries {
@@ -181,7 +254,11 @@ fn refuse_mount_point(target: &Path) -> Result<()> {
 
 /// Moves the entries of `from` that `ours` does not recognise into `to` (created if needed),
 /// never over an entry there.
-fn move_foreign(from: &Path, to: &Path, ours: fn(&str) -> bool) -> std::result::Result<(), String> {
+fn move_foreign(
+    from: &Path,
+    to: &Path,
+    ours: &dyn Fn(&str) -> bool,
+) -> std::result::Result<(), String> {
     let foreign = foreign_entries_by(from, ours).map_err(|e| e.to_string())?;
     if !foreign.is_empty() {
         std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
@@ -253,18 +330,26 @@ pub(super) fn swap_in(staging: &Path, target: &Path, swapped: &mut dyn FnMut()) 
         sync_dir(parent);
     }
     // From here on the new run is in place: what follows only tidies up. The user's files
-    // go over, in the run folder and in its `checkpoints/`.
+    // go over, in the run folder and in its `checkpoints/`: all but those the old run records
+    // cardinal wrote, or, without the record, all but those with the names cardinal gives.
+    let written = read_written(staging);
+    let (top, checkpoints): (Box<dyn Fn(&str) -> bool>, Box<dyn Fn(&str) -> bool>) = match &written
+    {
+        Some(w) => (
+            Box::new(|n: &str| w.files.iter().any(|f| f == n) || transient(n)),
+            Box::new(|n: &str| w.checkpoints.iter().any(|f| f == n) || checkpoint_transient(n)),
+        ),
+        None => (
+            Box::new(written_by_cardinal),
+            Box::new(checkpoint_by_cardinal),
+        ),
+    };
     let old_checkpoints = staging.join("checkpoints");
-    let user_files = move_foreign(staging, target, written_by_cardinal).and_then(|()| {
-        match old_checkpoints.is_dir() {
-            true => move_foreign(
-                &old_checkpoints,
-                &target.join("checkpoints"),
-                checkpoint_by_cardinal,
-            ),
+    let user_files =
+        move_foreign(staging, target, &*top).and_then(|()| match old_checkpoints.is_dir() {
+            true => move_foreign(&old_checkpoints, &target.join("checkpoints"), &*checkpoints),
             false => Ok(()),
-        }
-    });
+        });
     if let Err(why) = user_files {
         tracing::warn!("the replaced run is left in {}: {why}", staging.display());
         return Ok(());
@@ -280,8 +365,6 @@ mod tests {
     use super::*;
     use crate::run_dir::{prepare, Existing};
 
-    /// Files that merely look like cardinal's are the user's: a replacement keeps them, in
-    /// the run folder and in its `checkpoints/`; cardinal's own go with the old run.
     /// A folder that cannot be written is said as such, with what to do; other errors stay
     /// the system's, with their path. (The end-to-end check runs only as a user that
     /// permissions apply to: `replace.rs`.)
@@ -305,6 +388,39 @@ mod tests {
         assert!(e.starts_with("runs/.m.cardinal-replacement: "), "{e}");
     }
 
+    /// A finished run records what cardinal wrote: a replacement removes exactly that, and
+    /// keeps what the user added afterwards even under the names cardinal gives.
+    #[test]
+    fn a_replacement_removes_what_the_run_records_and_keeps_the_rest() {
+        let d = std::env::temp_dir().join(format!("cardinal-swap-rec-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let run = prepare(&d, Existing::Refuse).unwrap();
+        std::fs::write(run.path().join(RUN_FILE), br#"{"dataset": "bibtex", "train": null, "test": null, "labels": null, "data_dir": null, "train_fraction": 0.8}"#).unwrap();
+        std::fs::write(run.path().join(CONFIG_FILE), b"old").unwrap();
+        run.commit().unwrap();
+        let written: Written =
+            serde_json::from_slice(&std::fs::read(d.join(WRITTEN_FILE)).unwrap()).unwrap();
+        assert_eq!(written.files, [CONFIG_FILE, RUN_FILE]);
+        // Added by the user after the run finished, under names cardinal gives.
+        let users = ["checkpoints/epoch-0042", DATA_FILE, METRICS_FILE];
+        std::fs::create_dir(d.join("checkpoints")).unwrap();
+        for f in users {
+            std::fs::write(d.join(f), f).unwrap();
+        }
+        let run = prepare(&d, Existing::Replace).unwrap();
+        std::fs::write(run.path().join(RUN_FILE), b"{}").unwrap();
+        run.commit().unwrap();
+        for f in users {
+            assert_eq!(std::fs::read_to_string(d.join(f)).unwrap(), f, "{f}");
+        }
+        assert!(!d.join(CONFIG_FILE).exists(), "the old run's file stayed");
+        assert_eq!(std::fs::read(d.join(RUN_FILE)).unwrap(), b"{}");
+        assert!(!staging_path(&d).exists());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Files that merely look like cardinal's are the user's: a replacement keeps them, in
+    /// the run folder and in its `checkpoints/`; cardinal's own go with the old run.
     #[test]
     fn a_replacement_keeps_files_that_only_look_like_cardinals() {
         let d = std::env::temp_dir().join(format!("cardinal-swap-look-{}", std::process::id()));
