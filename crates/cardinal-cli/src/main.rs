@@ -68,7 +68,12 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Inspect datasets.
-    Data(data_cmd::DataArgs),
+    Data {
+        #[command(flatten)]
+        args: data_cmd::DataArgs,
+        #[command(flatten)]
+        threads: Threads,
+    },
     /// Train a model and evaluate it on the test split (the paper's Section 6 model when the
     /// data is multi-target).
     Train {
@@ -130,7 +135,12 @@ enum Command {
         runtime: TrainingRuntime,
     },
     /// Project vectors read from stdin onto {0 <= y <= 1, sum y = z} (or another operator's set).
-    Project(project_cmd::ProjectArgs),
+    Project {
+        #[command(flatten)]
+        args: project_cmd::ProjectArgs,
+        #[command(flatten)]
+        threads: Threads,
+    },
     /// Print a shell completion script (e.g. `cardinal completions bash > /etc/bash_completion.d/cardinal`).
     Completions(docs_cmd::CompletionsArgs),
     /// Print the manual page (roff), e.g. `cardinal man | man -l -` or `cardinal man train`.
@@ -147,12 +157,10 @@ impl Command {
             | Command::Bench { runtime, .. } => (runtime.threads.threads, runtime.wait),
             Command::Eval { threads, .. }
             | Command::Predict { threads, .. }
-            | Command::Report { threads, .. } => (threads.threads, None),
-            Command::Data(_)
-            | Command::Info(_)
-            | Command::Project(_)
-            | Command::Completions(_)
-            | Command::Man(_) => (None, None),
+            | Command::Report { threads, .. }
+            | Command::Data { threads, .. }
+            | Command::Project { threads, .. } => (threads.threads, None),
+            Command::Info(_) | Command::Completions(_) | Command::Man(_) => (None, None),
         }
     }
 }
@@ -234,14 +242,14 @@ pub(crate) fn data_dir(engine: &Engine, explicit: Option<&Path>) -> Option<PathB
 /// Dispatches a parsed command to its module.
 fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
     match command {
-        Command::Data(a) => data_cmd::run(engine, a),
+        Command::Data { args, .. } => data_cmd::run(engine, args),
         Command::Train { args, .. } => model_cmd::train(engine, args),
         Command::Eval { args, .. } => model_cmd::eval(engine, args),
         Command::Cv { args, .. } => cv_cmd::run(engine, args),
         Command::Info(a) => info_cmd::run(engine, a),
         Command::Predict { args, .. } => predict_cmd::predict(engine, args),
         Command::Report { args, .. } => report_cmd::run(engine, args),
-        Command::Project(a) => project_cmd::run(a),
+        Command::Project { args, .. } => project_cmd::run(args),
         Command::Bench { args, .. } => bench_cmd::run(engine, args),
         Command::Reproduce { args, .. } => reproduce_cmd::run(engine, args),
         Command::Completions(a) => docs_cmd::completions::<Cli>(a),
@@ -308,6 +316,26 @@ mod tests {
         assert!(!help.contains("trains the paper's Section 6"), "{help}");
     }
 
+    /// `--threads` (and, where something trains, `--wait`) is taken before the subcommand and
+    /// after it, also after a subcommand's own subcommand.
+    #[test]
+    fn threads_are_taken_before_and_after_every_subcommand() {
+        use clap::Parser;
+        for args in [
+            "cardinal --threads 2 reproduce table1",
+            "cardinal reproduce table1 --threads 2 --wait passive",
+            "cardinal reproduce --threads 2 suite",
+            "cardinal data stats emotions --threads 1",
+            "cardinal project --z 1 --threads 1",
+            "cardinal eval --model m --threads 1",
+        ] {
+            let cli = Cli::try_parse_from(args.split(' '));
+            let cli = cli.unwrap_or_else(|e| panic!("{args}: {e}"));
+            assert!(cli.command.runtime().0.or(cli.threads).is_some(), "{args}");
+        }
+        assert!(Cli::try_parse_from("cardinal eval --model m --wait passive".split(' ')).is_err());
+    }
+
     /// The training-only flag is offered where something trains, and only there.
     #[test]
     fn wait_is_offered_only_where_training_runs() {
@@ -321,10 +349,10 @@ mod tests {
         for sub in ["train", "cv", "reproduce", "bench"] {
             assert!(has(sub, "wait") && has(sub, "threads"), "{sub}");
         }
-        for sub in ["eval", "predict", "report"] {
+        for sub in ["eval", "predict", "report", "data", "project"] {
             assert!(!has(sub, "wait") && has(sub, "threads"), "{sub}");
         }
-        for sub in ["data", "info", "project", "completions", "man"] {
+        for sub in ["info", "completions", "man"] {
             assert!(!has(sub, "wait") && !has(sub, "threads"), "{sub}");
         }
         Cli::command().debug_assert();

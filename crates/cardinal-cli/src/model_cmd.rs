@@ -335,6 +335,18 @@ pub(crate) fn print_report(name: &str, split: &str, r: &EvalReport) {
             .collect();
         outln!("  ranking scores: {}", ps.join("  "));
     }
+    if let Some(k) = &r.ranking {
+        let pct = |a: Option<f64>| a.map_or("n/a".into(), |a| format!("{:.2}", 100.0 * a));
+        outln!(
+            "  ranking: LRAP {:.2}  ranking loss {:.4}  coverage {:.2}  AUC micro {} / macro {} ({} labels)",
+            100.0 * k.lrap,
+            k.ranking_loss,
+            k.coverage,
+            pct(k.micro_auc),
+            pct(k.macro_auc),
+            k.auc_labels
+        );
+    }
     if kind.predicts_count() {
         let c = &r.cardinality;
         let what = if kind == OutputKind::Decided {

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use cardinal::engine::write_atomic;
 use cardinal::eval::EvalReport;
 use cardinal_paper::cell_key::cell_key;
@@ -162,6 +162,17 @@ fn table1(
     dir: Option<PathBuf>,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let rows = table1_rows();
+    // A filter that matches no row would train nothing and write an empty table.
+    if let Some(o) = only.iter().find(|o| {
+        !rows
+            .iter()
+            .any(|r| r.system.to_lowercase().contains(&o.to_lowercase()))
+    }) {
+        bail!(
+            "--rows `{o}` matches no row of Table 1; its rows are: {}",
+            rows.iter().map(|r| r.system).collect::<Vec<_>>().join(", ")
+        );
+    }
     let mut cell_dirs = Vec::new();
     // results[row][column] = per-seed reports
     let mut results: Vec<Vec<Vec<EvalReport>>> = vec![vec![Vec::new(); DATASETS.len()]; rows.len()];
@@ -204,6 +215,9 @@ fn table1(
                 cell_dirs.push(cell);
             }
         }
+    }
+    if columns_run.is_empty() {
+        bail!("none of the datasets could be read (said above): no table is written");
     }
     let (md, json_rows) = table1_text(&rows, &results, &columns_run);
     std::fs::create_dir_all(out)?;

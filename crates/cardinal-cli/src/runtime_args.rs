@@ -1,11 +1,12 @@
-//! The runtime flags, offered by the subcommands they apply to: `--threads` wherever models
-//! run, `--wait` only where they train.
+//! The runtime flags, offered by the subcommands they apply to: `--threads` wherever work
+//! runs, `--wait` only where models train. Both are `global`: a command with subcommands of
+//! its own (`reproduce table1`, `data stats`) takes them after those too.
 
 /// `--threads`, for the commands that run a model.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct Threads {
     /// Worker threads (default: all cores). Results are identical for any thread count.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", global = true)]
     pub threads: Option<usize>,
 }
 
@@ -17,7 +18,7 @@ pub(crate) struct TrainingRuntime {
     /// While training, idle worker threads poll for work (`active`, the default, like
     /// OpenMP's OMP_WAIT_POLICY=ACTIVE: faster on two or more threads) or sleep (`passive`:
     /// leaves the cores to other programs). Results are identical either way.
-    #[arg(long, value_name = "POLICY")]
+    #[arg(long, value_name = "POLICY", global = true)]
     pub wait: Option<Wait>,
 }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use cardinal::data::TrainTest;
 use cardinal::engine::write_atomic;
 use cardinal::engine::Engine;
@@ -93,6 +93,9 @@ pub(crate) fn run(engine: &Engine, args: &SuiteArgs) -> anyhow::Result<()> {
         let row = dataset_cells(engine, args, &systems, &data, &name)?;
         md.push_str(&table_line(&name, &row));
         json.push(serde_json::json!({"dataset": name, "cells": row}));
+    }
+    if json.is_empty() {
+        bail!("none of the datasets could be read (said above): no table is written");
     }
     std::fs::create_dir_all(&args.out)?;
     write_atomic(&args.out.join("suite.md"), md.as_bytes())?;

@@ -187,3 +187,69 @@ fn eval_never_scores_training_rows_unknowingly() {
     let o = cardinal(&["eval", "--model", arg(&out), "--data", arg(&fresh)]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Dead ends a newcomer met, each refused saying what to do instead of answering nothing
+/// with exit 0: a folder of runs given as a model, `top-k=0`, and `reproduce` filters that
+/// match nothing.
+#[test]
+fn dead_ends_say_what_to_do() {
+    let (dir, cfg) = common::dir_with_config("dead-ends", QUICK);
+    let data = common::write_svm(&dir, "mine.svm", 60);
+    let runs = dir.join("runs");
+    let out = runs.join("m");
+    let mut args = train_args(&cfg, &out, &["--dataset", arg(&data), "--no-search"]);
+    args.push("--quiet");
+    let o = cardinal(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for cmd in ["eval", "predict"] {
+        let mut a = vec![cmd, "--model", arg(&runs)];
+        if cmd == "predict" {
+            a.extend(["--data", arg(&data)]);
+        }
+        let o = cardinal(&a);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("holds no model") && err.contains(&format!("{}", out.display())),
+            "{cmd}: {err}"
+        );
+        assert!(!err.contains("os error"), "{err}");
+    }
+    let o = cardinal(&["eval", "--model", arg(&dir)]);
+    assert!(stderr(&o).contains("holds no model (no meta.json): pass the folder"));
+    let o = cardinal(&[
+        "predict",
+        "--model",
+        arg(&out),
+        "--data",
+        arg(&data),
+        "--labels-by",
+        "top-k=0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("K >= 1"), "{}", stderr(&o));
+    let table = dir.join("table1");
+    let o = cardinal(&[
+        "reproduce",
+        "table1",
+        "--rows",
+        "nosuchrow",
+        "--out",
+        arg(&table),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("matches no row of Table 1"), "{err}");
+    let o = cardinal(&[
+        "reproduce",
+        "suite",
+        "--datasets",
+        "nosuch",
+        "--out",
+        arg(&table),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("none of the datasets could be read"), "{err}");
+    assert!(!table.exists(), "an empty table was written");
+}

@@ -291,6 +291,10 @@ fn parse_rules() {
     }
     assert_eq!("0.5".parse::<Binarize>().unwrap(), Binarize::Threshold(0.5));
     assert!("top-k=x".parse::<Binarize>().is_err());
+    // Zero labels a row is no rule (every row would be empty): refused, saying why.
+    let e = "top-k=0".parse::<Binarize>().unwrap_err().to_string();
+    assert!(e.contains("K >= 1"), "{e}");
+    assert_eq!("top-k=1".parse::<Binarize>().unwrap(), Binarize::TopK(1));
     // A threshold is a score in [0, 1]: NaN, infinities and values outside are refused.
     for bad in [
         "threshold=nan",

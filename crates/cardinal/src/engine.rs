@@ -353,7 +353,8 @@ impl Engine {
         let ((mut model, meta), record) = checkpoint::read_snapshot(dir, |snap| {
             let loaded = checkpoint::load_from(snap)?;
             Ok((loaded, RunRecord::read(snap)?))
-        })?;
+        })
+        .map_err(|e| run_dir::explain_missing_model(dir, e))?;
         for field in self.systems.drop_unread(&mut model.config)? {
             tracing::warn!(
                 dir = %dir.display(),

@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
 use crate::metrics::{
-    binarize, cardinality_report, default_threshold_grid, evaluate, precision_at_k, tune_threshold,
-    Binarize, CardinalityReport, MetricOptions, MetricReport, PrecisionAtK,
+    binarize, cardinality_report, default_threshold_grid, evaluate, precision_at_k, ranking_report,
+    tune_threshold, Binarize, CardinalityReport, MetricOptions, MetricReport, PrecisionAtK,
+    RankingReport,
 };
 use crate::pipeline::{Model, Outputs, Workspace};
 use crate::search::SearchRecord;
@@ -122,6 +123,10 @@ pub struct EvalReport {
     /// baseline systems). Empty in reports written by older versions.
     #[serde(default)]
     pub precision_at_k: Vec<PrecisionAtK>,
+    /// Ranking loss, coverage, LRAP and the micro and macro ROC AUC of the same ranking
+    /// scores (scikit-learn's definitions). `None` in reports written by older versions.
+    #[serde(default)]
+    pub ranking: Option<RankingReport>,
     /// Whether `y_T` satisfies the constraint.
     pub constraint: ConstraintReport,
 }
@@ -177,6 +182,7 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
         at_gold_count: None,
         precision_at_k: precision_at_k(out.ranking_scores(), gold, &opts.precision_at)
             .expect("well-formed outputs"),
+        ranking: Some(ranking_report(out.ranking_scores(), gold).expect("well-formed outputs")),
         constraint: constraint_report(out, l),
     }
 }

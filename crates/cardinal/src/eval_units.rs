@@ -4,9 +4,10 @@
 //! percent; `eval.json` (an [`EvalReport`]) gave fractions until it was tagged with
 //! `"unit": "percent"`. In memory an [`EvalReport`] keeps the metrics' own fractions (what
 //! [`crate::metrics`] computes); its serialised form holds a `"unit"` tag and the
-//! scores in percent: every F1, precision, recall, Jaccard index, subset accuracy and
-//! precision@k. Hamming loss (a loss, conventionally a fraction), counts, thresholds and the
-//! constraint's row fractions are not scores and keep their units. A file without the tag was
+//! scores in percent: every F1, precision, recall, Jaccard index, subset accuracy,
+//! precision@k, LRAP and ROC AUC. Hamming and ranking loss (losses, conventionally fractions),
+//! coverage and other counts, thresholds and the constraint's row fractions are not scores and
+//! keep their units. A file without the tag was
 //! written before the change and is read as fractions, so old run directories keep working.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -72,6 +73,12 @@ fn scaled(mut r: EvalReport, factor: f64) -> EvalReport {
             scale_metrics(m, factor);
         }
         scale_precision_at_k(&mut r.precision_at_k, factor);
+        if let Some(k) = &mut r.ranking {
+            k.lrap *= factor;
+            for auc in [&mut k.micro_auc, &mut k.macro_auc].into_iter().flatten() {
+                *auc *= factor;
+            }
+        }
     }
     r
 }
@@ -138,6 +145,14 @@ mod tests {
                 k: 1,
                 value: 2.0 / 3.0,
             }],
+            ranking: Some(crate::metrics::RankingReport {
+                ranking_loss: 0.25,
+                coverage: 2.5,
+                lrap: 0.75,
+                micro_auc: Some(0.625),
+                macro_auc: Some(0.375),
+                auc_labels: 3,
+            }),
             constraint: ConstraintReport {
                 frac_sum_within_001: 1.0,
                 frac_in_box: 1.0,
@@ -160,6 +175,11 @@ mod tests {
         );
         let p1 = json["precision_at_k"][0]["value"].as_f64().unwrap();
         assert!((p1 - 200.0 / 3.0).abs() < 1e-12);
+        assert_eq!(json["ranking"]["lrap"], 75.0);
+        assert_eq!(json["ranking"]["micro_auc"], 62.5);
+        assert_eq!(json["ranking"]["macro_auc"], 37.5);
+        assert_eq!(json["ranking"]["ranking_loss"], 0.25);
+        assert_eq!(json["ranking"]["coverage"], 2.5);
         // Not scores: unchanged.
         assert_eq!(
             json["at_threshold"]["hamming_loss"],
@@ -181,6 +201,7 @@ mod tests {
             r.precision_at_k[0].value
         ));
         assert_eq!(back.cardinality, r.cardinality);
+        assert_eq!(back.ranking, r.ranking);
     }
 
     #[test]

@@ -51,6 +51,45 @@ pub const METRICS_FILE: &str = "metrics.jsonl";
 /// The name of the final evaluation in a run directory.
 pub const EVAL_FILE: &str = "eval.json";
 
+/// `e`, an error loading the model folder `dir`, said as what it is when `dir` is a folder
+/// without a model (no `meta.json`): which model folders it holds, if any (a folder of runs,
+/// `runs/`, given for one of them), or that it holds none.
+pub(crate) fn explain_missing_model(dir: &Path, e: Error) -> Error {
+    let missing_meta = matches!(&e, Error::Io { path, source }
+        if source.kind() == std::io::ErrorKind::NotFound && path == &dir.join(META_FILE));
+    if !missing_meta || !dir.is_dir() {
+        return e;
+    }
+    let mut models: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|entry| entry.path().join(META_FILE).is_file())
+                .map(|entry| entry.path().display().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    models.sort();
+    let message = if models.is_empty() {
+        format!(
+            "holds no model (no {META_FILE}): pass the folder a `cardinal train --out DIR` \
+             wrote"
+        )
+    } else {
+        let more = models.len().saturating_sub(5);
+        models.truncate(5);
+        let mut list = models.join(", ");
+        if more > 0 {
+            list.push_str(&format!(" and {more} more"));
+        }
+        format!("holds no model (no {META_FILE}) but model folders: pass one of them: {list}")
+    };
+    Error::Checkpoint {
+        path: dir.to_path_buf(),
+        message,
+    }
+}
+
 /// `metrics.jsonl` of a run: the records of the epochs run so far, one JSON object per line,
 /// the whole file rewritten atomically after every epoch.
 #[derive(Debug)]

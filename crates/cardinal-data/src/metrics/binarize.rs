@@ -65,7 +65,16 @@ impl FromStr for Binarize {
             return threshold(v);
         }
         if let Some(v) = t.strip_prefix("top-k=") {
-            return v.parse().map(Binarize::TopK).map_err(|_| bad());
+            // Zero labels a row is no rule: it empties every row.
+            return match v.parse() {
+                Ok(0) => Err(MetricsError::Parse {
+                    what: "a binarisation",
+                    found: s.to_string(),
+                    expected: "`top-k=K` with K >= 1 (top-k=0 would choose no label in any row)",
+                }),
+                Ok(k) => Ok(Binarize::TopK(k)),
+                Err(_) => Err(bad()),
+            };
         }
         threshold(t)
     }
@@ -86,7 +95,7 @@ fn score_rows(scores: &[f32], n_labels: usize) -> Result<usize, MetricsError> {
 }
 
 /// Checks that `scores` is `gold.n_rows × gold.n_labels`.
-fn check_scores_gold(scores: &[f32], gold: &LabelSets) -> Result<(), MetricsError> {
+pub(super) fn check_scores_gold(scores: &[f32], gold: &LabelSets) -> Result<(), MetricsError> {
     let n = score_rows(scores, gold.n_labels)?;
     if n != gold.n_rows {
         return Err(MetricsError::RowMismatch {

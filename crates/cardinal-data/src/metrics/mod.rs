@@ -27,6 +27,7 @@
 
 mod binarize;
 mod cardinality;
+mod ranking;
 
 use std::fmt;
 use std::str::FromStr;
@@ -40,6 +41,7 @@ pub use binarize::{
     top_k_labels, tune_threshold, Binarize,
 };
 pub use cardinality::{cardinality_report, mean_cardinality, CardinalityReport};
+pub use ranking::{ranking_report, RankingReport, MAX_AUC_ENTRIES};
 
 /// Errors for inputs whose shapes or values do not fit together.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
