@@ -41,7 +41,9 @@ use crate::config::Config;
 use crate::cv::cross_validate;
 use crate::data::{read_inputs, CsrMatrix, Dataset, Inputs, Labels, LoadNote, TrainTest};
 use crate::error::{Error, Result};
-use crate::eval::{add_dev_threshold, add_gold_count, evaluate_outputs, gold_counts, EvalReport};
+use crate::eval::{
+    add_dev_threshold, add_gold_count, add_ranking, evaluate_outputs, gold_counts, EvalReport,
+};
 use crate::pipeline::check_dims;
 use crate::run_dir::{self, Checkpointer, Existing, MetricsLog, RunDir, RunModel};
 use crate::runtime::Runtime;
@@ -277,6 +279,7 @@ impl Engine {
         );
         let mut report = evaluate_outputs(model, &out, &data.labels);
         report.outputs = Some(system.outputs());
+        add_ranking(&mut report, &out, &data.labels)?;
         let counts = gold_counts(&data.labels);
         if let Some(at_gold) =
             system.predict_with_counts(model, &data.features, counts, PREDICT_BATCH)?

@@ -124,7 +124,8 @@ pub struct EvalReport {
     #[serde(default)]
     pub precision_at_k: Vec<PrecisionAtK>,
     /// Ranking loss, coverage, LRAP and the micro and macro ROC AUC of the same ranking
-    /// scores (scikit-learn's definitions). `None` in reports written by older versions.
+    /// scores (scikit-learn's definitions), set by `add_ranking` (`Engine::evaluate`). `None`
+    /// in reports written by older versions and in the dev evaluations of training.
     #[serde(default)]
     pub ranking: Option<RankingReport>,
     /// Whether `y_T` satisfies the constraint.
@@ -182,9 +183,20 @@ pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets
         at_gold_count: None,
         precision_at_k: precision_at_k(out.ranking_scores(), gold, &opts.precision_at)
             .expect("well-formed outputs"),
-        ranking: Some(ranking_report(out.ranking_scores(), gold).expect("well-formed outputs")),
+        ranking: None,
         constraint: constraint_report(out, l),
     }
+}
+
+/// Sets `report.ranking` from the ranking scores of `out` on `gold` (left out of
+/// [`evaluate_outputs`]: the dev evaluation after every epoch has no use for it).
+pub(crate) fn add_ranking(
+    report: &mut EvalReport,
+    out: &Outputs<f32>,
+    gold: &LabelSets,
+) -> Result<()> {
+    report.ranking = Some(ranking_report(out.ranking_scores(), gold)?);
+    Ok(())
 }
 
 /// Sets `report.at_gold_count` from `out`, the outputs of inference on the evaluated rows with
