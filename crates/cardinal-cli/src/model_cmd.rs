@@ -44,6 +44,17 @@ pub(crate) struct DataSource {
     /// For a single-file dataset: fraction used for training in a seeded split.
     #[arg(long, default_value_t = 0.8, value_name = "FRACTION")]
     pub train_fraction: f64,
+    /// For a CSV --dataset file (a header row, one column per feature or label): which
+    /// columns are labels, holding 0 or 1: their names (`a,b,c`), `last=N` or `prefix=P`.
+    /// Not needed when a MULAN XML label file with the CSV file's stem is beside it.
+    #[arg(long, value_name = "SPEC", conflicts_with = "train", value_parser = parse_label_columns)]
+    pub label_columns: Option<String>,
+}
+
+/// Checks a `--label-columns` value (kept as written: it is recorded in `run.json`).
+fn parse_label_columns(s: &str) -> Result<String, String> {
+    s.parse::<cardinal::data::csv::LabelColumns>()?;
+    Ok(s.to_string())
 }
 
 impl DataSource {
@@ -56,6 +67,7 @@ impl DataSource {
             labels: self.labels.clone(),
             data_dir: self.data_dir.clone(),
             train_fraction: self.train_fraction,
+            label_columns: self.label_columns.clone(),
         }
     }
 }
@@ -140,7 +152,7 @@ pub(crate) struct TrainArgs {
     /// change the run (data, configuration, preset, system, seed) are refused with it.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "out", "config", "seed", "preset", "dataset", "train", "test", "labels", "data_dir",
-        "train_fraction", "system", "search", "no_search",
+        "train_fraction", "label_columns", "system", "search", "no_search",
     ])]
     pub resume: Option<PathBuf>,
     /// Replace the run in an existing --out directory (the new run is written beside it and

@@ -438,3 +438,102 @@ fn predict_writes_csv_and_npy_and_the_round_z_rule_gives_round_z_labels() {
     );
     std::fs::remove_dir_all(&tmp).unwrap();
 }
+
+/// A CSV file with named label columns (one quoted, not last) trains, predicts on unlabelled
+/// rows whose columns come in another order, with the labels' names in the output, and
+/// evaluates; a MULAN XML beside it names its labels as it does an ARFF file's; one without
+/// either is refused saying how to name them.
+#[test]
+fn a_csv_file_with_named_label_columns_trains_predicts_and_evaluates() {
+    let (dir, cfg) = dir_with_config("own-csv", QUICK);
+    let mut csv = String::from("f0,\"music\",f1,f2,f3,sports\n");
+    let mut plain = String::from("f3,f2,f1,f0\n");
+    for r in 0..60u32 {
+        let x: Vec<f32> = (0..4)
+            .map(|j| ((r * 7 + j * 3) % 11) as f32 / 10.0)
+            .collect();
+        let (music, sports) = (u8::from(x[0] > 0.5), u8::from(x[2] > 0.4));
+        csv.push_str(&format!(
+            "{},{music},{},{},{},{sports}\n",
+            x[0], x[1], x[2], x[3]
+        ));
+        if r < 5 {
+            plain.push_str(&format!("{},{},{},{}\n", x[3], x[2], x[1], x[0]));
+        }
+    }
+    let data = dir.join("mine.csv");
+    std::fs::write(&data, &csv).unwrap();
+    let out = dir.join("m");
+    ok(&[
+        "train",
+        "--dataset",
+        arg(&data),
+        "--label-columns",
+        "music,sports",
+        "--config",
+        arg(&cfg),
+        "--out",
+        arg(&out),
+        "--quiet",
+    ]);
+    let new = dir.join("new.csv");
+    std::fs::write(&new, &plain).unwrap();
+    let rows = ok(&predict_args(arg(&out), arg(&new), &["--all-scores"]));
+    assert_eq!(rows.lines().count(), 5, "{rows}");
+    assert!(
+        rows.contains("\"music\"") && rows.contains("\"sports\""),
+        "{rows}"
+    );
+    let report = ok(&["eval", "--model", arg(&out)]);
+    assert!(
+        report.contains("example F1") || report.contains("F1"),
+        "{report}"
+    );
+    // The same file with its labels named by a MULAN XML beside it.
+    let twin = dir.join("twin.csv");
+    std::fs::write(&twin, &csv).unwrap();
+    std::fs::write(
+        dir.join("twin.xml"),
+        r#"<labels xmlns="http://mulan.sourceforge.net/labels"><label name="sports"></label><label name="music"></label></labels>"#,
+    )
+    .unwrap();
+    ok(&[
+        "train",
+        "--dataset",
+        arg(&twin),
+        "--config",
+        arg(&cfg),
+        "--out",
+        arg(&dir.join("t")),
+        "--quiet",
+    ]);
+    // Neither: refused before anything trains, saying how.
+    let bare = dir.join("bare.csv");
+    std::fs::write(&bare, &csv).unwrap();
+    let o = cardinal(&[
+        "train",
+        "--dataset",
+        arg(&bare),
+        "--out",
+        arg(&dir.join("b")),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o).contains("--label-columns"), "{}", text(&o));
+    // A missing value: refused with its line and column.
+    let holes = dir.join("holes.csv");
+    std::fs::write(&holes, "f0,l\n1,0\n,1\n").unwrap();
+    let o = cardinal(&[
+        "train",
+        "--dataset",
+        arg(&holes),
+        "--label-columns",
+        "l",
+        "--out",
+        arg(&dir.join("h")),
+    ]);
+    assert!(
+        text(&o).contains("line 3, column 1 (`f0`)") && text(&o).contains("not imputed"),
+        "{}",
+        text(&o)
+    );
+}

@@ -24,7 +24,7 @@ use super::arff::read_arff_path;
 use super::error::Result;
 use super::invalid::InvalidInput;
 use super::resolve::{resolve_dataset_noted, LoadNote, Resolved};
-use super::sniff::{csv_refused, sniff, Sniffed};
+use super::sniff::{sniff, Sniffed};
 use super::svm::{
     declared_base_path, looks_like_xmc, read_libsvm_path, read_xmc_path, IndexBase, SvmOptions,
 };
@@ -151,11 +151,13 @@ fn read_file_for_model(
     // The content decides where the name does not: an ARFF file saved as `.txt`, or CSV.
     let sniffed = if named_arff {
         Sniffed::Arff
+    } else if super::csv::is_csv_name(path) {
+        Sniffed::Csv
     } else {
         sniff(path)?
     };
     if sniffed == Sniffed::Csv {
-        return Err(csv_refused(path));
+        return read_csv_for_model(path, schema, labels).map(Some);
     }
     let is_arff = sniffed == Sniffed::Arff;
     let spec = path.display().to_string();
@@ -206,6 +208,35 @@ fn read_file_for_model(
         label_names,
         notes: Vec::new(),
     }))
+}
+
+/// The CSV file `path` read for a model: its label columns are those named by the model's
+/// labels (required to evaluate, skipped where present to predict), its other columns features
+/// matched to the model's by name.
+fn read_csv_for_model(path: &Path, schema: &InputSchema, labels: Labels) -> Result<Inputs> {
+    use super::csv::{read_csv_path, CsvLabels, LabelColumns};
+    if schema.feature_names.is_empty() || schema.label_names.is_empty() {
+        return Err(InvalidInput::CsvForUnnamedModel {
+            path: path.to_path_buf(),
+        }
+        .into());
+    }
+    let mode = match labels {
+        Labels::Read => CsvLabels::Required,
+        Labels::Ignore => CsvLabels::Skipped,
+    };
+    let names = LabelColumns::Names(schema.label_names.clone());
+    let ds = read_csv_path(path, &names, mode)?;
+    let spec = path.display().to_string();
+    let features = align_features(&ds.features, &ds.feature_names, schema, &spec)?;
+    let has_labels = labels == Labels::Read;
+    Ok(Inputs {
+        name: ds.name,
+        features,
+        labels: has_labels.then_some(ds.labels),
+        label_names: ds.label_names,
+        notes: Vec::new(),
+    })
 }
 
 /// Most names listed in one error message.

@@ -11,16 +11,54 @@ use super::inputs::listed;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvalidInput {
-    /// A file that looks like CSV, which no reader takes.
+    /// A CSV file read without being told which of its columns are labels.
     #[error(
-        "{}: this looks like CSV (comma-separated values on its first line, no `index:value` \
-         pairs); cardinal reads ARFF (with a MULAN XML label file or a MEKA `-C n` relation \
-         name), LIBSVM and XMC files: convert it to one of them",
+        "{}: a CSV file needs its label columns named: `--label-columns a,b` (their names), \
+         `--label-columns last=N` or `--label-columns prefix=P`, or a MULAN XML label file \
+         beside it with the same stem",
         path.display()
     )]
     Csv {
         /// The file.
         path: PathBuf,
+    },
+    /// A CSV file given to a model that does not know its columns' names (trained on LIBSVM
+    /// or XMC data).
+    #[error(
+        "{}: a CSV file's columns are matched to a model's by name, and this model's training \
+         data named no features or labels (LIBSVM or XMC): give it data in its own format",
+        path.display()
+    )]
+    CsvForUnnamedModel {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A CSV field that is not a usable value.
+    #[error(
+        "{}: line {line}, column {column} (`{name}`) holds `{found}`: expected {expected}",
+        path.display()
+    )]
+    CsvValue {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: u64,
+        /// 1-based column.
+        column: usize,
+        /// The column's name.
+        name: String,
+        /// The field (shortened).
+        found: String,
+        /// What the column takes.
+        expected: &'static str,
+    },
+    /// A CSV file whose header or rows do not fit the columns asked for.
+    #[error("{}: {message}", path.display())]
+    CsvColumns {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
     },
     /// Data without labels given to evaluate a model.
     #[error("{input}: the data has no labels to evaluate against")]

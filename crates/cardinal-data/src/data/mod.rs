@@ -22,6 +22,7 @@ use std::path::Path;
 
 pub mod arff;
 pub mod arrays;
+pub mod csv;
 pub mod error;
 pub mod inputs;
 pub mod invalid;

@@ -36,6 +36,8 @@ pub enum NoteKind {
     /// LIBSVM feature indices were read as 0-based: a model trained on them must read new
     /// files the same way (see [`crate::data::inputs`]).
     ZeroBasedLibsvm,
+    /// A CSV file's label columns were named by the MULAN XML file beside it.
+    CsvLabels,
 }
 
 impl fmt::Display for LoadNote {
@@ -400,10 +402,27 @@ fn load_file_noted(path: &Path, notes: &mut Vec<LoadNote>) -> Result<Resolved> {
     let named_arff = base.strip_suffix(".arff");
     let sniffed = match named_arff {
         Some(_) => Sniffed::Arff,
+        None if super::csv::is_csv_name(path) => Sniffed::Csv,
         None => sniff(path)?,
     };
     if sniffed == Sniffed::Csv {
-        return Err(csv_refused(path));
+        // Its label columns named by a MULAN XML file beside it, as an ARFF file's are.
+        let stem = base.rsplit_once('.').map_or(base, |(s, _)| s);
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let Some(xml) = find(dir, &format!("{stem}.xml")) else {
+            return Err(csv_refused(path));
+        };
+        let names = super::xml::read_label_xml_path(&xml)?;
+        notes.push(LoadNote {
+            path: path.to_path_buf(),
+            message: format!("label columns named by {}", xml.display()),
+            kind: NoteKind::CsvLabels,
+        });
+        return Ok(Resolved::Single(super::csv::read_csv_path(
+            path,
+            &super::csv::LabelColumns::Names(names),
+            super::csv::CsvLabels::Required,
+        )?));
     }
     // An ARFF file by its content, whatever its name (`.txt`): its label file is looked for
     // under its stem.

@@ -27,6 +27,11 @@ pub struct DataSpec {
     pub data_dir: Option<PathBuf>,
     /// For a single-file dataset: the fraction used for training in a seeded split.
     pub train_fraction: f64,
+    /// For a CSV file: which columns are labels (`a,b`, `last=N` or `prefix=P`; see
+    /// [`crate::data::csv::LabelColumns`]). `None` for other formats, and for a CSV file with
+    /// a MULAN XML label file beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_columns: Option<String>,
 }
 
 impl DataSpec {
@@ -39,6 +44,7 @@ impl DataSpec {
             labels: None,
             data_dir: None,
             train_fraction: 0.8,
+            label_columns: None,
         }
     }
 
@@ -72,8 +78,42 @@ impl DataSpec {
             return Ok((TrainTest { train, test }, Vec::new()));
         }
         let dir = self.data_dir();
+        if let Some(columns) = &self.label_columns {
+            return Ok((self.read_csv(columns, dir.as_deref())?, Vec::new()));
+        }
         let (resolved, notes) = resolve_dataset_noted(&self.dataset, dir.as_deref())?;
         Ok((resolved.into_train_test(self.train_fraction, 0)?, notes))
+    }
+}
+
+impl DataSpec {
+    /// The CSV file `dataset` names (a path, else a file in the data folder `dir`), its label
+    /// columns `columns`, split by `train_fraction`.
+    fn read_csv(&self, columns: &str, dir: Option<&Path>) -> Result<TrainTest> {
+        use crate::data::csv::{is_csv_name, read_csv_path, CsvLabels, LabelColumns};
+        let columns: LabelColumns = columns.parse().map_err(|why| Error::OutOfRange {
+            field: "label_columns".into(),
+            value: columns.to_string(),
+            allowed: why,
+        })?;
+        let given = PathBuf::from(&self.dataset);
+        let path = match dir.map(|d| d.join(&self.dataset)) {
+            Some(p) if !given.exists() && p.is_file() => p,
+            _ => given,
+        };
+        if !path.is_file() || (!is_csv_name(&path) && path.extension().is_some()) {
+            return Err(Error::OutOfRange {
+                field: "label_columns".into(),
+                value: columns.to_string(),
+                allowed: format!(
+                    "a CSV file to read it from; `{}` is not one (--label-columns names the \
+                     label columns of a CSV file)",
+                    self.dataset
+                ),
+            });
+        }
+        let data = read_csv_path(&path, &columns, CsvLabels::Required)?;
+        Ok(crate::data::Resolved::Single(data).into_train_test(self.train_fraction, 0)?)
     }
 }
 
