@@ -39,6 +39,14 @@ pub(crate) struct StatsArgs {
     /// Folder holding datasets by name (default: env CARDINAL_DATA).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// For a CSV file: which columns are labels (`a,b`, `last=N` or `prefix=P`), as `train`
+    /// takes them.
+    #[arg(long, value_name = "SPEC", value_parser = parse_label_columns)]
+    pub label_columns: Option<cardinal::data::csv::LabelColumns>,
+}
+
+fn parse_label_columns(s: &str) -> Result<cardinal::data::csv::LabelColumns, String> {
+    s.parse()
 }
 
 pub(crate) fn run(engine: &cardinal::engine::Engine, args: &DataArgs) -> anyhow::Result<()> {
@@ -50,7 +58,19 @@ pub(crate) fn run(engine: &cardinal::engine::Engine, args: &DataArgs) -> anyhow:
 
 /// `data stats` of `a.dataset`, looked up by name in `data_dir`.
 fn stats(a: &StatsArgs, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
-    let (resolved, notes) = match resolve_dataset_noted(&a.dataset, data_dir.as_deref()) {
+    let found = match &a.label_columns {
+        Some(columns) => {
+            let path = PathBuf::from(&a.dataset);
+            cardinal::data::csv::read_csv_path(
+                &path,
+                columns,
+                cardinal::data::csv::CsvLabels::Required,
+            )
+            .map(|d| (Resolved::Single(d), Vec::new()))
+        }
+        None => resolve_dataset_noted(&a.dataset, data_dir.as_deref()),
+    };
+    let (resolved, notes) = match found {
         Ok(found) => found,
         Err(e) => {
             // Multi-target data is not binary data the readers failed on: say what it is.

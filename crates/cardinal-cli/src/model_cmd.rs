@@ -233,14 +233,23 @@ pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
     let cfg = run.config().clone();
     let (train, test) = (&run.data.train, &run.data.test);
     let name = train.name.clone();
+    let searches = matches!(run.start, cardinal::system::Start::Fresh(_))
+        && cfg.search.applies(train.n_rows());
+    // Where the search runs, the configuration is where it starts: what trains is its choice.
+    let what = match searches {
+        true => format!(
+            "configuration system {}, preset {} (a candidate of the search below; the model \
+             is whichever it chooses)",
+            cfg.system, cfg.preset
+        ),
+        false => format!("system {}, preset {}", cfg.system, cfg.preset),
+    };
     crate::log::note(&format!(
-        "{name}: {} train / {} test examples, {} features, {} labels; system {}, preset {}, seed {}, {} threads",
+        "{name}: {} train / {} test examples, {} features, {} labels; {what}, seed {}, {} threads",
         train.n_rows(),
         test.n_rows(),
         train.n_features(),
         train.n_labels(),
-        cfg.system,
-        cfg.preset,
         cfg.seed,
         rayon::current_num_threads()
     ));
@@ -419,7 +428,9 @@ pub(crate) struct EvalArgs {
     /// features matched to the model's by name.
     #[arg(long, value_name = "NAME_OR_PATH", conflicts_with = "split")]
     pub data: Option<String>,
-    /// Folder holding datasets by name (default: env CARDINAL_DATA).
+    /// Folder holding datasets by name, for --data and for the data the run recorded (default:
+    /// the folder the run recorded, else env CARDINAL_DATA): where the data is when it has
+    /// moved since the run, or the run came from another machine.
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Score `--data` even where some of its rows are rows the model trained on (refused
@@ -452,7 +463,7 @@ fn own_data(
     record: Option<&RunRecord>,
 ) -> anyhow::Result<TrainTest> {
     if let Some(record) = record {
-        return Ok(engine.recorded_data(record)?);
+        return Ok(engine.recorded_data_in(record, args.data_dir.as_deref())?);
     }
     let name = &meta.dataset;
     let plain = !name.is_empty()
@@ -500,7 +511,9 @@ fn refuse_training_rows(
     spec: &str,
     data: &Dataset,
 ) -> anyhow::Result<()> {
-    let (trained, tested) = match record.map(|r| engine.recorded_data(r)) {
+    let (trained, tested) = match record
+        .map(|r| engine.recorded_data_in(r, args.data_dir.as_deref()))
+    {
         Some(Ok(tt)) => (tt.train, tt.test),
         None => {
             errln!(

@@ -16,11 +16,20 @@ pub(crate) struct ReportArgs {
     /// The HTML file to write (`-`: standard output).
     #[arg(long, value_name = "FILE", default_value = "report.html")]
     pub out: PathBuf,
+    /// Folder holding the runs' datasets by name (default: the folder each run recorded, else
+    /// env CARDINAL_DATA): where the data is when it has moved since the runs.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 /// Writes the report of `dirs` to `out` and says where it went.
-pub(crate) fn write_report(engine: &Engine, dirs: &[PathBuf], out: &Path) -> anyhow::Result<()> {
-    let html = cardinal_report::report(engine, dirs)?;
+pub(crate) fn write_report(
+    engine: &Engine,
+    dirs: &[PathBuf],
+    out: &Path,
+    data_dir: Option<&Path>,
+) -> anyhow::Result<()> {
+    let html = cardinal_report::report_with_data(engine, dirs, data_dir)?;
     if out.as_os_str() == "-" {
         crate::output::bytes(html.as_bytes());
         return Ok(());
@@ -50,5 +59,5 @@ pub(crate) fn run(engine: &Engine, args: &ReportArgs) -> anyhow::Result<()> {
             );
         }
     }
-    write_report(engine, &args.models, &args.out)
+    write_report(engine, &args.models, &args.out, args.data_dir.as_deref())
 }

@@ -99,7 +99,7 @@ pub(crate) fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> an
             if *report && cells.is_empty() {
                 crate::log::note("no finished cells: no report written");
             } else if *report {
-                crate::report_cmd::write_report(engine, &cells, &out.join("report.html"))?;
+                crate::report_cmd::write_report(engine, &cells, &out.join("report.html"), None)?;
             }
             Ok(())
         }

@@ -283,7 +283,11 @@ fn an_existing_model_is_refused_unless_forced() {
     let again = train(&["--seed", "2"]);
     assert!(!again.status.success());
     let t = text(&again);
-    assert!(t.contains("holds a model") && t.contains("--force"), "{t}");
+    // A finished run is said to be one, and --resume (which cannot continue it) is not offered.
+    assert!(
+        t.contains("holds a finished run") && t.contains("--force") && !t.contains("--resume"),
+        "{t}"
+    );
     assert_eq!(
         std::fs::read(model.join("model.safetensors")).unwrap(),
         weights

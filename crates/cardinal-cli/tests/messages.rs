@@ -19,7 +19,7 @@ fn an_io_error_is_told_once() {
     assert_eq!(err.matches("(os error 2)").count(), 1, "{err}");
 }
 
-/// ARFF saved as `.txt` is read as ARFF; CSV is named as CSV; a device is not "not found";
+/// ARFF saved as `.txt` is read as ARFF; CSV without its label columns named is told how; a device is not "not found";
 /// an ARFF file whose labels cannot be told says so, not "not found".
 #[test]
 fn formats_are_told_by_their_content() {
@@ -30,7 +30,23 @@ fn formats_are_told_by_their_content() {
     assert!(o.status.success(), "{}", stderr(&o));
     std::fs::write(dir.join("t.csv"), "a,b,labels\n1,2,x\n").unwrap();
     let o = cardinal(&["data", "stats", arg(&dir.join("t.csv"))]);
-    assert!(stderr(&o).contains("looks like CSV"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a CSV file needs its label columns named"),
+        "{}",
+        stderr(&o)
+    );
+    let o = cardinal(&[
+        "data",
+        "stats",
+        arg(&dir.join("t.csv")),
+        "--label-columns",
+        "labels",
+    ]);
+    assert!(
+        stderr(&o).contains("column 3 (`labels`) holds `x`: expected 0 or 1"),
+        "{}",
+        stderr(&o)
+    );
     // Refused by name, and never read as a header (of a multi-target file or any other).
     for args in [
         &["data", "stats", "/dev/zero"][..],
@@ -252,4 +268,67 @@ fn dead_ends_say_what_to_do() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("none of the datasets could be read"), "{err}");
     assert!(!table.exists(), "an empty table was written");
+}
+
+/// `--resume` is offered only where it can work: a finished run is said to be finished, both
+/// when training into it again and when resuming it; a MULAN training file with its test file
+/// beside it trains and tests on the two, saying so.
+#[test]
+fn finished_runs_are_not_sent_to_resume_and_train_files_find_their_test_file() {
+    let (dir, cfg) = common::dir_with_config("finished", QUICK);
+    let data = common::write_svm(&dir, "mine.svm", 60);
+    let out = dir.join("m");
+    let mut args = train_args(&cfg, &out, &["--dataset", arg(&data), "--no-search"]);
+    args.push("--quiet");
+    assert!(cardinal(&args).status.success());
+    let o = cardinal(&args);
+    let err = stderr(&o);
+    assert!(
+        err.contains("holds a finished run") && !err.contains("--resume"),
+        "{err}"
+    );
+    let o = cardinal(&["train", "--resume", arg(&out)]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("is a finished run") && err.contains("nothing to resume"),
+        "{err}"
+    );
+    // NAME-train.arff with NAME-test.arff beside it.
+    let arff = |rows: &[&str]| {
+        let mut t = String::from("@relation 'songs: -C 2'\n@attribute a {0,1}\n@attribute b {0,1}\n@attribute x numeric\n@attribute y numeric\n@data\n");
+        rows.iter().for_each(|r| t.push_str(&format!("{r}\n")));
+        t
+    };
+    let train_rows: Vec<String> = (0..30)
+        .map(|r| {
+            format!(
+                "{},{},{},{}",
+                r % 2,
+                (r / 2) % 2,
+                r as f32 / 30.0,
+                (r % 7) as f32 / 7.0
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = train_rows.iter().map(String::as_str).collect();
+    std::fs::write(dir.join("songs-train.arff"), arff(&refs)).unwrap();
+    std::fs::write(dir.join("songs-test.arff"), arff(&refs[..7])).unwrap();
+    let o = cardinal(&[
+        "train",
+        "--dataset",
+        arg(&dir.join("songs-train.arff")),
+        "--config",
+        arg(&cfg),
+        "--no-search",
+        "--out",
+        arg(&dir.join("s")),
+    ]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("its test file songs-test.arff beside it is the test split"),
+        "{err}"
+    );
+    assert!(err.contains("30 train / 7 test"), "{err}");
 }

@@ -537,3 +537,63 @@ fn a_csv_file_with_named_label_columns_trains_predicts_and_evaluates() {
         text(&o)
     );
 }
+
+/// A run's data is found from any working folder (`run.json` records absolute paths), and
+/// when it has moved, `eval --data-dir` and `report --data-dir` say where it is now.
+#[test]
+fn a_runs_data_is_found_from_anywhere_and_where_it_moved() {
+    let (dir, cfg) = dir_with_config("moved", QUICK);
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    common::write_svm(&data, "mine.svm", 60);
+    let out = dir.join("m");
+    // Trained by a relative path, from the data's folder.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_cardinal"))
+        .current_dir(&data)
+        .args([
+            "--threads",
+            "1",
+            "train",
+            "--dataset",
+            "mine.svm",
+            "--config",
+            arg(&cfg),
+        ])
+        .args(["--out", arg(&out), "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let before = ok(&["eval", "--model", arg(&out)]);
+    // By name in a data folder that then moves.
+    let named = dir.join("n");
+    ok(&[
+        "train",
+        "--dataset",
+        "mine.svm",
+        "--data-dir",
+        arg(&data),
+        "--config",
+        arg(&cfg),
+        "--out",
+        arg(&named),
+        "--quiet",
+    ]);
+    let moved = dir.join("elsewhere");
+    std::fs::rename(&data, &moved).unwrap();
+    let o = cardinal(&["eval", "--model", arg(&named)]);
+    assert!(!o.status.success());
+    let after = ok(&["eval", "--model", arg(&named), "--data-dir", arg(&moved)]);
+    assert!(after.contains("EXAMPLE_F1"), "{after}");
+    let page = dir.join("r.html");
+    ok(&[
+        "report",
+        "--model",
+        arg(&named),
+        "--data-dir",
+        arg(&moved),
+        "--out",
+        arg(&page),
+    ]);
+    assert!(std::fs::metadata(&page).unwrap().len() > 0);
+    assert!(before.contains("EXAMPLE_F1"), "{before}");
+}

@@ -233,7 +233,7 @@ fn a_resumed_multi_target_run_is_bit_identical_to_an_uninterrupted_one() {
         whole.to_str().unwrap(),
     ]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("holds a model"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("holds a finished run"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -16,7 +16,7 @@ pub(crate) fn to_py(e: cardinal::Error) -> PyErr {
         E::Data(ref d) if matches!(d, cardinal::data::DataError::Io { .. }) => {
             PyOSError::new_err(msg)
         }
-        E::RunExists { path, what } => PyFileExistsError::new_err(format!(
+        E::RunExists { path, what, .. } => PyFileExistsError::new_err(format!(
             "{} {what}; pass overwrite=True to replace it",
             path.display()
         )),

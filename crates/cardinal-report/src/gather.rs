@@ -173,7 +173,12 @@ fn read_names(dir: &Path) -> (String, String) {
 ///
 /// A directory with a model and a recorded data source gets every figure; one with only
 /// `eval.json` and/or `metrics.jsonl` (a `reproduce table1` cell) gets what those hold.
-pub fn gather(engine: &Engine, dir: &Path, name: String) -> Result<RunView> {
+pub fn gather(
+    engine: &Engine,
+    dir: &Path,
+    name: String,
+    data_dir: Option<&Path>,
+) -> Result<RunView> {
     let history = read_history(dir)?;
     let (system, dataset) = read_names(dir);
     let mut view = RunView {
@@ -226,7 +231,10 @@ pub fn gather(engine: &Engine, dir: &Path, name: String) -> Result<RunView> {
             None => "trained as configured (no search ran)".into(),
         },
     ];
-    let Some(tt) = record.map(|r| engine.recorded_data(&r)).transpose()? else {
+    let Some(tt) = record
+        .map(|r| engine.recorded_data_in(&r, data_dir))
+        .transpose()?
+    else {
         view.metrics = read_eval(dir)?;
         view.notes.push(
             "no run.json: the data the model trained on is not recorded, so nothing is \

@@ -89,13 +89,23 @@ pub fn run_names(dirs: &[PathBuf]) -> Vec<String> {
 
 /// The report page for the run directories `dirs`, in that order.
 pub fn report(engine: &Engine, dirs: &[PathBuf]) -> Result<String> {
+    report_with_data(engine, dirs, None)
+}
+
+/// [`report`], the runs' recorded data looked up by name in `data_dir` where one is given
+/// (the data has moved since the runs, or they came from another machine).
+pub fn report_with_data(
+    engine: &Engine,
+    dirs: &[PathBuf],
+    data_dir: Option<&std::path::Path>,
+) -> Result<String> {
     let names = run_names(dirs);
     let views = dirs
         .iter()
         .zip(names)
         .map(|(d, name)| {
             tracing::info!(dir = %d.display(), "gathering the report's data");
-            gather::gather(engine, d, name)
+            gather::gather(engine, d, name, data_dir)
         })
         .collect::<Result<Vec<_>>>()?;
     page::render(&views)

@@ -391,7 +391,24 @@ impl Engine {
     /// come from an untrusted directory: an error reading them names the recorded source,
     /// never the content of what it points at.
     pub fn recorded_data(&self, record: &RunRecord) -> Result<TrainTest> {
-        let spec = self.locate(record.spec());
+        self.recorded_data_in(record, None)
+    }
+
+    /// [`Engine::recorded_data`], names looked up in `data_dir` where one is given (a user's
+    /// `--data-dir`: the data has moved since the run, or the run came from elsewhere), else
+    /// as the run recorded them.
+    pub fn recorded_data_in(
+        &self,
+        record: &RunRecord,
+        data_dir: Option<&Path>,
+    ) -> Result<TrainTest> {
+        let spec = match data_dir {
+            Some(d) => DataSpec {
+                data_dir: Some(d.to_path_buf()),
+                ..record.spec().clone()
+            },
+            None => self.locate(record.spec()),
+        };
         let data = spec.load().map_err(|_| Error::Checkpoint {
             path: record.dir().join(RUN_FILE),
             message: format!(

@@ -251,13 +251,16 @@ pub enum Error {
     /// A run directory already holds a run, and replacing it was not asked for.
     #[error(
         "{path} {what}; pass --force to replace it (the old run stays until the new one is \
-         finished) or --resume to continue its run"
+         finished){}",
+        if *resumable { ", or --resume to continue it" } else { "" }
     )]
     RunExists {
         /// The run directory.
         path: PathBuf,
         /// What it holds.
         what: String,
+        /// Whether it holds an unfinished run with a checkpoint (`--resume` continues it).
+        resumable: bool,
     },
     /// A folder that replacing a run would delete is not a run (or is a filesystem root or
     /// the home folder).

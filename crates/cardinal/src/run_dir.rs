@@ -338,14 +338,27 @@ fn refuse_unless_allowed(dir: &Path, existing: Existing) -> Result<bool> {
                 why,
             });
         }
-        let what = if dir.join(WEIGHTS_FILE).exists() {
+        // Said as what it is, so that --resume is offered only where it can work.
+        let resumable = !dir.join(EVAL_FILE).exists()
+            && dir
+                .join("checkpoints")
+                .join(checkpoints::LATEST_FILE)
+                .exists();
+        let what = if dir.join(EVAL_FILE).exists() {
+            "holds a finished run"
+        } else if resumable {
+            "holds an unfinished run"
+        } else if dir.join(WEIGHTS_FILE).exists() {
             "holds a model"
+        } else if dir.join(RUN_FILE).exists() {
+            "holds a run stopped before its first checkpoint"
         } else {
             "is not empty"
         };
         return Err(Error::RunExists {
             path: dir.to_path_buf(),
             what: what.into(),
+            resumable,
         });
     }
     Ok(occupied)
@@ -393,7 +406,10 @@ mod tests {
         old_run(&d);
         let before = files(&d);
         let err = prepare(&d, Existing::Refuse).unwrap_err();
-        assert!(err.to_string().contains("holds a model"), "{err}");
+        assert!(
+            err.to_string().contains("holds a model") && !err.to_string().contains("--resume"),
+            "{err}"
+        );
         let run = prepare(&d, Existing::Replace).unwrap();
         let staging = run.path().to_path_buf();
         assert_ne!(staging, d);

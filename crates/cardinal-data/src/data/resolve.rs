@@ -38,6 +38,8 @@ pub enum NoteKind {
     ZeroBasedLibsvm,
     /// A CSV file's label columns were named by the MULAN XML file beside it.
     CsvLabels,
+    /// A training file's test file beside it was taken as the test split.
+    TestSibling,
 }
 
 impl fmt::Display for LoadNote {

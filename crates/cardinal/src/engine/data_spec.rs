@@ -64,6 +64,29 @@ impl DataSpec {
         spec
     }
 
+    /// This spec with its paths absolute (a `dataset` that is a path that exists, the MULAN
+    /// files, the data folder), as a run records it: its data is then found from any working
+    /// folder. Names stay names.
+    pub(crate) fn anchored(&self) -> Self {
+        let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let mut spec = self.clone();
+        if Path::new(&spec.dataset).exists() {
+            spec.dataset = abs(Path::new(&spec.dataset)).display().to_string();
+        }
+        for p in [
+            &mut spec.train,
+            &mut spec.test,
+            &mut spec.labels,
+            &mut spec.data_dir,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *p = abs(p);
+        }
+        spec
+    }
+
     /// Reads the train and test data.
     pub fn load(&self) -> Result<TrainTest> {
         Ok(self.load_noted()?.0)
@@ -81,12 +104,68 @@ impl DataSpec {
         if let Some(columns) = &self.label_columns {
             return Ok((self.read_csv(columns, dir.as_deref())?, Vec::new()));
         }
+        if let Some(pair) = self.train_file_with_test_sibling()? {
+            return Ok(pair);
+        }
         let (resolved, notes) = resolve_dataset_noted(&self.dataset, dir.as_deref())?;
         Ok((resolved.into_train_test(self.train_fraction, 0)?, notes))
     }
 }
 
 impl DataSpec {
+    /// A `dataset` that is a MULAN training file (`NAME-train.arff`, `NAME-train-VARIANT.arff`)
+    /// with its test file beside it (`NAME-test.arff`): the two, as the folder would give them
+    /// (a training file alone would be split, and its test file silently left out), with a
+    /// note saying so. `None` for anything else.
+    fn train_file_with_test_sibling(&self) -> Result<Option<(TrainTest, Vec<LoadNote>)>> {
+        let path = Path::new(&self.dataset);
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return Ok(None);
+        };
+        let Some(at) = name.rfind("-train") else {
+            return Ok(None);
+        };
+        let sibling = format!("{}-test{}", &name[..at], &name[at + "-train".len()..]);
+        let test = path.with_file_name(&sibling);
+        let arff = |n: &str| n.strip_suffix(".gz").unwrap_or(n).ends_with(".arff");
+        if !path.is_file() || !arff(name) || !test.is_file() {
+            return Ok(None);
+        }
+        let single = |p: &Path| match crate::data::resolve::load_file(p)? {
+            crate::data::Resolved::Single(d) => Ok::<_, Error>(d),
+            crate::data::Resolved::Split(tt) => Ok(tt.train),
+        };
+        let (train, test_data) = (single(path)?, single(&test)?);
+        if train.feature_names != test_data.feature_names
+            || train.label_names != test_data.label_names
+        {
+            return Err(Error::OutOfRange {
+                field: "dataset".into(),
+                value: self.dataset.clone(),
+                allowed: format!(
+                    "a training file whose test file beside it, {sibling}, has the same \
+                     features and labels (they differ; pass --train, --test and --labels to \
+                     choose the files)"
+                ),
+            });
+        }
+        let note = LoadNote {
+            path: path.to_path_buf(),
+            message: format!(
+                "its test file {sibling} beside it is the test split (as for the folder); \
+                 --train-fraction does not apply"
+            ),
+            kind: crate::data::NoteKind::TestSibling,
+        };
+        Ok(Some((
+            TrainTest {
+                train,
+                test: test_data,
+            },
+            vec![note],
+        )))
+    }
+
     /// The CSV file `dataset` names (a path, else a file in the data folder `dir`), its label
     /// columns `columns`, split by `train_fraction`.
     fn read_csv(&self, columns: &str, dir: Option<&Path>) -> Result<TrainTest> {

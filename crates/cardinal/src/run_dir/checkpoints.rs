@@ -97,6 +97,19 @@ pub(crate) fn save_checkpoint<M: RunModel>(
 /// Reads the latest checkpoint of the run in `dir` back, as the model kind `M` wrote it.
 pub(crate) fn load_checkpoint<M: RunModel>(dir: &Path) -> Result<M::Resumed> {
     let ckpt = latest_checkpoint(dir)?.ok_or_else(|| {
+        if dir.join(super::EVAL_FILE).is_file() {
+            return ckpt_err(
+                dir,
+                format!(
+                    "is a finished run (its model and {} are written) and keeps no checkpoint: \
+                     there is nothing to resume. `cardinal eval --model {dir}` scores it; \
+                     `cardinal train --force --out {dir}` with the options it was started \
+                     with trains it again",
+                    super::EVAL_FILE,
+                    dir = dir.display()
+                ),
+            );
+        }
         ckpt_err(
             dir,
             "no checkpoint to resume from (checkpoints/LATEST is missing): the run stopped \

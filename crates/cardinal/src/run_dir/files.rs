@@ -259,7 +259,8 @@ pub(crate) fn create(
         Existing::Refuse
     };
     let run_dir = prepare(dir, existing)?;
-    let json = serde_json::to_string_pretty(spec).expect("serialisable");
+    // Paths made absolute: the run's data is found again from any working folder.
+    let json = serde_json::to_string_pretty(&spec.anchored()).expect("serialisable");
     write_atomic(&run_dir.path().join(RUN_FILE), json.as_bytes())?;
     record_identity(run_dir.path(), located, data)?;
     Ok(run_dir)

@@ -319,6 +319,9 @@ fn exchange_in_two_renames(a: &Path, b: &Path) -> std::io::Result<()> {
     std::fs::rename(&aside, a)
 }
 
+/// Whether an entry's name is one cardinal wrote.
+type Ours<'a> = dyn Fn(&str) -> bool + 'a;
+
 /// Makes the whole run in `staging` the run `target`, in one step (see the module docs), and
 /// calls `swapped` right after it; the old run, then at `staging`, is removed once the files
 /// cardinal did not write are moved over.
@@ -333,8 +336,7 @@ pub(super) fn swap_in(staging: &Path, target: &Path, swapped: &mut dyn FnMut()) 
     // go over, in the run folder and in its `checkpoints/`: all but those the old run records
     // cardinal wrote, or, without the record, all but those with the names cardinal gives.
     let written = read_written(staging);
-    let (top, checkpoints): (Box<dyn Fn(&str) -> bool>, Box<dyn Fn(&str) -> bool>) = match &written
-    {
+    let (top, checkpoints): (Box<Ours>, Box<Ours>) = match &written {
         Some(w) => (
             Box::new(|n: &str| w.files.iter().any(|f| f == n) || transient(n)),
             Box::new(|n: &str| w.checkpoints.iter().any(|f| f == n) || checkpoint_transient(n)),
