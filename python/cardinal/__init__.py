@@ -16,13 +16,14 @@ same model directories.
   vector-Jacobian products on numpy arrays.
 """
 
-from ._classifier import CardinalClassifier
+from ._classifier import CardinalClassifier, SearchOffWarning
 from ._data import Dataset, load_dataset
 from ._native import __version__
 from ._project import project, project_vjp
 
 __all__ = [
     "CardinalClassifier",
+    "SearchOffWarning",
     "Dataset",
     "load_dataset",
     "project",

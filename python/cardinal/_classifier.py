@@ -49,6 +49,11 @@ _PAPER_DERIVED = ("paper-projected", "paper-wide", "cardinality-only", "paper-pr
 Self = TypeVar("Self", bound="CardinalClassifier")
 
 
+class SearchOffWarning(UserWarning):
+    """The estimator's parameters turned the default's search off (see
+    :class:`CardinalClassifier`, "The default's search")."""
+
+
 class Predictions(NamedTuple):
     """Every output of one inference (:meth:`CardinalClassifier.predict_all`)."""
 
@@ -380,6 +385,8 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         base = self._check(self.preset, None, None)
         user = self._check(self.preset, config, text, self.system)
         named_search = config is not None and "search" in json.loads(config)
+        self._search_turned_off_by: List[str] = []
+        self._search_max_rows = int(base.get("search", {}).get("max_rows", 0))
         if self.search is None and not named_search:
             # On as the preset has it, unless the parameters change what it trains.
             same = {k: v for k, v in user.items() if k not in _NOT_HYPER_PARAMETERS} == {
@@ -387,6 +394,14 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             }
             rows = base.get("search", {}).get("max_rows", 0) if same else 0
             overrides["search"] = {"max_rows": rows}
+            if not same and base.get("search", {}).get("max_rows", 0):
+                # Said at fit (where the rows are known): a grid over these compares the
+                # configuration as given, not the default's choice.
+                self._search_turned_off_by = [p for p in _FIELDS if getattr(self, p) is not None]
+                if config is not None:
+                    self._search_turned_off_by.append("config")
+                if self.system is not None and not self._search_turned_off_by:
+                    self._search_turned_off_by.append("system")
         elif self.search is not None:
             rows = base.get("search", {}).get("max_rows", 0) or 2000
             overrides["search"] = {"max_rows": rows if self.search else 0}
@@ -464,6 +479,18 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         fitted_rows(features, labels)
         weights = as_sample_weight(sample_weight, row_count(features))
         args = self._config_args(self._seed())
+        max_rows = self._search_max_rows
+        if self._search_turned_off_by and row_count(features) <= max_rows:
+            warnings.warn(
+                f"{', '.join(self._search_turned_off_by)} set: the default's search (which on "
+                f"training sets of at most {max_rows} rows chooses among several "
+                "configurations by cross-validation) is off, and the configuration trains as "
+                "given. A grid over these parameters compares them without the search; "
+                "pass search=False to say so and silence this, or search=True to keep the "
+                "search (the configuration as given is then one of its candidates)",
+                SearchOffWarning,
+                stacklevel=2,
+            )
         if not isinstance(self.verbose, numbers.Integral) or self.verbose < 0:
             raise ValueError(f"verbose={self.verbose!r}: expected an int >= 0")
         runtime = _Runtime()

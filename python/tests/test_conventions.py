@@ -254,3 +254,18 @@ def test_pickled_estimators_keep_working_and_drop_their_pool(problem):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         clone(clf).fit(X, Y)
+
+
+def test_a_parameter_that_turns_the_search_off_says_so_at_fit(problem):
+    """A grid over `hidden` compares configurations without the default's search: `fit` warns
+    once where the search would have run, and not when the search is decided explicitly."""
+    import warnings
+
+    import cardinal
+
+    X, Y, _, _ = problem
+    with pytest.warns(cardinal.SearchOffWarning, match="hidden set: the default's search"):
+        CardinalClassifier(hidden=8, epochs=1, random_state=0).fit(X[:60], Y[:60])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cardinal.SearchOffWarning)
+        CardinalClassifier(hidden=8, epochs=1, random_state=0, search=False).fit(X[:60], Y[:60])

@@ -36,6 +36,9 @@ pub struct RunView {
     /// What the model is, in a few lines: its system, preset, what that system does and why
     /// it was trained (the search's choice); empty where no model could be read.
     pub identity: Vec<String>,
+    /// The model's whole configuration (its `config.json`, as the model was loaded), pretty
+    /// JSON; `None` where no model could be read.
+    pub config: Option<String>,
     /// `metrics.jsonl`: one record per epoch, in order.
     pub history: Vec<EpochRecord>,
     /// Every metric on the test split (recomputed from the model, else read from `eval.json`).
@@ -65,6 +68,8 @@ pub struct CountMatrix {
 /// One label: how often it occurs in train and how well it is predicted on test.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelPoint {
+    /// The label's name (its index, where the data names none).
+    pub name: String,
     /// Training rows carrying the label.
     pub train_count: usize,
     /// Test rows carrying the label.
@@ -187,6 +192,7 @@ pub fn gather(
         dataset,
         system,
         identity: Vec::new(),
+        config: None,
         history,
         metrics: None,
         counts: None,
@@ -219,6 +225,7 @@ pub fn gather(
     view.system = model.config.system.clone();
     view.dataset = meta.dataset.clone();
     let kind = engine.output_kind(&model)?;
+    view.config = serde_json::to_string_pretty(&model.config).ok();
     view.identity = vec![
         format!(
             "system {} (preset {}): {}",
@@ -249,7 +256,7 @@ pub fn gather(
     let thr = model.config.threshold;
     let pred = binarize(&out.y, l, &Binarize::Threshold(thr as f32), None)?;
     view.counts = Some(count_matrix(&out.z, &tt.test.labels));
-    view.labels = label_points(&pred, &tt.test.labels, &tt.train.labels)?;
+    view.labels = label_points(&pred, &tt.test.labels, &tt.train.labels, &meta.label_names)?;
     // A decided set's graded scores are its marginal probabilities; a threshold does not
     // apply to it, so it has no threshold curve.
     view.reliability = reliability(kind.graded(&out), &tt.test.labels);
@@ -315,7 +322,12 @@ pub fn count_matrix(z: &[f32], gold: &LabelSets) -> CountMatrix {
 
 /// Per-label F1 (%) of `pred` on test, for the labels that occur in test, with their train
 /// frequency.
-fn label_points(pred: &LabelSets, gold: &LabelSets, train: &LabelSets) -> Result<Vec<LabelPoint>> {
+fn label_points(
+    pred: &LabelSets,
+    gold: &LabelSets,
+    train: &LabelSets,
+    names: &[String],
+) -> Result<Vec<LabelPoint>> {
     let confusion = Confusion::new(pred, gold)?;
     let mut train_count = vec![0usize; train.n_labels];
     for r in 0..train.n_rows {
@@ -329,6 +341,7 @@ fn label_points(pred: &LabelSets, gold: &LabelSets, train: &LabelSets) -> Result
         .enumerate()
         .filter(|(_, c)| c.tp + c.fneg > 0)
         .map(|(l, c)| LabelPoint {
+            name: names.get(l).cloned().unwrap_or_else(|| l.to_string()),
             train_count: train_count.get(l).copied().unwrap_or(0),
             test_count: (c.tp + c.fneg) as usize,
             f1: 100.0 * c.f1(),
@@ -437,11 +450,13 @@ mod tests {
         let gold = sets(3, &[&[0], &[0, 1]]);
         let pred = sets(3, &[&[0], &[2]]);
         let train = sets(3, &[&[0], &[0], &[1]]);
-        let pts = label_points(&pred, &gold, &train).unwrap();
+        let pts = label_points(&pred, &gold, &train, &["a".into()]).unwrap();
         assert_eq!(pts.len(), 2);
         // label 0: tp 1, fn 1 → F1 2/3; label 1: tp 0 → 0.
         assert!((pts[0].f1 - 200.0 / 3.0).abs() < 1e-9);
         assert_eq!((pts[0].train_count, pts[0].test_count), (2, 2));
         assert_eq!((pts[1].f1, pts[1].train_count), (0.0, 1));
+        // Named where the data names the label, else by its index.
+        assert_eq!((pts[0].name.as_str(), pts[1].name.as_str()), ("a", "1"));
     }
 }

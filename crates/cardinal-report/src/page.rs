@@ -147,6 +147,29 @@ fn figure(out: &mut String, svg: &str, caption: &str) {
     );
 }
 
+/// Every label occurring in test, by name, worst F1 first: the figure's points, readable.
+fn label_table(labels: &[crate::gather::LabelPoint]) -> String {
+    let mut sorted: Vec<&crate::gather::LabelPoint> = labels.iter().collect();
+    sorted.sort_by(|a, b| a.f1.total_cmp(&b.f1).then(b.test_count.cmp(&a.test_count)));
+    let mut t = format!(
+        "<details><summary>per-label F1 on test ({} labels, worst first)</summary><table>\
+         <tr><th>label</th><th>F1 (%)</th><th>test rows</th><th>training rows</th></tr>",
+        sorted.len()
+    );
+    for p in sorted {
+        let _ = write!(
+            t,
+            "<tr><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            escape(&p.name),
+            p.f1,
+            p.test_count,
+            p.train_count
+        );
+    }
+    t.push_str("</table></details>");
+    t
+}
+
 /// The sections of one run: what it is, its table and every figure it has data for.
 fn run_section(out: &mut String, r: &RunView) -> Result<()> {
     let _ = write!(
@@ -162,6 +185,13 @@ fn run_section(out: &mut String, r: &RunView) -> Result<()> {
     }
     for note in &r.notes {
         let _ = write!(out, "<p class=\"note\">{}</p>", escape(note));
+    }
+    if let Some(config) = &r.config {
+        let _ = write!(
+            out,
+            "<details><summary>configuration (config.json)</summary><pre>{}</pre></details>",
+            escape(config)
+        );
     }
     out.push_str(&metrics_table(&[r]));
     if !r.history.is_empty() {
@@ -191,6 +221,9 @@ fn run_section(out: &mut String, r: &RunView) -> Result<()> {
             "Each label occurring in test: its F1 on test at the model's threshold against how \
              many training rows carry it. Rare labels on the left are where F1 is lost.",
         );
+    }
+    if !r.labels.is_empty() {
+        out.push_str(&label_table(&r.labels));
     }
     if !r.reliability.is_empty() {
         figure(

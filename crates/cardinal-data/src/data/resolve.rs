@@ -214,7 +214,11 @@ pub fn resolve_dataset_noted(
             if cand.is_dir() {
                 return Ok((load_dir_noted(&cand, &mut notes)?, notes));
             }
-            looked.push(format!("no folder {}", cand.display()));
+            // A file of the data folder, named as a path would name it.
+            if cand.is_file() {
+                return Ok((load_file_noted(&cand, &mut notes)?, notes));
+            }
+            looked.push(format!("no folder or file {}", cand.display()));
         }
         if let Some(tt) = load_vendored(spec)? {
             return Ok((Resolved::Split(tt), notes));
