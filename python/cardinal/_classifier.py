@@ -382,9 +382,20 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"system={self.system!r}: expected a system's name or None")
         overrides = self._overrides()
         text = json.dumps(overrides) if overrides else None
-        base = self._check(self.preset, None, None)
-        user = self._check(self.preset, config, text, self.system)
-        named_search = config is not None and "search" in json.loads(config)
+        parsed = json.loads(config) if config is not None else None
+        # As the CLI's --config without --preset: a configuration that names its preset (as
+        # every saved config.json does) is read over that preset, not over `predict`.
+        named = parsed.get("preset") if isinstance(parsed, dict) else None
+        preset: Optional[str] = self.preset
+        if isinstance(named, str) and self.preset == "predict":
+            preset = None
+        base = (
+            self._check(None, json.dumps({"preset": named}), None)
+            if preset is None
+            else self._check(preset, None, None)
+        )
+        user = self._check(preset, config, text, self.system)
+        named_search = isinstance(parsed, dict) and "search" in parsed
         self._search_turned_off_by: List[str] = []
         self._search_max_rows = int(base.get("search", {}).get("max_rows", 0))
         if self.search is None and not named_search:
@@ -406,7 +417,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             rows = base.get("search", {}).get("max_rows", 0) or 2000
             overrides["search"] = {"max_rows": rows if self.search else 0}
         return {
-            "preset": self.preset,
+            "preset": preset,
             "config": config,
             "overrides": json.dumps(overrides) if overrides else None,
             "seed": seed,

@@ -269,3 +269,13 @@ def test_a_parameter_that_turns_the_search_off_says_so_at_fit(problem):
     with warnings.catch_warnings():
         warnings.simplefilter("error", cardinal.SearchOffWarning)
         CardinalClassifier(hidden=8, epochs=1, random_state=0, search=False).fit(X[:60], Y[:60])
+
+
+def test_config_names_its_preset_as_the_cli_reads_it():
+    """`config={"preset": "paper"}` trains `paper` (no search), as `--config` with that file
+    does on the command line; an explicit `preset` other than the default still wins."""
+    paper = asks(config={"preset": "paper"})
+    assert paper["preset"] == "paper"
+    assert paper.get("search", {}).get("max_rows", 0) == 0
+    assert asks(config={"preset": "predict"})["search"]["max_rows"] == 2000
+    assert asks(preset="paper", config={"preset": "paper"})["preset"] == "paper"
