@@ -214,7 +214,9 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     its supervised count term and its unary cross-entropy are multiplied by its weight, and a
     batch's mean loss divides by the batch's total weight, so that in the loss an integer
     weight counts as that many copies of the row (to rounding; the batches differ) and a
-    weight of 0 leaves the row's labels out of every gradient. ``None`` and all-ones weights train the same model, to the byte.
+    weight of 0 leaves the row's labels out of every gradient. ``None`` and all-ones weights
+    train the same model, to the byte. Other weights leave the forest candidates out of the
+    default's search (a forest counts every row once), said by a warning at ``fit``.
     What the weights do not change: the dev split and the folds of the default's search (rows,
     not weight, are split), the feature standardisation, the range of counts and the mean
     count (from every row), and the scores the dev part and the search's held-out folds are
@@ -489,7 +491,21 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
             y_names = label_names
         fitted_rows(features, labels)
         weights = as_sample_weight(sample_weight, row_count(features))
+        if weights is not None and bool(np.all(weights == 1.0)):
+            # Every row counted once, as without weights: the same model, forests included.
+            weights = None
         args = self._config_args(self._seed())
+        searches = self._search_max_rows > 0 and row_count(features) <= self._search_max_rows
+        if weights is not None and searches and not self._search_turned_off_by and (
+            self.search is not False and self.system is None
+        ):
+            warnings.warn(
+                "sample_weight: the default's search leaves out its forest candidates (forest, "
+                "forest-blend), which count every training row once; it chooses among Predict "
+                "and Constrain's candidates only (system='pnc' says so and silences this)",
+                UserWarning,
+                stacklevel=2,
+            )
         max_rows = self._search_max_rows
         if self._search_turned_off_by and row_count(features) <= max_rows:
             warnings.warn(

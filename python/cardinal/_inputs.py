@@ -26,9 +26,10 @@ _MULTILABEL_HINT = (
 )
 
 
-def column_names(a: Any) -> Optional[List[str]]:
+def column_names(a: Any, features: bool = True) -> Optional[List[str]]:
     """The column names of a DataFrame whose columns are all named by strings (as
-    scikit-learn takes feature names), else ``None``."""
+    scikit-learn takes feature names), else ``None``; feature names of mixed kinds (some
+    strings, some not) raise ``TypeError`` as scikit-learn's do."""
     if scipy.sparse.issparse(a):
         return None
     cols = getattr(a, "columns", None)
@@ -37,6 +38,16 @@ def column_names(a: Any) -> Optional[List[str]]:
     names = list(cols)
     if names and all(isinstance(c, str) for c in names):
         return names
+    kinds = sorted({type(c).__name__ for c in names})
+    if features and any(isinstance(c, str) for c in names):
+        # As scikit-learn does: names of mixed kinds would be matched by some and not others.
+        raise TypeError(
+            "Feature names are only supported if all input features have string names, but "
+            f"your input has {kinds} as feature name / column name types. If you want feature "
+            "names to be stored and validated, you must convert them all to strings, by using "
+            "X.columns = X.columns.astype(str) for example. Otherwise you can remove feature / "
+            "column names from your input data, or convert them all to a non-string data type."
+        )
     return None
 
 
@@ -162,7 +173,7 @@ def as_labels(Y: ArrayLike) -> Tuple[Native, Optional[List[str]]]:
             "CardinalClassifier requires y to be passed, but the target y is None: "
             "fit(X, y) takes a 0/1 label indicator matrix y"
         )
-    names = column_names(Y)
+    names = column_names(Y, features=False)
     if scipy.sparse.issparse(Y):
         _check_kind(Y.dtype, "Y")
         return as_native(Y, np.float64, "Y"), names

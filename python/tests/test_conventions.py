@@ -279,3 +279,12 @@ def test_config_names_its_preset_as_the_cli_reads_it():
     assert paper.get("search", {}).get("max_rows", 0) == 0
     assert asks(config={"preset": "predict"})["search"]["max_rows"] == 2000
     assert asks(preset="paper", config={"preset": "paper"})["preset"] == "paper"
+
+
+def test_mixed_column_names_raise_as_scikit_learn_does(problem):
+    pd = pytest.importorskip("pandas")
+    X, Y, _, _ = problem
+    frame = pd.DataFrame(X[:40])
+    frame.columns = ["a"] + list(range(1, X.shape[1]))
+    with pytest.raises(TypeError, match="Feature names are only supported if all input"):
+        CardinalClassifier(search=False, epochs=1, hidden=8).fit(frame, Y[:40])

@@ -89,3 +89,16 @@ def test_grid_search_passes_each_fold_its_weights(problem):
     direct = proba(X, Y, Xt, w, hidden=16)
     np.testing.assert_array_equal(search.best_estimator_.predict_proba(Xt), direct)
     assert np.abs(proba(X, Y, Xt, hidden=16) - direct).max() > 1e-4
+
+
+def test_the_default_with_weights_of_one_is_the_default(problem):
+    """With the default's search (forest candidates included), all-ones weights train the
+    model no weights train; other weights say that the forests are left out."""
+    X, Y, Xt, _ = problem
+    fit = lambda w=None: CardinalClassifier(random_state=0).fit(X[:150], Y[:150], sample_weight=w)  # noqa: E731
+    plain = fit()
+    ones = fit(np.ones(150))
+    assert ones.system_ == plain.system_
+    np.testing.assert_array_equal(ones.predict_proba(Xt), plain.predict_proba(Xt))
+    with pytest.warns(UserWarning, match="leaves out its forest candidates"):
+        fit(np.where(np.arange(150) % 2 == 0, 1.0, 2.0))
