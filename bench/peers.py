@@ -245,7 +245,7 @@ def make_method(name):
         if name == "gfm":
             return GFMWithCV()
         if name == "cardinal":
-            from cardinal import CardinalClassifier
+            from cardinal_pnc import CardinalClassifier
 
             return CardinalClassifier(random_state=SEED, n_jobs=1)
         if name in ("mlknn", "rakeld-lr", "br-svc"):
@@ -299,7 +299,7 @@ def prepare(X_train, X_test, how):
 def load(dataset, data_dir):
     import warnings
 
-    import cardinal
+    import cardinal_pnc as cardinal
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the readers' notes (identifier attributes dropped)
@@ -386,7 +386,7 @@ def run_child(method, dataset, data_dir, timeout):
 
 def versions():
     out = {"python": platform.python_version(), "platform": platform.platform()}
-    for dist in ("cardinal", "mlrl-boomer", "example-wise-f1-maximizer", "scikit-learn",
+    for dist in ("cardinal-pnc", "mlrl-boomer", "example-wise-f1-maximizer", "scikit-learn",
                  "scikit-multilearn-ng", "numpy", "scipy"):
         try:
             out[dist] = metadata.version(dist)

@@ -24,7 +24,7 @@ if [ ! -x "$venv/bin/python" ]; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   "$venv/bin/python" -m pip install --quiet --no-deps -r bench/requirements-peers.txt
 fi
-if [ "${PEERS_REINSTALL:-0}" = 1 ] || ! "$venv/bin/python" -c "import cardinal" 2>/dev/null; then
+if [ "${PEERS_REINSTALL:-0}" = 1 ] || ! "$venv/bin/python" -c "import cardinal_pnc" 2>/dev/null; then
   # The package's own dependencies are already there (numpy, scipy, scikit-learn).
   "$venv/bin/python" -m pip install --quiet --no-deps .
 fi

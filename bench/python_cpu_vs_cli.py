@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 
-from cardinal import CardinalClassifier, load_dataset
+from cardinal_pnc import CardinalClassifier, load_dataset
 
 
 def cpu():

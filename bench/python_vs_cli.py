@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from cardinal import CardinalClassifier, load_dataset
+from cardinal_pnc import CardinalClassifier, load_dataset
 
 
 def example_f1(text):

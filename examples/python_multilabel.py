@@ -21,7 +21,7 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import train_test_split
 from sklearn.multiclass import OneVsRestClassifier
 
-from cardinal import CardinalClassifier
+from cardinal_pnc import CardinalClassifier
 
 X, Y = make_multilabel_classification(
     n_samples=3000, n_features=100, n_classes=20, n_labels=4, random_state=0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Python package's abi3 wheel (CPython 3.9 and newer, this platform) into
-# target/wheels/, for `pip install target/wheels/cardinal-*.whl` on machines without Rust.
+# target/wheels/, for `pip install target/wheels/cardinal_pnc-*.whl` on machines without Rust.
 #
 # Needs Rust 1.89+ (cargo on PATH) and Python 3.9+ with venv; maturin is installed into a
 # virtual environment of its own ($CARDINAL_WHEEL_VENV, default .venv-wheel). Takes a few
@@ -19,4 +19,4 @@ fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip "maturin>=1.5,<2"
 echo "== building the abi3 wheel (release mode: a few minutes)"
 "$venv/bin/maturin" build --release --locked --out target/wheels "$@"
-ls -1 target/wheels/cardinal-*.whl
+ls -1 target/wheels/cardinal_pnc-*.whl

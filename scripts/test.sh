@@ -16,9 +16,9 @@ cargo test --workspace --locked
 
 echo "== Python: the abi3 wheel (scripts/build-wheel.sh)"
 # Only this build's wheel in target/wheels/, so that the one installed is the one just built.
-rm -f target/wheels/cardinal-*.whl
+rm -f target/wheels/cardinal_pnc-*.whl
 scripts/build-wheel.sh
-wheels=(target/wheels/cardinal-*.whl)
+wheels=(target/wheels/cardinal_pnc-*.whl)
 if [ "${#wheels[@]}" -ne 1 ] || [ ! -f "${wheels[0]}" ]; then
   echo "test.sh: expected one wheel in target/wheels/, found: ${wheels[*]}" >&2
   exit 1
@@ -32,15 +32,15 @@ python3 -m venv --clear "$venv"
 "$venv/bin/python" -m pip install --quiet "$wheel[test]"
 
 # The package the tests import must be the installed wheel's (site-packages), not
-# python/cardinal of this checkout.
-installed=$("$venv/bin/python" -c 'import cardinal, os; print(os.path.realpath(cardinal.__file__))')
+# python/cardinal_pnc of this checkout.
+installed=$("$venv/bin/python" -c 'import cardinal_pnc, os; print(os.path.realpath(cardinal_pnc.__file__))')
 case "$installed" in
   "$PWD/python/"*)
     echo "test.sh: the tests would import the source tree ($installed), not the wheel" >&2
     exit 1
     ;;
 esac
-echo "   cardinal from $installed"
+echo "   cardinal_pnc from $installed"
 
 echo "== Python: pytest python/tests (against the installed wheel)"
 # The CLI the interoperability tests run: the one `cargo test` just built.

@@ -11,7 +11,7 @@ import scipy.sparse
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
 
-from cardinal import CardinalClassifier, _native, load_dataset
+from cardinal_pnc import CardinalClassifier, _native, load_dataset
 
 from conftest import SMALL
 

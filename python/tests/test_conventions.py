@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse
 from sklearn.base import clone
 
-from cardinal import CardinalClassifier, _native
+from cardinal_pnc import CardinalClassifier, _native
 
 from conftest import SMALL
 
@@ -261,7 +261,7 @@ def test_a_parameter_that_turns_the_search_off_says_so_at_fit(problem):
     once where the search would have run, and not when the search is decided explicitly."""
     import warnings
 
-    import cardinal
+    import cardinal_pnc as cardinal
 
     X, Y, _, _ = problem
     with pytest.warns(cardinal.SearchOffWarning, match="hidden set: the default's search"):

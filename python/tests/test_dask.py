@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
 
-from cardinal import CardinalClassifier
+from cardinal_pnc import CardinalClassifier
 
 from conftest import SMALL
 

@@ -13,7 +13,7 @@ import scipy.sparse
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from cardinal import CardinalClassifier, load_dataset
+from cardinal_pnc import CardinalClassifier, load_dataset
 
 TINY = Path(__file__).resolve().parents[2] / "crates/cardinal-data/tests/fixtures/data/tiny"
 

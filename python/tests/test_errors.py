@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from cardinal import CardinalClassifier, load_dataset, project
+from cardinal_pnc import CardinalClassifier, load_dataset, project
 
 from conftest import SMALL
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_multilabel_classification
 
-from cardinal import CardinalClassifier
+from cardinal_pnc import CardinalClassifier
 
 # Trains for a long time: no early stopping, many epochs.
 LONG = {"hidden": 256, "epochs": 5000, "config": {"train": {"patience": 0}}}

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from cardinal import CardinalClassifier
+from cardinal_pnc import CardinalClassifier
 
 from conftest import SMALL
 

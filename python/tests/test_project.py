@@ -4,7 +4,7 @@ projection's KKT conditions, and central finite differences."""
 import numpy as np
 import pytest
 
-from cardinal import project, project_vjp
+from cardinal_pnc import project, project_vjp
 
 
 def capped_simplex_by_bisection(v, z):

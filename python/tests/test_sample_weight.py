@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from sklearn.model_selection import GridSearchCV
 
-from cardinal import CardinalClassifier
+from cardinal_pnc import CardinalClassifier
 
 from conftest import SMALL
 

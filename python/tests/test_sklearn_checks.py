@@ -8,7 +8,7 @@ import inspect
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from cardinal import CardinalClassifier
+from cardinal_pnc import CardinalClassifier
 
 # The y of these checks, made binary by the check suite as {min, min + 1} of a column of
 # non-negative integers, holds 1 and 2: not a label indicator, refused as such.

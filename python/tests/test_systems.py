@@ -5,7 +5,7 @@ Predict-and-Constrain-only switch (``system="pnc"``)."""
 import numpy as np
 import pytest
 
-from cardinal import CardinalClassifier
+from cardinal_pnc import CardinalClassifier
 
 
 def test_a_forest_says_so_and_refuses_a_threshold(problem, tmp_path):

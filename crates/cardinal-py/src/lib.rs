@@ -1,4 +1,4 @@
-//! `cardinal._native`: the Python package's extension module, a thin layer over
+//! `cardinal_pnc._native`: the Python package's extension module, a thin layer over
 //! [`cardinal::engine::Engine`].
 //!
 //! Python passes numpy arrays (dense, or the three arrays of a CSR matrix); this crate turns
@@ -7,7 +7,7 @@
 //! back into numpy arrays. Every library error becomes a Python exception carrying the
 //! library's message (module `errors`); nothing here trains, predicts, reads data or projects by
 //! itself. The scikit-learn estimator (`cardinal.CardinalClassifier`) is plain Python over
-//! this module (`python/cardinal/`).
+//! this module (`python/cardinal_pnc/`).
 
 #![warn(missing_docs)]
 
@@ -41,7 +41,7 @@ pub(crate) fn environment() -> &'static Environment {
     ENVIRONMENT.get_or_init(Environment::read)
 }
 
-/// The extension module `cardinal._native`.
+/// The extension module `cardinal_pnc._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     environment();

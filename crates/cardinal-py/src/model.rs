@@ -39,7 +39,7 @@ fn engine(threads: usize) -> PyResult<Engine> {
 
 /// An estimator's thread pool: built once and used by its every fit and predict (a pool per
 /// call would start and stop its threads every time).
-#[pyclass(module = "cardinal._native", frozen)]
+#[pyclass(module = "cardinal_pnc._native", frozen)]
 pub struct NativePool {
     pool: rayon::ThreadPool,
     threads: usize,
@@ -198,7 +198,7 @@ fn search_record(record: &SearchRecord) -> String {
 
 /// A trained model (the library's `Model`), with the feature and label names of the data it
 /// came from.
-#[pyclass(module = "cardinal._native", frozen)]
+#[pyclass(module = "cardinal_pnc._native", frozen)]
 pub struct NativeModel {
     model: Model<f32>,
     feature_names: Vec<String>,

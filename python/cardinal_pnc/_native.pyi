@@ -1,4 +1,4 @@
-"""Type stubs of the extension module ``cardinal._native`` (crates/cardinal-py)."""
+"""Type stubs of the extension module ``cardinal_pnc._native`` (crates/cardinal-py)."""
 
 from typing import Any, Dict, List, Optional, Tuple, Union
 
