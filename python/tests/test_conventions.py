@@ -264,7 +264,7 @@ def test_a_parameter_that_turns_the_search_off_says_so_at_fit(problem):
     import cardinal_pnc as cardinal
 
     X, Y, _, _ = problem
-    with pytest.warns(cardinal.SearchOffWarning, match="hidden set: the default's search"):
+    with pytest.warns(cardinal.SearchOffWarning, match="hidden, epochs set: the default's search"):
         CardinalClassifier(hidden=8, epochs=1, random_state=0).fit(X[:60], Y[:60])
     with warnings.catch_warnings():
         warnings.simplefilter("error", cardinal.SearchOffWarning)

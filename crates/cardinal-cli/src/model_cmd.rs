@@ -29,8 +29,9 @@ pub(crate) struct DataSource {
     /// paper's Section 6 model, configured by a `{"multi_target": {...}}` --config file.
     #[arg(long, default_value = "bibtex", conflicts_with = "train")]
     pub dataset: String,
-    /// Training ARFF file (with --test and --labels).
-    #[arg(long, requires_all = ["test", "labels"], value_name = "FILE")]
+    /// Training ARFF file (with --test; with --labels unless the files name their labels: a
+    /// MEKA `-C n` header, or a MULAN XML beside each).
+    #[arg(long, requires = "test", value_name = "FILE")]
     pub train: Option<PathBuf>,
     /// Test ARFF file.
     #[arg(long, requires = "train", value_name = "FILE")]

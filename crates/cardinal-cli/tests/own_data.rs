@@ -597,3 +597,39 @@ fn a_runs_data_is_found_from_anywhere_and_where_it_moved() {
     assert!(std::fs::metadata(&page).unwrap().len() > 0);
     assert!(before.contains("EXAMPLE_F1"), "{before}");
 }
+
+/// Files with MEKA headers train as `--train/--test` without an XML, and the model predicts
+/// on LIBSVM rows of features only (unlabelled), its label count its own.
+#[test]
+fn meka_pairs_need_no_xml_and_unlabelled_libsvm_predicts() {
+    let (dir, cfg) = dir_with_config("meka-pair", QUICK);
+    let arff = |rows: std::ops::Range<u32>| {
+        let mut t = String::from(
+            "@relation 'songs: -C 2'\n@attribute a {0,1}\n@attribute b {0,1}\n@attribute x numeric\n@attribute y numeric\n@data\n",
+        );
+        for r in rows {
+            t.push_str(&format!("{},{},{},{}\n", r % 2, (r / 2) % 2, r % 5, r % 3));
+        }
+        t
+    };
+    let (train, test) = (dir.join("a.arff"), dir.join("b.arff"));
+    std::fs::write(&train, arff(0..40)).unwrap();
+    std::fs::write(&test, arff(40..50)).unwrap();
+    let out = dir.join("m");
+    ok(&[
+        "train",
+        "--train",
+        arg(&train),
+        "--test",
+        arg(&test),
+        "--config",
+        arg(&cfg),
+        "--out",
+        arg(&out),
+        "--quiet",
+    ]);
+    let svm = dir.join("new.svm");
+    std::fs::write(&svm, "1:3 2:1\n1:0.5\n").unwrap();
+    let rows = ok(&predict_args(arg(&out), arg(&svm), &[]));
+    assert_eq!(rows.lines().count(), 2, "{rows}");
+}

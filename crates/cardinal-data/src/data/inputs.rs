@@ -94,10 +94,13 @@ pub fn read_inputs(
         Resolved::Single(d) => d,
     };
     let features = align_features(&ds.features, &ds.feature_names, schema, spec)?;
+    // A file that names no labels and holds none (LIBSVM rows of features only) is
+    // unlabelled, whatever format the model trained on.
+    let unlabelled = ds.label_names.is_empty() && ds.labels.indices.is_empty();
     let inputs = Inputs {
         name: ds.name,
         features,
-        labels: Some(ds.labels),
+        labels: (!unlabelled).then_some(ds.labels),
         label_names: ds.label_names,
         notes,
     };

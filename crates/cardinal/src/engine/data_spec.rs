@@ -100,6 +100,11 @@ impl DataSpec {
             let test = read_mulan(te, xml)?;
             return Ok((TrainTest { train, test }, Vec::new()));
         }
+        if let (Some(tr), Some(te), None) = (&self.train, &self.test, &self.labels) {
+            // Files that say which attributes are labels themselves (a MEKA `-C n` header, or
+            // an XML beside each by its stem), read as `--dataset` reads one file.
+            return Ok((read_pair(tr, te)?, Vec::new()));
+        }
         let dir = self.data_dir();
         if let Some(columns) = &self.label_columns {
             return Ok((self.read_csv(columns, dir.as_deref())?, Vec::new()));
@@ -194,6 +199,32 @@ impl DataSpec {
         let data = read_csv_path(&path, &columns, CsvLabels::Required)?;
         Ok(crate::data::Resolved::Single(data).into_train_test(self.train_fraction, 0)?)
     }
+}
+
+/// The train file `train` and test file `test`, each read as `--dataset` reads one file, with
+/// the same features and labels.
+fn read_pair(train: &Path, test: &Path) -> Result<TrainTest> {
+    let single = |p: &Path| match crate::data::resolve::load_file(p)? {
+        crate::data::Resolved::Single(d) => Ok::<_, Error>(d),
+        crate::data::Resolved::Split(tt) => Ok(tt.train),
+    };
+    let (train_data, test_data) = (single(train)?, single(test)?);
+    if train_data.feature_names != test_data.feature_names
+        || train_data.label_names != test_data.label_names
+    {
+        return Err(Error::OutOfRange {
+            field: "test".into(),
+            value: test.display().to_string(),
+            allowed: format!(
+                "a test file with the features and labels of the training file {}",
+                train.display()
+            ),
+        });
+    }
+    Ok(TrainTest {
+        train: train_data,
+        test: test_data,
+    })
 }
 
 /// The multi-target ARFF files of a [`DataSpec`] whose data is multi-target (MEKA's `-C L`
