@@ -59,7 +59,7 @@ def test_errors_name_the_python_keyword():
     # The module reads CARDINAL_DATA once, when it is imported: a fresh interpreter without it.
     env = {k: v for k, v in os.environ.items() if k != "CARDINAL_DATA"}
     code = (
-        "from cardinal import load_dataset\n"
+        "from cardinal_pnc import load_dataset\n"
         "try:\n"
         "    load_dataset('emotions-not-here')\n"
         "except ValueError as e:\n"
