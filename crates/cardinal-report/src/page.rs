@@ -147,6 +147,22 @@ fn figure(out: &mut String, svg: &str, caption: &str) {
     );
 }
 
+/// `history` cut into its trainings: a new one starts where the epoch count starts again
+/// (an epoch of phase 1 numbered no higher than the one before it).
+fn trainings(history: &[cardinal::engine::EpochRecord]) -> Vec<&[cardinal::engine::EpochRecord]> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for i in 1..history.len() {
+        let (before, now) = (&history[i - 1], &history[i]);
+        if now.phase <= 1 && (now.epoch <= before.epoch || now.phase < before.phase) {
+            parts.push(&history[start..i]);
+            start = i;
+        }
+    }
+    parts.push(&history[start..]);
+    parts
+}
+
 /// Every label occurring in test, by name, worst F1 first: the figure's points, readable.
 fn label_table(labels: &[crate::gather::LabelPoint]) -> String {
     let mut sorted: Vec<&crate::gather::LabelPoint> = labels.iter().collect();
@@ -195,7 +211,16 @@ fn run_section(out: &mut String, r: &RunView) -> Result<()> {
     }
     out.push_str(&metrics_table(&[r]));
     if !r.history.is_empty() {
-        let svg = figures::training_curves(&[(r.name.as_str(), r.history.as_slice())])?;
+        // One line per training: a system that trains several (the tuned MLP's grid) logs
+        // them one after another, each from epoch 1.
+        let parts = trainings(&r.history);
+        let names: Vec<String> = match parts.len() {
+            1 => vec![r.name.clone()],
+            n => (1..=n).map(|k| format!("training {k} of {n}")).collect(),
+        };
+        let runs: Vec<(&str, &[cardinal::engine::EpochRecord])> =
+            names.iter().map(String::as_str).zip(parts).collect();
+        let svg = figures::training_curves(&runs)?;
         figure(
             out,
             &svg,
@@ -302,4 +327,38 @@ pub fn render(runs: &[RunView]) -> Result<String> {
     }
     out.push_str("</body></html>\n");
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cardinal::engine::EpochRecord;
+
+    fn rec(phase: u8, epoch: usize) -> EpochRecord {
+        EpochRecord {
+            phase,
+            epoch,
+            loss: 1.0,
+            dev_example_f1: None,
+            dev_mean_z: None,
+            seconds: 0.0,
+        }
+    }
+
+    /// A grid's trainings, each from epoch 1, are told apart; a second phase continuing the
+    /// numbering stays with its training.
+    #[test]
+    fn trainings_start_where_the_epochs_start_again() {
+        let h = [
+            rec(1, 1),
+            rec(1, 2),
+            rec(2, 3),
+            rec(1, 1),
+            rec(1, 2),
+            rec(1, 1),
+        ];
+        let parts = trainings(&h);
+        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [3, 2, 1]);
+        assert_eq!(trainings(&h[..3]).len(), 1);
+    }
 }
