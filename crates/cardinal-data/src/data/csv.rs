@@ -61,7 +61,7 @@ impl std::fmt::Display for LabelColumns {
     }
 }
 
-/// How [`read_csv`] treats the label columns it is told of.
+/// How [`read_csv_path`] treats the label columns it is told of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CsvLabels {
     /// Every label column must be present (training, evaluation).
@@ -214,6 +214,8 @@ fn read_csv(
             break;
         }
         let line = record.position().map_or(0, |p| p.line());
+        let bad =
+            |k: usize, field: &str, expected| bad_value(path, line, k, &header[k], field, expected);
         if record.len() != header.len() {
             return Err(problem(format!(
                 "line {line} has {} fields where the header names {}",
@@ -227,7 +229,7 @@ fn read_csv(
         for (f, &k) in feature_cols.iter().enumerate() {
             let field = &record[k];
             if is_missing(field) {
-                return Err(bad_value(path, line, k, &header[k], field, MISSING));
+                return Err(bad(k, field, MISSING));
             }
             match field.parse::<f32>() {
                 Ok(v) if v.is_finite() => {
@@ -236,16 +238,7 @@ fn read_csv(
                         val.push(v);
                     }
                 }
-                _ => {
-                    return Err(bad_value(
-                        path,
-                        line,
-                        k,
-                        &header[k],
-                        field,
-                        "a finite number",
-                    ))
-                }
+                _ => return Err(bad(k, field, "a finite number")),
             }
         }
         for &k in &label_cols {
@@ -254,19 +247,8 @@ fn read_csv(
             let on = match field.to_ascii_lowercase().as_str() {
                 "1" | "1.0" | "true" => true,
                 "0" | "0.0" | "false" => false,
-                _ if is_missing(field) => {
-                    return Err(bad_value(path, line, k, &header[k], field, MISSING))
-                }
-                _ => {
-                    return Err(bad_value(
-                        path,
-                        line,
-                        k,
-                        &header[k],
-                        field,
-                        "0 or 1 (a label)",
-                    ))
-                }
+                _ if is_missing(field) => return Err(bad(k, field, MISSING)),
+                _ => return Err(bad(k, field, "0 or 1 (a label)")),
             };
             if on {
                 row_labels.push(l);

@@ -141,7 +141,7 @@ fn record_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()
 
 /// What a run directory records of its data: where it came from (`run.json`) and what it was
 /// (`data.json`), read together, from the same version of the folder as its model when read
-/// with it ([`RunRecord::read`] inside a snapshot).
+/// with it (`Engine::load_run`).
 #[derive(Debug, Clone)]
 pub struct RunRecord {
     dir: PathBuf,

@@ -74,40 +74,31 @@ fn read_written(dir: &Path) -> Option<Written> {
 /// Whether the folder entry `name` is one cardinal writes into a run folder, by its name
 /// alone (for runs without [`WRITTEN_FILE`]).
 fn written_by_cardinal(name: &str) -> bool {
-    const FILES: [&str; 9] = [
-        CONFIG_FILE,
-        META_FILE,
-        WEIGHTS_FILE,
-        RUN_FILE,
-        DATA_FILE,
-        METRICS_FILE,
-        EVAL_FILE,
-        SAVE_JOURNAL,
-        "checkpoints",
-    ];
-    FILES.contains(&name) || transient(name)
+    name == "checkpoints" || (RUN_FILES.contains(&name) && name != WRITTEN_FILE) || transient(name)
 }
+
+/// The files cardinal writes into a run folder, by name.
+const RUN_FILES: [&str; 9] = [
+    CONFIG_FILE,
+    META_FILE,
+    WEIGHTS_FILE,
+    RUN_FILE,
+    DATA_FILE,
+    METRICS_FILE,
+    EVAL_FILE,
+    SAVE_JOURNAL,
+    WRITTEN_FILE,
+];
 
 /// Whether the run folder's entry `name` is one cardinal writes only for a while: the lock
 /// and its staged copies `.cardinal.lock.PID.N.new`, the record of what it wrote, and staged
 /// writes `.NAME.tmp-PID` of its files. Exactly the names cardinal gives: a user's
 /// `.env.tmp-keep` or `.cardinal.lock.backup` merely looks like them.
 fn transient(name: &str) -> bool {
-    const STAGED: [&str; 9] = [
-        CONFIG_FILE,
-        META_FILE,
-        WEIGHTS_FILE,
-        RUN_FILE,
-        DATA_FILE,
-        METRICS_FILE,
-        EVAL_FILE,
-        SAVE_JOURNAL,
-        WRITTEN_FILE,
-    ];
     let staged_file = name
         .strip_prefix('.')
         .and_then(|n| n.rsplit_once(".tmp-"))
-        .is_some_and(|(file, pid)| digits(pid) && STAGED.contains(&file));
+        .is_some_and(|(file, pid)| digits(pid) && RUN_FILES.contains(&file));
     let staged_lock = name
         .strip_prefix(LOCK_FILE)
         .and_then(|n| n.strip_prefix('.'))
