@@ -226,7 +226,9 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     Errors in the input (labels other than 0/1, NaN or infinite features, row counts that
     differ, a feature count at predict other than at fit) and in the parameters raise
     ``ValueError`` naming the argument or parameter. Ctrl-C interrupts ``fit`` after the
-    current epoch with ``KeyboardInterrupt``. The GIL is released while the engine runs.
+    current epoch with ``KeyboardInterrupt``; a forest (``system_`` ``forest`` or
+    ``forest-blend``, or a forest candidate of the search) is interrupted only once it has
+    grown. The GIL is released while the engine runs.
     """
 
     def __init__(
