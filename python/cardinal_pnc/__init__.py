@@ -20,10 +20,13 @@ from ._classifier import CardinalClassifier, SearchOffWarning
 from ._data import Dataset, load_dataset
 from ._native import __version__
 from ._project import project, project_vjp
+from ._types import EpochRecord, SearchResults
 
 __all__ = [
     "CardinalClassifier",
     "SearchOffWarning",
+    "SearchResults",
+    "EpochRecord",
     "Dataset",
     "load_dataset",
     "project",

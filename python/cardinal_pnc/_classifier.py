@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _native
+from ._types import Config, EpochRecord, SearchResults
 from ._inputs import (
     ArrayLike,
     as_features,
@@ -135,7 +136,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         ``"predict"`` (the default configuration) or ``"paper"`` (the authors' released code's
         configuration; its departures from the printed paper are listed in the project's
         docs/departures.md).
-    random_state : int, numpy.random.RandomState or None
+    random_state : int, numpy.random.RandomState, numpy.random.Generator or None
         Seed of the initialisation, the dev split, the batch order and dropout. An int is the
         seed itself (the CLI's ``--seed``); ``None`` draws a fresh seed from numpy's global
         random state at every ``fit``, a ``RandomState`` draws one from it. The seed used is
@@ -234,7 +235,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     def __init__(
         self,
         preset: str = "predict",
-        random_state: Union[int, np.random.RandomState, None] = None,
+        random_state: Union[int, np.random.RandomState, np.random.Generator, None] = None,
         n_jobs: Optional[int] = None,
         config: Union[Dict[str, Any], str, None] = None,
         verbose: int = 0,
@@ -553,11 +554,13 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         # The label columns, as scikit-learn's multi-label classifiers name them.
         self.classes_ = np.arange(self.n_labels_)
         self.label_names_ = list(self.model_.label_names)
-        self.config_ = json.loads(self.model_.config_json)
-        self.history_ = json.loads(self.model_.history_json)
-        self.system_ = self.model_.system
+        self.config_: Config = json.loads(self.model_.config_json)
+        self.history_: List[EpochRecord] = json.loads(self.model_.history_json)
+        self.system_: str = self.model_.system
         search = self.model_.search_json
-        self.search_results_ = None if search is None else json.loads(search)
+        self.search_results_: Optional[SearchResults] = (
+            None if search is None else json.loads(search)
+        )
 
     # -- inference -------------------------------------------------------------------------
 

@@ -70,6 +70,12 @@ def _api_page():
         if not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.isbuiltin(obj)):
             continue
         kind = "class" if inspect.isclass(obj) else "function"
+        if hasattr(obj, "__total__"):
+            # A TypedDict: its keys, not a constructor's signature (which varies by Python).
+            out += [f"## `{name}` (a dict's keys)", ""]
+            out += ["```text", ", ".join(obj.__annotations__), "```", ""]
+            out += ["```text", inspect.getdoc(obj) or "(no documentation)", "```", ""]
+            continue
         out += [f"## `{name}` ({kind})", ""]
         if not issubclass_warning(obj):
             try:
