@@ -84,7 +84,7 @@ def batch_sizes(n: int, b: int) -> list[int]:
 
 def params_of(s: dict) -> dict:
     """Parameter tensors (crates/cardinal/src/model/params.rs) and their sizes."""
-    d, h, l, e, hc, k = (s[x] for x in ("D", "H", "L", "E", "Hc", "K"))
+    d, h, l, e, hc, k = (s[x] for x in ("D", "H", "L", "E", "Hc", "K"))  # noqa: E741 (the paper's L)
     return {
         "unary.w1": d * h, "unary.b1": h, "unary.w2": h * l, "unary.b2": l,
         "energy.wp": l * e, "energy.we": e,

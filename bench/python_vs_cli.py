@@ -133,7 +133,7 @@ def main():
             f"| {i} | {c['f1']:.2f} | {p['f1']:.2f} | {same} | {c['wall']:.2f} | {p['wall']:.2f} | "
             f"{p['wall'] / c['wall']:.3f} | {c['epochs']:.2f} | {p['epochs']:.2f} | {p['epochs'] / c['epochs']:.3f} |"
         )
-    med = lambda xs: statistics.median(xs)
+    med = statistics.median
     print(
         f"| median | | | | {med([c['wall'] for c, _, _ in rows]):.2f} | {med([p['wall'] for _, p, _ in rows]):.2f} | "
         f"{med([p['wall'] / c['wall'] for c, p, _ in rows]):.3f} | {med([c['epochs'] for c, _, _ in rows]):.2f} | "

@@ -5,7 +5,6 @@ rule for tests whose prerequisite is missing: skipped on a developer's machine, 
 import os
 import shutil
 
-import numpy as np
 import pytest
 from sklearn.datasets import make_multilabel_classification
 

@@ -6,7 +6,6 @@ import signal
 import threading
 import time
 
-import numpy as np
 import pytest
 from sklearn.datasets import make_multilabel_classification
 

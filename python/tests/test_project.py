@@ -41,7 +41,10 @@ def test_vjp_matches_central_finite_differences(method):
     g = rng.normal(size=8)
     gv, gz = project_vjp(v, z, g, method=method)
     h = 1e-6
-    loss = lambda vv, zz: float(g @ project(vv, zz, method=method))
+
+    def loss(vv, zz):
+        return float(g @ project(vv, zz, method=method))
+
     fd_v = np.array([(loss(v + h * e, z) - loss(v - h * e, z)) / (2 * h) for e in np.eye(8)])
     fd_z = (loss(v, z + h) - loss(v, z - h)) / (2 * h)
     np.testing.assert_allclose(gv, fd_v, atol=1e-5)
