@@ -70,7 +70,9 @@ class _Runtime:
 
     def __init__(self) -> None:
         self._pool: Optional[_native.NativePool] = None
-        self.last: Optional[Tuple[Any, Tuple[np.ndarray, np.ndarray, np.ndarray]]] = None
+        self.last: Optional[Tuple[Any, Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = (
+            None
+        )
 
     def pool(self, threads: int) -> "_native.NativePool":
         if self._pool is None or self._pool.threads != threads:
@@ -94,7 +96,7 @@ def _finite_float(value: Any, name: str) -> float:
     return float(value)
 
 
-class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
+class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """A multi-label classifier built on Predict and Constrain: it predicts each input's label
     count ``z`` and then which labels, by unrolled projected gradient ascent constrained to
     ``sum(y) = z``. On small training sets the default may train a forest instead (see "The
@@ -232,6 +234,10 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
     grown. The GIL is released while the engine runs.
     """
 
+    # Set by fit (and load); annotated for type checkers, no class attributes.
+    model_: "_native.NativeModel"
+    _native_runtime_: _Runtime
+
     def __init__(
         self,
         preset: str = "predict",
@@ -289,7 +295,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         if isinstance(rs, bool):
             raise ValueError(f"random_state={rs!r}: expected an int, a RandomState or None")
         if isinstance(rs, numbers.Integral):
-            if not 0 <= rs < 2**64:
+            if not 0 <= int(rs) < 2**64:
                 raise ValueError(f"random_state={rs!r}: expected an int in [0, 2**64)")
             return int(rs)
         if isinstance(rs, np.random.RandomState):
@@ -349,11 +355,14 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         config: Optional[str],
         overrides: Optional[str],
         system: Optional[str] = None,
-    ):
+    ) -> Dict[str, Any]:
         """The library's configuration for these arguments (a dict); its refusal as a
         ``ValueError`` naming the parameter that caused it."""
         try:
-            return json.loads(_native.check_config(preset, config, overrides, None, system))
+            checked: Dict[str, Any] = json.loads(
+                _native.check_config(preset, config, overrides, None, system)
+            )
+            return checked
         except ValueError as e:
             msg = str(e)
             if system is not None and f"`{system}`" in msg:
@@ -594,11 +603,10 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         if runtime.last is not None and runtime.last[0] == key:
             out = runtime.last[1]
         else:
-            out = tuple(
-                self.model_.predict(
-                    features, runtime.pool(self._threads()), feature_names=names or None
-                )
+            y, z, ranking, graded = self.model_.predict(
+                features, runtime.pool(self._threads()), feature_names=names or None
             )
+            out = (y, z, ranking, graded)
             runtime.last = (key, out)
         return out
 
@@ -696,7 +704,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):
         """scikit-learn's repr of the parameters, and for a fitted estimator the system it
         really trained (the default's search may have chosen a forest, not Predict and
         Constrain)."""
-        text = super().__repr__(N_CHAR_MAX)
+        text: str = super().__repr__(N_CHAR_MAX)
         model = self.__dict__.get("model_")
         if model is None:
             return text

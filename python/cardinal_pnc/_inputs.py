@@ -295,8 +295,8 @@ def digest(a: Native) -> Tuple[Any, ...]:
     h = hashlib.blake2b(digest_size=16)
     if isinstance(a, tuple):
         for part in a[2:]:
-            h.update(memoryview(np.ascontiguousarray(part).reshape(-1).view(np.uint8)))
+            h.update(np.ascontiguousarray(part).reshape(-1).view(np.uint8).data)
             h.update(b"|")
         return (a[0], a[1], h.hexdigest())
-    h.update(memoryview(np.ascontiguousarray(a).reshape(-1).view(np.uint8)))
+    h.update(np.ascontiguousarray(a).reshape(-1).view(np.uint8).data)
     return (a.shape, h.hexdigest())

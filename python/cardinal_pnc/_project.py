@@ -1,12 +1,12 @@
 """The projection operators of ``cardinal-proj`` and their vector-Jacobian products."""
 
-from typing import Optional, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _native
 
-ArrayLike = Union[np.ndarray, list]
+ArrayLike = Union[np.ndarray, List[float], Sequence[float]]
 
 
 def _rows(v: ArrayLike, z: Union[float, ArrayLike]) -> Tuple[np.ndarray, np.ndarray, bool]:
