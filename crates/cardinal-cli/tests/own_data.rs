@@ -582,6 +582,11 @@ fn a_runs_data_is_found_from_anywhere_and_where_it_moved() {
     std::fs::rename(&data, &moved).unwrap();
     let o = cardinal(&["eval", "--model", arg(&named)]);
     assert!(!o.status.success());
+    assert!(
+        text(&o).contains("give the folder that holds it now (`--data-dir`)"),
+        "{}",
+        text(&o)
+    );
     let after = ok(&["eval", "--model", arg(&named), "--data-dir", arg(&moved)]);
     assert!(after.contains("EXAMPLE_F1"), "{after}");
     let page = dir.join("r.html");

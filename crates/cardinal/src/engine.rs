@@ -412,7 +412,9 @@ impl Engine {
         let data = spec.load().map_err(|_| Error::Checkpoint {
             path: record.dir().join(RUN_FILE),
             message: format!(
-                "the data it records (`{}`) cannot be read; pass the data explicitly",
+                "the data it records (`{}`) cannot be read (moved, or the run came from another \
+                 machine): give the folder that holds it now (`--data-dir`), or other rows to \
+                 score (`--data`, which refuses rows the model trained on)",
                 spec.train
                     .as_ref()
                     .map_or(spec.dataset.clone(), |p| p.display().to_string())
