@@ -228,10 +228,9 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
 
     Errors in the input (labels other than 0/1, NaN or infinite features, row counts that
     differ, a feature count at predict other than at fit) and in the parameters raise
-    ``ValueError`` naming the argument or parameter. Ctrl-C interrupts ``fit`` after the
-    current epoch with ``KeyboardInterrupt``; a forest (``system_`` ``forest`` or
-    ``forest-blend``, or a forest candidate of the search) is interrupted only once it has
-    grown. The GIL is released while the engine runs.
+    ``ValueError`` naming the argument or parameter. Ctrl-C interrupts ``fit`` with
+    ``KeyboardInterrupt``: after the current epoch of any training, the search's included,
+    and between two trees of a forest. The GIL is released while the engine runs.
     """
 
     # Set by fit (and load); annotated for type checkers, no class attributes.

@@ -45,10 +45,9 @@ def test_other_python_threads_run_during_fit(bigger):
     assert ticks > 0.2 * elapsed / 0.001 * 0.1, (ticks, elapsed)
 
 
-def test_ctrl_c_interrupts_a_fit(bigger):
-    X, Y = bigger
-    # Ctrl-C is sent every 0.5 s from 1 s on until the fit returns; a fit that ignores it would
-    # run its 5000 epochs and fail the time bound.
+def _interrupted(fit):
+    """Runs `fit` while Ctrl-C is sent every 0.5 s from 1 s on until it returns; asserts that it
+    raised KeyboardInterrupt, and returns how long it took."""
     stop = threading.Event()
 
     def press():
@@ -66,7 +65,7 @@ def test_ctrl_c_interrupts_a_fit(bigger):
     start = time.perf_counter()
     try:
         with pytest.raises(KeyboardInterrupt):
-            CardinalClassifier(**LONG, n_jobs=1).fit(X, Y)
+            fit()
     finally:
         stop.set()
         try:
@@ -75,6 +74,30 @@ def test_ctrl_c_interrupts_a_fit(bigger):
         except KeyboardInterrupt:
             pass
         signal.signal(signal.SIGINT, previous)
-    elapsed = time.perf_counter() - start
-    # Stopped after the epoch in progress (an epoch here takes well under a second).
+    return time.perf_counter() - start
+
+
+def test_ctrl_c_interrupts_a_fit(bigger):
+    X, Y = bigger
+    # A fit that ignored Ctrl-C would run its 5000 epochs and fail the time bound; it stops
+    # after the epoch in progress (an epoch here takes well under a second).
+    elapsed = _interrupted(lambda: CardinalClassifier(**LONG, n_jobs=1).fit(X, Y))
     assert elapsed < 10, elapsed
+
+
+def test_ctrl_c_interrupts_a_forest_and_the_search(bigger):
+    X, Y = bigger
+    # 10 000 trees (the most allowed) take about two minutes here; Ctrl-C stops the forest
+    # between two trees.
+    forest = {"model": {"forest": {"trees": 10000, "min_leaf": 1, "networks": 0.0}}}
+    elapsed = _interrupted(
+        lambda: CardinalClassifier(system="forest", search=False, n_jobs=1, config=forest).fit(X, Y)
+    )
+    assert elapsed < 10, elapsed
+    # The default's search on these 2000 rows (its forests, then networks) takes 15-25 s on a
+    # 2-core machine; Ctrl-C, first sent at 1 s, stops it inside a candidate's training.
+    X, Y = make_multilabel_classification(
+        n_samples=2000, n_features=600, n_classes=100, n_labels=6, random_state=1
+    )
+    elapsed = _interrupted(lambda: CardinalClassifier(n_jobs=1, random_state=0).fit(X, Y))
+    assert elapsed < 6, elapsed

@@ -2,6 +2,8 @@
 //! configurations than one small dev split, whose score moves from epoch to epoch by as much
 //! as the differences being chosen (docs/journal).
 
+use std::sync::atomic::AtomicBool;
+
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, DevFold};
@@ -118,6 +120,7 @@ pub(crate) fn cross_validate(
     k: usize,
     wait: WaitPolicy,
     memory_budget: MemoryBudget,
+    cancel: &AtomicBool,
     on_event: &mut dyn FnMut(usize, Event),
     on_fold: &mut dyn FnMut(&FoldResult),
 ) -> Result<CvReport> {
@@ -130,6 +133,7 @@ pub(crate) fn cross_validate(
         k,
         wait,
         memory_budget,
+        cancel,
         on_event,
         &mut |_, f| on_fold(f),
     )?;
@@ -149,6 +153,7 @@ pub(crate) fn cross_validate_decodings(
     run: usize,
     wait: WaitPolicy,
     memory_budget: MemoryBudget,
+    cancel: &AtomicBool,
     on_event: &mut dyn FnMut(usize, Event),
     on_fold: &mut dyn FnMut(usize, &FoldResult),
 ) -> Result<Vec<CvReport>> {
@@ -171,6 +176,7 @@ pub(crate) fn cross_validate_decodings(
             after_epoch: &mut |_| Ok(()),
             wait,
             memory_budget,
+            cancel,
         };
         let trained = system
             .fit(&rest, Start::Fresh(cfg.clone()), &mut hooks)?
@@ -306,6 +312,7 @@ mod tests {
             3,
             WaitPolicy::Active,
             MemoryBudget::default(),
+            &AtomicBool::new(false),
             &mut |_, _| {},
             &mut |_| {},
         )
@@ -369,6 +376,7 @@ mod tests {
                 k,
                 WaitPolicy::Passive,
                 MemoryBudget::default(),
+                &AtomicBool::new(false),
                 &mut |_, _| {},
                 &mut |_| {},
             )

@@ -34,7 +34,7 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use crate::checkpoint::{self, BinaryRun};
 use crate::config::Config;
@@ -172,18 +172,12 @@ impl Engine {
     ) -> Result<Trained> {
         let system = self.systems.for_config(&cfg)?;
         require_rows(train, &cfg.train)?;
-        let mut epochs = 0;
         let mut hooks = Hooks {
             on_event,
-            after_epoch: &mut |_| {
-                epochs += 1;
-                match cancel.load(Ordering::Relaxed) {
-                    true => Err(Error::Interrupted { epochs }),
-                    false => Ok(()),
-                }
-            },
+            after_epoch: &mut |_| Ok(()),
             wait: self.runtime.wait,
             memory_budget: self.runtime.memory_budget,
+            cancel,
         };
         system.fit(train, Start::Fresh(cfg), &mut hooks)
     }
@@ -321,6 +315,7 @@ impl Engine {
             k,
             rt.wait,
             rt.memory_budget,
+            &AtomicBool::new(false),
             on_event,
             on_fold,
         )
@@ -531,6 +526,7 @@ impl Engine {
             after_epoch: &mut |st: &TrainState| checkpointer.after_epoch(st),
             wait: self.runtime.wait,
             memory_budget: self.runtime.memory_budget,
+            cancel: &AtomicBool::new(false),
         };
         let trained = system.fit(&data.train, start, &mut hooks)?;
         if let Some(e) = io_error {

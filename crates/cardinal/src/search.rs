@@ -11,6 +11,8 @@
 //! seconds (measured in docs/RESULTS.md §4.1); three candidates (`predict`, the forest and
 //! their blend) share one training per fold, the blend's, which holds the other two.
 
+use std::sync::atomic::AtomicBool;
+
 use crate::config::{Config, ForestConfig, SearchScope, FOREST, FOREST_BLEND};
 use crate::cv::{cross_validate_decodings, CvReport, Decoding};
 use crate::data::Dataset;
@@ -206,6 +208,7 @@ pub(crate) fn choose(
     cfg: Config,
     wait: WaitPolicy,
     memory_budget: MemoryBudget,
+    cancel: &AtomicBool,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(Config, Option<SearchRecord>)> {
     if !cfg.search.applies(train.n_rows()) {
@@ -230,6 +233,7 @@ pub(crate) fn choose(
         (folds, folds_run),
         wait,
         memory_budget,
+        cancel,
         on_event,
     )?;
     for (mut candidate, report) in all.into_iter().zip(reports) {
@@ -326,6 +330,7 @@ fn candidate_reports(
     (folds, run): (usize, usize),
     wait: WaitPolicy,
     memory_budget: MemoryBudget,
+    cancel: &AtomicBool,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<Vec<CvReport>> {
     let mut reports: Vec<Option<CvReport>> = vec![None; all.len()];
@@ -364,6 +369,7 @@ fn candidate_reports(
             run,
             wait,
             memory_budget,
+            cancel,
             &mut |_, _| {},
             &mut |j, f| {
                 if j == 0 {
@@ -391,6 +397,7 @@ fn candidate_reports(
                     run,
                     wait,
                     memory_budget,
+                    cancel,
                     &mut |_, _| {},
                     &mut |_, f| progress(&names, f.index, &mut started),
                 )?;

@@ -157,6 +157,7 @@ impl System for Pnc {
                     cfg,
                     hooks.wait,
                     hooks.memory_budget,
+                    hooks.cancel,
                     hooks.on_event,
                 )?;
                 forest::fit_fresh(train, cfg, record, hooks)

@@ -254,6 +254,7 @@ mod tests {
             after_epoch: &mut |_| Ok(()),
             wait: cardinal::runtime::WaitPolicy::Active,
             memory_budget: cardinal::runtime::MemoryBudget::default(),
+            cancel: &std::sync::atomic::AtomicBool::new(false),
         };
         let trained = BrLogistic
             .fit(&data, Start::Fresh(cfg), &mut hooks)

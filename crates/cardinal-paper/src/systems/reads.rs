@@ -202,6 +202,7 @@ fn outcome(system: &str, cfg: &Config, data: &Dataset) -> String {
                 after_epoch: &mut |_| Ok(()),
                 wait: WaitPolicy::Active,
                 memory_budget: MemoryBudget::default(),
+                cancel: &std::sync::atomic::AtomicBool::new(false),
             };
             let trained = s.fit(data, Start::Fresh(cfg.clone()), &mut hooks).unwrap();
             let out = s.predict(&trained.model, &data.features, 64).unwrap();
@@ -376,6 +377,7 @@ fn the_searching_systems_save_configurations_they_accept() {
             after_epoch: &mut |_| Ok(()),
             wait: WaitPolicy::Active,
             memory_budget: MemoryBudget::default(),
+            cancel: &std::sync::atomic::AtomicBool::new(false),
         };
         let trained = s.fit(&data, Start::Fresh(cfg), &mut hooks).unwrap();
         assert_eq!(refused(&trained.model.config), None, "{name}");

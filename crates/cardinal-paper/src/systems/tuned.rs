@@ -108,13 +108,14 @@ impl System for TunedMlp {
                 }
             }
         }
-        let (wait, memory_budget) = (hooks.wait, hooks.memory_budget);
+        let (wait, memory_budget, cancel) = (hooks.wait, hooks.memory_budget, hooks.cancel);
         let mut trained = choose_on_dev(train, candidates, hooks, |c, on_event| {
             let mut inner = Hooks {
                 on_event,
                 after_epoch: &mut |_| Ok(()),
                 wait,
                 memory_budget,
+                cancel,
             };
             Pnc.fit(train, Start::Fresh(c.clone()), &mut inner)
         })?;
@@ -149,6 +150,7 @@ mod tests {
             after_epoch: &mut |_| Ok(()),
             wait: cardinal::runtime::WaitPolicy::Active,
             memory_budget: cardinal::runtime::MemoryBudget::default(),
+            cancel: &std::sync::atomic::AtomicBool::new(false),
         };
         let trained = TunedMlp.fit(&data, Start::Fresh(cfg), &mut hooks).unwrap();
         assert_eq!(starts, WIDTHS.len() * DROPOUTS.len() * LEARNING_RATES.len());

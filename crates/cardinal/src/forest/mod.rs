@@ -71,9 +71,21 @@ impl ForestOutputs {
 const MAX_INDEX: usize = 1 << 24;
 
 impl Forest {
+    /// [`Forest::fit`] never cancelled (the module's tests).
+    #[cfg(test)]
+    pub(crate) fn fit_for_tests(train: &Dataset, cfg: &ForestConfig, seed: u64) -> Result<Self> {
+        Self::fit(train, cfg, seed, &std::sync::atomic::AtomicBool::new(false))
+    }
+
     /// Grows `cfg.trees` trees on `train` from `seed` (tree `t` from its own stream, so the
-    /// forest is the same for any number of threads).
-    pub(crate) fn fit(train: &Dataset, cfg: &ForestConfig, seed: u64) -> Result<Self> {
+    /// forest is the same for any number of threads). Setting `cancel` stops it between trees
+    /// with [`Error::Interrupted`].
+    pub(crate) fn fit(
+        train: &Dataset,
+        cfg: &ForestConfig,
+        seed: u64,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<Self> {
         let n = train.n_rows();
         let labels = &train.labels;
         if n == 0 {
@@ -112,10 +124,16 @@ impl Forest {
             mtry: (train.n_features() as f64).sqrt().floor().max(1.0) as usize,
             min_leaf: cfg.min_leaf,
         };
-        let (trees, bag): (Vec<Tree>, Vec<Vec<u32>>) = (0..cfg.trees as u64)
+        let grown: Vec<(Tree, Vec<u32>)> = (0..cfg.trees as u64)
             .into_par_iter()
-            .map(|t| tree::grow(&cols, labels, growth, mix(seed, t)))
-            .unzip();
+            .map(
+                |t| match cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                    true => Err(Error::Interrupted { epochs: 0 }),
+                    false => Ok(tree::grow(&cols, labels, growth, mix(seed, t))),
+                },
+            )
+            .collect::<Result<_>>()?;
+        let (trees, bag): (Vec<Tree>, Vec<Vec<u32>>) = grown.into_iter().unzip();
         let x = &train.features;
         let leaf_of_row = trees
             .par_iter()

@@ -135,7 +135,7 @@ fn decisions_hold_the_constraint_and_do_not_depend_on_threads() {
             .build()
             .unwrap();
         pool.install(|| {
-            let f = Forest::fit(&train, &cfg, 11).unwrap();
+            let f = Forest::fit_for_tests(&train, &cfg, 11).unwrap();
             (f.clone(), f.decide(&test.features, None, None))
         })
     };
@@ -169,7 +169,7 @@ fn a_training_row_alone_in_its_leaves_gets_its_own_labels() {
         y.push_row(if r < 15 { &[0, 1] } else { &[2] });
     }
     let train = crate::data::arrays::dataset_from_arrays("steps", x.clone(), y).unwrap();
-    let f = Forest::fit(
+    let f = Forest::fit_for_tests(
         &train,
         &ForestConfig {
             trees: 50,
@@ -193,7 +193,7 @@ fn a_training_row_alone_in_its_leaves_gets_its_own_labels() {
 #[test]
 fn saved_tensors_read_back_whole_and_damage_is_refused() {
     let train = toy(&shape(40, 8));
-    let f = Forest::fit(
+    let f = Forest::fit_for_tests(
         &train,
         &ForestConfig {
             trees: 5,
@@ -324,7 +324,7 @@ fn a_blended_model_trains_its_networks_alone_and_reads_back_the_same() {
 fn too_many_features_are_named_as_features() {
     let mut data = toy(&shape(10, 1));
     data.features.n_cols = MAX_INDEX;
-    let e = Forest::fit(&data, &ForestConfig::default(), 0)
+    let e = Forest::fit_for_tests(&data, &ForestConfig::default(), 0)
         .unwrap_err()
         .to_string();
     assert!(

@@ -90,10 +90,22 @@ fn shared_trainings_score_each_candidate_as_if_trained_alone() {
         ]
     );
     let (wait, budget) = (WaitPolicy::Active, MemoryBudget::default());
-    let shared = candidate_reports(&Pnc, &data, &all, (3, 3), wait, budget, &mut |_| {}).unwrap();
+    let never = AtomicBool::new(false);
+    let shared =
+        candidate_reports(&Pnc, &data, &all, (3, 3), wait, budget, &never, &mut |_| {}).unwrap();
     for (c, report) in all.iter().zip(&shared) {
-        let alone =
-            cross_validate(&Pnc, &data, c, 3, wait, budget, &mut |_, _| {}, &mut |_| {}).unwrap();
+        let alone = cross_validate(
+            &Pnc,
+            &data,
+            c,
+            3,
+            wait,
+            budget,
+            &never,
+            &mut |_, _| {},
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(*report, alone, "{}", c.preset);
     }
 }
@@ -161,6 +173,7 @@ fn the_choice_is_a_candidate_and_deterministic() {
             off.clone(),
             WaitPolicy::Active,
             MemoryBudget::default(),
+            &AtomicBool::new(false),
             &mut |_| {}
         )
         .unwrap(),
@@ -175,6 +188,7 @@ fn the_choice_is_a_candidate_and_deterministic() {
             above.clone(),
             WaitPolicy::Active,
             MemoryBudget::default(),
+            &AtomicBool::new(false),
             &mut |_| {}
         )
         .unwrap(),
@@ -187,6 +201,7 @@ fn the_choice_is_a_candidate_and_deterministic() {
         cfg.clone(),
         WaitPolicy::Active,
         MemoryBudget::default(),
+        &AtomicBool::new(false),
         &mut |e| {
             if let Event::Searched {
                 scores,
@@ -239,6 +254,7 @@ fn the_choice_is_a_candidate_and_deterministic() {
             cfg.clone(),
             WaitPolicy::Active,
             MemoryBudget::default(),
+            &AtomicBool::new(false),
             &mut |_| {}
         )
         .unwrap()
@@ -255,6 +271,7 @@ fn the_choice_is_a_candidate_and_deterministic() {
         pnc_only,
         WaitPolicy::Active,
         MemoryBudget::default(),
+        &AtomicBool::new(false),
         &mut |_| {},
     )
     .unwrap();

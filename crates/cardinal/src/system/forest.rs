@@ -120,7 +120,7 @@ pub(super) fn fit_fresh(
     let mut state = TrainState::new_within(train, &cfg, hooks.memory_budget)?;
     state.model.search = record;
     if let Some(settings) = &cfg.model.forest {
-        let forest = crate::forest::Forest::fit(train, settings, cfg.seed)?;
+        let forest = crate::forest::Forest::fit(train, settings, cfg.seed, hooks.cancel)?;
         state.model.forest = Some(forest);
         if settings.networks == 0.0 {
             // Nothing to train by gradient: the forest alone decides.

@@ -35,6 +35,7 @@ pub(crate) fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> 
     let on_event = &mut *hooks.on_event;
     let after_epoch = &mut *hooks.after_epoch;
     let wait = hooks.wait;
+    let cancel = hooks.cancel;
     let cfg = state.model.config.clone();
     let tc = &cfg.train;
     let (train_idx, dev_idx) = tc.dev_split(train.n_rows());
@@ -79,6 +80,11 @@ pub(crate) fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> 
         }
         if ran_epoch {
             after_epoch(&state)?;
+            if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(crate::Error::Interrupted {
+                    epochs: state.epochs_run(),
+                });
+            }
         }
     }
     if let Some(avg) = state.average.take() {

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::init::init_model_within;
 use super::optim::Adagrad;
 use crate::config::Config;
+use std::sync::atomic::AtomicBool;
+
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::model::Params;
@@ -203,6 +205,10 @@ pub struct Hooks<'a> {
     pub wait: WaitPolicy,
     /// The memory budget a fresh model is checked against ([`crate::train::init_model_within`]).
     pub memory_budget: MemoryBudget,
+    /// Set (by a front end whose user interrupts, say Ctrl-C in Python) to stop training with
+    /// [`crate::Error::Interrupted`]: checked after every epoch, between the search's folds
+    /// and between a forest's trees.
+    pub cancel: &'a AtomicBool,
 }
 
 impl<'a> Hooks<'a> {
@@ -216,6 +222,7 @@ impl<'a> Hooks<'a> {
             after_epoch: Box::leak(Box::new(|_: &TrainState| Ok(()))),
             wait: WaitPolicy::Active,
             memory_budget: MemoryBudget::default(),
+            cancel: Box::leak(Box::new(AtomicBool::new(false))),
         }
     }
 }
