@@ -12,11 +12,13 @@ same model directories.
 * :class:`CardinalClassifier`: a scikit-learn estimator (fit, predict, predict_proba,
   predict_count, decision_function; pickling, ``clone``, ``GridSearchCV``).
 * :func:`load_dataset`: any dataset the command-line program reads, as arrays.
+* :func:`predict_dask`: prediction on a Dask array or DataFrame, partition by partition.
 * :func:`project` and :func:`project_vjp`: the projection operators and their
   vector-Jacobian products on numpy arrays.
 """
 
 from ._classifier import CardinalClassifier, SearchOffWarning
+from ._dask import predict_dask
 from ._data import Dataset, load_dataset
 from ._native import __version__
 from ._project import project, project_vjp
@@ -29,6 +31,7 @@ __all__ = [
     "EpochRecord",
     "Dataset",
     "load_dataset",
+    "predict_dask",
     "project",
     "project_vjp",
     "__version__",
