@@ -27,6 +27,7 @@ mod bench_cmd;
 mod cv_cmd;
 mod data_cmd;
 mod docs_cmd;
+mod eval_cmd;
 mod log;
 mod model_cmd;
 mod out_path;
@@ -85,7 +86,7 @@ enum Command {
     /// Evaluate a trained model.
     Eval {
         #[command(flatten)]
-        args: model_cmd::EvalArgs,
+        args: eval_cmd::EvalArgs,
         #[command(flatten)]
         threads: Threads,
     },
@@ -244,7 +245,7 @@ fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
     match command {
         Command::Data { args, .. } => data_cmd::run(engine, args),
         Command::Train { args, .. } => model_cmd::train(engine, args),
-        Command::Eval { args, .. } => model_cmd::eval(engine, args),
+        Command::Eval { args, .. } => eval_cmd::eval(engine, args),
         Command::Cv { args, .. } => cv_cmd::run(engine, args),
         Command::Info(a) => info_cmd::run(engine, a),
         Command::Predict { args, .. } => predict_cmd::predict(engine, args),

@@ -11,7 +11,8 @@ use cardinal::engine::write_output;
 use cardinal::engine::Engine;
 use cardinal::segment::{SegConfig, SegMetrics};
 
-use crate::model_cmd::{EvalArgs, TrainArgs};
+use crate::eval_cmd::EvalArgs;
+use crate::model_cmd::TrainArgs;
 use crate::predict_cmd::{Format, PredictArgs};
 
 /// Whether `cardinal train` with `args` trains the Section 6 model: the run to resume is a
