@@ -1,10 +1,8 @@
 """``CardinalClassifier``: the scikit-learn estimator over the library's engine."""
 
 import json
-import math
 import numbers
 import os
-import re
 import tempfile
 import warnings
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, TypeVar, Union
@@ -15,6 +13,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _native
 from ._types import Config, EpochRecord, SearchResults
+from ._params import config_args, finite_float, seed_of, threads_of
+from ._search import search_as_tasks
 from ._inputs import (
     ArrayLike,
     as_features,
@@ -26,22 +26,6 @@ from ._inputs import (
     label_error,
     rows as row_count,
 )
-
-# The keyword parameters that are training hyper-parameters, the configuration field each
-# sets, and the kind of value each takes.
-_FIELDS = {
-    "hidden": (("model", "hidden"), "int"),
-    "dropout": (("model", "dropout"), "float"),
-    "steps": (("inference", "steps"), "int"),
-    "epochs": (("train", "epochs"), "int"),
-    "lr": (("train", "lr"), "float"),
-    "batch_size": (("train", "batch_size"), "int"),
-    "weight_decay": (("train", "weight_decay"), "float"),
-}
-
-# The configuration fields that do not change what a configuration trains: they never turn
-# the default's search off.
-_NOT_HYPER_PARAMETERS = ("preset", "seed", "search")
 
 # Presets whose configurations derive from `paper` (candidates of the default's search, the
 # Table 1 rows): a saved configuration naming one is read over `paper`.
@@ -80,22 +64,6 @@ class _Runtime:
         return self._pool
 
 
-def _positive_int(value: Any, name: str, allow_zero: bool = False) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name}={value!r}: expected an int")
-    if value < (0 if allow_zero else 1):
-        raise ValueError(f"{name}={value!r}: expected an int >= {0 if allow_zero else 1}")
-    return int(value)
-
-
-def _finite_float(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name}={value!r}: expected a number")
-    if not math.isfinite(float(value)):
-        raise ValueError(f"{name}={value!r}: expected a finite number")
-    return float(value)
-
-
 class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # type: ignore[misc]
     """A multi-label classifier built on Predict and Constrain: it predicts each input's label
     count ``z`` and then which labels, by unrolled projected gradient ascent constrained to
@@ -132,6 +100,12 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
     (``threshold``, ``labels_by``), ``n_jobs``, ``random_state`` and ``verbose`` never change
     what is trained, and a parameter set to its default value changes nothing.
 
+    The search's trainings (candidate × fold) run as joblib tasks: one after the other in
+    this process by default, and spread over a cluster's workers inside
+    ``joblib.parallel_backend("dask")`` (or any joblib backend), each on ``n_jobs`` threads
+    (fewer where a worker has fewer cores). The model is the same, to the byte, wherever
+    they ran.
+
     Parameters
     ----------
     preset : str
@@ -151,7 +125,8 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
         A configuration (a dict, or JSON text) read over the preset, as ``--config``; only the
         fields given change, e.g. ``{"inference": {"steps": 10}}``.
     verbose : int
-        0: silent; 1: a line per epoch (loss, dev F1) on ``sys.stderr``; 2: also every batch.
+        0: silent; 1: a line per epoch (loss, dev F1) and per fold of the default's search
+        on ``sys.stderr`` (a task's line where the task runs); 2: also every batch.
     hidden, dropout, steps, epochs, lr, batch_size, weight_decay : optional
         Shortcuts for ``model.hidden``, ``model.dropout``, ``inference.steps``,
         ``train.epochs``, ``train.lr``, ``train.batch_size`` and ``train.weight_decay``,
@@ -167,6 +142,14 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
     search : bool or None
         The default's search (see above): ``None`` decides as described, ``True`` searches
         (on at most 2000 rows), ``False`` trains the configuration as it is.
+    search_scoring : str or None
+        What the default's search ranks its candidates (and their thresholds) by, as the
+        configuration's ``search.scoring``: ``None`` or ``"example_f1"``, the mean
+        example-F1 with an empty prediction for an empty label set scored 1 (the right
+        answer); ``"f1_samples"``, scikit-learn's ``scoring="f1_samples"``, which scores it
+        0. Use ``"f1_samples"`` inside a ``GridSearchCV(scoring="f1_samples")`` so that both
+        searches optimise the same score. Never turns the search off; the two agree on data
+        without empty label sets.
     system : str or None
         The system to train, as the CLI's ``--system``: ``None`` (the configuration's:
         Predict and Constrain, with the default's search choosing among every system on small
@@ -201,8 +184,9 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
     search_results_ : dict or None
         What the default's search found: ``candidates`` (their names), ``systems`` (the system
         each is), ``mean_example_f1``
-        (each one's mean cross-validated example-F1, in percent, an empty prediction for an
-        empty label set scored 1, at its best threshold), ``thresholds`` (that decision
+        (each one's mean cross-validated example-F1, in percent, at its best threshold, an
+        empty prediction for an empty label set scored as ``scoring`` says: ``"example_f1"``,
+        1, or ``"f1_samples"``, 0), ``thresholds`` (that decision
         threshold per candidate, chosen by the same cross-validation), ``folds``, and
         ``rows``, ``scope`` (``"all"``, or ``"pnc"`` with ``system="pnc"``), ``chosen`` (the
         candidate trained, with its threshold) and ``chosen_system``. Saved with the model,
@@ -257,6 +241,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
         seed: Optional[int] = None,
         threads: Optional[int] = None,
         system: Optional[str] = None,
+        search_scoring: Optional[str] = None,
     ):
         self.preset = preset
         self.random_state = random_state
@@ -276,166 +261,21 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
         self.seed = seed
         self.threads = threads
         self.system = system
+        self.search_scoring = search_scoring
 
     # -- parameters ------------------------------------------------------------------------
 
     def _seed(self) -> Optional[int]:
         """The seed of a fit: ``random_state`` (or the deprecated ``seed``)."""
-        rs = self.random_state
-        if self.seed is not None:
-            warnings.warn(
-                "`seed` is deprecated; use `random_state`", FutureWarning, stacklevel=3
-            )
-            if rs is not None:
-                raise ValueError("random_state and seed (its deprecated name) are both set")
-            rs = self.seed
-        if rs is None:
-            rs = np.random.mtrand._rand
-        if isinstance(rs, bool):
-            raise ValueError(f"random_state={rs!r}: expected an int, a RandomState or None")
-        if isinstance(rs, numbers.Integral):
-            if not 0 <= int(rs) < 2**64:
-                raise ValueError(f"random_state={rs!r}: expected an int in [0, 2**64)")
-            return int(rs)
-        if isinstance(rs, np.random.RandomState):
-            return int(rs.randint(np.iinfo(np.int32).max))
-        if isinstance(rs, np.random.Generator):
-            return int(rs.integers(np.iinfo(np.int32).max))
-        raise ValueError(f"random_state={rs!r}: expected an int, a RandomState or None")
+        return seed_of(self)
 
     def _threads(self) -> int:
         """The threads of ``n_jobs`` (or the deprecated ``threads``), as joblib counts."""
-        n = self.n_jobs
-        name = "n_jobs"
-        if self.threads is not None:
-            warnings.warn(
-                "`threads` is deprecated; use `n_jobs`", FutureWarning, stacklevel=3
-            )
-            if n is not None:
-                raise ValueError("n_jobs and threads (its deprecated name) are both set")
-            n, name = self.threads, "threads"
-        if n is None:
-            return 1
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-            raise ValueError(f"{name}={n!r}: expected an int or None")
-        if n == 0:
-            raise ValueError(f"{name}=0: expected an int other than 0 (None is 1 thread)")
-        if n > 0:
-            return int(n)
-        cores = os.cpu_count() or 1
-        threads = cores + 1 + int(n)
-        if threads < 1:
-            raise ValueError(
-                f"{name}={n}: this machine has {cores} cores, so n_jobs must be >= {-cores}"
-            )
-        return threads
-
-    def _overrides(self) -> Dict[str, Any]:
-        """The shortcut parameters that are set, as a nested configuration."""
-        overrides: Dict[str, Any] = {}
-        for param, (path, kind) in _FIELDS.items():
-            value = getattr(self, param)
-            if value is None:
-                continue
-            value = (
-                _positive_int(value, param, allow_zero=param == "steps")
-                if kind == "int"
-                else _finite_float(value, param)
-            )
-            node = overrides
-            for key in path[:-1]:
-                node = node.setdefault(key, {})
-            node[path[-1]] = value
-        return overrides
-
-    def _check(
-        self,
-        preset: Optional[str],
-        config: Optional[str],
-        overrides: Optional[str],
-        system: Optional[str] = None,
-    ) -> Dict[str, Any]:
-        """The library's configuration for these arguments (a dict); its refusal as a
-        ``ValueError`` naming the parameter that caused it."""
-        try:
-            checked: Dict[str, Any] = json.loads(
-                _native.check_config(preset, config, overrides, None, system)
-            )
-            return checked
-        except ValueError as e:
-            msg = str(e)
-            if system is not None and f"`{system}`" in msg:
-                raise ValueError(f"system={system!r}: {msg}") from None
-            if not isinstance(self.config, str):
-                # Positions in JSON the estimator wrote (from a dict), not the user.
-                msg = re.sub(r" at line \d+, column \d+", "", msg)
-            named = preset is not None and (f"`{preset}`" in msg or f'"{preset}"' in msg)
-            if "preset" in msg and named:
-                raise ValueError(f"preset={preset!r}: {msg}") from None
-            for param, (path, _) in _FIELDS.items():
-                if getattr(self, param) is not None and ".".join(path) in msg:
-                    raise ValueError(f"{param}={getattr(self, param)!r}: {msg}") from None
-            if config is not None:
-                raise ValueError(f"config: {msg}") from None
-            raise
+        return threads_of(self)
 
     def _config_args(self, seed: Optional[int] = None) -> Dict[str, Any]:
-        """The arguments of the library's configuration resolution: the preset, ``config``,
-        the shortcuts, and the default's search on or off (see the class documentation)."""
-        if not isinstance(self.preset, str):
-            raise ValueError(f"preset={self.preset!r}: expected a str (predict or paper)")
-        config = self.config
-        if isinstance(config, dict):
-            config = json.dumps(config)
-        elif config is not None and not isinstance(config, str):
-            raise ValueError(f"config: expected a dict, JSON text or None, got {type(config).__name__}")
-        if self.search is not None and not isinstance(self.search, (bool, np.bool_)):
-            raise ValueError(f"search={self.search!r}: expected True, False or None")
-        if self.system is not None and not isinstance(self.system, str):
-            raise ValueError(f"system={self.system!r}: expected a system's name or None")
-        overrides = self._overrides()
-        text = json.dumps(overrides) if overrides else None
-        parsed = json.loads(config) if config is not None else None
-        # As the CLI's --config without --preset: a configuration that names its preset (as
-        # every saved config.json does) is read over that preset, not over `predict`.
-        named = parsed.get("preset") if isinstance(parsed, dict) else None
-        preset: Optional[str] = self.preset
-        if isinstance(named, str) and self.preset == "predict":
-            preset = None
-        base = (
-            self._check(None, json.dumps({"preset": named}), None)
-            if preset is None
-            else self._check(preset, None, None)
-        )
-        user = self._check(preset, config, text, self.system)
-        named_search = isinstance(parsed, dict) and "search" in parsed
-        self._search_turned_off_by: List[str] = []
-        self._search_max_rows = int(base.get("search", {}).get("max_rows", 0))
-        if self.search is None and not named_search:
-            # On as the preset has it, unless the parameters change what it trains.
-            same = {k: v for k, v in user.items() if k not in _NOT_HYPER_PARAMETERS} == {
-                k: v for k, v in base.items() if k not in _NOT_HYPER_PARAMETERS
-            }
-            rows = base.get("search", {}).get("max_rows", 0) if same else 0
-            overrides["search"] = {"max_rows": rows}
-            if not same and base.get("search", {}).get("max_rows", 0):
-                # Said at fit (where the rows are known): a grid over these compares the
-                # configuration as given, not the default's choice.
-                self._search_turned_off_by = [p for p in _FIELDS if getattr(self, p) is not None]
-                if config is not None:
-                    self._search_turned_off_by.append("config")
-                if self.system is not None and not self._search_turned_off_by:
-                    self._search_turned_off_by.append("system")
-        elif self.search is not None:
-            rows = base.get("search", {}).get("max_rows", 0) or 2000
-            overrides["search"] = {"max_rows": rows if self.search else 0}
-        return {
-            "preset": preset,
-            "config": config,
-            "overrides": json.dumps(overrides) if overrides else None,
-            "seed": seed,
-            "system": self.system,
-        }
+        """The arguments of the library's configuration resolution for these parameters."""
+        return config_args(self, seed).args
 
     def _rule(self) -> str:
         """The labelling rule of ``predict``, in the CLI's ``--labels-by`` syntax."""
@@ -456,7 +296,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
             thr = self.threshold
             if thr is None:
                 thr = self.config_["threshold"]
-            return f"threshold={_finite_float(thr, 'threshold')!r}"
+            return f"threshold={finite_float(thr, 'threshold')!r}"
         if self.threshold is not None and not rule.startswith("threshold"):
             raise ValueError(
                 f"threshold={self.threshold!r} applies to labels_by='threshold' only, "
@@ -505,9 +345,10 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
         if weights is not None and bool(np.all(weights == 1.0)):
             # Every row counted once, as without weights: the same model, forests included.
             weights = None
-        args = self._config_args(self._seed())
-        searches = self._search_max_rows > 0 and row_count(features) <= self._search_max_rows
-        if weights is not None and searches and not self._search_turned_off_by and (
+        resolved = config_args(self, self._seed())
+        args, turned_off_by, max_rows = resolved
+        searches = max_rows > 0 and row_count(features) <= max_rows
+        if weights is not None and searches and not turned_off_by and (
             self.search is not False and self.system is None
         ):
             warnings.warn(
@@ -517,10 +358,9 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
                 UserWarning,
                 stacklevel=2,
             )
-        max_rows = self._search_max_rows
-        if self._search_turned_off_by and row_count(features) <= max_rows:
+        if turned_off_by and row_count(features) <= max_rows:
             warnings.warn(
-                f"{', '.join(self._search_turned_off_by)} set: the default's search (which on "
+                f"{', '.join(turned_off_by)} set: the default's search (which on "
                 f"training sets of at most {max_rows} rows chooses among several "
                 "configurations by cross-validation) is off, and the configuration trains as "
                 "given. A grid over these parameters compares them without the search; "
@@ -531,16 +371,22 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
             )
         if not isinstance(self.verbose, numbers.Integral) or self.verbose < 0:
             raise ValueError(f"verbose={self.verbose!r}: expected an int >= 0")
+        verbose = min(int(self.verbose), 2)
         runtime = _Runtime()
+        pool = runtime.pool(self._threads())
         try:
+            # The search's trainings as joblib tasks: in order here, or on a cluster's
+            # workers inside `joblib.parallel_backend("dask")`; the same model either way.
+            results = search_as_tasks(features, labels, weights, args, pool.threads, verbose)
             self.model_ = _native.NativeModel.fit(
                 features,
                 labels,
-                runtime.pool(self._threads()),
-                verbose=min(int(self.verbose), 2),
+                pool,
+                verbose=verbose,
                 feature_names=names,
                 label_names=y_names,
                 sample_weight=weights,
+                search_results=results,
                 **args,
             )
         except ValueError as e:
@@ -675,7 +521,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
         feature and label names and, when set, ``threshold`` as the model's threshold. A
         directory holding a model is replaced only with ``overwrite=True``."""
         check_is_fitted(self, "model_")
-        thr = None if self.threshold is None else _finite_float(self.threshold, "threshold")
+        thr = None if self.threshold is None else finite_float(self.threshold, "threshold")
         self.model_.save(os.fspath(path), overwrite, thr)
 
     @classmethod

@@ -29,6 +29,7 @@ class NativeModel:
         label_names: Optional[List[str]] = None,
         sample_weight: Optional[np.ndarray] = None,
         system: Optional[str] = None,
+        search_results: Optional[List[str]] = None,
     ) -> "NativeModel": ...
     def predict(
         self, x: Matrix, pool: NativePool, feature_names: Optional[List[str]] = None
@@ -57,6 +58,30 @@ class NativeModel:
     @property
     def label_names(self) -> List[str]: ...
 
+def search_tasks(
+    x: Matrix,
+    y: Matrix,
+    preset: Optional[str] = None,
+    config: Optional[str] = None,
+    overrides: Optional[str] = None,
+    seed: Optional[int] = None,
+    system: Optional[str] = None,
+    sample_weight: Optional[np.ndarray] = None,
+) -> List[Tuple[int, int]]: ...
+def run_search_task(
+    x: Matrix,
+    y: Matrix,
+    pool: NativePool,
+    training: int,
+    fold: int,
+    preset: Optional[str] = None,
+    config: Optional[str] = None,
+    overrides: Optional[str] = None,
+    seed: Optional[int] = None,
+    system: Optional[str] = None,
+    sample_weight: Optional[np.ndarray] = None,
+    verbose: int = 0,
+) -> str: ...
 def label_sets(y: np.ndarray, z: np.ndarray, ranking: np.ndarray, rule: str) -> np.ndarray: ...
 def check_config(
     preset: Optional[str] = None,

@@ -11,7 +11,7 @@ class SearchResults(TypedDict):
     candidates: List[str]
     #: Each candidate's system (``pnc``, ``forest``, ``forest-blend``).
     systems: List[str]
-    #: Each candidate's mean cross-validated example-F1 (percent).
+    #: Each candidate's mean cross-validated example-F1 (percent), scored as ``scoring`` says.
     mean_example_f1: List[float]
     #: Each candidate's decision threshold.
     thresholds: List[float]
@@ -22,6 +22,9 @@ class SearchResults(TypedDict):
     rows: int
     #: Which systems the search chose among (``all`` or ``pnc``).
     scope: str
+    #: What ranked the candidates: ``example_f1`` (an empty prediction for an empty label set
+    #: scores 1) or ``f1_samples`` (it scores 0, as scikit-learn's ``f1_samples``).
+    scoring: str
     #: The chosen candidate's preset name, and its system.
     chosen: str
     chosen_system: str

@@ -136,6 +136,28 @@ def write_svm(path, X, Y):
             f.write(f"{labels} {feats}\n")
 
 
+def test_the_defaults_search_through_joblib_tasks_trains_the_clis_weights(problem, tmp_path, cli):
+    """With the default's search on, Python runs its trainings as joblib tasks and the CLI
+    runs them itself: the same choice and the same weights, byte for byte."""
+    X, Y, _, _ = problem
+    data = tmp_path / "toy.svm"
+    write_svm(data, X[:200], Y[:200])
+    cfg = tmp_path / "small.json"
+    cfg.write_text(json.dumps({"model": {"hidden": 16}, "train": {"epochs": 3}}))
+    subprocess.run(
+        [cli, "train", "--quiet", "--threads", "2", "--dataset", str(data), "--config", str(cfg),
+         "--search", "--seed", "2", "--out", str(tmp_path / "cli")],
+        check=True, capture_output=True,
+    )
+    ds = load_dataset(data)
+    py = CardinalClassifier(random_state=2, n_jobs=1, config=cfg.read_text(), search=True)
+    py.fit(ds.X_train, ds.Y_train)
+    assert py.search_results_ is not None
+    py.save(tmp_path / "py")
+    for name in ("model.safetensors", "config.json"):
+        assert (tmp_path / "cli" / name).read_bytes() == (tmp_path / "py" / name).read_bytes(), name
+
+
 def test_the_cli_and_python_train_the_same_weights_and_read_each_others_models(
     problem, tmp_path, cli
 ):

@@ -155,6 +155,7 @@ def test_n_jobs_conventions(problem):
         ({"config": {"nonsense": 1}}, "config: "),
         ({"config": 3}, "config: "),
         ({"search": "yes"}, "search='yes'"),
+        ({"search_scoring": "f1"}, "search_scoring='f1'"),
         ({"verbose": -1}, "verbose=-1"),
     ],
 )
@@ -288,3 +289,32 @@ def test_mixed_column_names_raise_as_scikit_learn_does(problem):
     frame.columns = ["a"] + list(range(1, X.shape[1]))
     with pytest.raises(TypeError, match="Feature names are only supported if all input"):
         CardinalClassifier(search=False, epochs=1, hidden=8).fit(frame, Y[:40])
+
+
+def test_search_scoring_f1_samples_is_scikit_learns_empty_convention(problem):
+    """`search_scoring="f1_samples"` ranks the search's candidates by scikit-learn's
+    `f1_samples` (an empty prediction for an empty label set scores 0): it keeps the search on,
+    is recorded, and on data with empty label sets scores no candidate higher than the default
+    scoring does, and at least one lower."""
+    from sklearn.metrics import f1_score
+
+    X, Y, _, _ = problem
+    Y = Y.copy()
+    Y[::3] = 0  # a third of the rows without labels
+    assert asks(search_scoring="f1_samples")["search"] == {
+        **asks()["search"],
+        "scoring": "f1-samples",
+    }
+    assert "scoring" not in asks(search_scoring="example_f1")["search"]
+    kw = {"hidden": 16, "epochs": 2, "random_state": 0, "search": True}
+    ones = CardinalClassifier(**kw).fit(X[:150], Y[:150]).search_results_
+    zeros = CardinalClassifier(**kw, search_scoring="f1_samples").fit(X[:150], Y[:150])
+    z = zeros.search_results_
+    assert ones is not None and z is not None
+    assert (ones["scoring"], z["scoring"]) == ("example_f1", "f1_samples")
+    assert ones["candidates"] == z["candidates"]
+    assert all(b <= a + 1e-9 for a, b in zip(ones["mean_example_f1"], z["mean_example_f1"]))
+    assert any(b < a for a, b in zip(ones["mean_example_f1"], z["mean_example_f1"]))
+    # The convention is scikit-learn's own: an empty prediction of an empty set scores 0.
+    empty = np.zeros((1, 3), dtype=int)
+    assert f1_score(empty, empty, average="samples", zero_division=0) == 0.0

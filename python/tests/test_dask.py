@@ -1,12 +1,18 @@
-"""A grid search on a Dask cluster through joblib's `dask` backend (two worker processes)."""
+"""Scale-out on a Dask cluster of two single-thread worker processes: a grid search and the
+default's own search through joblib's `dask` backend, and prediction partition by partition."""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV
 
-from cardinal_pnc import CardinalClassifier
+from cardinal_pnc import CardinalClassifier, load_dataset
 
-from conftest import SMALL
+from conftest import SMALL, skip_unless_ci
+
+# The development suite's data, beside the repository (CI provides it).
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 distributed = pytest.importorskip("dask.distributed")
 joblib = pytest.importorskip("joblib")
@@ -71,3 +77,63 @@ def test_predict_on_a_dask_dataframe_matches_columns_by_name(problem):
     lazy_frame = dd.from_pandas(frame[cols[::-1]], npartitions=3)
     got = predict_dask(named, lazy_frame).compute()
     np.testing.assert_array_equal(got, named.predict(frame))
+
+
+def _fit_locally_and_on_a_cluster(make, X, Y):
+    """`make()` fitted on X, Y in this process and inside `joblib.parallel_backend("dask")` on
+    a local cluster of two single-thread worker processes, with the names of the workers
+    that ran the cluster's tasks and the cluster's worker names."""
+    local = make().fit(X, Y)
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as client:
+        workers = set(client.scheduler_info()["workers"])
+        with distributed.get_task_stream(client) as stream, joblib.parallel_backend("dask"):
+            remote = make().fit(X, Y)
+        ran = {t["worker"] for t in stream.data}
+    return local, remote, ran, workers
+
+
+def _same_model(local, remote, Xt, tmp_path):
+    assert remote.search_results_ == local.search_results_
+    assert remote.config_ == local.config_
+    for method in ("predict", "predict_proba", "predict_count", "decision_function"):
+        np.testing.assert_array_equal(
+            getattr(remote, method)(Xt), getattr(local, method)(Xt), err_msg=method
+        )
+    local.save(tmp_path / "local")
+    remote.save(tmp_path / "remote")
+    for name in ("model.safetensors", "config.json"):
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "remote" / name).read_bytes()
+
+
+def test_the_defaults_search_runs_on_the_cluster_and_fits_the_same_model(problem, tmp_path):
+    """The default's search (kept on with search=True) runs its candidate × fold trainings as
+    joblib tasks: on the cluster's workers inside the `dask` backend, and the model fitted from
+    their results is the one fitted in one process, byte for byte."""
+    X, Y, Xt, _ = problem
+
+    def make():
+        return CardinalClassifier(hidden=32, epochs=4, random_state=0, n_jobs=1, search=True)
+
+    local, remote, ran, workers = _fit_locally_and_on_a_cluster(make, X, Y)
+    assert local.search_results_ is not None and len(local.search_results_["candidates"]) == 5
+    # The trainings ran as the cluster's tasks, on its workers.
+    assert ran and ran <= workers, (ran, workers)
+    _same_model(local, remote, Xt, tmp_path)
+
+
+def test_the_default_on_emotions_fits_the_same_model_on_a_cluster(tmp_path):
+    """The default, untouched, on emotions (391 training rows: its search runs every fold of
+    every candidate) on a cluster of two workers, against one machine."""
+    if not (SHARED_DATA / "emotions").is_dir():
+        skip_unless_ci(f"no emotions data in {SHARED_DATA}")
+    ds = load_dataset("emotions", data_dir=str(SHARED_DATA))
+
+    def make():
+        return CardinalClassifier(random_state=0, n_jobs=1)
+
+    local, remote, ran, workers = _fit_locally_and_on_a_cluster(make, ds.X_train, ds.Y_train)
+    assert local.search_results_ is not None
+    assert ran and ran <= workers, (ran, workers)
+    _same_model(local, remote, ds.X_test, tmp_path)

@@ -226,16 +226,12 @@ impl TrainProgress {
                     )
                 });
             }
-            Event::Searched {
-                scores,
-                folds,
-                folds_run,
-                chosen,
-            } => {
+            Event::Searched { record } => {
                 if self.quiet {
                     return;
                 }
-                let line = cardinal::search::summary(scores, folds, folds_run, chosen);
+                let (chosen, folds) = (&record.chosen, record.folds);
+                let line = record.summary();
                 self.say(line, |line| {
                     tracing::info!(
                         target: PROGRESS_TARGET,

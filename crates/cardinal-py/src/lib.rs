@@ -30,6 +30,7 @@ mod errors;
 mod interruptible;
 mod model;
 mod project;
+mod search_tasks;
 
 /// The environment variables the library depends on (`CARDINAL_DATA`,
 /// `CARDINAL_MEMORY_BUDGET`), read once, when the module is initialised: the library itself
@@ -52,6 +53,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(project::project, m)?)?;
     m.add_function(wrap_pyfunction!(project::project_vjp, m)?)?;
     m.add_function(wrap_pyfunction!(model::check_config, m)?)?;
+    m.add_function(wrap_pyfunction!(search_tasks::search_tasks, m)?)?;
+    m.add_function(wrap_pyfunction!(search_tasks::run_search_task, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

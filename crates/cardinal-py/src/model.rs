@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use cardinal::config::Config;
 use cardinal::config::ConfigRequest;
+use cardinal::config::SearchScoring;
 use cardinal::data::arrays::{dataset_from_arrays, with_sample_weights};
 use cardinal::data::{align_features, InputSchema};
 use cardinal::engine::Engine;
@@ -27,7 +28,7 @@ use crate::interruptible;
 /// estimators in one process, as under `GridSearchCV(n_jobs=k)`, leave each other the cores).
 /// The memory budget and data folder are the environment's, as the module read it at
 /// initialisation (a budget that does not parse is refused here, by the variable's name).
-fn engine(threads: usize) -> PyResult<Engine> {
+pub(crate) fn engine(threads: usize) -> PyResult<Engine> {
     let runtime = crate::environment()
         .runtime(Some(threads), WaitPolicy::Passive)
         .map_err(to_py)?;
@@ -35,6 +36,25 @@ fn engine(threads: usize) -> PyResult<Engine> {
         systems: cardinal_paper::systems(),
         runtime,
     })
+}
+
+/// The training set of `x` (features) and `y` (label indicators), its rows weighed by
+/// `sample_weight` when given.
+pub(crate) fn training_data(
+    x: &Bound<'_, PyAny>,
+    y: &Bound<'_, PyAny>,
+    sample_weight: Option<PyReadonlyArray1<'_, f64>>,
+) -> PyResult<cardinal::data::Dataset> {
+    let mut train =
+        dataset_from_arrays("X", features(x, "X")?, labels(y, "Y")?).map_err(data_to_py)?;
+    if let Some(w) = sample_weight {
+        let w = w.as_slice().map_err(|_| {
+            PyValueError::new_err("sample_weight: expected a contiguous 1-D float64 array")
+        })?;
+        let labels = std::mem::take(&mut train.labels);
+        train.labels = with_sample_weights(labels, "sample_weight", w).map_err(data_to_py)?;
+    }
+    Ok(train)
 }
 
 /// An estimator's thread pool: built once and used by its every fit and predict (a pool per
@@ -67,6 +87,13 @@ impl NativePool {
     }
 }
 
+impl NativePool {
+    /// Runs `f` on a worker of this pool.
+    pub(crate) fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(f)
+    }
+}
+
 /// Refuses names that cannot name `n` columns: a count other than `n`, or a name twice.
 fn check_names(names: &[String], n: usize, what: &str, of: &str) -> PyResult<()> {
     if names.len() != n {
@@ -89,7 +116,7 @@ fn check_names(names: &[String], n: usize, what: &str, of: &str) -> PyResult<()>
 /// The configuration the estimator's parameters describe: `config` (JSON) read over the
 /// preset (as the CLI's `--preset` and `--config`), then `overrides` (JSON, from the
 /// estimator's keyword parameters) over that, then the seed.
-fn resolve(
+pub(crate) fn resolve(
     preset: Option<&str>,
     config: Option<&str>,
     overrides: Option<&str>,
@@ -126,7 +153,7 @@ pub(crate) fn check_config(
 }
 
 /// A progress line for `verbose` output, or `None` for events it does not show.
-fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
+pub(crate) fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
     match ev {
         Event::Start {
             phase,
@@ -164,12 +191,7 @@ fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
             folds_run,
             seconds,
         } => Some(cardinal::search::fold_line(candidates, *fold, *folds_run, *seconds)),
-        Event::Searched {
-            scores,
-            folds,
-            folds_run,
-            chosen,
-        } => Some(cardinal::search::summary(scores, *folds, *folds_run, chosen)),
+        Event::Searched { record } => Some(record.summary()),
     }
 }
 
@@ -190,6 +212,10 @@ fn search_record(record: &SearchRecord) -> String {
         "folds_run": record.folds_run(),
         "rows": record.rows,
         "scope": record.scope,
+        "scoring": match record.scoring {
+            SearchScoring::ExampleF1 => "example_f1",
+            SearchScoring::F1Samples => "f1_samples",
+        },
         "chosen": record.chosen,
         "chosen_system": record.chosen_score().map_or("", |s| s.system.as_str()),
     })
@@ -212,9 +238,12 @@ impl NativeModel {
     /// Trains on `x` (features) and `y` (label indicators), as `cardinal train` trains: the
     /// configuration's dev part held out for early stopping, then the full-data epochs. The
     /// names, when given, are recorded with the model (`meta.json`). `sample_weight`, when
-    /// given, weighs each example's training loss (`LabelSets::weights`).
+    /// given, weighs each example's training loss (`LabelSets::weights`). `search_results`,
+    /// when given, are the results of every task of the default's search
+    /// (`run_search_task`, as JSON), which then chooses from them instead of training its
+    /// folds here.
     #[staticmethod]
-    #[pyo3(signature = (x, y, pool, preset=None, config=None, overrides=None, seed=None, verbose=0, feature_names=None, label_names=None, sample_weight=None, system=None))]
+    #[pyo3(signature = (x, y, pool, preset=None, config=None, overrides=None, seed=None, verbose=0, feature_names=None, label_names=None, sample_weight=None, system=None, search_results=None))]
     pub fn fit(
         py: Python<'_>,
         x: &Bound<'_, PyAny>,
@@ -229,17 +258,13 @@ impl NativeModel {
         label_names: Option<Vec<String>>,
         sample_weight: Option<PyReadonlyArray1<'_, f64>>,
         system: Option<&str>,
+        search_results: Option<Vec<String>>,
     ) -> PyResult<Self> {
         let cfg = resolve(preset, config, overrides, seed, system).map_err(to_py)?;
-        let mut train =
-            dataset_from_arrays("X", features(x, "X")?, labels(y, "Y")?).map_err(data_to_py)?;
-        if let Some(w) = sample_weight {
-            let w = w.as_slice().map_err(|_| {
-                PyValueError::new_err("sample_weight: expected a contiguous 1-D float64 array")
-            })?;
-            let labels = std::mem::take(&mut train.labels);
-            train.labels = with_sample_weights(labels, "sample_weight", w).map_err(data_to_py)?;
-        }
+        let train = training_data(x, y, sample_weight)?;
+        let search_results = search_results
+            .map(|r| crate::search_tasks::parse_results(&r))
+            .transpose()?;
         let feature_names = feature_names.unwrap_or_default();
         if !feature_names.is_empty() {
             check_names(&feature_names, train.n_features(), "feature names", "X")?;
@@ -258,7 +283,12 @@ impl NativeModel {
                         }
                     }
                 };
-                engine.fit_cancellable(&train, cfg, &mut on_event, cancel)
+                match &search_results {
+                    Some(results) => {
+                        engine.fit_with_search_results(&train, cfg, results, &mut on_event, cancel)
+                    }
+                    None => engine.fit_cancellable(&train, cfg, &mut on_event, cancel),
+                }
             })
         })?
         .map_err(to_py)?;

@@ -34,9 +34,10 @@ pub struct FoldResult {
     /// (`MetricReport::example_f1_other_empty`); 0 in reports written by older versions.
     #[serde(default)]
     pub example_f1_empty_one: f64,
-    /// Example-F1 (%, an empty prediction for an empty gold set scored 1) of the held-out fold
-    /// at each threshold of [`default_threshold_grid`], in grid order: what the default's
-    /// search chooses its decision threshold from. Empty in reports written by older versions.
+    /// Example-F1 (%) of the held-out fold at each threshold of [`default_threshold_grid`], in
+    /// grid order: what the default's search chooses its decision threshold from. An empty
+    /// prediction for an empty gold set scores 1, or as the search's
+    /// [`crate::config::SearchScoring`] says. Empty in reports written by older versions.
     #[serde(default)]
     pub example_f1_by_threshold: Vec<f64>,
     /// The grid threshold that is best on this fold, and its example-F1 (%): optimistic, the
@@ -157,43 +158,104 @@ pub(crate) fn cross_validate_decodings(
     on_event: &mut dyn FnMut(usize, Event),
     on_fold: &mut dyn FnMut(usize, &FoldResult),
 ) -> Result<Vec<CvReport>> {
-    if k < 2 || k > train.n_rows() {
+    check_folds(k, train.n_rows())?;
+    let mut folds: Vec<Vec<FoldResult>> = vec![Vec::with_capacity(k); decodings.len()];
+    for index in 0..run.clamp(1, k) {
+        let fold = FoldRun {
+            k,
+            index,
+            empty: EmptyF1::One,
+        };
+        let scored = fold.train_and_score(
+            system,
+            train,
+            cfg,
+            decodings,
+            wait,
+            memory_budget,
+            cancel,
+            &mut |e| on_event(index, e),
+        )?;
+        for (j, result) in scored.into_iter().enumerate() {
+            on_fold(j, &result);
+            folds[j].push(result);
+        }
+    }
+    Ok(folds.into_iter().map(|f| summarize(k, f)).collect())
+}
+
+/// Refuses a fold count that cannot partition `rows` rows.
+pub(crate) fn check_folds(k: usize, rows: usize) -> Result<()> {
+    if k < 2 || k > rows {
         return Err(Error::OutOfRange {
             field: "folds".into(),
             value: k.to_string(),
-            allowed: format!("2..={} (the training rows)", train.n_rows()),
+            allowed: format!("2..={rows} (the training rows)"),
         });
     }
-    let mut folds: Vec<Vec<FoldResult>> = vec![Vec::with_capacity(k); decodings.len()];
-    for index in 0..run.clamp(1, k) {
+    Ok(())
+}
+
+/// One fold of a `k`-fold cross-validation: which, and how its held-out rows are scored.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FoldRun {
+    /// Folds of the partition.
+    pub k: usize,
+    /// The fold held out, from 0.
+    pub index: usize,
+    /// What an empty prediction of an empty gold set scores in
+    /// [`FoldResult::example_f1_by_threshold`].
+    pub empty: EmptyF1,
+}
+
+impl FoldRun {
+    /// Trains `cfg` on every row of `train` but this fold's (seeded by `train.split_seed`, so
+    /// the same fold wherever and whenever it runs) and scores the model on the fold once per
+    /// entry of `decodings`, in their order. A fold depends on nothing but its arguments:
+    /// folds may run in any order, in other processes or on other machines.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn train_and_score(
+        self,
+        system: &dyn System,
+        train: &Dataset,
+        cfg: &Config,
+        decodings: &[Decoding],
+        wait: WaitPolicy,
+        memory_budget: MemoryBudget,
+        cancel: &AtomicBool,
+        on_event: &mut dyn FnMut(Event),
+    ) -> Result<Vec<FoldResult>> {
         let mut split = cfg.train.clone();
-        split.dev_fold = Some(DevFold { k, index });
+        split.dev_fold = Some(DevFold {
+            k: self.k,
+            index: self.index,
+        });
         let (train_idx, dev_idx) = split.dev_split(train.n_rows());
         let rest = train.select_rows(&train_idx);
-        let mut fold_events = |e: Event| on_event(index, e);
         let mut hooks = Hooks {
-            on_event: &mut fold_events,
+            on_event,
             after_epoch: &mut |_| Ok(()),
             wait,
             memory_budget,
             cancel,
+            search_results: None,
         };
         let trained = system
             .fit(&rest, Start::Fresh(cfg.clone()), &mut hooks)?
             .model;
         let dev = train.select_rows(&dev_idx);
-        for (j, decoding) in decodings.iter().enumerate() {
-            let model = match decoding {
-                Decoding::AsTrained => None,
-                d => Some(d.apply(&trained)),
-            };
-            let model = model.as_ref().unwrap_or(&trained);
-            let fold = score_fold(system, model, &dev, index, train_idx.len())?;
-            on_fold(j, &fold);
-            folds[j].push(fold);
-        }
+        decodings
+            .iter()
+            .map(|decoding| {
+                let model = match decoding {
+                    Decoding::AsTrained => None,
+                    d => Some(d.apply(&trained)),
+                };
+                let model = model.as_ref().unwrap_or(&trained);
+                score_fold(system, model, &dev, self, train_idx.len())
+            })
+            .collect()
     }
-    Ok(folds.into_iter().map(|f| summarize(k, f)).collect())
 }
 
 /// Fold `index`'s result: `model`, trained on `train_rows` rows, scored on the held-out `dev`.
@@ -201,13 +263,14 @@ fn score_fold(
     system: &dyn System,
     model: &Model<f32>,
     dev: &Dataset,
-    index: usize,
+    fold: FoldRun,
     train_rows: usize,
 ) -> Result<FoldResult> {
+    let index = fold.index;
     let out = system.predict(model, &dev.features, 256)?;
     let report = evaluate_outputs(model, &out, &dev.labels);
     let by_threshold =
-        example_f1_by_threshold(&out.y, &dev.labels, &default_threshold_grid(), EmptyF1::One)?;
+        example_f1_by_threshold(&out.y, &dev.labels, &default_threshold_grid(), fold.empty)?;
     let (best_threshold, at_best) = tune_threshold(
         &out.y,
         &dev.labels,
@@ -233,7 +296,7 @@ fn score_fold(
 }
 
 /// The report of `k` folds: the folds, their means and the example-F1's sample deviation.
-fn summarize(k: usize, folds: Vec<FoldResult>) -> CvReport {
+pub(crate) fn summarize(k: usize, folds: Vec<FoldResult>) -> CvReport {
     // Means over the folds run (every one of the `k` but in the search's budget).
     let n = folds.len().max(1) as f64;
     let f1: Vec<f64> = folds.iter().map(|f| f.example_f1).collect();

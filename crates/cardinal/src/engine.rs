@@ -54,6 +54,7 @@ use crate::train::TrainState;
 mod bench;
 mod data_spec;
 mod run_data;
+mod search_tasks;
 mod segment;
 mod segment_run;
 
@@ -171,6 +172,19 @@ impl Engine {
         on_event: &mut dyn FnMut(Event),
         cancel: &AtomicBool,
     ) -> Result<Trained> {
+        self.fit_fresh(train, cfg, on_event, cancel, None)
+    }
+
+    /// A fresh training of `cfg` on `train`, the default's search (if it runs) taking its
+    /// folds' results from `search_results` where given.
+    fn fit_fresh(
+        &self,
+        train: &Dataset,
+        cfg: Config,
+        on_event: &mut dyn FnMut(Event),
+        cancel: &AtomicBool,
+        search_results: Option<&[crate::search::SearchTaskResult]>,
+    ) -> Result<Trained> {
         let system = self.systems.for_config(&cfg)?;
         require_rows(train, &cfg.train)?;
         let mut hooks = Hooks {
@@ -179,6 +193,7 @@ impl Engine {
             wait: self.runtime.wait,
             memory_budget: self.runtime.memory_budget,
             cancel,
+            search_results,
         };
         system.fit(train, Start::Fresh(cfg), &mut hooks)
     }
@@ -481,6 +496,7 @@ impl Engine {
             wait: self.runtime.wait,
             memory_budget: self.runtime.memory_budget,
             cancel: &AtomicBool::new(false),
+            search_results: None,
         };
         let trained = system.fit(&data.train, start, &mut hooks)?;
         if let Some(e) = io_error {

@@ -11,19 +11,21 @@
 //! seconds (measured in docs/RESULTS.md §4.1); three candidates (`predict`, the forest and
 //! their blend) share one training per fold, the blend's, which holds the other two.
 
-use std::sync::atomic::AtomicBool;
-
-use crate::config::{Config, ForestConfig, SearchScope, FOREST, FOREST_BLEND};
-use crate::cv::{cross_validate_decodings, CvReport, Decoding};
+use crate::config::{Config, ForestConfig, SearchScope, SearchScoring, FOREST};
+use crate::cv::Decoding;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::eval::grid_threshold;
 use crate::metrics::default_threshold_grid;
-use crate::runtime::{MemoryBudget, WaitPolicy};
 use crate::system::System;
-use crate::train::Event;
+use crate::train::{Event, Hooks};
 use cardinal_proj::Method;
 use serde::{Deserialize, Serialize};
+
+mod tasks;
+
+pub(crate) use tasks::Plan;
+pub use tasks::{SearchTask, SearchTaskResult};
 
 /// How `choose` scores and decides: changed whenever the same candidates could be chosen or
 /// decoded differently.
@@ -31,6 +33,20 @@ const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard err
                         predict counts by expected F1; forest candidate; forest blended \
                         with predict's networks; the folds run within 3000 training rows \
                         per candidate";
+
+/// [`RULE`] under scikit-learn's `f1_samples` scoring.
+const RULE_F1_SAMPLES: &str = "cv example-F1, empty=0; threshold by one paired standard error; \
+                        predict counts by expected F1; forest candidate; forest blended \
+                        with predict's networks; the folds run within 3000 training rows \
+                        per candidate";
+
+/// The rule in words for a scoring.
+fn rule(scoring: SearchScoring) -> &'static str {
+    match scoring {
+        SearchScoring::ExampleF1 => RULE,
+        SearchScoring::F1Samples => RULE_F1_SAMPLES,
+    }
+}
 
 /// Fewest dev rows worth early stopping on: a 5 % dev split of a small training file (7 rows
 /// of Flags' 129) decides by one or two rows, so small files hold out up to a fifth instead.
@@ -95,7 +111,7 @@ pub(crate) fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> 
 /// carry weights) depends on besides the rows, for caches keyed by it (the suite's cells):
 /// how it scores and decides, in words, and the candidate configurations in order of preference.
 pub fn rule_and_candidates(cfg: &Config, n: usize, weighted: bool) -> (&'static str, Vec<Config>) {
-    (RULE, candidates(cfg, n, weighted))
+    (rule(cfg.search.scoring), candidates(cfg, n, weighted))
 }
 
 /// One candidate's cross-validated result: its mean example-F1 over the folds at every
@@ -108,7 +124,7 @@ pub struct CandidateScore {
     #[serde(default)]
     pub system: String,
     /// Mean example-F1 (%) over the folds at `threshold`, an empty prediction for an empty
-    /// gold set scored 1.
+    /// gold set scored 1 (or as the record's `scoring` says).
     pub example_f1: f64,
     /// The decision threshold on `y_T` with the best mean (the grid point nearest 0.5 among
     /// ties).
@@ -131,6 +147,9 @@ pub struct SearchRecord {
     pub rows: usize,
     /// Which systems the candidates could be.
     pub scope: SearchScope,
+    /// What the candidates were scored by (left out of records when the default).
+    #[serde(default, skip_serializing_if = "SearchScoring::is_example_f1")]
+    pub scoring: SearchScoring,
     /// Every candidate's score, in order of preference.
     pub scores: Vec<CandidateScore>,
     /// The preset name of the candidate chosen and trained.
@@ -150,7 +169,13 @@ impl SearchRecord {
 
     /// The record in one line, as the front ends print it ([`summary`]).
     pub fn summary(&self) -> String {
-        summary(&self.scores, self.folds, self.folds_run(), &self.chosen)
+        summary(
+            &self.scores,
+            self.folds,
+            self.folds_run(),
+            &self.chosen,
+            self.scoring,
+        )
     }
 }
 
@@ -201,42 +226,57 @@ pub(crate) fn best_threshold(grid: &[f32], folds: &[Vec<f64>]) -> (f64, f64) {
 /// best (an F1 decoding chosen on the training file, as GFM and BOOMER's F1 predictor decode
 /// for F1; recorded in the saved configuration like every other choice). The chosen
 /// configuration names the system it is (`config.system`: `forest` or `forest-blend` for the
-/// forests), and the search's record comes with it (`None` when the rule did not apply).
+/// forests), and the search's record comes with it (`None` when the rule did not apply). The
+/// folds are trained here, task after task, unless `hooks.search_results` holds the results
+/// of every task of the plan ([`Plan::tasks`]), computed elsewhere.
 pub(crate) fn choose(
     system: &dyn System,
     train: &Dataset,
     cfg: Config,
-    wait: WaitPolicy,
-    memory_budget: MemoryBudget,
-    cancel: &AtomicBool,
-    on_event: &mut dyn FnMut(Event),
+    hooks: &mut Hooks,
 ) -> Result<(Config, Option<SearchRecord>)> {
     if !cfg.search.applies(train.n_rows()) {
         return Ok((cfg, None));
     }
-    let folds = cfg.search.folds;
-    let folds_run = cfg.search.folds_run(train.n_rows());
+    let plan = Plan::new(&cfg, train)?;
+    let (folds, folds_run) = (plan.folds, plan.folds_run);
     let grid = default_threshold_grid();
     let mut scores: Vec<CandidateScore> = Vec::new();
     let mut best: Option<(f64, Config)> = None;
-    let all = candidates(&cfg, train.n_rows(), train.labels.weights.is_some());
-    on_event(Event::Searching {
-        candidates: all.len(),
-        folds,
-        folds_run,
-        rows: train.n_rows(),
-    });
-    let reports = candidate_reports(
-        system,
-        train,
-        &all,
-        (folds, folds_run),
-        wait,
-        memory_budget,
-        cancel,
-        on_event,
-    )?;
-    for (mut candidate, report) in all.into_iter().zip(reports) {
+    let reports = match hooks.search_results {
+        // Trained elsewhere, where the progress was told.
+        Some(results) => plan.reports(results)?,
+        None => {
+            (hooks.on_event)(Event::Searching {
+                candidates: plan.all.len(),
+                folds,
+                folds_run,
+                rows: train.n_rows(),
+            });
+            let mut results = Vec::new();
+            for task in plan.tasks() {
+                let started = std::time::Instant::now();
+                let result = plan.run(
+                    system,
+                    train,
+                    task,
+                    hooks.wait,
+                    hooks.memory_budget,
+                    hooks.cancel,
+                    &mut |_| {},
+                )?;
+                (hooks.on_event)(Event::SearchFold {
+                    candidates: &result.candidates,
+                    fold: task.fold + 1,
+                    folds_run,
+                    seconds: started.elapsed().as_secs_f64(),
+                });
+                results.push(result);
+            }
+            plan.reports(&results)?
+        }
+    };
+    for (mut candidate, report) in plan.all.into_iter().zip(reports) {
         let by_fold: Vec<Vec<f64>> = report
             .folds
             .iter()
@@ -270,24 +310,23 @@ pub(crate) fn choose(
             best = Some((score, candidate));
         }
     }
-    let scope = cfg.search.scope;
-    let rows = train.n_rows();
-    let chosen = best.map_or(cfg, |(_, c)| c);
-    on_event(Event::Searched {
-        scores: &scores,
-        folds,
-        folds_run,
-        chosen: &chosen.preset,
-    });
+    let scoring = cfg.search.scoring;
     let record = SearchRecord {
-        rule: RULE.into(),
+        rule: rule(scoring).into(),
         folds,
         folds_run: Some(folds_run),
-        rows,
-        scope,
+        rows: train.n_rows(),
+        scope: cfg.search.scope,
+        scoring,
         scores,
-        chosen: chosen.preset.clone(),
+        chosen: String::new(),
     };
+    let chosen = best.map_or(cfg, |(_, c)| c);
+    let record = SearchRecord {
+        chosen: chosen.preset.clone(),
+        ..record
+    };
+    (hooks.on_event)(Event::Searched { record: &record });
     Ok((chosen, Some(record)))
 }
 
@@ -320,93 +359,6 @@ fn decoding_from(c: &Config, blend: &Config) -> Option<Decoding> {
     }
 }
 
-/// Every candidate's cross-validation report, in the candidates' order. Those that are
-/// decodings of the blended forest's models ([`decoding_from`]) share its trainings: one per
-/// fold for the three, each scored as if trained alone.
-fn candidate_reports(
-    system: &dyn System,
-    train: &Dataset,
-    all: &[Config],
-    (folds, run): (usize, usize),
-    wait: WaitPolicy,
-    memory_budget: MemoryBudget,
-    cancel: &AtomicBool,
-    on_event: &mut dyn FnMut(Event),
-) -> Result<Vec<CvReport>> {
-    let mut reports: Vec<Option<CvReport>> = vec![None; all.len()];
-    // Each fold's progress: the candidates it scores, and when the fold started.
-    let mut progress = |names: &[String], fold: usize, started: &mut std::time::Instant| {
-        on_event(Event::SearchFold {
-            candidates: names,
-            fold: fold + 1,
-            folds_run: run,
-            seconds: started.elapsed().as_secs_f64(),
-        });
-        *started = std::time::Instant::now();
-    };
-    if let Some(blend) = all.iter().find(|c| c.preset == FOREST_BLEND) {
-        let shared: Vec<(usize, Decoding)> = all
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| decoding_from(c, blend).map(|d| (i, d)))
-            .collect();
-        let decodings: Vec<Decoding> = shared.iter().map(|&(_, d)| d).collect();
-        // The blend first: it is the one trained.
-        let mut names = vec![blend.preset.clone()];
-        names.extend(
-            shared
-                .iter()
-                .map(|&(i, _)| all[i].preset.clone())
-                .filter(|n| *n != blend.preset),
-        );
-        let mut started = std::time::Instant::now();
-        let scored = cross_validate_decodings(
-            system,
-            train,
-            blend,
-            &decodings,
-            folds,
-            run,
-            wait,
-            memory_budget,
-            cancel,
-            &mut |_, _| {},
-            &mut |j, f| {
-                if j == 0 {
-                    progress(&names, f.index, &mut started);
-                }
-            },
-        )?;
-        for ((i, _), report) in shared.into_iter().zip(scored) {
-            reports[i] = Some(report);
-        }
-    }
-    all.iter()
-        .zip(reports)
-        .map(|(c, report)| match report {
-            Some(r) => Ok(r),
-            None => {
-                let names = [c.preset.clone()];
-                let mut started = std::time::Instant::now();
-                let mut scored = cross_validate_decodings(
-                    system,
-                    train,
-                    c,
-                    &[Decoding::AsTrained],
-                    folds,
-                    run,
-                    wait,
-                    memory_budget,
-                    cancel,
-                    &mut |_, _| {},
-                    &mut |_, f| progress(&names, f.index, &mut started),
-                )?;
-                Ok(scored.remove(0))
-            }
-        })
-        .collect()
-}
-
 /// One fold of the search done, in one line, as the front ends print it: `search: fold 1 of
 /// 1 of forest-blend (also scoring predict, forest) in 12.3 s`.
 pub fn fold_line(candidates: &[String], fold: usize, folds_run: usize, seconds: f64) -> String {
@@ -424,7 +376,13 @@ pub fn fold_line(candidates: &[String], fold: usize, folds_run: usize, seconds: 
 /// The search's choice in one line, as the front ends print it: `search: 5-fold CV
 /// example-F1 (empty for empty scores 1) predict 63.10 at 0.5, paper-projected 66.02 at 0.35,
 /// ...; training paper-projected at 0.35`.
-pub fn summary(scores: &[CandidateScore], folds: usize, folds_run: usize, chosen: &str) -> String {
+pub fn summary(
+    scores: &[CandidateScore],
+    folds: usize,
+    folds_run: usize,
+    chosen: &str,
+    scoring: SearchScoring,
+) -> String {
     let all: Vec<String> = scores
         .iter()
         .map(|s| format!("{} {:.2} at {}", s.preset, s.example_f1, s.threshold))
@@ -434,8 +392,9 @@ pub fn summary(scores: &[CandidateScore], folds: usize, folds_run: usize, chosen
         .find(|s| s.preset == chosen)
         .map_or(String::new(), |s| format!(" at {}", s.threshold));
     format!(
-        "search: {} example-F1 (empty for empty scores 1) {}; training {chosen}{at}",
+        "search: {} {} {}; training {chosen}{at}",
         crate::config::cv_words(folds, folds_run),
+        scoring.words(),
         all.join(", ")
     )
 }

@@ -151,15 +151,7 @@ impl System for Pnc {
                 // The default's data-dependent rule: on a small file, the configuration
                 // that cross-validates best on it (unchanged otherwise), which may be a
                 // forest: then the forest's system trains it.
-                let (cfg, record) = crate::search::choose(
-                    self,
-                    train,
-                    cfg,
-                    hooks.wait,
-                    hooks.memory_budget,
-                    hooks.cancel,
-                    hooks.on_event,
-                )?;
+                let (cfg, record) = crate::search::choose(self, train, cfg, hooks)?;
                 forest::fit_fresh(train, cfg, record, hooks)
             }
             Start::Resume(state) => crate::train::run(train, *state, hooks),

@@ -255,6 +255,7 @@ mod tests {
             wait: cardinal::runtime::WaitPolicy::Active,
             memory_budget: cardinal::runtime::MemoryBudget::default(),
             cancel: &std::sync::atomic::AtomicBool::new(false),
+            search_results: None,
         };
         let trained = BrLogistic
             .fit(&data, Start::Fresh(cfg), &mut hooks)

@@ -116,6 +116,7 @@ impl System for TunedMlp {
                 wait,
                 memory_budget,
                 cancel,
+                search_results: None,
             };
             Pnc.fit(train, Start::Fresh(c.clone()), &mut inner)
         })?;
@@ -151,6 +152,7 @@ mod tests {
             wait: cardinal::runtime::WaitPolicy::Active,
             memory_budget: cardinal::runtime::MemoryBudget::default(),
             cancel: &std::sync::atomic::AtomicBool::new(false),
+            search_results: None,
         };
         let trained = TunedMlp.fit(&data, Start::Fresh(cfg), &mut hooks).unwrap();
         assert_eq!(starts, WIDTHS.len() * DROPOUTS.len() * LEARNING_RATES.len());

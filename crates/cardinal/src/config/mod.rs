@@ -32,7 +32,7 @@ pub use loss::{IterateWeights, LossConfig};
 pub(crate) use model::resolve_counts;
 pub use model::{CountRange, ForestConfig, ModelConfig, ZMode};
 pub use request::ConfigRequest;
-pub use search::{cv_words, SearchConfig, SearchScope, CV_TRAINING_ROWS};
+pub use search::{cv_words, SearchConfig, SearchScope, SearchScoring, CV_TRAINING_ROWS};
 pub use system_settings::SystemSettings;
 pub(crate) use system_settings::SECTION;
 pub use train::{DevFold, TrainConfig};

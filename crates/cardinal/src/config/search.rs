@@ -38,6 +38,52 @@ pub struct SearchConfig {
     /// energy, the unrolled ascent and the projection; `--system pnc`).
     #[serde(skip_serializing_if = "SearchScope::is_all")]
     pub scope: SearchScope,
+    /// What the candidates are scored by: example-F1 with an empty prediction for an empty
+    /// gold set scored 1 ([`SearchScoring::ExampleF1`], the default) or 0
+    /// ([`SearchScoring::F1Samples`], scikit-learn's `f1_samples`).
+    #[serde(skip_serializing_if = "SearchScoring::is_example_f1")]
+    pub scoring: SearchScoring,
+}
+
+/// The score the default's search ranks its candidates by: mean example-F1 over the held-out
+/// rows, at each candidate's threshold. The two differ only on rows whose gold label set is
+/// empty, where an empty prediction is the right answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SearchScoring {
+    /// An empty prediction for an empty gold set scores 1: "no labels" is a prediction, and
+    /// a candidate that makes it where the data has it must not lose to one that never does.
+    #[default]
+    ExampleF1,
+    /// An empty prediction for an empty gold set scores 0, as scikit-learn's
+    /// `f1_score(average="samples")` (`scoring="f1_samples"`) with its default
+    /// `zero_division`: the score of a `GridSearchCV` around the model.
+    F1Samples,
+}
+
+impl SearchScoring {
+    /// Whether this is the default (then the field is left out of saved configurations).
+    pub fn is_example_f1(&self) -> bool {
+        *self == Self::ExampleF1
+    }
+
+    /// The score's name in words, for the search's summary line.
+    pub fn words(self) -> &'static str {
+        match self {
+            Self::ExampleF1 => "example-F1 (empty for empty scores 1)",
+            Self::F1Samples => {
+                "example-F1 (empty for empty scores 0, as scikit-learn's f1_samples)"
+            }
+        }
+    }
+
+    /// The metrics' convention for an empty prediction of an empty gold set.
+    pub fn empty(self) -> crate::metrics::EmptyF1 {
+        match self {
+            Self::ExampleF1 => crate::metrics::EmptyF1::One,
+            Self::F1Samples => crate::metrics::EmptyF1::Zero,
+        }
+    }
 }
 
 /// Which systems the default's search chooses among.
@@ -69,6 +115,7 @@ impl SearchConfig {
             max_rows: 2000,
             folds: 5,
             scope: SearchScope::All,
+            scoring: SearchScoring::ExampleF1,
         }
     }
 
@@ -141,6 +188,7 @@ impl Default for SearchConfig {
             max_rows: 0,
             folds: 5,
             scope: SearchScope::All,
+            scoring: SearchScoring::ExampleF1,
         }
     }
 }

@@ -2,8 +2,28 @@
 //! the threshold rule and a deterministic choice.
 
 use super::*;
+use crate::config::FOREST_BLEND;
 use crate::cv::cross_validate;
+use crate::runtime::{MemoryBudget, WaitPolicy};
 use crate::system::Pnc;
+use std::sync::atomic::AtomicBool;
+
+/// [`choose`] with hooks that train every fold here.
+fn run_choose(
+    data: &Dataset,
+    cfg: Config,
+    on_event: &mut dyn FnMut(Event),
+) -> Result<(Config, Option<SearchRecord>)> {
+    let mut hooks = Hooks {
+        on_event,
+        after_epoch: &mut |_| Ok(()),
+        wait: WaitPolicy::Active,
+        memory_budget: MemoryBudget::default(),
+        cancel: &AtomicBool::new(false),
+        search_results: None,
+    };
+    choose(&Pnc, data, cfg, &mut hooks)
+}
 
 #[test]
 fn small_files_hold_out_more_dev_rows() {
@@ -91,8 +111,47 @@ fn shared_trainings_score_each_candidate_as_if_trained_alone() {
     );
     let (wait, budget) = (WaitPolicy::Active, MemoryBudget::default());
     let never = AtomicBool::new(false);
-    let shared =
-        candidate_reports(&Pnc, &data, &all, (3, 3), wait, budget, &never, &mut |_| {}).unwrap();
+    let plan = Plan::of_candidates(all.clone(), 3, 3, SearchScoring::ExampleF1);
+    // Three trainings of three folds: the blend's (scoring three candidates) and the two
+    // `paper` ones.
+    assert_eq!(plan.tasks().len(), 9);
+    let mut results: Vec<SearchTaskResult> = plan
+        .tasks()
+        .into_iter()
+        .map(|t| {
+            plan.run(&Pnc, &data, t, wait, budget, &never, &mut |_| {})
+                .unwrap()
+        })
+        .collect();
+    let shared = plan.reports(&results).unwrap();
+    // Tasks run in any order give the same reports; results that are not the plan's are
+    // refused.
+    results.reverse();
+    assert_eq!(plan.reports(&results).unwrap(), shared);
+    let last = results.pop().unwrap();
+    let missing = plan.reports(&results).unwrap_err().to_string();
+    assert!(missing.contains("8 results"), "{missing}");
+    results.push(results[0].clone());
+    assert!(plan.reports(&results).is_err());
+    results.pop();
+    let mut other_fold = last.clone();
+    other_fold.folds[0].index = 2;
+    results.push(other_fold);
+    assert!(plan.reports(&results).is_err());
+    assert!(plan
+        .run(
+            &Pnc,
+            &data,
+            SearchTask {
+                training: 0,
+                fold: 3
+            },
+            wait,
+            budget,
+            &never,
+            &mut |_| {}
+        )
+        .is_err());
     for (c, report) in all.iter().zip(&shared) {
         let alone = cross_validate(
             &Pnc,
@@ -167,53 +226,21 @@ fn the_choice_is_a_candidate_and_deterministic() {
     let mut off = cfg.clone();
     off.search.max_rows = 0;
     assert_eq!(
-        choose(
-            &Pnc,
-            &data,
-            off.clone(),
-            WaitPolicy::Active,
-            MemoryBudget::default(),
-            &AtomicBool::new(false),
-            &mut |_| {}
-        )
-        .unwrap(),
+        run_choose(&data, off.clone(), &mut |_| {}).unwrap(),
         (off, None)
     );
     let mut above = cfg.clone();
     above.search.max_rows = 59;
     assert_eq!(
-        choose(
-            &Pnc,
-            &data,
-            above.clone(),
-            WaitPolicy::Active,
-            MemoryBudget::default(),
-            &AtomicBool::new(false),
-            &mut |_| {}
-        )
-        .unwrap(),
+        run_choose(&data, above.clone(), &mut |_| {}).unwrap(),
         (above, None)
     );
     let mut told = None;
-    let (chosen, record) = choose(
-        &Pnc,
-        &data,
-        cfg.clone(),
-        WaitPolicy::Active,
-        MemoryBudget::default(),
-        &AtomicBool::new(false),
-        &mut |e| {
-            if let Event::Searched {
-                scores,
-                folds,
-                chosen,
-                ..
-            } = e
-            {
-                told = Some((scores.to_vec(), folds, chosen.to_string()));
-            }
-        },
-    )
+    let (chosen, record) = run_choose(&data, cfg.clone(), &mut |e| {
+        if let Event::Searched { record } = e {
+            told = Some((record.scores.clone(), record.folds, record.chosen.clone()));
+        }
+    })
     .unwrap();
     // The chosen configuration is a candidate with its decision threshold set.
     let (scores, folds, name) = told.expect("a Searched event");
@@ -248,35 +275,77 @@ fn the_choice_is_a_candidate_and_deterministic() {
     let systems: Vec<&str> = scores.iter().map(|s| s.system.as_str()).collect();
     assert_eq!(systems, ["pnc", "pnc", "pnc", FOREST, FOREST_BLEND]);
     assert_eq!(
-        choose(
-            &Pnc,
-            &data,
-            cfg.clone(),
-            WaitPolicy::Active,
-            MemoryBudget::default(),
-            &AtomicBool::new(false),
-            &mut |_| {}
-        )
-        .unwrap()
-        .0,
+        run_choose(&data, cfg.clone(), &mut |_| {}).unwrap().0,
         chosen
     );
     // P&C alone (`--system pnc`): no forest among the candidates, and the choice runs
     // the unrolled ascent and the projection.
     let mut pnc_only = cfg;
     pnc_only.search.scope = SearchScope::Pnc;
-    let (chosen, record) = choose(
-        &Pnc,
-        &data,
-        pnc_only,
-        WaitPolicy::Active,
-        MemoryBudget::default(),
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let (chosen, record) = run_choose(&data, pnc_only, &mut |_| {}).unwrap();
     let record = record.unwrap();
     assert_eq!(record.scores.len(), 3);
     assert!(record.scores.iter().all(|s| s.system == "pnc"));
     assert!(chosen.model.forest.is_none() && chosen.system == "pnc");
+}
+
+/// `search.scoring = f1-samples` scores an empty prediction for an empty gold set 0, as
+/// scikit-learn's `f1_samples`: on a fold with empty gold sets, every threshold's score is at
+/// most the default's (1 for those rows), and below it where the model predicts nothing
+/// for one of them; the record and its summary say which scoring ranked the candidates.
+#[test]
+fn f1_samples_scoring_counts_an_empty_prediction_of_nothing_as_zero() {
+    let full = toy(60);
+    let mut labels = crate::data::LabelSets::new(full.n_labels());
+    for r in 0..full.n_rows() {
+        let row: Vec<u32> = if r % 4 == 0 {
+            Vec::new()
+        } else {
+            full.labels.row(r).to_vec()
+        };
+        labels.push_row(&row);
+    }
+    let data = Dataset { labels, ..full };
+    let cfg = quick_predict();
+    let all = vec![candidates(&cfg, 60, false).remove(1)];
+    let (wait, budget, never) = (
+        WaitPolicy::Active,
+        MemoryBudget::default(),
+        AtomicBool::new(false),
+    );
+    let task = SearchTask {
+        training: 0,
+        fold: 0,
+    };
+    let score = |scoring| {
+        let plan = Plan::of_candidates(all.clone(), 3, 1, scoring);
+        let r = plan
+            .run(&Pnc, &data, task, wait, budget, &never, &mut |_| {})
+            .unwrap();
+        r.folds[0].example_f1_by_threshold.clone()
+    };
+    let (one, zero) = (
+        score(SearchScoring::ExampleF1),
+        score(SearchScoring::F1Samples),
+    );
+    assert_eq!(one.len(), zero.len());
+    assert!(
+        one.iter().zip(&zero).all(|(a, b)| b <= a),
+        "{one:?} {zero:?}"
+    );
+    // At the highest threshold the model predicts nothing for some empty gold set.
+    assert!(zero.last() < one.last(), "{one:?} {zero:?}");
+    let mut samples = cfg.clone();
+    samples.search = crate::config::SearchConfig::predict();
+    samples.search.folds = 3;
+    samples.search.scoring = SearchScoring::F1Samples;
+    let (_, record) = run_choose(&data, samples, &mut |_| {}).unwrap();
+    let record = record.unwrap();
+    assert_eq!(record.scoring, SearchScoring::F1Samples);
+    assert!(record.rule.contains("empty=0"), "{}", record.rule);
+    assert!(
+        record.summary().contains("scores 0"),
+        "{}",
+        record.summary()
+    );
 }

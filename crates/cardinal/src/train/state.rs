@@ -83,15 +83,8 @@ pub enum Event<'a> {
     /// The default's search (`crate::search`) scored its candidates and chose one, before
     /// the chosen configuration trains.
     Searched {
-        /// Each candidate's preset name, mean cross-validated example-F1 and decision
-        /// threshold, in order.
-        scores: &'a [crate::search::CandidateScore],
-        /// Folds of the cross-validation.
-        folds: usize,
-        /// Of those, the folds run.
-        folds_run: usize,
-        /// The preset name of the candidate that trains.
-        chosen: &'a str,
+        /// What it did: every candidate's score, and the one chosen.
+        record: &'a crate::search::SearchRecord,
     },
 }
 
@@ -209,6 +202,10 @@ pub struct Hooks<'a> {
     /// [`crate::Error::Interrupted`]: checked after every epoch, between the search's folds
     /// and between a forest's trees.
     pub cancel: &'a AtomicBool,
+    /// The results of every task of the default's search, computed elsewhere (another
+    /// process or machine: [`crate::Engine::run_search_task`]), used in place of training
+    /// the folds here; `None`: the search trains its folds itself.
+    pub search_results: Option<&'a [crate::search::SearchTaskResult]>,
 }
 
 impl<'a> Hooks<'a> {
@@ -223,6 +220,7 @@ impl<'a> Hooks<'a> {
             wait: WaitPolicy::Active,
             memory_budget: MemoryBudget::default(),
             cancel: Box::leak(Box::new(AtomicBool::new(false))),
+            search_results: None,
         }
     }
 }
