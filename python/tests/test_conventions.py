@@ -82,7 +82,12 @@ def test_the_search_is_recorded_and_a_loaded_model_refits(problem, tmp_path):
     wide = CardinalClassifier(
         preset="paper",
         random_state=0,
-        config={"preset": "paper-wide", "model": {"hidden": 16}, "train": {"epochs": 2}},
+        config={
+            "preset": "paper-wide",
+            "system": "pnc",
+            "model": {"hidden": 16},
+            "train": {"epochs": 2},
+        },
     ).fit(X, Y)
     assert wide.config_["preset"] == "paper-wide"
     wide.save(tmp_path / "wide")
@@ -280,6 +285,16 @@ def test_config_names_its_preset_as_the_cli_reads_it():
     assert paper.get("search", {}).get("max_rows", 0) == 0
     assert asks(config={"preset": "predict"})["search"]["max_rows"] == 2000
     assert asks(preset="paper", config={"preset": "paper"})["preset"] == "paper"
+    # A forest's name trains the forest, as --system forest builds it, and records it.
+    for name in ("forest", "forest-blend"):
+        forest = asks(config={"preset": name}, search=False)
+        assert (forest["system"], forest["preset"]) == (name, name)
+        assert forest["model"]["forest"] is not None
+    # Other saved configurations' names without their system would train another system
+    # under their name: refused, naming config.
+    for name in ("mlp", "paper-projected", "table1-spen"):
+        with pytest.raises(ValueError, match=f"config: .*`{name}` is not a preset"):
+            asks(config={"preset": name})
 
 
 def test_mixed_column_names_raise_as_scikit_learn_does(problem):

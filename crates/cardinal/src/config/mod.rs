@@ -206,9 +206,35 @@ impl Config {
                 });
             }
         }
+        let names_system = overrides
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .is_some_and(|v| v.get("system").is_some());
+        if let Some(n) = named.as_deref() {
+            // The name of a saved configuration, not a preset: only the whole configuration
+            // it names trains it (a bare name would train another system under its name).
+            let rebuilt = [FOREST, FOREST_BLEND].contains(&n);
+            if !Self::PRESETS.contains(&n) && !rebuilt && !names_system {
+                return Err(Error::InvalidConfig {
+                    field: Some("preset".into()),
+                    line: None,
+                    column: None,
+                    message: format!(
+                        "`{n}` is not a preset but the name of a saved configuration (a search \
+                         candidate or a baseline), and this one names no `system`: give the \
+                         whole config.json it was saved as, or a preset ({})",
+                        Self::PRESETS.join(", ")
+                    ),
+                });
+            }
+        }
         let base = match (preset, named.as_deref()) {
+            (Some(p), Some(FOREST)) => Self::preset(p)?.forest(),
+            (Some(p), Some(FOREST_BLEND)) => Self::preset(p)?.forest_blend(),
             (Some(p), _) => Self::preset(p)?,
             (None, Some(n)) if Self::PRESETS.contains(&n) => Self::preset(n)?,
+            // The forests as `--system forest` builds them (a saved one names every field).
+            (None, Some(FOREST)) => Self::predict().forest(),
+            (None, Some(FOREST_BLEND)) => Self::predict().forest_blend(),
             (None, Some(n)) if from_paper(n) => Self::paper(),
             _ => Self::predict(),
         };

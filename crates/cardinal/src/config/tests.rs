@@ -130,18 +130,36 @@ fn an_unknown_preset_named_in_the_configuration_is_refused() {
         e.contains("\"bogus\" is not a preset") && e.contains("paper, predict"),
         "{e}"
     );
-    for saved in [
-        "paper",
-        "predict",
-        "paper-wide",
-        "table1-spen",
-        "mlp",
-        "br-logistic",
-        "forest",
-        "forest-blend",
+    for preset in ["paper", "predict", "paper-printed"] {
+        let text = format!(r#"{{"preset": "{preset}"}}"#);
+        assert_eq!(
+            Config::resolve(None, Some(&text), None).unwrap().preset,
+            preset
+        );
+    }
+    // A forest's name builds that forest, as `--system forest` does: the configuration
+    // records the system it trains.
+    for forest in [FOREST, FOREST_BLEND] {
+        let text = format!(r#"{{"preset": "{forest}"}}"#);
+        let cfg = Config::resolve(None, Some(&text), None).unwrap();
+        assert_eq!((cfg.system.as_str(), cfg.preset.as_str()), (forest, forest));
+        assert!(cfg.model.forest.is_some());
+    }
+    // The other saved configurations' names load with their system, as config.json saves
+    // them; without it the name would label another system's training, and is refused.
+    for (saved, system) in [
+        ("paper-wide", "pnc"),
+        ("table1-spen", "spen"),
+        ("mlp", "mlp"),
+        ("br-logistic", "br-logistic"),
     ] {
-        let text = format!(r#"{{"preset": "{saved}"}}"#);
-        assert!(Config::resolve(None, Some(&text), None).is_ok(), "{saved}");
+        let bare = format!(r#"{{"preset": "{saved}"}}"#);
+        let e = Config::resolve(None, Some(&bare), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not a preset but the name of a saved"), "{e}");
+        let named = format!(r#"{{"preset": "{saved}", "system": "{system}"}}"#);
+        assert!(Config::resolve(None, Some(&named), None).is_ok(), "{saved}");
     }
 }
 
