@@ -17,7 +17,8 @@ same model directories.
   vector-Jacobian products on numpy arrays.
 """
 
-from ._classifier import CardinalClassifier, SearchOffWarning
+from ._classifier import CardinalClassifier
+from ._params import SearchOffWarning, SearchOnWarning
 from ._dask import predict_dask
 from ._data import Dataset, load_dataset
 from ._native import __version__
@@ -27,6 +28,7 @@ from ._types import EpochRecord, SearchResults
 __all__ = [
     "CardinalClassifier",
     "SearchOffWarning",
+    "SearchOnWarning",
     "SearchResults",
     "EpochRecord",
     "Dataset",

@@ -13,7 +13,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _native
 from ._types import Config, EpochRecord, SearchResults
-from ._params import config_args, finite_float, seed_of, threads_of
+from ._params import (
+    SearchOffWarning,
+    SearchOnWarning,
+    config_args,
+    finite_float,
+    seed_of,
+    threads_of,
+)
 from ._search import search_as_tasks
 from ._inputs import (
     ArrayLike,
@@ -27,16 +34,7 @@ from ._inputs import (
     rows as row_count,
 )
 
-# Presets whose configurations derive from `paper` (candidates of the default's search, the
-# Table 1 rows): a saved configuration naming one is read over `paper`.
-_PAPER_DERIVED = ("paper-projected", "paper-wide", "cardinality-only", "paper-printed")
-
 Self = TypeVar("Self", bound="CardinalClassifier")
-
-
-class SearchOffWarning(UserWarning):
-    """The estimator's parameters turned the default's search off (see
-    :class:`CardinalClassifier`, "The default's search")."""
 
 
 class Predictions(NamedTuple):
@@ -98,7 +96,10 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
     and by setting a training hyper-parameter (a shortcut below or ``config``) to a value
     other than the preset's: the candidates would replace it. Prediction-time parameters
     (``threshold``, ``labels_by``), ``n_jobs``, ``random_state`` and ``verbose`` never change
-    what is trained, and a parameter set to its default value changes nothing.
+    what is trained, and a parameter set to its default value changes nothing: the search
+    stays on, said at fit by a :class:`SearchOnWarning` (a grid over that parameter would
+    otherwise compare the search at the preset's value with the configuration as given at
+    the others).
 
     The search's trainings (candidate × fold) run as joblib tasks: one after the other in
     this process by default, and spread over a cluster's workers inside
@@ -346,7 +347,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
             # Every row counted once, as without weights: the same model, forests included.
             weights = None
         resolved = config_args(self, self._seed())
-        args, turned_off_by, max_rows = resolved
+        args, turned_off_by, kept_on_by, max_rows = resolved
         searches = max_rows > 0 and row_count(features) <= max_rows
         if weights is not None and searches and not turned_off_by and (
             self.search is not False and self.system is None
@@ -367,6 +368,16 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
                 "pass search=False to say so and silence this, or search=True to keep the "
                 "search (the configuration as given is then one of its candidates)",
                 SearchOffWarning,
+                stacklevel=2,
+            )
+        if kept_on_by and row_count(features) <= max_rows:
+            warnings.warn(
+                f"{', '.join(f'{p}={getattr(self, p)!r}' for p in kept_on_by)}: the preset's own "
+                "value, so the default's search stays on and may train a candidate that does "
+                "not use it. A grid over this parameter would compare the search at this "
+                "point with the configuration as given at the others; pass search=False "
+                "(or search=True) to compare like with like and silence this",
+                SearchOnWarning,
                 stacklevel=2,
             )
         if not isinstance(self.verbose, numbers.Integral) or self.verbose < 0:
@@ -533,7 +544,8 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
         model = _native.NativeModel.load(os.fspath(path))
         cfg = json.loads(model.config_json)
         name = cfg.get("preset", "predict")
-        preset = "paper" if name == "paper" or name in _PAPER_DERIVED or name.startswith("table1-") else "predict"
+        # The library's rule for what a saved configuration is read over.
+        preset = _native.base_preset(name)
         est = cls(
             preset=preset,
             random_state=cfg["seed"],

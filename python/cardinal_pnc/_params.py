@@ -33,6 +33,17 @@ _NOT_HYPER_PARAMETERS = ("preset", "seed", "search")
 SEARCH_SCORINGS = {"example_f1": "example-f1", "f1_samples": "f1-samples"}
 
 
+class SearchOffWarning(UserWarning):
+    """The estimator's parameters turned the default's search off (see
+    :class:`CardinalClassifier`, "The default's search")."""
+
+
+class SearchOnWarning(UserWarning):
+    """A training hyper-parameter set to the preset's own value left the default's search on,
+    whose candidates may not use it (see :class:`CardinalClassifier`, "The default's
+    search")."""
+
+
 class ConfigArgs(NamedTuple):
     """What a fit passes the library, and what the parameters did to the default's search."""
 
@@ -40,6 +51,9 @@ class ConfigArgs(NamedTuple):
     """The keyword arguments of the library's configuration resolution."""
     turned_off_by: List[str]
     """The parameters that turned the search off (said by a warning at fit)."""
+    kept_on_by: List[str]
+    """The hyper-parameters set to the preset's own values, which leave the search on (said
+    by a warning at fit: the search's candidates may not have them)."""
     max_rows: int
     """The preset's ``search.max_rows``: the rows up to which it would search."""
 
@@ -197,6 +211,7 @@ def config_args(est: Any, seed: Optional[int] = None) -> ConfigArgs:
     user = _check(est, preset, config, text, est.system)
     named_search = isinstance(parsed, dict) and "search" in parsed
     turned_off_by: List[str] = []
+    kept_on_by: List[str] = []
     max_rows = int(base.get("search", {}).get("max_rows", 0))
     if est.search is None and not named_search:
         # On as the preset has it, unless the parameters change what it trains.
@@ -205,6 +220,8 @@ def config_args(est: Any, seed: Optional[int] = None) -> ConfigArgs:
         }
         rows = base.get("search", {}).get("max_rows", 0) if same else 0
         overrides["search"] = {"max_rows": rows}
+        if same and rows:
+            kept_on_by = [p for p in FIELDS if getattr(est, p) is not None]
         if not same and base.get("search", {}).get("max_rows", 0):
             # Said at fit (where the rows are known): a grid over these compares the
             # configuration as given, not the default's choice.
@@ -230,4 +247,4 @@ def config_args(est: Any, seed: Optional[int] = None) -> ConfigArgs:
         "seed": seed,
         "system": est.system,
     }
-    return ConfigArgs(args, turned_off_by, max_rows)
+    return ConfigArgs(args, turned_off_by, kept_on_by, max_rows)

@@ -274,7 +274,14 @@ def test_a_parameter_that_turns_the_search_off_says_so_at_fit(problem):
         CardinalClassifier(hidden=8, epochs=1, random_state=0).fit(X[:60], Y[:60])
     with warnings.catch_warnings():
         warnings.simplefilter("error", cardinal.SearchOffWarning)
+        warnings.simplefilter("error", cardinal.SearchOnWarning)
         CardinalClassifier(hidden=8, epochs=1, random_state=0, search=False).fit(X[:60], Y[:60])
+        CardinalClassifier(hidden=2000, random_state=0, search=True).fit(X[:60], Y[:60])
+    # The preset's own value keeps the search on: a grid over hidden = [500, 2000] would
+    # compare the search with a configuration; said at the 2000 point too.
+    with pytest.warns(cardinal.SearchOnWarning, match="hidden=2000: the preset's own value"):
+        fitted = CardinalClassifier(hidden=2000, random_state=0).fit(X[:60], Y[:60])
+    assert fitted.search_results_ is not None
 
 
 def test_config_names_its_preset_as_the_cli_reads_it():

@@ -152,6 +152,13 @@ pub(crate) fn check_config(
     Ok(serde_json::to_string(&cfg).expect("a configuration serialises"))
 }
 
+/// The preset a saved configuration named `name` is read over (`Config::base_preset`): the
+/// estimator's `preset` for a loaded model.
+#[pyfunction]
+pub(crate) fn base_preset(name: &str) -> &'static str {
+    Config::base_preset(name)
+}
+
 /// A progress line for `verbose` output, or `None` for events it does not show.
 pub(crate) fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
     match ev {

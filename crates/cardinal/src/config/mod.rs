@@ -183,18 +183,40 @@ impl Config {
         }
     }
 
+    /// Whether a saved configuration named `name` is read over `paper` (not `predict`):
+    /// `paper-projected` and `paper-wide` (candidates of the default's search), and the
+    /// configurations of the paper's Table 1 rows. The one rule every front end uses
+    /// ([`Config::base_preset`]).
+    fn derives_from_paper(name: &str) -> bool {
+        name.starts_with("table1-")
+            || ["cardinality-only", "paper-projected", "paper-wide"].contains(&name)
+    }
+
+    /// The preset a saved configuration named `name` is read over: the preset itself, `paper`
+    /// for those derived from it, `predict` otherwise (the search's other candidates, the
+    /// baselines).
+    ///
+    /// ```
+    /// use cardinal::config::Config;
+    /// assert_eq!(Config::base_preset("paper-wide"), "paper");
+    /// assert_eq!(Config::base_preset("paper-printed"), "paper-printed");
+    /// assert_eq!(Config::base_preset("forest"), "predict");
+    /// ```
+    pub fn base_preset(name: &str) -> &'static str {
+        match Self::PRESETS.iter().find(|p| **p == name) {
+            Some(p) => p,
+            None if Self::derives_from_paper(name) => "paper",
+            None => "predict",
+        }
+    }
+
     /// The preset (given, named by `overrides`, else `predict`) with `overrides` read over it,
     /// not yet validated: [`ConfigRequest::resolve`]'s first two steps.
     fn unvalidated(preset: Option<&str>, overrides: Option<&str>) -> Result<Self> {
         let named = overrides
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
             .and_then(|v| v.get("preset").and_then(|p| p.as_str()).map(str::to_owned));
-        // `paper-projected`, `paper-wide`: candidates of the default's search
-        // (`crate::search`); `mlp`, `br-logistic`: the baselines' saved configurations.
-        let from_paper = |n: &str| {
-            n.starts_with("table1-")
-                || ["cardinality-only", "paper-projected", "paper-wide"].contains(&n)
-        };
+        let from_paper = |n: &str| Self::derives_from_paper(n);
         if let Some(n) = named.as_deref() {
             let known = Self::PRESETS.contains(&n)
                 || from_paper(n)
