@@ -5,7 +5,7 @@
 use cardinal_proj::matrix::{
     AnyMatrixProjector, DykstraMatrix, ExactMatrix, MatrixMethod, MatrixProjector, SinkhornMatrix,
 };
-use cardinal_proj::{ProjError, Simplex, SoftSimplex};
+use cardinal_proj::{ProjError, Simplex, SoftSimplex, SoftSimplexPrinted};
 
 /// SplitMix64: deterministic test data without a dependency.
 struct Rng(u64);
@@ -313,6 +313,7 @@ fn every_vjp_matches_finite_differences() {
         check_vjp(&ExactMatrix::default(), l, m, s, 1e-6);
         check_vjp(&DykstraMatrix::new(1, SoftSimplex), l, m, s, 1e-6);
         check_vjp(&DykstraMatrix::new(3, SoftSimplex), l, m, s, 1e-6);
+        check_vjp(&DykstraMatrix::new(3, SoftSimplexPrinted), l, m, s, 1e-6);
         check_vjp(&DykstraMatrix::new(4, Simplex), l, m, s, 1e-6);
         check_vjp(&SinkhornMatrix::new(0.5), l, m, s, 1e-6);
         check_vjp(&SinkhornMatrix::new(0.1), l, m, s, 1e-5);

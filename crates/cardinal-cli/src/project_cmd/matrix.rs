@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn projects_each_line_onto_the_polytope() {
-        for method in ["exact", "dykstra", "sinkhorn"] {
+        for method in ["exact", "dykstra", "dykstra-printed", "sinkhorn"] {
             let out = run_str(
                 &args(2, "2 1", method),
                 "0.9 0.1 0.8 0.2 0.7 0.3\n1 0 1 0 1 0\n",
@@ -132,9 +132,9 @@ mod tests {
                     .collect();
                 assert_eq!(y.len(), 6);
                 assert!(y.iter().all(|&x| x >= 0.0), "{method}: {line}");
-                // The paper's Dykstra (Algorithm 1 steps, 3 rounds) is only approximately
+                // The paper's Dykstra (Algorithm 1 steps, released or printed, 3 rounds) is only approximately
                 // feasible; the other two meet every constraint.
-                if method != "dykstra" {
+                if !method.starts_with("dykstra") {
                     let col0: f64 = y.iter().step_by(2).sum();
                     assert!((col0 - 2.0).abs() < 1e-5, "{method}: {line}");
                     for r in y.chunks(2) {

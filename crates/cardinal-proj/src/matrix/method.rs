@@ -4,7 +4,7 @@ use super::{
     DykstraMatrix, DykstraMatrixTape, ExactMatrix, ExactMatrixTape, MatrixProjector,
     SinkhornMatrix, SinkhornMatrixTape, DEFAULT_SINKHORN_EPS,
 };
-use crate::{ProjError, Real, SoftSimplex, SoftTape};
+use crate::{ProjError, Real, SoftPrintedTape, SoftSimplex, SoftSimplexPrinted, SoftTape};
 use std::fmt;
 use std::str::FromStr;
 
@@ -13,17 +13,22 @@ use std::str::FromStr;
 pub enum MatrixMethod {
     /// The exact Euclidean projection ([`ExactMatrix`]).
     Exact,
-    /// The paper's: Dykstra rounds with Algorithm 1 ([`DykstraMatrix`] over [`SoftSimplex`]).
+    /// The paper's: Dykstra rounds with Algorithm 1 as the authors' code releases it
+    /// ([`DykstraMatrix`] over [`SoftSimplex`]).
     Dykstra,
+    /// The same with Algorithm 1 as the paper prints it ([`DykstraMatrix`] over
+    /// [`SoftSimplexPrinted`]).
+    DykstraPrinted,
     /// The entropic projection ([`SinkhornMatrix`]).
     Sinkhorn,
 }
 
 impl MatrixMethod {
     /// Every method, in the order of [`ProjError::UnknownMatrixMethod`]'s list.
-    pub const ALL: [MatrixMethod; 3] = [
+    pub const ALL: [MatrixMethod; 4] = [
         MatrixMethod::Exact,
         MatrixMethod::Dykstra,
+        MatrixMethod::DykstraPrinted,
         MatrixMethod::Sinkhorn,
     ];
 
@@ -32,6 +37,7 @@ impl MatrixMethod {
         match self {
             MatrixMethod::Exact => "exact",
             MatrixMethod::Dykstra => "dykstra",
+            MatrixMethod::DykstraPrinted => "dykstra-printed",
             MatrixMethod::Sinkhorn => "sinkhorn",
         }
     }
@@ -56,7 +62,7 @@ impl FromStr for MatrixMethod {
     }
 }
 
-/// A matrix projection chosen at run time: `rounds` is used by [`MatrixMethod::Dykstra`],
+/// A matrix projection chosen at run time: `rounds` is used by the Dykstra methods,
 /// `eps` by [`MatrixMethod::Sinkhorn`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AnyMatrixProjector {
@@ -94,6 +100,8 @@ pub enum AnyMatrixTape<F> {
     Exact(ExactMatrixTape),
     /// Tape of [`MatrixMethod::Dykstra`].
     Dykstra(DykstraMatrixTape<F, SoftTape<F>>),
+    /// Tape of [`MatrixMethod::DykstraPrinted`].
+    DykstraPrinted(DykstraMatrixTape<F, SoftPrintedTape<F>>),
     /// Tape of [`MatrixMethod::Sinkhorn`].
     Sinkhorn(SinkhornMatrixTape),
 }
@@ -132,6 +140,8 @@ impl<F: Real> MatrixProjector<F> for AnyMatrixProjector {
                 out,
                 tape_as!(tape, Dykstra),
             ),
+            MatrixMethod::DykstraPrinted => DykstraMatrix::new(self.rounds, SoftSimplexPrinted)
+                .forward(v, classes, z, out, tape_as!(tape, DykstraPrinted)),
             MatrixMethod::Sinkhorn => {
                 SinkhornMatrix::new(self.eps).forward(v, classes, z, out, tape_as!(tape, Sinkhorn))
             }
@@ -147,6 +157,9 @@ impl<F: Real> MatrixProjector<F> for AnyMatrixProjector {
             }
             (MatrixMethod::Dykstra, AnyMatrixTape::Dykstra(t)) => {
                 DykstraMatrix::new(self.rounds, SoftSimplex).vjp(t, g, gv, gz)
+            }
+            (MatrixMethod::DykstraPrinted, AnyMatrixTape::DykstraPrinted(t)) => {
+                DykstraMatrix::new(self.rounds, SoftSimplexPrinted).vjp(t, g, gv, gz)
             }
             (MatrixMethod::Sinkhorn, AnyMatrixTape::Sinkhorn(t)) => {
                 <SinkhornMatrix as MatrixProjector<F>>::vjp(

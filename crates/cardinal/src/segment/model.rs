@@ -513,11 +513,7 @@ mod tests {
             (Mode::Rows, 2, true),
         ];
         for (mode, terms, grid) in modes {
-            for method in [
-                MatrixMethod::Exact,
-                MatrixMethod::Dykstra,
-                MatrixMethod::Sinkhorn,
-            ] {
+            for method in MatrixMethod::ALL {
                 let proj = AnyMatrixProjector::new(method, 2).with_eps(0.5);
                 let mut model = SegModel::new(c, m, mode, proj);
                 model.steps = 3;
