@@ -108,9 +108,9 @@ fn bench_data(engine: &cardinal::engine::Engine, args: &BenchArgs) -> anyhow::Re
         }),
         None => {
             let dir = crate::data_dir(engine, args.data_dir.as_deref());
-            cardinal::data::resolve_dataset(&args.dataset, dir.as_deref())
+            cardinal::engine::DataSpec::named_in(&args.dataset, dir.as_deref())
+                .load()
                 .with_context(|| format!("loading dataset `{}`", args.dataset))?
-                .into_train_test(0.8, 0)?
         }
     })
 }

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use cardinal::config::Config;
-use cardinal::data::{resolve_dataset, Dataset, Labels, TrainTest};
+use cardinal::data::{Dataset, Labels, TrainTest};
 use cardinal::engine::Meta;
-use cardinal::engine::{check_labels, Engine, RunRecord};
+use cardinal::engine::{check_labels, DataSpec, Engine, RunRecord};
 
 use crate::model_cmd::{print_identity, print_report};
 
@@ -48,7 +48,7 @@ pub(crate) struct EvalArgs {
 /// A dataset named or found at `spec`, with single files split as `train` splits them by
 /// default.
 fn load_named(spec: &str, dir: Option<PathBuf>) -> anyhow::Result<TrainTest> {
-    Ok(resolve_dataset(spec, dir.as_deref())?.into_train_test(0.8, 0)?)
+    Ok(DataSpec::named_in(spec, dir.as_deref()).load()?)
 }
 
 /// The model's own data: what its run directory recorded (`run.json`), split exactly as its

@@ -109,9 +109,9 @@ pub(crate) fn run(engine: &cardinal::engine::Engine, args: &ReproduceArgs) -> an
             data_dir,
         } => {
             let dir = crate::data_dir(engine, data_dir.as_deref());
-            let data = cardinal::data::resolve_dataset(dataset, dir.as_deref())
-                .with_context(|| format!("loading dataset `{dataset}`"))?
-                .into_train_test(0.8, 0)?;
+            let data = cardinal::engine::DataSpec::named_in(dataset, dir.as_deref())
+                .load()
+                .with_context(|| format!("loading dataset `{dataset}`"))?;
             let a = cardinality_analysis(engine, &data, *seed)?;
             // The paper's figures (§5.1) are Delicious's; beside another dataset they would
             // read as its reference.

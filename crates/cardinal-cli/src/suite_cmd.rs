@@ -114,8 +114,8 @@ pub(crate) fn load_dataset(
     spec: &str,
     dir: Option<&Path>,
 ) -> anyhow::Result<Option<(String, TrainTest)>> {
-    let data = match cardinal::data::resolve_dataset(spec, dir) {
-        Ok(r) => r.into_train_test(0.8, 0)?,
+    let data = match cardinal::engine::DataSpec::named_in(spec, dir).load() {
+        Ok(d) => d,
         Err(e) => {
             errln!("skipping {spec}: {e}");
             return Ok(None);

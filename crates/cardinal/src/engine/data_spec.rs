@@ -48,6 +48,15 @@ impl DataSpec {
         }
     }
 
+    /// The dataset called (or at) `dataset`, looked up by name in `data_dir` (when given),
+    /// with the default split of single files: how every front end reads a dataset by name.
+    pub fn named_in(dataset: impl Into<String>, data_dir: Option<&Path>) -> Self {
+        Self {
+            data_dir: data_dir.map(Path::to_path_buf),
+            ..Self::named(dataset)
+        }
+    }
+
     /// The folder datasets are looked up in by name: `data_dir` (no environment variable is
     /// read here: see [`DataSpec::or_data_dir`]).
     pub(crate) fn data_dir(&self) -> Option<PathBuf> {
