@@ -203,11 +203,10 @@ def config_args(est: Any, seed: Optional[int] = None) -> ConfigArgs:
     preset: Optional[str] = est.preset
     if isinstance(named, str) and est.preset == "predict":
         preset = None
-    base = (
-        _check(est, None, json.dumps({"preset": named}), None)
-        if preset is None
-        else _check(est, preset, None, None)
-    )
+    # The preset the configuration is read over, by the library's rule (a saved
+    # configuration's name is not a preset).
+    base_name = _native.base_preset(named) if preset is None and isinstance(named, str) else preset
+    base = _check(est, base_name, None, None)
     user = _check(est, preset, config, text, est.system)
     named_search = isinstance(parsed, dict) and "search" in parsed
     turned_off_by: List[str] = []

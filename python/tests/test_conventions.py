@@ -302,6 +302,11 @@ def test_config_names_its_preset_as_the_cli_reads_it():
     for name in ("mlp", "paper-projected", "table1-spen"):
         with pytest.raises(ValueError, match=f"config: .*`{name}` is not a preset"):
             asks(config={"preset": name})
+    # With its system, as a saved config.json names it, a search candidate's configuration
+    # is read over the preset it derives from (the library's rule), not refused.
+    wide = asks(config={"preset": "paper-wide", "system": "pnc", "model": {"hidden": 500}})
+    assert (wide["preset"], wide["model"]["hidden"]) == ("paper-wide", 500)
+    assert wide["loss"]["unary_bce_weight"] == asks(preset="paper")["loss"]["unary_bce_weight"] == 0.0
 
 
 def test_mixed_column_names_raise_as_scikit_learn_does(problem):

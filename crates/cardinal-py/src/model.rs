@@ -270,7 +270,7 @@ impl NativeModel {
         let cfg = resolve(preset, config, overrides, seed, system).map_err(to_py)?;
         let train = training_data(x, y, sample_weight)?;
         let search_results = search_results
-            .map(|r| crate::search_tasks::parse_results(&r))
+            .map(|r| parse_search_results(&r))
             .transpose()?;
         let feature_names = feature_names.unwrap_or_default();
         if !feature_names.is_empty() {
@@ -500,4 +500,19 @@ pub(crate) fn label_sets<'py>(
         sets.write_dense(r, &mut dense[r * l..(r + 1) * l]);
     }
     matrix(py, n, l, dense.into_iter().map(i64::from).collect())
+}
+
+/// The tasks' results from their JSON, each refused by its position if it is not one.
+fn parse_search_results(texts: &[String]) -> PyResult<Vec<cardinal::search::SearchTaskResult>> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            serde_json::from_str(t).map_err(|e| {
+                PyValueError::new_err(format!(
+                    "search_results[{i}]: not a result of run_search_task: {e}"
+                ))
+            })
+        })
+        .collect()
 }

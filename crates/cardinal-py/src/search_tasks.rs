@@ -1,7 +1,7 @@
 //! The default's search as tasks for Python to schedule (joblib, and through it Dask): the
 //! list of tasks of a fit, one task run, and its result as JSON for the fit that chooses.
 
-use cardinal::search::{fold_line, SearchTask, SearchTaskResult};
+use cardinal::search::{fold_line, SearchTask};
 use numpy::PyReadonlyArray1;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -69,19 +69,4 @@ pub(crate) fn run_search_task(
     })?
     .map_err(to_py)?;
     serde_json::to_string(&result).map_err(|e| PyValueError::new_err(e.to_string()))
-}
-
-/// The tasks' results from their JSON, each refused by its position if it is not one.
-pub(crate) fn parse_results(texts: &[String]) -> PyResult<Vec<SearchTaskResult>> {
-    texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            serde_json::from_str(t).map_err(|e| {
-                PyValueError::new_err(format!(
-                    "search_results[{i}]: not a result of run_search_task: {e}"
-                ))
-            })
-        })
-        .collect()
 }

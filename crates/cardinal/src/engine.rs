@@ -52,14 +52,13 @@ use crate::system::{Hooks, Start, Systems};
 use crate::train::TrainState;
 
 mod bench;
-mod data_spec;
 mod run_data;
 mod search_tasks;
 mod segment;
 mod segment_run;
 
+pub use crate::data_spec::DataSpec;
 pub use bench::EpochBench;
-pub use data_spec::DataSpec;
 pub use segment_run::{SegOutcome, SegRun};
 
 // What the front ends need of the rest of the library, at the front door: a model folder's

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::data::{CsrMatrix, LabelSets};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::forest::{Forest, ForestOutputs, Networks};
 use crate::metrics::{
     binarize, cardinality_report, default_threshold_grid, evaluate, precision_at_k, ranking_report,
     tune_threshold, Binarize, CardinalityReport, MetricOptions, MetricReport, PrecisionAtK,
@@ -41,10 +42,72 @@ fn pnc_predict(
     count_override: Option<Vec<f32>>,
 ) -> Result<Outputs<f32>> {
     if let Some(forest) = &model.forest {
-        return crate::forest::predict(model, forest, x, count_override.as_deref());
+        return forest_predict(model, forest, x, count_override.as_deref());
     }
     networks_predict(model, x, batch, count_override)
 }
+
+/// `model`'s outputs where its `forest` decides, alone or blended with the model's networks
+/// (`model.forest.networks`): `y` the chosen sets, `z` their sizes (or `counts`), `unary` the
+/// labels' marginal probabilities, `ranking` their F1 scores.
+fn forest_predict(
+    model: &Model<f32>,
+    forest: &Forest,
+    x: &CsrMatrix,
+    counts: Option<&[f32]>,
+) -> Result<Outputs<f32>> {
+    crate::model::check_dims(model, x.n_cols, model.n_labels(), "the input rows")?;
+    if let Some(c) = counts {
+        if c.len() != x.n_rows {
+            return Err(Error::Shape {
+                what: "the counts".into(),
+                found: format!("{} counts", c.len()),
+                expected: format!("one per row ({})", x.n_rows),
+            });
+        }
+    }
+    let share = model
+        .config
+        .model
+        .forest
+        .as_ref()
+        .map_or(0.0, |f| f.networks);
+    let out = if share > 0.0 {
+        // Chunk by chunk, so the networks' outputs held at once stay bounded whatever the
+        // number of rows.
+        let counts_of: Vec<usize> = model.counts.iter().map(|&k| k as usize).collect();
+        let mut out = ForestOutputs::default();
+        for start in (0..x.n_rows).step_by(BLEND_CHUNK_ROWS) {
+            let end = x.n_rows.min(start + BLEND_CHUNK_ROWS);
+            // An input of one chunk is read in place; a longer one is copied a chunk at a time.
+            let copied =
+                (end - start < x.n_rows).then(|| x.select_rows(&(start..end).collect::<Vec<_>>()));
+            let chunk = copied.as_ref().unwrap_or(x);
+            let heads = model.heads(chunk);
+            let nets = Networks {
+                unary: &heads.unary,
+                count_probs: &heads.count_probs,
+                counts: &counts_of,
+                share,
+            };
+            let chunk_counts = counts.map(|c| &c[start..end]);
+            out.append(forest.decide(chunk, chunk_counts, Some(&nets)));
+        }
+        out
+    } else {
+        forest.decide(x, counts, None)
+    };
+    Ok(Outputs {
+        y: out.y,
+        z: out.z,
+        unary: out.marginal,
+        ranking: out.ranking,
+    })
+}
+
+/// Rows whose network outputs a blended forest holds at once (a few in tests, so that their
+/// inputs span several chunks).
+const BLEND_CHUNK_ROWS: usize = if cfg!(test) { 7 } else { 4096 };
 
 /// The networks' own prediction (the unrolled solver) on every row of `x`, a forest the model
 /// has left out: what training measures on its dev rows, which a forest grown on the whole

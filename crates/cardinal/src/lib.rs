@@ -42,6 +42,7 @@ mod batch;
 mod checkpoint;
 pub mod config;
 mod cv;
+mod data_spec;
 pub mod engine;
 mod error;
 pub mod eval;

@@ -1,6 +1,6 @@
 //! Run directories, one implementation for every model kind. A run directory holds:
 //!
-//! * `run.json`, where the data came from (a [`DataSpec`](crate::engine::DataSpec)), and
+//! * `run.json`, where the data came from (a [`DataSpec`](crate::data_spec::DataSpec)), and
 //!   `data.json`, what it was (a SHA-256 of its content), written when a run is created and
 //!   checked when it is reopened or evaluated on its own data;
 //! * `.cardinal.lock` while a process writes into it ([`lock()`]);
@@ -290,7 +290,7 @@ fn not_a_run(dir: &Path) -> Option<String> {
         serde_json::from_slice(&std::fs::read(&p).ok()?).ok()
     };
     let is_run = json(RUN_FILE)
-        .is_some_and(|v| serde_json::from_value::<crate::engine::DataSpec>(v).is_ok());
+        .is_some_and(|v| serde_json::from_value::<crate::data_spec::DataSpec>(v).is_ok());
     let is_model = json(META_FILE).is_some_and(|v| {
         v.get("format_version").is_some_and(|f| f.is_u64())
             && v.get("cardinal_version").is_some_and(|c| c.is_string())

@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::data_spec::MultiTargetFiles;
 use super::{Checkpoints, DataSpec, Engine, RUN_FILE};
 use crate::checkpoint::{self, LabelStructure};
 use crate::data::multi_target::MultiTargetDataset;
+use crate::data_spec::MultiTargetFiles;
 use crate::error::{Error, Result};
 use crate::run_dir::{self, Checkpointer, MetricsLog, RunDir, RunModel, RunRecord};
 use crate::segment::checkpoint::SegmentRun;

@@ -59,7 +59,7 @@ pub(crate) struct ForestOutputs {
 
 impl ForestOutputs {
     /// `other`'s rows after these.
-    fn append(&mut self, other: ForestOutputs) {
+    pub(crate) fn append(&mut self, other: ForestOutputs) {
         self.y.extend(other.y);
         self.z.extend(other.z);
         self.marginal.extend(other.marginal);
@@ -315,68 +315,6 @@ fn mix(seed: u64, t: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
-
-/// `model`'s outputs where its `forest` decides, alone or blended with the model's networks
-/// (`model.forest.networks`): `y` the chosen sets, `z` their sizes (or `counts`), `unary` the
-/// labels' marginal probabilities, `ranking` their F1 scores.
-pub(crate) fn predict(
-    model: &crate::model::Model<f32>,
-    forest: &Forest,
-    x: &CsrMatrix,
-    counts: Option<&[f32]>,
-) -> Result<crate::model::Outputs<f32>> {
-    crate::model::check_dims(model, x.n_cols, model.n_labels(), "the input rows")?;
-    if let Some(c) = counts {
-        if c.len() != x.n_rows {
-            return Err(Error::Shape {
-                what: "the counts".into(),
-                found: format!("{} counts", c.len()),
-                expected: format!("one per row ({})", x.n_rows),
-            });
-        }
-    }
-    let share = model
-        .config
-        .model
-        .forest
-        .as_ref()
-        .map_or(0.0, |f| f.networks);
-    let out = if share > 0.0 {
-        // Chunk by chunk, so the networks' outputs held at once stay bounded whatever the
-        // number of rows.
-        let counts_of: Vec<usize> = model.counts.iter().map(|&k| k as usize).collect();
-        let mut out = ForestOutputs::default();
-        for start in (0..x.n_rows).step_by(BLEND_CHUNK_ROWS) {
-            let end = x.n_rows.min(start + BLEND_CHUNK_ROWS);
-            // An input of one chunk is read in place; a longer one is copied a chunk at a time.
-            let copied =
-                (end - start < x.n_rows).then(|| x.select_rows(&(start..end).collect::<Vec<_>>()));
-            let chunk = copied.as_ref().unwrap_or(x);
-            let heads = model.heads(chunk);
-            let nets = Networks {
-                unary: &heads.unary,
-                count_probs: &heads.count_probs,
-                counts: &counts_of,
-                share,
-            };
-            let chunk_counts = counts.map(|c| &c[start..end]);
-            out.append(forest.decide(chunk, chunk_counts, Some(&nets)));
-        }
-        out
-    } else {
-        forest.decide(x, counts, None)
-    };
-    Ok(crate::model::Outputs {
-        y: out.y,
-        z: out.z,
-        unary: out.marginal,
-        ranking: out.ranking,
-    })
-}
-
-/// Rows whose network outputs a blended forest holds at once (a few in tests, so that their
-/// inputs span several chunks).
-const BLEND_CHUNK_ROWS: usize = if cfg!(test) { 7 } else { 4096 };
 
 #[cfg(test)]
 mod tests;

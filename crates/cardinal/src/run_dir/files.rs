@@ -13,7 +13,7 @@ use super::{prepare, Existing, RunDir, RUN_FILE};
 use crate::checkpoint::{self, write_atomic, Snapshot};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::data::{Dataset, TrainTest};
-use crate::engine::DataSpec;
+use crate::data_spec::DataSpec;
 use crate::error::{Error, Result};
 
 /// The name of the file in a run directory that records what its data was.
