@@ -228,22 +228,24 @@ impl Config {
                 });
             }
         }
-        let names_system = overrides
+        // A saved config.json names its system (older ones at least their model section).
+        let saved_whole = overrides
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
-            .is_some_and(|v| v.get("system").is_some());
+            .is_some_and(|v| v.get("system").is_some() || v.get("model").is_some());
         if let Some(n) = named.as_deref() {
             // The name of a saved configuration, not a preset: only the whole configuration
             // it names trains it (a bare name would train another system under its name).
             let rebuilt = [FOREST, FOREST_BLEND].contains(&n);
-            if !Self::PRESETS.contains(&n) && !rebuilt && !names_system {
+            if !Self::PRESETS.contains(&n) && !rebuilt && !saved_whole {
                 return Err(Error::InvalidConfig {
                     field: Some("preset".into()),
                     line: None,
                     column: None,
                     message: format!(
                         "`{n}` is not a preset but the name of a saved configuration (a search \
-                         candidate or a baseline), and this one names no `system`: give the \
-                         whole config.json it was saved as, or a preset ({})",
+                         candidate or a baseline), and this one names neither its `system` nor \
+                         its `model`: give the whole config.json it was saved as, or a preset \
+                         ({})",
                         Self::PRESETS.join(", ")
                     ),
                 });
