@@ -203,7 +203,7 @@ pub struct Hooks<'a> {
     /// and between a forest's trees.
     pub cancel: &'a AtomicBool,
     /// The results of every task of the default's search, computed elsewhere (another
-    /// process or machine: [`crate::Engine::run_search_task`]), used in place of training
+    /// process or machine: [`crate::engine::Engine::run_search_task`]), used in place of training
     /// the folds here; `None`: the search trains its folds itself.
     pub search_results: Option<&'a [crate::search::SearchTaskResult]>,
 }
