@@ -57,9 +57,15 @@ fn parse_classes(s: &str) -> Result<usize, String> {
 /// and the matrix projections of `--classes`.
 fn method_help() -> String {
     let names: Vec<&str> = Method::ALL.iter().map(|m| m.name()).collect();
+    let matrix: Vec<&str> = cardinal::proj::matrix::MatrixMethod::ALL
+        .iter()
+        .map(|m| m.name())
+        .collect();
     format!(
-        "Projection: {}; with --classes: exact | dykstra (the paper's) | sinkhorn.",
-        names.join(" | ")
+        "Projection: {}; with --classes: {} (dykstra: the paper's, as released; \
+         dykstra-printed: as printed).",
+        names.join(" | "),
+        matrix.join(" | ")
     )
 }
 

@@ -117,7 +117,7 @@ fn method_names_round_trip() {
         Err(ProjError::UnknownMatrixMethod { name, allowed }) => {
             assert_eq!(
                 (name.as_str(), allowed.as_str()),
-                ("soft", "exact|dykstra|sinkhorn")
+                ("soft", "exact|dykstra|dykstra-printed|sinkhorn")
             );
         }
         other => panic!("{other:?}"),
