@@ -89,7 +89,7 @@ fn stats(a: &StatsArgs, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
         }
     };
     for note in &notes {
-        errln!("note: {note}");
+        crate::log::note(&format!("note: {note}"));
     }
     let name = resolved.name().to_string();
     let rows: Vec<(&str, DatasetStats)> = match &resolved {

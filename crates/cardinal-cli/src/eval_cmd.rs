@@ -85,16 +85,16 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
         bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
     };
     if cfg.model.forest.is_some() {
-        errln!(
+        crate::log::note(&format!(
             "note: the model's forest was grown on all of train, dev rows included: dev metrics \
              are optimistic"
-        );
+        ));
     } else if tc.full_epochs > 0 {
-        errln!(
+        crate::log::note(&format!(
             "note: the model's last {} epochs trained on all of train, dev rows included: \
              dev metrics are optimistic",
             tc.full_epochs
-        );
+        ));
     }
     Ok(dev)
 }
@@ -110,23 +110,24 @@ fn refuse_training_rows(
     spec: &str,
     data: &Dataset,
 ) -> anyhow::Result<()> {
-    let (trained, tested) = match record
-        .map(|r| engine.recorded_data_in(r, args.data_dir.as_deref()))
-    {
-        Some(Ok(tt)) => (tt.train, tt.test),
-        None => {
-            errln!(
-                "note: {} records no training data (not a run folder), so whether `{spec}` \
+    let (trained, tested) =
+        match record.map(|r| engine.recorded_data_in(r, args.data_dir.as_deref())) {
+            Some(Ok(tt)) => (tt.train, tt.test),
+            None => {
+                crate::log::note(&format!(
+                    "note: {} records no training data (not a run folder), so whether `{spec}` \
                  holds rows it trained on cannot be checked",
-                args.model.display()
-            );
-            return Ok(());
-        }
-        Some(Err(e)) => {
-            errln!("note: whether `{spec}` holds rows the model trained on cannot be checked: {e}");
-            return Ok(());
-        }
-    };
+                    args.model.display()
+                ));
+                return Ok(());
+            }
+            Some(Err(e)) => {
+                crate::log::note(&format!(
+                    "note: whether `{spec}` holds rows the model trained on cannot be checked: {e}"
+                ));
+                return Ok(());
+            }
+        };
     use cardinal::data::overlap::contained;
     let in_test = contained(data, &tested);
     let shared = contained(data, &trained)
@@ -162,7 +163,7 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
         Some(spec) => {
             let inputs = engine.read_inputs(&meta, spec, args.data_dir.as_deref(), Labels::Read)?;
             for note in &inputs.notes {
-                errln!("note: {note}");
+                crate::log::note(&format!("note: {note}"));
             }
             let data = Dataset {
                 name: inputs.name,

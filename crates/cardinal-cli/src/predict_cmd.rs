@@ -81,7 +81,7 @@ pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()>
     let (model, meta) = engine.load(&args.model)?;
     let inputs = engine.read_inputs(&meta, &args.data, args.data_dir.as_deref(), Labels::Ignore)?;
     for note in &inputs.notes {
-        errln!("note: {note}");
+        crate::log::note(&format!("note: {note}"));
     }
     if let Some(labels) = &inputs.labels {
         let named = cardinal::data::Dataset {
@@ -113,12 +113,12 @@ pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()>
             model.config.system
         );
     }
-    errln!(
+    crate::log::note(&format!(
         "note: predicting with the model in {}: system {} (preset {})",
         args.model.display(),
         model.config.system,
         model.config.preset
-    );
+    ));
     let out = engine.predict(&model, &inputs.features)?;
     let l = model.n_labels();
     let ranking = out.ranking_scores();

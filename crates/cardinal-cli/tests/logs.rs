@@ -260,3 +260,32 @@ fn the_search_reports_its_candidates_and_its_choice() {
         stderr(&o)
     );
 }
+
+/// With `--log-format json` standard error holds JSON objects only: `predict`'s note of what
+/// the model is arrives as a progress event, not as a line of text.
+#[test]
+fn notes_are_json_events_under_json_logs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (model, _) = train(tmp.path(), "m", &["--quiet"]);
+    let o = cardinal(&[
+        "--log-format",
+        "json",
+        "predict",
+        "--model",
+        arg(&model),
+        "--data",
+        "bibtex",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    let events: Vec<serde_json::Value> = err
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(
+        events.iter().any(|e| e["fields"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("note: predicting with the model in"))),
+        "{err}"
+    );
+}
