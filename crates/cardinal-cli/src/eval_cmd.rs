@@ -85,10 +85,10 @@ fn dev_of(train: &Dataset, cfg: &Config) -> anyhow::Result<Dataset> {
         bail!("the model's configuration holds out no dev data (train.dev_fraction = 0)");
     };
     if cfg.model.forest.is_some() {
-        crate::log::note(&format!(
+        crate::log::note(
             "note: the model's forest was grown on all of train, dev rows included: dev metrics \
-             are optimistic"
-        ));
+             are optimistic",
+        );
     } else if tc.full_epochs > 0 {
         crate::log::note(&format!(
             "note: the model's last {} epochs trained on all of train, dev rows included: \
