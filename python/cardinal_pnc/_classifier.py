@@ -1,18 +1,19 @@
 """``CardinalClassifier``: the scikit-learn estimator over the library's engine."""
 
+import inspect
 import json
 import numbers
 import os
 import tempfile
 import warnings
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple, TypeVar, Union
+from typing import Any, Dict, List, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _native
-from ._types import Config, EpochRecord, SearchResults
+from ._types import Config, EpochRecord, Predictions, SearchResults
 from ._params import (
     SearchOffWarning,
     SearchOnWarning,
@@ -35,15 +36,6 @@ from ._inputs import (
 )
 
 Self = TypeVar("Self", bound="CardinalClassifier")
-
-
-class Predictions(NamedTuple):
-    """Every output of one inference (:meth:`CardinalClassifier.predict_all`)."""
-
-    labels: np.ndarray
-    proba: np.ndarray
-    counts: np.ndarray
-    decision: np.ndarray
 
 
 class _Runtime:
@@ -587,6 +579,10 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
     def __setstate__(self, state: Dict[str, Any]) -> None:
         files = state.pop("_model_files", None)
         self.__dict__.update(state)
+        # An estimator pickled before a parameter existed gets its default (get_params, clone).
+        for name, param in inspect.signature(CardinalClassifier.__init__).parameters.items():
+            if name != "self" and name not in self.__dict__:
+                setattr(self, name, param.default)
         if files is not None:
             with tempfile.TemporaryDirectory() as tmp:
                 for name, data in files.items():

@@ -1,7 +1,9 @@
 """The shapes of the fitted estimator's records, for type checkers (``mypy --strict``):
-``search_results_``, ``history_`` entries and ``config_``."""
+``search_results_``, ``history_`` entries, ``config_`` and ``predict_all``'s outputs."""
 
-from typing import Any, Dict, List, Optional, TypedDict
+from typing import Any, Dict, List, NamedTuple, Optional, TypedDict
+
+import numpy as np
 
 
 class SearchResults(TypedDict):
@@ -28,6 +30,15 @@ class SearchResults(TypedDict):
     #: The chosen candidate's preset name, and its system.
     chosen: str
     chosen_system: str
+
+
+class Predictions(NamedTuple):
+    """Every output of one inference (:meth:`CardinalClassifier.predict_all`)."""
+
+    labels: np.ndarray
+    proba: np.ndarray
+    counts: np.ndarray
+    decision: np.ndarray
 
 
 class EpochRecord(TypedDict):

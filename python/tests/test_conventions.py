@@ -345,3 +345,18 @@ def test_search_scoring_f1_samples_is_scikit_learns_empty_convention(problem):
     # The convention is scikit-learn's own: an empty prediction of an empty set scores 0.
     empty = np.zeros((1, 3), dtype=int)
     assert f1_score(empty, empty, average="samples", zero_division=0) == 0.0
+
+
+def test_an_estimator_pickled_before_a_parameter_existed_gets_its_default(problem):
+    """An estimator pickled by an earlier version lacks the parameters added since: unpickled,
+    they take their defaults, so that get_params and clone work and it predicts as before."""
+    X, Y, Xt, _ = problem
+    clf = CardinalClassifier(**SMALL).fit(X, Y)
+    state = pickle.loads(pickle.dumps(clf)).__getstate__()
+    for added in ("search_scoring", "system"):
+        del state[added]
+    old = CardinalClassifier.__new__(CardinalClassifier)
+    old.__setstate__(state)
+    assert old.get_params()["search_scoring"] is None and old.get_params()["system"] is None
+    np.testing.assert_array_equal(old.predict(Xt), clf.predict(Xt))
+    assert clone(old).get_params() == clone(clf).get_params()
