@@ -27,18 +27,21 @@ mod tasks;
 pub(crate) use tasks::Plan;
 pub use tasks::{SearchTask, SearchTaskResult};
 
+/// The part of the rule in words that both scorings share.
+macro_rules! rule_tail {
+    () => {
+        "threshold by one paired standard error; predict counts by expected F1; forest \
+         candidate; forest blended with predict's networks; the folds run within 3000 \
+         training rows per candidate"
+    };
+}
+
 /// How `choose` scores and decides: changed whenever the same candidates could be chosen or
 /// decoded differently.
-const RULE: &str = "cv example-F1, empty=1; threshold by one paired standard error; \
-                        predict counts by expected F1; forest candidate; forest blended \
-                        with predict's networks; the folds run within 3000 training rows \
-                        per candidate";
+const RULE: &str = concat!("cv example-F1, empty=1; ", rule_tail!());
 
 /// [`RULE`] under scikit-learn's `f1_samples` scoring.
-const RULE_F1_SAMPLES: &str = "cv example-F1, empty=0; threshold by one paired standard error; \
-                        predict counts by expected F1; forest candidate; forest blended \
-                        with predict's networks; the folds run within 3000 training rows \
-                        per candidate";
+const RULE_F1_SAMPLES: &str = concat!("cv example-F1, empty=0; ", rule_tail!());
 
 /// The rule in words for a scoring.
 fn rule(scoring: SearchScoring) -> &'static str {
@@ -310,21 +313,17 @@ pub(crate) fn choose(
             best = Some((score, candidate));
         }
     }
-    let scoring = cfg.search.scoring;
+    let (scope, scoring) = (cfg.search.scope, cfg.search.scoring);
+    let chosen = best.map_or(cfg, |(_, c)| c);
     let record = SearchRecord {
         rule: rule(scoring).into(),
         folds,
         folds_run: Some(folds_run),
         rows: train.n_rows(),
-        scope: cfg.search.scope,
+        scope,
         scoring,
         scores,
-        chosen: String::new(),
-    };
-    let chosen = best.map_or(cfg, |(_, c)| c);
-    let record = SearchRecord {
         chosen: chosen.preset.clone(),
-        ..record
     };
     (hooks.on_event)(Event::Searched { record: &record });
     Ok((chosen, Some(record)))

@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use super::{require_rows, Engine};
 use crate::config::{Config, PNC};
 use crate::data::Dataset;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::search::{Plan, SearchTask, SearchTaskResult};
 use crate::train::{Event, Trained};
 
@@ -53,9 +53,13 @@ impl Engine {
         on_event: &mut dyn FnMut(Event),
         cancel: &AtomicBool,
     ) -> Result<SearchTaskResult> {
-        let plan = self.search_plan(train, cfg)?.unwrap_or_else(|| {
-            Plan::of_candidates(Vec::new(), cfg.search.folds, 0, cfg.search.scoring)
-        });
+        let plan = self
+            .search_plan(train, cfg)?
+            .ok_or_else(|| Error::OutOfRange {
+                field: "search task".into(),
+                value: format!("training {}, fold {}", task.training, task.fold),
+                allowed: "none: a fit of this configuration on these rows runs no search".into(),
+            })?;
         let system = self.systems.for_config(cfg)?;
         plan.run(
             system,

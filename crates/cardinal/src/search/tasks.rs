@@ -86,13 +86,12 @@ impl Plan {
         let mut trainings = Vec::new();
         let mut covered = vec![false; all.len()];
         if let Some(blend) = all.iter().find(|c| c.preset == FOREST_BLEND) {
-            let scored: Vec<(usize, Decoding)> = all
+            let mut scored: Vec<(usize, Decoding)> = all
                 .iter()
                 .enumerate()
                 .filter_map(|(i, c)| decoding_from(c, blend).map(|d| (i, d)))
                 .collect();
             // The blend first: it is the one trained.
-            let mut scored = scored;
             scored.sort_by_key(|&(i, d)| (d != Decoding::AsTrained, i));
             for &(i, _) in &scored {
                 covered[i] = true;
