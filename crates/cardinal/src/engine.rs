@@ -256,7 +256,13 @@ impl Engine {
 
     /// What `model` is, in one line for a user, by its system ([`crate::system::System::about`]).
     pub fn about(&self, model: &Model<f32>) -> Result<&'static str> {
-        Ok(self.systems.get(&model.config.system)?.about())
+        let about = self.systems.get(&model.config.system)?.about();
+        // The one model-dependent part of what a system is: Predict and Constrain's unary
+        // scores with a forest's prior (`model.forest_prior`).
+        Ok(match model.config.model.forest_prior {
+            Some(_) => crate::system::PNC_FOREST_PRIOR_ABOUT,
+            None => about,
+        })
     }
 
     /// What `model`'s outputs are, by its system ([`OutputKind`]): which labelling rules and

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::{Error, Result};
+use crate::forest::prior::log_odds;
 use crate::forest::{Forest, ForestOutputs, Networks};
 use crate::metrics::{
     binarize, cardinality_report, default_threshold_grid, evaluate, precision_at_k, ranking_report,
@@ -41,10 +42,50 @@ fn pnc_predict(
     batch: usize,
     count_override: Option<Vec<f32>>,
 ) -> Result<Outputs<f32>> {
-    if let Some(forest) = &model.forest {
+    if let (Some(forest), Some(_)) = (&model.forest, &model.config.model.forest) {
         return forest_predict(model, forest, x, count_override.as_deref());
     }
     networks_predict(model, x, batch, count_override)
+}
+
+/// The prior of the unary scores on every row of `x` (`model.forest_prior`): the forest's
+/// log-odds, `None` for a model without one.
+pub(crate) fn unary_prior(model: &Model<f32>, x: &CsrMatrix) -> Option<Vec<f32>> {
+    let (cfg, forest) = (
+        model.config.model.forest_prior.as_ref()?,
+        model.forest.as_ref()?,
+    );
+    Some(log_odds(&forest.marginals(x), cfg.weight, cfg.clip))
+}
+
+/// The prior of the unary scores on every row of the training file `x` whose rows
+/// `forest_rows`, in order, are those the model's forest grew on: out of bag on those, from
+/// every tree on the others (the dev rows, which the forest never saw, as at test).
+pub(crate) fn training_prior(
+    model: &Model<f32>,
+    x: &CsrMatrix,
+    forest_rows: &[usize],
+) -> Option<Vec<f32>> {
+    let (cfg, forest) = (
+        model.config.model.forest_prior.as_ref()?,
+        model.forest.as_ref()?,
+    );
+    let l = model.n_labels();
+    let mut q = vec![0.0f32; x.n_rows * l];
+    let mut grown = vec![false; x.n_rows];
+    let oob = forest.oob_marginals();
+    for (j, &r) in forest_rows.iter().enumerate() {
+        q[r * l..(r + 1) * l].copy_from_slice(&oob[j * l..(j + 1) * l]);
+        grown[r] = true;
+    }
+    let others: Vec<usize> = (0..x.n_rows).filter(|&r| !grown[r]).collect();
+    if !others.is_empty() {
+        let m = forest.marginals(&x.select_rows(&others));
+        for (j, &r) in others.iter().enumerate() {
+            q[r * l..(r + 1) * l].copy_from_slice(&m[j * l..(j + 1) * l]);
+        }
+    }
+    Some(log_odds(&q, cfg.weight, cfg.clip))
 }
 
 /// `model`'s outputs where its `forest` decides, alone or blended with the model's networks
@@ -120,6 +161,7 @@ pub(crate) fn networks_predict(
 ) -> Result<Outputs<f32>> {
     let mut ws = Workspace::default();
     ws.count_override = count_override;
+    ws.unary_prior = unary_prior(model, x);
     let mut out = Outputs::default();
     let rows: Vec<usize> = (0..x.n_rows).collect();
     model.forward_batched(x, &rows, batch, &mut ws, &mut out)?;

@@ -30,8 +30,8 @@ pub use tasks::{SearchTask, SearchTaskResult};
 /// The part of the rule in words that both scorings share.
 macro_rules! rule_tail {
     () => {
-        "threshold by one paired standard error; predict counts by expected F1; forest \
-         candidate; forest blended with predict's networks; the folds run within 3000 \
+        "threshold by one paired standard error; predict counts by expected F1; predict \
+         over a forest's log-odds; forest candidate; forest blended with predict's networks; the folds run within 3000 \
          training rows per candidate"
     };
 }
@@ -96,6 +96,10 @@ pub(crate) fn candidates(cfg: &Config, n: usize, weighted: bool) -> Vec<Config> 
     let count_supervised = plain.loss.cardinality_weight > 0.0;
     let forests = cfg.search.scope == SearchScope::All && !weighted;
     let mut out = vec![plain, paper, wide];
+    if !weighted {
+        // Predict and Constrain over a forest's log-odds: the forest grows on unweighted rows.
+        out.push(cfg.forest_prior());
+    }
     if forests {
         // A random forest's neighbourhoods, decided for the expected F1 (`crate::forest`).
         out.push(cfg.forest());

@@ -121,6 +121,13 @@ impl OutputKind {
     }
 }
 
+/// What a Predict and Constrain model with a forest's prior (`model.forest_prior`) is, in the
+/// words of [`System::about`].
+pub const PNC_FOREST_PRIOR_ABOUT: &str =
+    "Predict and Constrain over a forest prior: a count network predicts z = h(x), unary MLP \
+     scores plus a random forest's label log-odds (model.forest_prior) and a global energy \
+     network are maximised by unrolled projected gradient ascent on {0 <= y <= 1, sum y = z}";
+
 /// Predict and Constrain: the unrolled model, trained end to end by the crate's trainer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Pnc;
@@ -333,6 +340,13 @@ fn reset_field<T: Serialize + DeserializeOwned + Clone>(section: &mut T, default
 /// [`Error::NotRead`], naming the field and the system, then runs its own checks
 /// ([`System::validate`]).
 pub fn check<S: System + ?Sized>(system: &S, cfg: &Config) -> Result<()> {
+    if cfg.model.forest_prior.is_some() && system.name() != PNC {
+        return Err(Error::NotRead {
+            field: "model.forest_prior".into(),
+            system: system.name().into(),
+            why: "only Predict and Constrain's unary scores take a forest's prior".into(),
+        });
+    }
     if let Some((field, why)) = system.reads().first_unread(cfg) {
         return Err(Error::NotRead {
             field,

@@ -21,6 +21,7 @@ impl<F: Float> Model<F> {
         out: &mut Outputs<F>,
     ) -> Result<()> {
         check_count_override(ws, x)?;
+        check_unary_prior(ws, x, self.n_labels())?;
         let p = &self.params;
         let stdz = &self.standardizer;
         ws.shifts = Some([
@@ -64,6 +65,7 @@ impl<F: Float> Model<F> {
             lanes,
             kernel,
             count_override,
+            unary_prior,
             ..
         } = ws;
         let shifts = shifts.as_ref().expect("shifts set by forward_batched");
@@ -72,6 +74,7 @@ impl<F: Float> Model<F> {
             x,
             shifts,
             count_override: count_override.as_deref(),
+            unary_prior: unary_prior.as_deref(),
             un: &un,
             kernel: kernel.as_ref(),
         };
@@ -136,6 +139,9 @@ impl<F: Float> Model<F> {
             v.resize(len, F::zero());
         }
         unary.forward_rows(x, rows, stdz, shift_u, None, &mut w.pre, &mut w.hidden, u);
+        if let Some(prior) = run.unary_prior {
+            super::stages::add_prior(u, prior, rows);
+        }
         let (prec, hidden_c, p) = (&mut w.prec, &mut w.hc, &mut w.p);
         card.forward_rows(x, rows, stdz, shift_c, None, prec, hidden_c, p);
         let (l, f1_count) = (self.n_labels(), self.config.inference.expected_f1_count);
@@ -165,6 +171,7 @@ impl<F: Float> Model<F> {
         out: &mut Outputs<F>,
     ) -> Result<()> {
         check_count_override(ws, x)?;
+        check_unary_prior(ws, x, self.n_labels())?;
         self.networks_forward(x, rows, ws, false);
         let projector = self.projector(false);
         let final_projector = self.final_projector();
@@ -196,6 +203,7 @@ struct UnitRun<'a, F: Float> {
     /// The unary and cardinality first layers' standardisation shifts.
     shifts: &'a [Vec<F>; 2],
     count_override: Option<&'a [F]>,
+    unary_prior: Option<&'a [F]>,
     un: &'a crate::inference::Unroll<'a, F>,
     kernel: &'a dyn UnrollKernel<F>,
 }
@@ -273,6 +281,22 @@ fn check_count_override<F: Float>(ws: &Workspace<F>, x: &CsrMatrix) -> Result<()
             what: "the count override".into(),
             found: format!("{} entries", counts.len()),
             expected: format!("one per row of the data, {}", x.n_rows),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A unary prior must give one row of `l` scores per row of the data it is used on.
+pub(crate) fn check_unary_prior<F: Float>(
+    ws: &Workspace<F>,
+    x: &CsrMatrix,
+    l: usize,
+) -> Result<()> {
+    match &ws.unary_prior {
+        Some(prior) if prior.len() != x.n_rows * l => Err(Error::Shape {
+            what: "the unary prior".into(),
+            found: format!("{} entries", prior.len()),
+            expected: format!("{l} per row of the data, {}", x.n_rows * l),
         }),
         _ => Ok(()),
     }

@@ -45,6 +45,9 @@ impl<F: Float> Model<F> {
                 })
             },
         );
+        if let Some(prior) = &ws.unary_prior {
+            add_prior(ws.u.as_slice_mut().expect("contiguous"), prior, rows);
+        }
         ws.z.clear();
         for row in ws.p.outer_iter_mut() {
             ws.z.push(self.count_of(row, !train));
@@ -147,6 +150,17 @@ impl<F: Float> Model<F> {
         match choice {
             Some(Kernel::Row) => Kernel::Row,
             _ => Kernel::choose(method, inf.steps, self.n_labels(), training),
+        }
+    }
+}
+
+/// Adds to each row of the unary scores `u` (one per entry of `rows`, row-major) the prior of
+/// the data row it is, `prior` holding one row of `L` per row of the data.
+pub(super) fn add_prior<F: Float>(u: &mut [F], prior: &[F], rows: &[usize]) {
+    let l = u.len() / rows.len().max(1);
+    for (ur, &r) in u.chunks_exact_mut(l.max(1)).zip(rows) {
+        for (v, &p) in ur.iter_mut().zip(&prior[r * l..(r + 1) * l]) {
+            *v += p;
         }
     }
 }

@@ -39,6 +39,10 @@ pub(crate) struct Workspace<F: Float> {
     /// instead of `h(x)`'s, e.g. the gold counts, to measure what a perfect count predictor
     /// would give.
     pub count_override: Option<Vec<F>>,
+    /// The prior added to the unary scores of each row of the data (indexed by its row
+    /// number, `n × L` row-major): a forest's log-odds where the model has one
+    /// (`model.forest_prior`), in training and at inference alike.
+    pub unary_prior: Option<Vec<F>>,
     pub(super) gu: Array2<F>,
     pub(super) row_out: Vec<RowResult<F>>,
     pub(super) dh: Array2<F>,

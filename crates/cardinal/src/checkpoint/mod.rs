@@ -249,9 +249,9 @@ pub(crate) fn load_from(snap: &mut Snapshot) -> Result<(Model<f32>, Meta)> {
     };
     let params = weights.params(&meta, &config)?;
     let standardizer = weights.standardizer(meta.n_features)?;
-    let forest = match config.model.forest {
-        Some(_) => Some(weights.forest(&meta)?),
-        None => None,
+    let forest = match (&config.model.forest, &config.model.forest_prior) {
+        (None, None) => None,
+        _ => Some(weights.forest(&meta)?),
     };
     let model = Model {
         config,

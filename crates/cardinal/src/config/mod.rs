@@ -30,7 +30,7 @@ mod train;
 pub use inference::InferenceConfig;
 pub use loss::{IterateWeights, LossConfig};
 pub(crate) use model::resolve_counts;
-pub use model::{CountRange, ForestConfig, ModelConfig, ZMode};
+pub use model::{CountRange, ForestConfig, ForestPriorConfig, ModelConfig, ZMode};
 pub use request::ConfigRequest;
 pub use search::{cv_words, SearchConfig, SearchScope, SearchScoring, CV_TRAINING_ROWS};
 pub use system_settings::SystemSettings;
@@ -43,6 +43,9 @@ pub(crate) const PNC: &str = "pnc";
 pub const FOREST: &str = "forest";
 /// `config.system` (and `preset`) of that forest blended with the networks' joint.
 pub const FOREST_BLEND: &str = "forest-blend";
+/// The preset name of the default search's Predict and Constrain candidate whose unary scores
+/// have a forest's prior ([`Config::forest_prior`]).
+pub const PREDICT_FOREST_PRIOR: &str = "predict-forest-prior";
 
 /// Everything that defines a model and how it is trained.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -220,7 +223,14 @@ impl Config {
         if let Some(n) = named.as_deref() {
             let known = Self::PRESETS.contains(&n)
                 || from_paper(n)
-                || ["mlp", "br-logistic", FOREST, FOREST_BLEND].contains(&n);
+                || [
+                    "mlp",
+                    "br-logistic",
+                    FOREST,
+                    FOREST_BLEND,
+                    PREDICT_FOREST_PRIOR,
+                ]
+                .contains(&n);
             if !known {
                 return Err(Error::UnknownPreset {
                     name: n.into(),

@@ -63,6 +63,38 @@ pub struct ModelConfig {
     /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forest: Option<ForestConfig>,
+    /// A random forest's label marginals as a prior of Predict and Constrain's unary scores:
+    /// each score is the unary network's plus `weight · logit(q)`, with `q` the forest's
+    /// marginal clipped to `[clip, 1 − clip]` (out of bag on the rows the forest grew on), so
+    /// that the network learns what the forest misses; the energy, the unrolled ascent and the
+    /// projection onto `C(z)` still decide. Unset (and then not written) otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forest_prior: Option<ForestPriorConfig>,
+}
+
+/// The forest of [`ModelConfig::forest_prior`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ForestPriorConfig {
+    /// Number of trees.
+    pub trees: usize,
+    /// Fewest (bootstrap-weighted) training rows in a leaf.
+    pub min_leaf: usize,
+    /// The prior's scale on the unary scores (the forest's log-odds times this).
+    pub weight: f64,
+    /// The marginals are clipped to `[clip, 1 − clip]` before their log-odds are taken.
+    pub clip: f64,
+}
+
+impl Default for ForestPriorConfig {
+    fn default() -> Self {
+        Self {
+            trees: 300,
+            min_leaf: 1,
+            weight: 1.0,
+            clip: 0.01,
+        }
+    }
 }
 
 /// The forest of [`ModelConfig::forest`].
@@ -100,6 +132,7 @@ impl Default for ModelConfig {
             z_mode: ZMode::Expectation,
             dropout: 0.0,
             forest: None,
+            forest_prior: None,
         }
     }
 }
@@ -116,6 +149,28 @@ impl ModelConfig {
             count("model.forest.trees", f.trees, 1, 10_000)?;
             count("model.forest.min_leaf", f.min_leaf, 1, 1_000_000)?;
             rate("model.forest.networks", f.networks)?;
+        }
+        if let Some(f) = &self.forest_prior {
+            count("model.forest_prior.trees", f.trees, 1, 10_000)?;
+            count("model.forest_prior.min_leaf", f.min_leaf, 1, 1_000_000)?;
+            check(
+                f.weight.is_finite() && f.weight > 0.0 && f.weight <= 100.0,
+                "model.forest_prior.weight",
+                f.weight,
+                "(0, 100]",
+            )?;
+            check(
+                f.clip > 0.0 && f.clip < 0.5,
+                "model.forest_prior.clip",
+                f.clip,
+                "(0, 0.5)",
+            )?;
+            check(
+                self.forest.is_none(),
+                "model.forest_prior",
+                "set",
+                "unset where model.forest is set (a forest system decides by its forest)",
+            )?;
         }
         match self.counts {
             // `min` is bounded by `max` here and by the number of labels when training starts.

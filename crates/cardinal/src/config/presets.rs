@@ -79,6 +79,29 @@ impl Config {
         plain
     }
 
+    /// The search's Predict and Constrain candidate with a forest prior made from `self`
+    /// (`predict-forest-prior`): the first candidate (`self` as [`Config::as_candidate`] trains
+    /// it) with a random forest's log-odds added to its unary scores (`model.forest_prior`,
+    /// marginals clipped to `[0.05, 0.95]`) and a weight decay of 0.01, so that the networks
+    /// learn what the forest misses and stay near it where the rows are few. Its system is
+    /// `pnc`: the count network, the energy, the unrolled ascent and the projection decide.
+    /// Chosen on the development suite and on Bibtex's first 333 training rows
+    /// (docs/journal/2026-12-01-forest-prior.md).
+    pub fn forest_prior(&self) -> Self {
+        let mut cfg = self.clone();
+        if cfg.loss.cardinality_weight <= 0.0 {
+            cfg.loss.cardinality_weight = 1.0;
+        }
+        let mut prior = cfg.as_candidate();
+        prior.preset = super::PREDICT_FOREST_PRIOR.into();
+        prior.model.forest_prior = Some(super::ForestPriorConfig {
+            clip: 0.05,
+            ..self.model.forest_prior.clone().unwrap_or_default()
+        });
+        prior.train.weight_decay = 0.01;
+        prior
+    }
+
     /// The forest system's configuration made from `self` (`--system forest`, and the
     /// search's `forest` candidate): a random forest decided for the expected F1
     /// (`model.forest`, networks' share 0), whose networks are never trained and so are kept

@@ -128,7 +128,7 @@ mod tests {
         let engine = Engine::default();
         let whole = engine.fit(&train, cfg.clone(), &mut |_| {}).unwrap().model;
         let tasks = engine.search_tasks(&train, &cfg).unwrap();
-        assert_eq!(tasks.len(), 9);
+        assert_eq!(tasks.len(), 12);
         let results: Vec<SearchTaskResult> = tasks
             .iter()
             .rev()

@@ -14,6 +14,7 @@
 
 mod blend;
 mod gfm;
+pub(crate) mod prior;
 mod saved;
 mod tree;
 

@@ -8,7 +8,7 @@ use cardinal_testkit::{toy, Lcg, Toy};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-fn shape(rows: usize, seed: u64) -> Toy {
+pub(super) fn shape(rows: usize, seed: u64) -> Toy {
     Toy {
         name: "forest",
         rows,

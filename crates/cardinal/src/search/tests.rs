@@ -2,7 +2,7 @@
 //! the threshold rule and a deterministic choice.
 
 use super::*;
-use crate::config::FOREST_BLEND;
+use crate::config::{FOREST_BLEND, PREDICT_FOREST_PRIOR};
 use crate::cv::cross_validate;
 use crate::runtime::{MemoryBudget, WaitPolicy};
 use crate::system::Pnc;
@@ -43,7 +43,7 @@ fn the_rule_applies_to_small_files_and_every_candidate_projects() {
     assert!(!predict.search.applies(4880) && !predict.search.applies(12920));
     assert!(!Config::paper().search.applies(129));
     let all = candidates(&predict, 400, false);
-    assert_eq!(all.len(), 5);
+    assert_eq!(all.len(), 6);
     // Weighted rows: no forest, which counts every row once.
     assert_eq!(candidates(&predict, 400, true).len(), 3);
     // An unsupervised count network predicts no count to blend.
@@ -53,14 +53,36 @@ fn the_rule_applies_to_small_files_and_every_candidate_projects() {
         .into_iter()
         .map(|c| c.preset)
         .collect();
-    assert_eq!(names, ["predict", "paper-projected", "paper-wide", FOREST]);
+    assert_eq!(
+        names,
+        [
+            "predict",
+            "paper-projected",
+            "paper-wide",
+            PREDICT_FOREST_PRIOR,
+            FOREST
+        ]
+    );
     // The count-supervised candidate counts for the expected F1; the `paper` ones do not,
     // and the forests decide their sets themselves.
     let f1: Vec<bool> = all.iter().map(|c| c.inference.expected_f1_count).collect();
-    assert_eq!(f1, [true, false, false, false, true]);
-    assert!(all[3].model.forest.is_some() && all[3].preset == FOREST);
+    assert_eq!(f1, [true, false, false, true, false, true]);
+    // Predict and Constrain over a forest's prior: `predict`'s candidate with the prior and
+    // a stronger decay, system `pnc`.
+    let prior = &all[3];
+    assert!(prior.model.forest_prior.is_some() && prior.model.forest.is_none());
+    assert_eq!(
+        (prior.system.as_str(), prior.train.weight_decay),
+        ("pnc", 0.01)
+    );
+    let mut unprimed = prior.clone();
+    unprimed.model.forest_prior = None;
+    unprimed.train.weight_decay = all[0].train.weight_decay;
+    unprimed.preset = all[0].preset.clone();
+    assert_eq!(unprimed, all[0]);
+    assert!(all[4].model.forest.is_some() && all[4].preset == FOREST);
     // The blend: `predict`'s networks, trained, and a quarter of the joint theirs.
-    let blend = &all[4];
+    let blend = &all[5];
     assert_eq!(blend.preset, FOREST_BLEND);
     assert_eq!(blend.model.forest.as_ref().map(|f| f.networks), Some(0.25));
     let mut networks_only = blend.clone();
@@ -95,14 +117,18 @@ fn shared_trainings_score_each_candidate_as_if_trained_alone() {
         if let Some(f) = &mut c.model.forest {
             f.trees = 10;
         }
+        if let Some(f) = &mut c.model.forest_prior {
+            f.trees = 10;
+        }
         c.model.hidden = c.model.hidden.min(16);
         c.train.epochs = 3;
     }
-    let decodings: Vec<Option<Decoding>> = all.iter().map(|c| decoding_from(c, &all[4])).collect();
+    let decodings: Vec<Option<Decoding>> = all.iter().map(|c| decoding_from(c, &all[5])).collect();
     assert_eq!(
         decodings,
         [
             Some(Decoding::NetworksOnly),
+            None,
             None,
             None,
             Some(Decoding::ForestShare(0.0)),
@@ -112,9 +138,9 @@ fn shared_trainings_score_each_candidate_as_if_trained_alone() {
     let (wait, budget) = (WaitPolicy::Active, MemoryBudget::default());
     let never = AtomicBool::new(false);
     let plan = Plan::of_candidates(all.clone(), 3, 3, SearchScoring::ExampleF1);
-    // Three trainings of three folds: the blend's (scoring three candidates) and the two
-    // `paper` ones.
-    assert_eq!(plan.tasks().len(), 9);
+    // Four trainings of three folds: the blend's (scoring three candidates), the two
+    // `paper` ones and the forest prior's.
+    assert_eq!(plan.tasks().len(), 12);
     let mut results: Vec<SearchTaskResult> = plan
         .tasks()
         .into_iter()
@@ -130,7 +156,7 @@ fn shared_trainings_score_each_candidate_as_if_trained_alone() {
     assert_eq!(plan.reports(&results).unwrap(), shared);
     let last = results.pop().unwrap();
     let missing = plan.reports(&results).unwrap_err().to_string();
-    assert!(missing.contains("8 results"), "{missing}");
+    assert!(missing.contains("11 results"), "{missing}");
     results.push(results[0].clone());
     assert!(plan.reports(&results).is_err());
     results.pop();
@@ -258,6 +284,7 @@ fn the_choice_is_a_candidate_and_deterministic() {
             "predict",
             "paper-projected",
             "paper-wide",
+            PREDICT_FOREST_PRIOR,
             FOREST,
             FOREST_BLEND
         ]
@@ -273,7 +300,7 @@ fn the_choice_is_a_candidate_and_deterministic() {
     );
     assert_eq!(chosen.system, picked.system);
     let systems: Vec<&str> = scores.iter().map(|s| s.system.as_str()).collect();
-    assert_eq!(systems, ["pnc", "pnc", "pnc", FOREST, FOREST_BLEND]);
+    assert_eq!(systems, ["pnc", "pnc", "pnc", "pnc", FOREST, FOREST_BLEND]);
     assert_eq!(
         run_choose(&data, cfg.clone(), &mut |_| {}).unwrap().0,
         chosen
@@ -284,7 +311,7 @@ fn the_choice_is_a_candidate_and_deterministic() {
     pnc_only.search.scope = SearchScope::Pnc;
     let (chosen, record) = run_choose(&data, pnc_only, &mut |_| {}).unwrap();
     let record = record.unwrap();
-    assert_eq!(record.scores.len(), 3);
+    assert_eq!(record.scores.len(), 4);
     assert!(record.scores.iter().all(|s| s.system == "pnc"));
     assert!(chosen.model.forest.is_none() && chosen.system == "pnc");
 }
