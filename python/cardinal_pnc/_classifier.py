@@ -73,11 +73,13 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
     The default's search
     --------------------
     With the ``predict`` preset and ``search=None``, ``fit`` on a training set of at most 2000
-    rows first scores five candidate configurations by a 5-fold cross-validation on that
+    rows first scores six candidate configurations by a 5-fold cross-validation on that
     training set and trains the one with the best mean example-F1; this costs a few times the
-    training time. Three candidates are Predict and Constrain (system ``pnc``: the
-    configuration itself, and two variants of ``paper``, ``paper-projected`` and
-    ``paper-wide``); two are not: ``forest``, a random forest whose neighbourhoods decide each
+    training time. Four candidates are Predict and Constrain (system ``pnc``: the
+    configuration itself, two variants of ``paper``, ``paper-projected`` and ``paper-wide``,
+    and ``predict-forest-prior``, the configuration with a random forest's label log-odds
+    added to its unary scores, the count, energy, ascent and projection still deciding); two
+    are not: ``forest``, a random forest whose neighbourhoods decide each
     row's label set and its count for the expected example-F1, and ``forest-blend``, that
     forest blended with the configuration's own count and unary networks. Neither forest runs
     the energy, the unrolled ascent or the projection, and on small data one of them is often
@@ -345,9 +347,10 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
             self.search is not False and self.system is None
         ):
             warnings.warn(
-                "sample_weight: the default's search leaves out its forest candidates (forest, "
-                "forest-blend), which count every training row once; it chooses among Predict "
-                "and Constrain's candidates only (system='pnc' says so and silences this)",
+                "sample_weight: the default's search leaves out its candidates that grow a "
+                "forest (predict-forest-prior, forest, forest-blend), which counts every "
+                "training row once; it chooses among Predict and Constrain's other candidates "
+                "only (system='pnc' says so and silences this)",
                 UserWarning,
                 stacklevel=2,
             )

@@ -212,7 +212,8 @@ def test_the_default_search_keeps_the_constraint_and_yields_to_set_parameters(pr
     # 5-fold cross-validation, and whichever it chose holds the constraint.
     clf = CardinalClassifier(random_state=0, n_jobs=2).fit(X, Y)
     assert clf.config_["preset"] in (
-        "predict", "paper-projected", "paper-wide", "forest", "forest-blend"
+        "predict", "paper-projected", "paper-wide", "predict-forest-prior", "forest",
+        "forest-blend",
     )
     proba, z = clf.predict_proba(Xt), clf.predict_count(Xt)
     assert proba.min() >= 0.0 and proba.max() <= 1.0

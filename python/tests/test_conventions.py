@@ -66,13 +66,14 @@ def test_a_parameter_at_its_default_value_changes_nothing():
 
 def test_the_search_is_recorded_and_a_loaded_model_refits(problem, tmp_path):
     X, Y, Xt, _ = problem
-    # A quick search: five candidates cross-validated on 150 rows, each trained briefly.
+    # A quick search: six candidates cross-validated on 150 rows, each trained briefly.
     searched = CardinalClassifier(random_state=0, epochs=2, search=True).fit(X[:150], Y[:150])
     res = searched.search_results_
     assert res["candidates"] == [
-        "predict", "paper-projected", "paper-wide", "forest", "forest-blend"
+        "predict", "paper-projected", "paper-wide", "predict-forest-prior", "forest",
+        "forest-blend",
     ]
-    assert len(res["mean_example_f1"]) == 5 and res["folds"] == 5
+    assert len(res["mean_example_f1"]) == 6 and res["folds"] == 5
     assert res["chosen"] == searched.config_["preset"]
     best = res["candidates"][int(np.argmax(res["mean_example_f1"]))]
     assert res["chosen"] == best

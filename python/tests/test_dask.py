@@ -117,7 +117,7 @@ def test_the_defaults_search_runs_on_the_cluster_and_fits_the_same_model(problem
         return CardinalClassifier(hidden=32, epochs=4, random_state=0, n_jobs=1, search=True)
 
     local, remote, ran, workers = _fit_locally_and_on_a_cluster(make, X, Y)
-    assert local.search_results_ is not None and len(local.search_results_["candidates"]) == 5
+    assert local.search_results_ is not None and len(local.search_results_["candidates"]) == 6
     # The trainings ran as the cluster's tasks, on its workers.
     assert ran and ran <= workers, (ran, workers)
     _same_model(local, remote, Xt, tmp_path)

@@ -100,5 +100,5 @@ def test_the_default_with_weights_of_one_is_the_default(problem):
     ones = fit(np.ones(150))
     assert ones.system_ == plain.system_
     np.testing.assert_array_equal(ones.predict_proba(Xt), plain.predict_proba(Xt))
-    with pytest.warns(UserWarning, match="leaves out its forest candidates"):
+    with pytest.warns(UserWarning, match="leaves out its candidates that grow a forest"):
         fit(np.where(np.arange(150) % 2 == 0, 1.0, 2.0))

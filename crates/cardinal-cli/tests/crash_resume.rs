@@ -10,9 +10,14 @@ mod common;
 use common::tmpdir;
 
 fn config(dir: &Path, epochs: usize) -> PathBuf {
+    config_with(dir, epochs, "")
+}
+
+/// [`config`] with `model_fields` (`, "name": value` pairs) added to its model section.
+fn config_with(dir: &Path, epochs: usize, model_fields: &str) -> PathBuf {
     let p = dir.join("cfg.json");
     let text = format!(
-        r#"{{"model": {{"hidden": 8, "card_hidden": 4, "energy_hidden": 4}}, "inference": {{"steps": 2}},
+        r#"{{"model": {{"hidden": 8, "card_hidden": 4, "energy_hidden": 4{model_fields}}}, "inference": {{"steps": 2}},
             "train": {{"epochs": {epochs}, "full_epochs": 1, "batch_size": 100, "average_epochs": 1.5}}}}"#
     );
     std::fs::write(&p, text).unwrap();
@@ -62,8 +67,22 @@ fn wait_for_checkpoint(dir: &Path, min: usize, child: &mut std::process::Child) 
 
 #[test]
 fn resumed_run_is_bit_identical_to_an_uninterrupted_one() {
-    let dir = tmpdir("resume");
-    let cfg = config(&dir, 4);
+    resumes_bit_identical("resume", "");
+}
+
+/// The same with a forest prior: the forest is in every checkpoint, and the resumed run
+/// recomputes the same prior from it.
+#[test]
+fn a_resumed_run_with_a_forest_prior_is_bit_identical_to_an_uninterrupted_one() {
+    resumes_bit_identical(
+        "resume-prior",
+        r#", "forest_prior": {"trees": 8, "clip": 0.05}"#,
+    );
+}
+
+fn resumes_bit_identical(name: &str, model_fields: &str) {
+    let dir = tmpdir(name);
+    let cfg = config_with(&dir, 4, model_fields);
     let whole = dir.join("whole");
     let st = train_cmd(&[
         "--config",

@@ -202,7 +202,7 @@ fn the_search_reports_its_candidates_and_its_choice() {
     let (model, o) = train(tmp.path(), "s", &["--dataset", d, "--search"]);
     let err = stderr(&o);
     assert!(
-        err.contains("search: 5 candidate configurations, 5-fold CV on the 48 training rows"),
+        err.contains("search: 6 candidate configurations, 5-fold CV on the 48 training rows"),
         "{err}"
     );
     let line = err

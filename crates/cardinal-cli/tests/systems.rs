@@ -193,6 +193,7 @@ fn the_pnc_switch_trains_pnc_and_the_constraint_holds() {
     for line in [
         "search: fold 1 of 5 of predict in",
         "search: fold 5 of 5 of paper-wide in",
+        "search: fold 5 of 5 of predict-forest-prior in",
     ] {
         assert!(all.contains(line), "{line}: {all}");
     }
@@ -201,7 +202,7 @@ fn the_pnc_switch_trains_pnc_and_the_constraint_holds() {
     let search = &report["search"];
     assert_eq!(search["scope"], "pnc");
     let scores = search["scores"].as_array().unwrap();
-    assert_eq!(scores.len(), 3);
+    assert_eq!(scores.len(), 4);
     assert_eq!(
         (&search["folds"], &search["folds_run"]),
         (&5.into(), &5.into())

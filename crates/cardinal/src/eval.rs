@@ -60,20 +60,30 @@ pub(crate) fn unary_prior(model: &Model<f32>, x: &CsrMatrix) -> Option<Vec<f32>>
 
 /// The prior of the unary scores on every row of the training file `x` whose rows
 /// `forest_rows`, in order, are those the model's forest grew on: out of bag on those, from
-/// every tree on the others (the dev rows, which the forest never saw, as at test).
+/// every tree on the others (the dev rows, which the forest never saw, as at test). A forest
+/// of another number of rows (a checkpoint of another split) is refused.
 pub(crate) fn training_prior(
     model: &Model<f32>,
     x: &CsrMatrix,
     forest_rows: &[usize],
-) -> Option<Vec<f32>> {
-    let (cfg, forest) = (
-        model.config.model.forest_prior.as_ref()?,
-        model.forest.as_ref()?,
-    );
+) -> Result<Option<Vec<f32>>> {
+    let (Some(cfg), Some(forest)) = (&model.config.model.forest_prior, &model.forest) else {
+        return Ok(None);
+    };
     let l = model.n_labels();
+    let oob = forest.oob_marginals();
+    if oob.len() != forest_rows.len() * l || forest_rows.iter().any(|&r| r >= x.n_rows) {
+        return Err(Error::Shape {
+            what: "the forest prior's forest".into(),
+            found: format!("a forest grown on {} rows", oob.len() / l.max(1)),
+            expected: format!(
+                "one grown on the {} training rows of the run's split",
+                forest_rows.len()
+            ),
+        });
+    }
     let mut q = vec![0.0f32; x.n_rows * l];
     let mut grown = vec![false; x.n_rows];
-    let oob = forest.oob_marginals();
     for (j, &r) in forest_rows.iter().enumerate() {
         q[r * l..(r + 1) * l].copy_from_slice(&oob[j * l..(j + 1) * l]);
         grown[r] = true;
@@ -85,7 +95,7 @@ pub(crate) fn training_prior(
             q[r * l..(r + 1) * l].copy_from_slice(&m[j * l..(j + 1) * l]);
         }
     }
-    Some(log_odds(&q, cfg.weight, cfg.clip))
+    Ok(Some(log_odds(&q, cfg.weight, cfg.clip)))
 }
 
 /// `model`'s outputs where its `forest` decides, alone or blended with the model's networks

@@ -31,8 +31,9 @@ impl Config {
     /// `Σ y_T = z` and `y_T ∈ [0, 1]` hold exactly; 2000 hidden units with dropout 0.5 and an
     /// auxiliary unary BCE (weight 0.003); early stopping (patience 5, up to 60 epochs). On a
     /// training file of at most 2000 rows, the data-dependent rule of [`crate::search`]
-    /// trains whichever of five candidates cross-validates best: three Predict and Constrain
-    /// configurations, a random forest and a forest blended with the networks (the forests
+    /// trains whichever of six candidates cross-validates best: four Predict and Constrain
+    /// configurations (one over a forest's prior), a random forest and a forest blended with
+    /// the networks (the forests
     /// are not Predict and Constrain; the model records its system).
     /// Measured in docs/RESULTS.md §1 and §4.
     pub fn predict() -> Self {

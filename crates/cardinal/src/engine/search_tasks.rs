@@ -31,8 +31,8 @@ impl Engine {
     /// let train = synthetic(&shape).train;
     /// let engine = Engine::default();
     /// let tasks = engine.search_tasks(&train, &Config::predict())?;
-    /// // Five candidates on five folds: the blended forest's training scores three of them.
-    /// assert_eq!(tasks.len(), 15);
+    /// // Six candidates on five folds: the blended forest's training scores three of them.
+    /// assert_eq!(tasks.len(), 20);
     /// assert!(engine.search_tasks(&train, &Config::paper())?.is_empty());
     /// # Ok::<(), cardinal::Error>(())
     /// ```

@@ -43,7 +43,7 @@ pub(crate) fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> 
     let dev = (!dev_idx.is_empty()).then(|| train.select_rows(&dev_idx));
     let mut ws = Workspace::default();
     // A forest prior's forest grew on the split's training rows (`system::fit_fresh`).
-    ws.unary_prior = crate::eval::training_prior(&state.model, &train.features, &train_idx);
+    ws.unary_prior = crate::eval::training_prior(&state.model, &train.features, &train_idx)?;
     let mut grad = state.model.params.zeros_like();
     let mut announced = 0u8;
     check_resumed_order(&state, train_idx.len(), train.n_rows())?;
