@@ -58,44 +58,24 @@ pub(crate) fn unary_prior(model: &Model<f32>, x: &CsrMatrix) -> Option<Vec<f32>>
     Some(log_odds(&forest.marginals(x), cfg.weight, cfg.clip))
 }
 
-/// The prior of the unary scores on every row of the training file `x` whose rows
-/// `forest_rows`, in order, are those the model's forest grew on: out of bag on those, from
-/// every tree on the others (the dev rows, which the forest never saw, as at test). A forest
-/// of another number of rows (a checkpoint of another split) is refused.
-pub(crate) fn training_prior(
-    model: &Model<f32>,
-    x: &CsrMatrix,
-    forest_rows: &[usize],
-) -> Result<Option<Vec<f32>>> {
+/// The prior of the unary scores on every row of the training file `x`, which the model's
+/// forest grew on: each row's out of bag, from the trees whose bootstrap sample left it out,
+/// so that no row's prior reads its own labels. A forest of another number of rows (a
+/// checkpoint of other data) is refused.
+pub(crate) fn training_prior(model: &Model<f32>, x: &CsrMatrix) -> Result<Option<Vec<f32>>> {
     let (Some(cfg), Some(forest)) = (&model.config.model.forest_prior, &model.forest) else {
         return Ok(None);
     };
     let l = model.n_labels();
     let oob = forest.oob_marginals();
-    if oob.len() != forest_rows.len() * l || forest_rows.iter().any(|&r| r >= x.n_rows) {
+    if oob.len() != x.n_rows * l {
         return Err(Error::Shape {
             what: "the forest prior's forest".into(),
             found: format!("a forest grown on {} rows", oob.len() / l.max(1)),
-            expected: format!(
-                "one grown on the {} training rows of the run's split",
-                forest_rows.len()
-            ),
+            expected: format!("one grown on the {} training rows", x.n_rows),
         });
     }
-    let mut q = vec![0.0f32; x.n_rows * l];
-    let mut grown = vec![false; x.n_rows];
-    for (j, &r) in forest_rows.iter().enumerate() {
-        q[r * l..(r + 1) * l].copy_from_slice(&oob[j * l..(j + 1) * l]);
-        grown[r] = true;
-    }
-    let others: Vec<usize> = (0..x.n_rows).filter(|&r| !grown[r]).collect();
-    if !others.is_empty() {
-        let m = forest.marginals(&x.select_rows(&others));
-        for (j, &r) in others.iter().enumerate() {
-            q[r * l..(r + 1) * l].copy_from_slice(&m[j * l..(j + 1) * l]);
-        }
-    }
-    Ok(Some(log_odds(&q, cfg.weight, cfg.clip)))
+    Ok(Some(log_odds(&oob, cfg.weight, cfg.clip)))
 }
 
 /// `model`'s outputs where its `forest` decides, alone or blended with the model's networks
@@ -169,9 +149,22 @@ pub(crate) fn networks_predict(
     batch: usize,
     count_override: Option<Vec<f32>>,
 ) -> Result<Outputs<f32>> {
+    let prior = unary_prior(model, x);
+    networks_predict_with_prior(model, x, batch, count_override, prior)
+}
+
+/// [`networks_predict`] with the unary prior `prior` (one row of `L` per row of `x`) instead
+/// of the one the model's forest gives: the out-of-bag prior of training rows.
+pub(crate) fn networks_predict_with_prior(
+    model: &Model<f32>,
+    x: &CsrMatrix,
+    batch: usize,
+    count_override: Option<Vec<f32>>,
+    prior: Option<Vec<f32>>,
+) -> Result<Outputs<f32>> {
     let mut ws = Workspace::default();
     ws.count_override = count_override;
-    ws.unary_prior = unary_prior(model, x);
+    ws.unary_prior = prior;
     let mut out = Outputs::default();
     let rows: Vec<usize> = (0..x.n_rows).collect();
     model.forward_batched(x, &rows, batch, &mut ws, &mut out)?;

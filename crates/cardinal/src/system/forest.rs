@@ -131,16 +131,14 @@ pub(super) fn fit_fresh(
         }
     }
     if let Some(prior) = &cfg.model.forest_prior {
-        // Grown on the split's training rows only: the dev rows' prior is then the forest's
-        // prediction for rows it never saw, as at test, and the training rows' is out of bag.
-        let (rows, _) = cfg.train.dev_split(train.n_rows());
+        // Grown on every row of the training file, dev rows included: each row's prior in
+        // training is out of bag (`eval::training_prior`), so no row's reads its own labels.
         let settings = crate::config::ForestConfig {
             trees: prior.trees,
             min_leaf: prior.min_leaf,
             networks: 0.0,
         };
-        let grown_on = train.select_rows(&rows);
-        let forest = crate::forest::Forest::fit(&grown_on, &settings, cfg.seed, hooks.cancel)?;
+        let forest = crate::forest::Forest::fit(train, &settings, cfg.seed, hooks.cancel)?;
         state.model.forest = Some(forest);
     }
     crate::train::run(train, state, hooks)

@@ -10,7 +10,7 @@ use super::state::{EpochRecord, Event, TrainState, Trained};
 use crate::config::TrainConfig;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::eval::{evaluate_outputs, networks_predict};
+use crate::eval::{evaluate_outputs, networks_predict_with_prior};
 use crate::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use crate::model::Params;
 use crate::pipeline::{dropout_key, BatchLoss, Model, Stage, Workspace};
@@ -40,10 +40,20 @@ pub(crate) fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> 
     let tc = &cfg.train;
     let (train_idx, dev_idx) = tc.dev_split(train.n_rows());
     let all_idx: Vec<usize> = (0..train.n_rows()).collect();
-    let dev = (!dev_idx.is_empty()).then(|| train.select_rows(&dev_idx));
     let mut ws = Workspace::default();
-    // A forest prior's forest grew on the split's training rows (`system::fit_fresh`).
-    ws.unary_prior = crate::eval::training_prior(&state.model, &train.features, &train_idx)?;
+    // A forest prior's forest grew on every row of the training file (`system::fit_fresh`):
+    // each row's prior is out of bag, the dev rows' too.
+    ws.unary_prior = crate::eval::training_prior(&state.model, &train.features)?;
+    let dev = (!dev_idx.is_empty()).then(|| Dev {
+        data: train.select_rows(&dev_idx),
+        prior: ws.unary_prior.as_ref().map(|p| {
+            let l = train.n_labels();
+            dev_idx
+                .iter()
+                .flat_map(|&r| p[r * l..(r + 1) * l].iter().copied())
+                .collect()
+        }),
+    });
     let mut grad = state.model.params.zeros_like();
     let mut announced = 0u8;
     check_resumed_order(&state, train_idx.len(), train.n_rows())?;
@@ -180,9 +190,23 @@ fn track_best_dev(state: &mut TrainState, record: &EpochRecord, patience: usize)
     }
 }
 
+/// The dev rows of the split, with their unary prior where the model has one (out of bag:
+/// the forest grew on them too).
+struct Dev {
+    data: Dataset,
+    prior: Option<Vec<f32>>,
+}
+
+impl Dev {
+    /// The networks' outputs on the dev rows.
+    fn predict(&self, model: &Model<f32>) -> Result<crate::pipeline::Outputs<f32>> {
+        networks_predict_with_prior(model, &self.data.features, 256, None, self.prior.clone())
+    }
+}
+
 /// The end of a phase: keeps the best dev epoch's weights, chooses the threshold on dev
 /// (phase 1, if `tune_threshold`), and moves on to the next phase.
-fn end_phase(state: &mut TrainState, dev: Option<&Dataset>, tune_threshold: bool) -> Result<()> {
+fn end_phase(state: &mut TrainState, dev: Option<&Dev>, tune_threshold: bool) -> Result<()> {
     let phase = state.progress.phase;
     if let Some(best) = state.best_params.take() {
         tracing::info!(
@@ -213,10 +237,10 @@ fn end_phase(state: &mut TrainState, dev: Option<&Dataset>, tune_threshold: bool
 }
 
 /// The threshold of the default grid with the best example-F1 on `dev`, and that F1 (%).
-fn dev_threshold(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
-    let out = networks_predict(model, &dev.features, 256, None)?;
+fn dev_threshold(model: &Model<f32>, dev: &Dev) -> Result<(f64, f64)> {
+    let out = dev.predict(model)?;
     let grid = default_threshold_grid();
-    let (thr, f1) = tune_threshold(&out.y, &dev.labels, &grid, &MetricOptions::default())?;
+    let (thr, f1) = tune_threshold(&out.y, &dev.data.labels, &grid, &MetricOptions::default())?;
     Ok((crate::eval::grid_threshold(thr), f1 * 100.0))
 }
 
@@ -224,7 +248,7 @@ fn dev_threshold(model: &Model<f32>, dev: &Dataset) -> Result<(f64, f64)> {
 /// part) the dev evaluation.
 fn run_epoch(
     train: &Dataset,
-    dev: Option<&Dataset>,
+    dev: Option<&Dev>,
     state: &mut TrainState,
     phase: u8,
     epoch: usize,
@@ -401,22 +425,22 @@ fn checked_step(
 /// averaging.
 fn dev_scores(
     state: &mut TrainState,
-    dev: &Dataset,
+    dev: &Dev,
     phase: u8,
     epoch: usize,
     train_seconds: f64,
 ) -> Result<(Option<f64>, Option<f64>)> {
     let dev_start = std::time::Instant::now();
     let report = with_average(state, |model| -> Result<_> {
-        let out = networks_predict(model, &dev.features, 256, None)?;
-        Ok(evaluate_outputs(model, &out, &dev.labels))
+        let out = dev.predict(model)?;
+        Ok(evaluate_outputs(model, &out, &dev.data.labels))
     })?;
     tracing::debug!(
         phase,
         epoch,
         train_seconds,
         dev_seconds = dev_start.elapsed().as_secs_f64(),
-        dev_rows = dev.n_rows(),
+        dev_rows = dev.data.n_rows(),
         "epoch timings"
     );
     Ok((

@@ -124,9 +124,8 @@ fn a_model_with_a_forest_prior_adds_the_forests_log_odds_and_reads_back_the_same
     let model = engine.fit(&train, cfg, &mut |_| {}).unwrap().model;
     assert_eq!(model.config.system, "pnc");
     let f = model.forest.as_ref().expect("the prior's forest");
-    // Grown on the split's training rows only.
-    let (rows, _) = model.config.train.dev_split(train.n_rows());
-    assert_eq!(f.label_indptr.len() - 1, rows.len());
+    // Grown on every row of the training file (each row's prior in training is out of bag).
+    assert_eq!(f.label_indptr.len() - 1, train.n_rows());
     let out = engine.predict(&model, &test.features).unwrap();
     let l = model.n_labels();
     for (r, (y, &z)) in out.y.chunks(l).zip(&out.z).enumerate() {
