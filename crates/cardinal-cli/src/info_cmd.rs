@@ -40,6 +40,14 @@ pub(crate) fn identity_lines(
                 s.rows,
                 cardinal::config::cv_words(s.folds, s.folds_run())
             ));
+            // The columns as wide as the longest name.
+            let width = s
+                .scores
+                .iter()
+                .map(|c| c.preset.len())
+                .max()
+                .unwrap_or(0)
+                .max(16);
             for c in &s.scores {
                 let mark = if c.preset == s.chosen {
                     "  <- chosen"
@@ -47,7 +55,7 @@ pub(crate) fn identity_lines(
                     ""
                 };
                 lines.push(format!(
-                    "    {:<16} {:<13} CV example-F1 {:>6.2} at threshold {}{mark}",
+                    "    {:<width$} {:<13} CV example-F1 {:>6.2} at threshold {}{mark}",
                     c.preset,
                     if c.system.is_empty() { "-" } else { &c.system },
                     c.example_f1,

@@ -165,6 +165,7 @@ pub(crate) fn cross_validate_decodings(
             k,
             index,
             empty: EmptyF1::One,
+            forests: None,
         };
         let scored = fold.train_and_score(
             system,
@@ -198,7 +199,7 @@ pub(crate) fn check_folds(k: usize, rows: usize) -> Result<()> {
 
 /// One fold of a `k`-fold cross-validation: which, and how its held-out rows are scored.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct FoldRun {
+pub(crate) struct FoldRun<'a> {
     /// Folds of the partition.
     pub k: usize,
     /// The fold held out, from 0.
@@ -206,9 +207,11 @@ pub(crate) struct FoldRun {
     /// What an empty prediction of an empty gold set scores in
     /// [`FoldResult::example_f1_by_threshold`].
     pub empty: EmptyF1,
+    /// The forests its search has grown, shared with the fold's other trainings.
+    pub forests: Option<&'a crate::search::ForestCache>,
 }
 
-impl FoldRun {
+impl FoldRun<'_> {
     /// Trains `cfg` on every row of `train` but this fold's (seeded by `train.split_seed`, so
     /// the same fold wherever and whenever it runs) and scores the model on the fold once per
     /// entry of `decodings`, in their order. A fold depends on nothing but its arguments:
@@ -239,6 +242,7 @@ impl FoldRun {
             memory_budget,
             cancel,
             search_results: None,
+            forests: self.forests,
         };
         let trained = system
             .fit(&rest, Start::Fresh(cfg.clone()), &mut hooks)?

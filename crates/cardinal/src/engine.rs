@@ -193,6 +193,7 @@ impl Engine {
             memory_budget: self.runtime.memory_budget,
             cancel,
             search_results,
+            forests: None,
         };
         system.fit(train, Start::Fresh(cfg), &mut hooks)
     }
@@ -502,6 +503,7 @@ impl Engine {
             memory_budget: self.runtime.memory_budget,
             cancel: &AtomicBool::new(false),
             search_results: None,
+            forests: None,
         };
         let trained = system.fit(&data.train, start, &mut hooks)?;
         if let Some(e) = io_error {

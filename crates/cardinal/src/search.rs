@@ -22,8 +22,10 @@ use crate::train::{Event, Hooks};
 use cardinal_proj::Method;
 use serde::{Deserialize, Serialize};
 
+mod forests;
 mod tasks;
 
+pub use forests::ForestCache;
 pub(crate) use tasks::Plan;
 pub use tasks::{SearchTask, SearchTaskResult};
 
@@ -261,6 +263,8 @@ pub(crate) fn choose(
                 rows: train.n_rows(),
             });
             let mut results = Vec::new();
+            // The trainings of a fold that grow the same forest grow it once.
+            let forests = ForestCache::default();
             for task in plan.tasks() {
                 let started = std::time::Instant::now();
                 let result = plan.run(
@@ -270,6 +274,7 @@ pub(crate) fn choose(
                     hooks.wait,
                     hooks.memory_budget,
                     hooks.cancel,
+                    Some(&forests),
                     &mut |_| {},
                 )?;
                 (hooks.on_event)(Event::SearchFold {

@@ -256,6 +256,7 @@ mod tests {
             memory_budget: cardinal::runtime::MemoryBudget::default(),
             cancel: &std::sync::atomic::AtomicBool::new(false),
             search_results: None,
+            forests: None,
         };
         let trained = BrLogistic
             .fit(&data, Start::Fresh(cfg), &mut hooks)

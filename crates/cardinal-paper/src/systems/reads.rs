@@ -204,6 +204,7 @@ fn outcome(system: &str, cfg: &Config, data: &Dataset) -> String {
                 memory_budget: MemoryBudget::default(),
                 cancel: &std::sync::atomic::AtomicBool::new(false),
                 search_results: None,
+                forests: None,
             };
             let trained = s.fit(data, Start::Fresh(cfg.clone()), &mut hooks).unwrap();
             let out = s.predict(&trained.model, &data.features, 64).unwrap();
@@ -380,6 +381,7 @@ fn the_searching_systems_save_configurations_they_accept() {
             memory_budget: MemoryBudget::default(),
             cancel: &std::sync::atomic::AtomicBool::new(false),
             search_results: None,
+            forests: None,
         };
         let trained = s.fit(&data, Start::Fresh(cfg), &mut hooks).unwrap();
         assert_eq!(refused(&trained.model.config), None, "{name}");

@@ -117,6 +117,7 @@ impl System for TunedMlp {
                 memory_budget,
                 cancel,
                 search_results: None,
+                forests: None,
             };
             Pnc.fit(train, Start::Fresh(c.clone()), &mut inner)
         })?;
@@ -153,6 +154,7 @@ mod tests {
             memory_budget: cardinal::runtime::MemoryBudget::default(),
             cancel: &std::sync::atomic::AtomicBool::new(false),
             search_results: None,
+            forests: None,
         };
         let trained = TunedMlp.fit(&data, Start::Fresh(cfg), &mut hooks).unwrap();
         assert_eq!(starts, WIDTHS.len() * DROPOUTS.len() * LEARNING_RATES.len());

@@ -68,6 +68,7 @@ impl Engine {
             self.runtime.wait,
             self.runtime.memory_budget,
             cancel,
+            None,
             on_event,
         )
     }

@@ -147,6 +147,7 @@ impl Plan {
         wait: WaitPolicy,
         memory_budget: MemoryBudget,
         cancel: &AtomicBool,
+        forests: Option<&super::ForestCache>,
         on_event: &mut dyn FnMut(Event),
     ) -> Result<SearchTaskResult> {
         let training = self
@@ -167,6 +168,7 @@ impl Plan {
             k: self.folds,
             index: task.fold,
             empty: self.scoring.empty(),
+            forests,
         };
         let folds = fold.train_and_score(
             system,

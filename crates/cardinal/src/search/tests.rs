@@ -21,6 +21,7 @@ fn run_choose(
         memory_budget: MemoryBudget::default(),
         cancel: &AtomicBool::new(false),
         search_results: None,
+        forests: None,
     };
     choose(&Pnc, data, cfg, &mut hooks)
 }
@@ -141,14 +142,28 @@ fn shared_trainings_score_each_candidate_as_if_trained_alone() {
     // Four trainings of three folds: the blend's (scoring three candidates), the two
     // `paper` ones and the forest prior's.
     assert_eq!(plan.tasks().len(), 12);
+    // The tasks share their forests, as the search's do: each fold's forest is grown once, by
+    // the blend's training, and the forest prior's training gets it. The reports must be
+    // those of every candidate cross-validated alone (below), which grows its own.
+    let forests = ForestCache::default();
     let mut results: Vec<SearchTaskResult> = plan
         .tasks()
         .into_iter()
         .map(|t| {
-            plan.run(&Pnc, &data, t, wait, budget, &never, &mut |_| {})
-                .unwrap()
+            plan.run(
+                &Pnc,
+                &data,
+                t,
+                wait,
+                budget,
+                &never,
+                Some(&forests),
+                &mut |_| {},
+            )
+            .unwrap()
         })
         .collect();
+    assert_eq!(forests.len(), 3, "one forest a fold");
     let shared = plan.reports(&results).unwrap();
     // Tasks run in any order give the same reports; results that are not the plan's are
     // refused.
@@ -175,6 +190,7 @@ fn shared_trainings_score_each_candidate_as_if_trained_alone() {
             wait,
             budget,
             &never,
+            None,
             &mut |_| {}
         )
         .is_err());
@@ -347,7 +363,7 @@ fn f1_samples_scoring_counts_an_empty_prediction_of_nothing_as_zero() {
     let score = |scoring| {
         let plan = Plan::of_candidates(all.clone(), 3, 1, scoring);
         let r = plan
-            .run(&Pnc, &data, task, wait, budget, &never, &mut |_| {})
+            .run(&Pnc, &data, task, wait, budget, &never, None, &mut |_| {})
             .unwrap();
         r.folds[0].example_f1_by_threshold.clone()
     };

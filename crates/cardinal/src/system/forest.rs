@@ -119,8 +119,12 @@ pub(super) fn fit_fresh(
 ) -> Result<Trained> {
     let mut state = TrainState::new_within(train, &cfg, hooks.memory_budget)?;
     state.model.search = record;
+    let grow = |settings: &crate::config::ForestConfig| match hooks.forests {
+        Some(cache) => cache.grow(train, settings, cfg.seed, hooks.cancel),
+        None => crate::forest::Forest::fit(train, settings, cfg.seed, hooks.cancel),
+    };
     if let Some(settings) = &cfg.model.forest {
-        let forest = crate::forest::Forest::fit(train, settings, cfg.seed, hooks.cancel)?;
+        let forest = grow(settings)?;
         state.model.forest = Some(forest);
         if settings.networks == 0.0 {
             // Nothing to train by gradient: the forest alone decides.
@@ -138,8 +142,7 @@ pub(super) fn fit_fresh(
             min_leaf: prior.min_leaf,
             networks: 0.0,
         };
-        let forest = crate::forest::Forest::fit(train, &settings, cfg.seed, hooks.cancel)?;
-        state.model.forest = Some(forest);
+        state.model.forest = Some(grow(&settings)?);
     }
     crate::train::run(train, state, hooks)
 }

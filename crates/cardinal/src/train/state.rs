@@ -206,6 +206,9 @@ pub struct Hooks<'a> {
     /// process or machine: [`crate::engine::Engine::run_search_task`]), used in place of training
     /// the folds here; `None`: the search trains its folds itself.
     pub search_results: Option<&'a [crate::search::SearchTaskResult]>,
+    /// The forests a search has grown, shared by its trainings (`None`: every forest is
+    /// grown where it is needed).
+    pub forests: Option<&'a crate::search::ForestCache>,
 }
 
 impl<'a> Hooks<'a> {
@@ -221,6 +224,7 @@ impl<'a> Hooks<'a> {
             memory_budget: MemoryBudget::default(),
             cancel: Box::leak(Box::new(AtomicBool::new(false))),
             search_results: None,
+            forests: None,
         }
     }
 }
