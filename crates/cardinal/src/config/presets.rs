@@ -81,7 +81,7 @@ impl Config {
     }
 
     /// The search's Predict and Constrain candidate with a forest prior made from `self`
-    /// (`predict-forest-prior`): the first candidate (`self` as [`Config::as_candidate`] trains
+    /// (`predict-forest-prior`): the first candidate (`self` as the search trains
     /// it) with a random forest's log-odds added to its unary scores (`model.forest_prior`,
     /// marginals clipped to `[0.05, 0.95]`) and a weight decay of 0.01, so that the networks
     /// learn what the forest misses and stay near it where the rows are few. Its system is
