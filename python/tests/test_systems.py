@@ -37,7 +37,7 @@ def test_pnc_alone_searches_its_own_candidates_and_holds_the_constraint(problem,
     pnc.fit(X[:150], Y[:150])
     assert pnc.system_ == "pnc"
     res = pnc.search_results_
-    assert res["scope"] == "pnc" and res["systems"] == ["pnc"] * 3
+    assert res["scope"] == "pnc" and res["systems"] == ["pnc"] * 4
     assert res["chosen"] == pnc.config_["preset"] and res["chosen_system"] == "pnc"
     proba, z = pnc.predict_proba(Xt), pnc.predict_count(Xt)
     assert np.abs(proba.sum(axis=1) - z).max() <= 0.01

@@ -8,6 +8,18 @@ use cardinal_testkit::{toy, Lcg, Toy};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+/// `predict` with the search off and networks small enough to train in a test.
+pub(super) fn small_predict() -> crate::config::Config {
+    let mut cfg = crate::config::Config::predict();
+    cfg.search = crate::config::SearchConfig::default();
+    cfg.model.hidden = 12;
+    cfg.model.card_hidden = 8;
+    cfg.model.energy_hidden = 4;
+    cfg.train.epochs = 4;
+    cfg.train.batch_size = 16;
+    cfg
+}
+
 pub(super) fn shape(rows: usize, seed: u64) -> Toy {
     Toy {
         name: "forest",
@@ -240,18 +252,11 @@ fn saved_tensors_read_back_whole_and_damage_is_refused() {
 /// saved and loaded predicts the same.
 #[test]
 fn a_blended_model_trains_its_networks_alone_and_reads_back_the_same() {
-    use crate::config::{Config, SearchConfig};
     use crate::engine::Engine;
 
     let train = toy(&shape(90, 5));
     let test = toy(&shape(30, 6));
-    let mut plain = Config::predict();
-    plain.search = SearchConfig::default();
-    plain.model.hidden = 12;
-    plain.model.card_hidden = 8;
-    plain.model.energy_hidden = 4;
-    plain.train.epochs = 4;
-    plain.train.batch_size = 16;
+    let plain = small_predict();
     let mut blend = plain.clone();
     blend.model.forest = Some(ForestConfig {
         trees: 15,

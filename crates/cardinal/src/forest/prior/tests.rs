@@ -2,9 +2,9 @@
 //! out-of-bag marginals against a brute force over the trees, and a model with the prior
 //! trained, on `C(z)`, and read back the same.
 
-use super::super::tests::shape;
+use super::super::tests::{shape, small_predict};
 use super::*;
-use crate::config::{Config, ForestConfig, ForestPriorConfig, SearchConfig};
+use crate::config::{Config, ForestConfig, ForestPriorConfig};
 use crate::engine::Engine;
 use cardinal_testkit::toy;
 
@@ -96,14 +96,11 @@ fn log_odds_are_clipped_and_scaled() {
     }
 }
 
-fn small(cfg: &mut Config) {
-    cfg.search = SearchConfig::default();
-    cfg.model.hidden = 12;
-    cfg.model.card_hidden = 8;
-    cfg.model.energy_hidden = 4;
-    cfg.train.epochs = 4;
-    cfg.train.batch_size = 16;
+/// The forest tests' small `predict`, holding out a fifth of the rows as dev data.
+fn small() -> Config {
+    let mut cfg = small_predict();
     cfg.train.dev_fraction = 0.2;
+    cfg
 }
 
 /// A model with the prior: its unary scores are the network's plus the forest's log-odds
@@ -113,8 +110,7 @@ fn small(cfg: &mut Config) {
 fn a_model_with_a_forest_prior_adds_the_forests_log_odds_and_reads_back_the_same() {
     let train = toy(&shape(90, 5));
     let test = toy(&shape(30, 6));
-    let mut cfg = Config::predict();
-    small(&mut cfg);
+    let mut cfg = small();
     cfg.model.forest_prior = Some(ForestPriorConfig {
         trees: 15,
         clip: 0.05,
@@ -175,8 +171,7 @@ fn a_forest_prior_is_refused_where_it_would_not_be_read() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("model.forest_prior"), "{e}");
-    let mut bad = Config::predict();
-    small(&mut bad);
+    let mut bad = small();
     bad.model.forest_prior = Some(ForestPriorConfig {
         clip: 0.5,
         ..ForestPriorConfig::default()
