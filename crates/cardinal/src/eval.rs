@@ -149,6 +149,10 @@ pub(crate) fn networks_predict(
     batch: usize,
     count_override: Option<Vec<f32>>,
 ) -> Result<Outputs<f32>> {
+    if model.config.model.forest_prior.is_some() {
+        // Before the forest reads the rows.
+        crate::model::check_dims(model, x.n_cols, model.n_labels(), "the input rows")?;
+    }
     let prior = unary_prior(model, x);
     networks_predict_with_prior(model, x, batch, count_override, prior)
 }
