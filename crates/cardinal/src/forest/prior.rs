@@ -51,10 +51,12 @@ impl Forest {
         leaf: impl Fn(usize, usize) -> Option<u32> + Sync,
     ) -> Vec<f32> {
         let l = self.n_labels;
-        let rows: Vec<Vec<f32>> = (0..n)
-            .into_par_iter()
-            .map(|r| {
-                let mut acc = vec![0.0f64; l];
+        let mut out = vec![0.0f32; n * l];
+        // One accumulator per worker, reused over its rows.
+        out.par_chunks_mut(l.max(1)).enumerate().for_each_init(
+            || vec![0.0f64; l],
+            |acc, (r, row)| {
+                acc.fill(0.0);
                 let mut trees = 0usize;
                 for (t, ((offsets, members), drawn)) in
                     self.leaf_rows.iter().zip(&self.bag).enumerate()
@@ -78,10 +80,12 @@ impl Forest {
                     }
                 }
                 let share = 1.0 / trees.max(1) as f64;
-                acc.into_iter().map(|a| (a * share) as f32).collect()
-            })
-            .collect();
-        rows.concat()
+                for (o, a) in row.iter_mut().zip(acc.iter()) {
+                    *o = (a * share) as f32;
+                }
+            },
+        );
+        out
     }
 }
 
