@@ -24,6 +24,21 @@ pub struct Toy {
     pub seed: u64,
 }
 
+impl Toy {
+    /// The forest tests' shape: `rows` rows of 6 features and 5 labels, from `seed`.
+    pub fn forest(rows: usize, seed: u64) -> Self {
+        Self {
+            name: "forest",
+            rows,
+            features: 6,
+            labels: 5,
+            max_labels: 5,
+            fallback_label: 0,
+            seed,
+        }
+    }
+}
+
 /// The dataset of `shape`: the same for the same shape, every row with at least one label
 /// (and possibly no feature).
 pub fn toy(shape: &Toy) -> Dataset {

@@ -324,6 +324,36 @@ pub enum Error {
     },
 }
 
+impl From<cardinal_forest::ForestError> for Error {
+    /// A forest's refusal in the words of the configuration that asked for the forest.
+    fn from(e: cardinal_forest::ForestError) -> Self {
+        use cardinal_forest::ForestError as F;
+        match e {
+            F::NoRows { data } => Self::Empty { data, what: "rows" },
+            F::TooLarge { what, size } => Self::OutOfRange {
+                field: "model.forest".into(),
+                value: format!("{size} {what}"),
+                allowed: format!(
+                    "fewer than {} training rows, label entries and features each (a forest \
+                     stores its indices as f32)",
+                    cardinal_forest::MAX_INDEX
+                ),
+            },
+            F::Weighted => Self::NotRead {
+                field: "sample weights".into(),
+                system: "model.forest".into(),
+                why: "the forest counts every training row once".into(),
+            },
+            F::Cancelled => Self::Interrupted { epochs: 0 },
+            // `ForestError` is non-exhaustive: a refusal added later keeps its own words.
+            other => Self::Unsupported {
+                system: "model.forest".into(),
+                what: other.to_string(),
+            },
+        }
+    }
+}
+
 /// `Result` with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -5,8 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::{Error, Result};
-use crate::forest::prior::log_odds;
-use crate::forest::{Forest, ForestOutputs, Networks};
 use crate::metrics::{
     binarize, cardinality_report, default_threshold_grid, evaluate, precision_at_k, ranking_report,
     tune_threshold, Binarize, CardinalityReport, MetricOptions, MetricReport, PrecisionAtK,
@@ -15,6 +13,7 @@ use crate::metrics::{
 use crate::pipeline::{Model, Outputs, Workspace};
 use crate::search::SearchRecord;
 use crate::system::OutputKind;
+use cardinal_forest::{log_odds, Forest, ForestOutputs, Networks};
 
 // The unit of a serialised [`EvalReport`]'s scores, with the report it describes.
 pub use crate::eval_units::ScoreUnit;

@@ -28,7 +28,8 @@
 //! (the relaxed F1), `batch` (the whole model on a batch: networks → unroll → loss, named
 //! through `pipeline`), `train` (AdaGrad, schedule, loop), `cv` (k-fold cross-validation),
 //! `checkpoint` (model folders), `run_dir` (run directories), `eval_units` (F1 in percent in
-//! files), `forest` (the search's forest candidate) and `simd`.
+//! files) and `simd`. The forests (the search's forest candidates and the forest prior) are
+//! the `cardinal-forest` crate's.
 //!
 //! Within the crate the arrows run one way: `engine → {train, eval, cv} → batch →
 //! {inference, loss} → model → cardinal-proj`.
@@ -47,7 +48,6 @@ pub mod engine;
 mod error;
 pub mod eval;
 mod eval_units;
-mod forest;
 mod inference;
 mod loss;
 mod model;

@@ -22,10 +22,9 @@ use crate::train::{Event, Hooks};
 use cardinal_proj::Method;
 use serde::{Deserialize, Serialize};
 
-mod forests;
 mod tasks;
 
-pub use forests::ForestCache;
+pub use cardinal_forest::ForestCache;
 pub(crate) use tasks::Plan;
 pub use tasks::{SearchTask, SearchTaskResult};
 

@@ -330,9 +330,13 @@ impl Weights<'_> {
     }
 
     /// The forest (`forest.*` tensors) of a model of `meta`'s sizes, every index checked.
-    fn forest(&self, meta: &Meta) -> Result<crate::forest::Forest> {
-        crate::forest::Forest::from_tensors(&|name| self.any(name), meta.n_features, meta.n_labels)
-            .map_err(|why| ckpt_err(self.path, why))
+    fn forest(&self, meta: &Meta) -> Result<cardinal_forest::Forest> {
+        cardinal_forest::Forest::from_tensors(
+            &|name| self.any(name),
+            meta.n_features,
+            meta.n_labels,
+        )
+        .map_err(|why| ckpt_err(self.path, why))
     }
 
     fn a2(&self, name: &str, r: usize, c: usize) -> Result<Array2<f32>> {

@@ -112,6 +112,26 @@ pub struct ForestConfig {
     pub networks: f64,
 }
 
+impl ForestConfig {
+    /// How its forest is grown.
+    pub fn growth(&self) -> cardinal_forest::GrowSettings {
+        cardinal_forest::GrowSettings {
+            trees: self.trees,
+            min_leaf: self.min_leaf,
+        }
+    }
+}
+
+impl ForestPriorConfig {
+    /// How its forest is grown.
+    pub fn growth(&self) -> cardinal_forest::GrowSettings {
+        cardinal_forest::GrowSettings {
+            trees: self.trees,
+            min_leaf: self.min_leaf,
+        }
+    }
+}
+
 impl Default for ForestConfig {
     fn default() -> Self {
         Self {

@@ -49,7 +49,7 @@ pub struct Model<F: Float> {
     pub train_mean_cardinality: f64,
     /// The forest that decides the label sets, alone or blended with the networks, when the
     /// configuration has one (`model.forest`).
-    pub(crate) forest: Option<crate::forest::Forest>,
+    pub(crate) forest: Option<cardinal_forest::Forest>,
     /// What the default's search did before this model trained (`None` when it did not
     /// run), saved in `meta.json`.
     pub search: Option<crate::search::SearchRecord>,

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::pipeline::{Model, Outputs};
 use crate::search::SearchRecord;
 use crate::train::{Hooks, Start, TrainState, Trained};
+use cardinal_forest::{Forest, GrowSettings};
 
 /// A forest system: the forest alone, or blended with the networks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,12 +120,12 @@ pub(super) fn fit_fresh(
 ) -> Result<Trained> {
     let mut state = TrainState::new_within(train, &cfg, hooks.memory_budget)?;
     state.model.search = record;
-    let grow = |settings: &crate::config::ForestConfig| match hooks.forests {
-        Some(cache) => cache.grow(train, settings, cfg.seed, hooks.cancel),
-        None => crate::forest::Forest::fit(train, settings, cfg.seed, hooks.cancel),
+    let grow = |settings: GrowSettings| match hooks.forests {
+        Some(cache) => cache.grow(train, &settings, cfg.seed, hooks.cancel),
+        None => Forest::fit(train, &settings, cfg.seed, hooks.cancel),
     };
     if let Some(settings) = &cfg.model.forest {
-        let forest = grow(settings)?;
+        let forest = grow(settings.growth())?;
         state.model.forest = Some(forest);
         if settings.networks == 0.0 {
             // Nothing to train by gradient: the forest alone decides.
@@ -137,12 +138,10 @@ pub(super) fn fit_fresh(
     if let Some(prior) = &cfg.model.forest_prior {
         // Grown on every row of the training file, dev rows included: each row's prior in
         // training is out of bag (`eval::training_prior`), so no row's reads its own labels.
-        let settings = crate::config::ForestConfig {
-            trees: prior.trees,
-            min_leaf: prior.min_leaf,
-            networks: 0.0,
-        };
-        state.model.forest = Some(grow(&settings)?);
+        state.model.forest = Some(grow(prior.growth())?);
     }
     crate::train::run(train, state, hooks)
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,22 +10,22 @@
 //! of theirs, so the blend is decided exactly like the forest alone (`gfm`).
 
 /// The networks' outputs for the rows being decided, and their share of the blend.
-pub(crate) struct Networks<'a> {
+pub struct Networks<'a> {
     /// Unary scores, `n × L` row-major.
-    pub(crate) unary: &'a [f64],
+    pub unary: &'a [f64],
     /// Count probabilities, `n × K` row-major, over `counts`.
-    pub(crate) count_probs: &'a [f64],
+    pub count_probs: &'a [f64],
     /// The counts the probabilities are over.
-    pub(crate) counts: &'a [usize],
+    pub counts: &'a [usize],
     /// The networks' weight in the mixture, in `[0, 1)` as configured; the forest has the rest.
-    pub(crate) share: f64,
+    pub share: f64,
 }
 
 /// The most counts of the networks' distribution a row's blend reads: with more, the likeliest
 /// this many (their probabilities scaled to sum to 1). Each count adds a pair for every label,
 /// so this bounds a row's pairs at `L` times it (the development suite's files have at most
 /// 175 counts, and are read whole).
-pub(crate) const MAX_NETWORK_COUNTS: usize = 256;
+pub const MAX_NETWORK_COUNTS: usize = 256;
 
 use super::gfm::Joint;
 
@@ -106,7 +106,7 @@ impl Networks<'_> {
 /// `out_i = σ(u_i + λ)` with `λ` such that `Σ_i out_i = s`, for `0 < s ≤ L`: Newton's method on
 /// the increasing `Σ σ(u_i + λ)`, kept inside a bracket that bisection shrinks when a step
 /// would leave it. At `s = L` every label is on.
-pub(crate) fn tilted(u: &[f64], s: f64, out: &mut [f64]) {
+pub fn tilted(u: &[f64], s: f64, out: &mut [f64]) {
     let l = u.len() as f64;
     if s >= l {
         out.fill(1.0);

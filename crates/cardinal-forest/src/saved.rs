@@ -5,14 +5,14 @@ use super::tree::{Node, Tree, LEAF};
 use super::{Forest, MAX_INDEX};
 
 /// A named `f32` tensor: name, shape, values.
-pub(crate) type Tensor = (String, Vec<usize>, Vec<f32>);
+pub type Tensor = (String, Vec<usize>, Vec<f32>);
 
 /// A tensor's shape and values by name, or why it cannot be read.
-pub(crate) type Lookup<'a> = &'a dyn Fn(&str) -> Result<(Vec<usize>, Vec<f32>), String>;
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Result<(Vec<usize>, Vec<f32>), String>;
 
 impl Forest {
     /// The forest as named tensors (`forest.*`).
-    pub(crate) fn tensors(&self) -> Vec<Tensor> {
+    pub fn tensors(&self) -> Vec<Tensor> {
         let mut nodes = Vec::new();
         let mut offsets = vec![0.0f32];
         for tree in &self.trees {
@@ -57,7 +57,7 @@ impl Forest {
     /// The forest from its tensors (`get` gives a tensor's shape and values by name, or an
     /// error naming it), for a model of `n_features` inputs and `n_labels` labels. Every
     /// index is checked, so that a damaged file is refused, never followed out of bounds.
-    pub(crate) fn from_tensors(
+    pub fn from_tensors(
         get: Lookup<'_>,
         n_features: usize,
         n_labels: usize,

@@ -7,10 +7,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
-use crate::config::ForestConfig;
-use crate::data::Dataset;
-use crate::error::Result;
-use crate::forest::Forest;
+use cardinal_data::data::Dataset;
+
+use crate::{Forest, GrowSettings, Result};
 
 /// The forests grown during one search (the default's, in one process), by what they were
 /// grown from: a training that needs a forest already grown gets a copy of it, the same
@@ -34,7 +33,7 @@ struct ForestKey {
 }
 
 impl ForestKey {
-    fn of(train: &Dataset, cfg: &ForestConfig, seed: u64) -> Self {
+    fn of(train: &Dataset, cfg: &GrowSettings, seed: u64) -> Self {
         let (x, y) = (&train.features, &train.labels);
         let mut h = DefaultHasher::new();
         (x.n_rows, x.n_cols, y.n_labels).hash(&mut h);
@@ -59,10 +58,10 @@ impl ForestKey {
 impl ForestCache {
     /// The forest [`Forest::fit`] grows on `train` under `cfg` from `seed`: the one grown
     /// before from the same, or grown now and kept.
-    pub(crate) fn grow(
+    pub fn grow(
         &self,
         train: &Dataset,
-        cfg: &ForestConfig,
+        cfg: &GrowSettings,
         seed: u64,
         cancel: &AtomicBool,
     ) -> Result<Forest> {

@@ -6,12 +6,12 @@
 use rayon::prelude::*;
 
 use super::Forest;
-use crate::data::CsrMatrix;
+use cardinal_data::data::CsrMatrix;
 
 impl Forest {
     /// Each label's marginal under the forest's weights for every row of `x`, `n × L`
     /// row-major (the marginals [`Forest::decide`] reports).
-    pub(crate) fn marginals(&self, x: &CsrMatrix) -> Vec<f32> {
+    pub fn marginals(&self, x: &CsrMatrix) -> Vec<f32> {
         self.rows_marginals(x.n_rows, |r, t| {
             let span = x.indptr[r]..x.indptr[r + 1];
             Some(self.trees[t].leaf(&x.indices[span.clone()], &x.values[span]))
@@ -21,7 +21,7 @@ impl Forest {
     /// The out-of-bag marginals of the rows the forest grew on, in their order, `n × L`: row
     /// `j`'s from the trees whose bootstrap sample did not draw it (from every tree in the
     /// rare case that each drew it).
-    pub(crate) fn oob_marginals(&self) -> Vec<f32> {
+    pub fn oob_marginals(&self) -> Vec<f32> {
         let n = self.label_indptr.len() - 1;
         let oob = self.rows_marginals(n, |r, t| {
             (self.bag[t][r] == 0).then(|| self.leaf_of_row[t][r])
@@ -90,7 +90,7 @@ impl Forest {
 }
 
 /// The prior `weight · logit(clip(q))` of marginals `q`, clipped to `[clip, 1 − clip]`.
-pub(crate) fn log_odds(marginals: &[f32], weight: f64, clip: f64) -> Vec<f32> {
+pub fn log_odds(marginals: &[f32], weight: f64, clip: f64) -> Vec<f32> {
     marginals
         .iter()
         .map(|&q| {

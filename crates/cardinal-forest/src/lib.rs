@@ -1,6 +1,9 @@
-//! The forest candidates of the default's search: label sets decided for the expected
-//! example-F1 under the joint distribution that a random forest's neighbourhoods give, alone
-//! or blended with the networks' (`blend`).
+//! `cardinal-forest`: random forests of multi-label trees, and label sets decided for the
+//! expected example-F1 under the joint distribution their neighbourhoods give, alone or blended
+//! with a network's (`Networks`). `cardinal` builds two things on them: the forest systems
+//! (`forest`, `forest-blend`) of the default's search, and the forest prior of Predict and
+//! Constrain's unary scores (`model.forest_prior`, from [`Forest::marginals`],
+//! [`Forest::oob_marginals`] and [`log_odds`]).
 //!
 //! A random forest of multi-label trees (`tree`) defines, for an input `x`, weights over the
 //! training rows: each tree gives the rows of its bootstrap sample that share `x`'s leaf
@@ -11,26 +14,77 @@
 //! and `y` is the indicator of the set: `Σ y = z` and `y ∈ {0, 1}` on every row. On a few
 //! hundred rows this needs no gradient training and is hard to overfit, which is where the
 //! networks lose to tree ensembles and F1 decoders (measured in docs/results/peers.md).
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::atomic::AtomicBool;
+//! use cardinal_data::data::{arrays::dataset_from_arrays, CsrMatrix, LabelSets};
+//! use cardinal_forest::{Forest, GrowSettings};
+//!
+//! // Label 0 below 5, labels 1 and 2 above.
+//! let (mut x, mut y) = (CsrMatrix::new(1), LabelSets::new(3));
+//! for r in 0..10 {
+//!     x.push_row(&[0], &[r as f32]);
+//!     y.push_row(if r < 5 { &[0] } else { &[1, 2] });
+//! }
+//! let train = dataset_from_arrays("example", x.clone(), y).unwrap();
+//! let settings = GrowSettings { trees: 30, min_leaf: 1 };
+//! let forest = Forest::fit(&train, &settings, 0, &AtomicBool::new(false)).unwrap();
+//! let out = forest.decide(&x, None, None);
+//! // Every row's set: its indicator `y` sums to its size `z`.
+//! for r in 0..10 {
+//!     assert_eq!(out.y[r * 3..r * 3 + 3].iter().sum::<f32>(), out.z[r]);
+//! }
+//! assert_eq!(&out.y[0..3], &[1.0, 0.0, 0.0]);
+//! ```
+
+#![warn(missing_docs)]
 
 mod blend;
+mod cache;
+mod error;
 mod gfm;
-pub(crate) mod prior;
+mod prior;
 mod saved;
 mod tree;
 
 use rayon::prelude::*;
 
-use crate::config::ForestConfig;
-use crate::data::{CsrMatrix, Dataset};
-use crate::error::{Error, Result};
-pub(crate) use blend::Networks;
+pub use blend::{tilted, Networks, MAX_NETWORK_COUNTS};
+pub use cache::ForestCache;
+use cardinal_data::data::{CsrMatrix, Dataset};
+pub use error::ForestError;
 use gfm::Joint;
+pub use prior::log_odds;
+pub use saved::{Lookup, Tensor};
 use tree::{Columns, Growth, Tree};
+
+/// The crate's `Result`, with [`ForestError`].
+pub type Result<T, E = ForestError> = std::result::Result<T, E>;
+
+/// How a forest is grown: how many trees, and the fewest rows a leaf may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GrowSettings {
+    /// Number of trees.
+    pub trees: usize,
+    /// Fewest (bootstrap-weighted) training rows in a leaf.
+    pub min_leaf: usize,
+}
+
+impl Default for GrowSettings {
+    fn default() -> Self {
+        Self {
+            trees: 300,
+            min_leaf: 1,
+        }
+    }
+}
 
 /// A fitted forest, with what its decisions read: every training row's leaf in every tree
 /// and the training label sets.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Forest {
+pub struct Forest {
     trees: Vec<Tree>,
     /// Per tree, the leaf of every training row.
     leaf_of_row: Vec<Vec<u32>>,
@@ -47,20 +101,20 @@ pub(crate) struct Forest {
 
 /// The forest's outputs for a batch of rows, row-major `n × L` where per label.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ForestOutputs {
+pub struct ForestOutputs {
     /// The chosen sets' indicators.
-    pub(crate) y: Vec<f32>,
+    pub y: Vec<f32>,
     /// The sets' sizes.
-    pub(crate) z: Vec<f32>,
+    pub z: Vec<f32>,
     /// Each label's marginal probability under the forest's weights.
-    pub(crate) marginal: Vec<f32>,
+    pub marginal: Vec<f32>,
     /// Each label's score `f_i(k)` at the chosen size (the ranking).
-    pub(crate) ranking: Vec<f32>,
+    pub ranking: Vec<f32>,
 }
 
 impl ForestOutputs {
     /// `other`'s rows after these.
-    pub(crate) fn append(&mut self, other: ForestOutputs) {
+    pub fn append(&mut self, other: ForestOutputs) {
         self.y.extend(other.y);
         self.z.extend(other.z);
         self.marginal.extend(other.marginal);
@@ -69,30 +123,29 @@ impl ForestOutputs {
 }
 
 /// Largest index a forest stores: its tensors hold indices as `f32`, exact below `2^24`.
-const MAX_INDEX: usize = 1 << 24;
+pub const MAX_INDEX: usize = 1 << 24;
 
 impl Forest {
     /// [`Forest::fit`] never cancelled (the module's tests).
     #[cfg(test)]
-    pub(crate) fn fit_for_tests(train: &Dataset, cfg: &ForestConfig, seed: u64) -> Result<Self> {
+    pub(crate) fn fit_for_tests(train: &Dataset, cfg: &GrowSettings, seed: u64) -> Result<Self> {
         Self::fit(train, cfg, seed, &std::sync::atomic::AtomicBool::new(false))
     }
 
     /// Grows `cfg.trees` trees on `train` from `seed` (tree `t` from its own stream, so the
     /// forest is the same for any number of threads). Setting `cancel` stops it between trees
-    /// with [`Error::Interrupted`].
-    pub(crate) fn fit(
+    /// with [`ForestError::Cancelled`].
+    pub fn fit(
         train: &Dataset,
-        cfg: &ForestConfig,
+        cfg: &GrowSettings,
         seed: u64,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> Result<Self> {
         let n = train.n_rows();
         let labels = &train.labels;
         if n == 0 {
-            return Err(Error::Empty {
+            return Err(ForestError::NoRows {
                 data: train.name.clone(),
-                what: "rows",
             });
         }
         let sizes = [
@@ -102,23 +155,12 @@ impl Forest {
         ];
         // Named by what is too large: the rows may be few where the features are many.
         if let Some((what, size)) = sizes.into_iter().find(|&(_, v)| v >= MAX_INDEX) {
-            return Err(Error::OutOfRange {
-                field: "model.forest".into(),
-                value: format!("{size} {what}"),
-                allowed: format!(
-                    "fewer than {MAX_INDEX} training rows, label entries and features each (a \
-                     forest stores its indices as f32)"
-                ),
-            });
+            return Err(ForestError::TooLarge { what, size });
         }
         if labels.weights.is_some() {
             // The trees and the neighbourhoods count every row once: refused rather than
             // silently unweighted.
-            return Err(Error::NotRead {
-                field: "sample weights".into(),
-                system: "model.forest".into(),
-                why: "the forest counts every training row once".into(),
-            });
+            return Err(ForestError::Weighted);
         }
         let cols = Columns::new(&train.features);
         let growth = Growth {
@@ -129,7 +171,7 @@ impl Forest {
             .into_par_iter()
             .map(
                 |t| match cancel.load(std::sync::atomic::Ordering::Relaxed) {
-                    true => Err(Error::Interrupted { epochs: 0 }),
+                    true => Err(ForestError::Cancelled),
                     false => Ok(tree::grow(&cols, labels, growth, mix(seed, t))),
                 },
             )
@@ -206,10 +248,15 @@ impl Forest {
         }
     }
 
+    /// How many training rows it grew on (its leaves' members are among them).
+    pub fn n_train_rows(&self) -> usize {
+        self.label_indptr.len() - 1
+    }
+
     /// The decision for every row of `x`: with `counts`, the best set of exactly that many
     /// labels per row, else the set of highest expected example-F1; under the forest's joint
     /// distribution, or its blend with the networks' (`nets`, one entry per row of `x`).
-    pub(crate) fn decide(
+    pub fn decide(
         &self,
         x: &CsrMatrix,
         counts: Option<&[f32]>,

@@ -3,33 +3,13 @@
 
 use super::tree::{grow, Columns, Growth, LEAF};
 use super::*;
-use crate::data::LabelSets;
+use cardinal_data::data::{CsrMatrix, LabelSets};
 use cardinal_testkit::{toy, Lcg, Toy};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-/// `predict` with the search off and networks small enough to train in a test.
-pub(super) fn small_predict() -> crate::config::Config {
-    let mut cfg = crate::config::Config::predict();
-    cfg.search = crate::config::SearchConfig::default();
-    cfg.model.hidden = 12;
-    cfg.model.card_hidden = 8;
-    cfg.model.energy_hidden = 4;
-    cfg.train.epochs = 4;
-    cfg.train.batch_size = 16;
-    cfg
-}
-
 pub(super) fn shape(rows: usize, seed: u64) -> Toy {
-    Toy {
-        name: "forest",
-        rows,
-        features: 6,
-        labels: 5,
-        max_labels: 5,
-        fallback_label: 0,
-        seed,
-    }
+    Toy::forest(rows, seed)
 }
 
 /// Summed Gini impurity times the weight of a group of rows, by its definition.
@@ -136,10 +116,9 @@ fn root_split_is_the_best(x: &CsrMatrix, labels: &LabelSets, seed: u64) {
 fn decisions_hold_the_constraint_and_do_not_depend_on_threads() {
     let train = toy(&shape(60, 3));
     let test = toy(&shape(25, 4));
-    let cfg = ForestConfig {
+    let cfg = GrowSettings {
         trees: 20,
         min_leaf: 1,
-        networks: 0.0,
     };
     let run = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new()
@@ -174,19 +153,18 @@ fn a_training_row_alone_in_its_leaves_gets_its_own_labels() {
     // Distinct feature values and no bootstrap duplicates left out: with many trees, a
     // training row's own label set dominates its neighbourhood.
     let mut g = Lcg::new(5);
-    let mut x = crate::data::CsrMatrix::new(1);
+    let mut x = CsrMatrix::new(1);
     let mut y = LabelSets::new(3);
     for r in 0..30 {
         x.push_row(&[0], &[r as f32 + 0.5 * g.uniform() as f32]);
         y.push_row(if r < 15 { &[0, 1] } else { &[2] });
     }
-    let train = crate::data::arrays::dataset_from_arrays("steps", x.clone(), y).unwrap();
+    let train = cardinal_data::data::arrays::dataset_from_arrays("steps", x.clone(), y).unwrap();
     let f = Forest::fit_for_tests(
         &train,
-        &ForestConfig {
+        &GrowSettings {
             trees: 50,
             min_leaf: 1,
-            networks: 0.0,
         },
         1,
     )
@@ -207,10 +185,9 @@ fn saved_tensors_read_back_whole_and_damage_is_refused() {
     let train = toy(&shape(40, 8));
     let f = Forest::fit_for_tests(
         &train,
-        &ForestConfig {
+        &GrowSettings {
             trees: 5,
             min_leaf: 2,
-            networks: 0.0,
         },
         2,
     )
@@ -246,94 +223,21 @@ fn saved_tensors_read_back_whole_and_damage_is_refused() {
     assert!(read(&missing).unwrap_err().contains("forest.tree_offsets"));
 }
 
-/// A forest blended with the networks, through the front door: its networks train exactly as
-/// without the forest (training's dev rows are judged by the networks alone, which the forest,
-/// grown on every training row, would have seen), its sets hold the constraint, and the model
-/// saved and loaded predicts the same.
-#[test]
-fn a_blended_model_trains_its_networks_alone_and_reads_back_the_same() {
-    use crate::engine::Engine;
-
-    let train = toy(&shape(90, 5));
-    let test = toy(&shape(30, 6));
-    let plain = small_predict();
-    let mut blend = plain.clone();
-    blend.model.forest = Some(ForestConfig {
-        trees: 15,
-        min_leaf: 1,
-        networks: 0.25,
-    });
-    let engine = Engine::default();
-    let networks = engine.fit(&train, plain, &mut |_| {}).unwrap().model;
-    let blended = engine.fit(&train, blend, &mut |_| {}).unwrap().model;
-    assert_eq!(blended.params, networks.params);
-    assert!(blended.forest.is_some());
-    let out = engine.predict(&blended, &test.features).unwrap();
-    let l = blended.n_labels();
-    for (r, (y, &z)) in out.y.chunks(l).zip(&out.z).enumerate() {
-        assert!(y.iter().all(|&v| v == 0.0 || v == 1.0), "row {r}: {y:?}");
-        assert_eq!(y.iter().sum::<f32>(), z, "row {r}");
-    }
-    // Each label's marginal is the mixture's, recomputed from the forest alone and the
-    // networks' heads: (1 − w)·forest + w·Σ_s P(s)·σ(u + λ_s).
-    let mut alone = blended.clone();
-    alone.config.model.forest.as_mut().unwrap().networks = 0.0;
-    let forest_only = engine.predict(&alone, &test.features).unwrap();
-    let heads = blended.heads(&test.features);
-    let k = blended.counts.len();
-    let mut on = vec![0.0; l];
-    for r in 0..test.n_rows() {
-        let u = &heads.unary[r * l..(r + 1) * l];
-        let mut want: Vec<f64> = (0..l)
-            .map(|i| 0.75 * forest_only.unary[r * l + i] as f64)
-            .collect();
-        for (j, &count) in blended.counts.iter().enumerate() {
-            let s = (count as usize).min(l);
-            if s > 0 {
-                super::blend::tilted(u, s as f64, &mut on);
-                for i in 0..l {
-                    want[i] += 0.25 * heads.count_probs[r * k + j] * on[i];
-                }
-            }
-        }
-        for i in 0..l {
-            let got = out.unary[r * l + i] as f64;
-            assert!(
-                (got - want[i]).abs() < 1e-5,
-                "row {r} label {i}: {got} vs {}",
-                want[i]
-            );
-        }
-    }
-    let dir = std::env::temp_dir().join(format!("cardinal-blend-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    engine
-        .save_model(
-            &blended,
-            &dir,
-            &crate::engine::TrainedOn {
-                dataset: "toy".into(),
-                ..Default::default()
-            },
-            false,
-        )
-        .unwrap();
-    let loaded = engine.load(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    let again = engine.predict(&loaded.unwrap().0, &test.features).unwrap();
-    assert_eq!((again.y, again.z), (out.y, out.z));
-}
-
 /// A size a forest cannot index is refused by what is too large, not by the row count.
 #[test]
 fn too_many_features_are_named_as_features() {
     let mut data = toy(&shape(10, 1));
     data.features.n_cols = MAX_INDEX;
-    let e = Forest::fit_for_tests(&data, &ForestConfig::default(), 0)
-        .unwrap_err()
-        .to_string();
+    let e = Forest::fit_for_tests(&data, &GrowSettings::default(), 0).unwrap_err();
+    assert_eq!(
+        e,
+        ForestError::TooLarge {
+            what: "features",
+            size: MAX_INDEX
+        }
+    );
     assert!(
-        e.contains(&format!("model.forest = {MAX_INDEX} features")),
+        e.to_string().starts_with(&format!("{MAX_INDEX} features")),
         "{e}"
     );
 }

@@ -10,7 +10,7 @@
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::data::{CsrMatrix, LabelSets};
+use cardinal_data::data::{CsrMatrix, LabelSets};
 
 /// A node: a split on `feature` at `threshold` (rows with a value `<= threshold` go `left`),
 /// or, where `feature` is `LEAF`, leaf number `left`.
