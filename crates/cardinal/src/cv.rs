@@ -208,7 +208,7 @@ pub(crate) struct FoldRun<'a> {
     /// [`FoldResult::example_f1_by_threshold`].
     pub empty: EmptyF1,
     /// The forests its search has grown, shared with the fold's other trainings.
-    pub forests: Option<&'a crate::search::ForestCache>,
+    pub forests: Option<&'a cardinal_forest::ForestCache>,
 }
 
 impl FoldRun<'_> {
@@ -241,7 +241,7 @@ impl FoldRun<'_> {
             wait,
             memory_budget,
             cancel,
-            search_results: None,
+            search: None,
             forests: self.forests,
         };
         let trained = system

@@ -36,7 +36,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use crate::checkpoint::{self, BinaryRun};
+use crate::checkpoint;
 use crate::config::Config;
 use crate::cv::cross_validate;
 use crate::data::{read_inputs, CsrMatrix, Dataset, Inputs, Labels, LoadNote, TrainTest};
@@ -47,11 +47,14 @@ use crate::eval::{
 use crate::pipeline::check_dims;
 use crate::run_dir::{self, Checkpointer, Existing, MetricsLog, RunDir, RunModel};
 use crate::runtime::Runtime;
+use crate::search::Searched;
 pub use crate::system::OutputKind;
-use crate::system::{Hooks, Start, Systems};
+use crate::system::{Hooks, Start, System, Systems};
 use crate::train::TrainState;
+use binary_run::BinaryRun;
 
 mod bench;
+mod binary_run;
 mod run_data;
 mod search_tasks;
 mod segment;
@@ -64,11 +67,14 @@ pub use segment_run::{SegOutcome, SegRun};
 // What the front ends need of the rest of the library, at the front door: a model folder's
 // files and what they record, the events of a training run, and a model with its outputs.
 pub use crate::checkpoint::{
-    load_state, read_model_file_if_any, write_atomic, write_output, Meta, TrainedOn, WEIGHTS_FILE,
+    read_model_file_if_any, write_atomic, write_output, Meta, TrainedOn, WEIGHTS_FILE,
 };
 pub use crate::cv::{CvReport, FoldResult};
 pub use crate::pipeline::{Model, Outputs};
 pub use crate::train::{EpochRecord, Event, Progress, Trained};
+pub use binary_run::load_state;
+#[cfg(test)]
+pub(crate) use binary_run::save_state;
 
 /// Rows per inference batch.
 pub(crate) const PREDICT_BATCH: usize = 256;
@@ -151,6 +157,20 @@ impl Engine {
         self.runtime.install(f)
     }
 
+    /// `system` with the default's search above it ([`Searched`]), the search's folds taken
+    /// from `results` where given.
+    fn searched<'a>(
+        &'a self,
+        system: &'a dyn System,
+        results: Option<&'a [crate::search::SearchTaskResult]>,
+    ) -> Searched<'a> {
+        Searched {
+            system,
+            systems: &self.systems,
+            results,
+        }
+    }
+
     /// Trains `cfg` on `train` with its system; no files are written.
     pub fn fit(
         &self,
@@ -192,10 +212,11 @@ impl Engine {
             wait: self.runtime.wait,
             memory_budget: self.runtime.memory_budget,
             cancel,
-            search_results,
+            search: None,
             forests: None,
         };
-        system.fit(train, Start::Fresh(cfg), &mut hooks)
+        self.searched(system, search_results)
+            .fit(train, Start::Fresh(cfg), &mut hooks)
     }
 
     /// Saves `model` as the model directory `dir`, in the format [`Engine::load`] and the CLI
@@ -331,7 +352,7 @@ impl Engine {
         let system = self.systems.for_config(cfg)?;
         let rt = &self.runtime;
         cross_validate(
-            system,
+            &self.searched(system, None),
             train,
             cfg,
             k,
@@ -502,10 +523,12 @@ impl Engine {
             wait: self.runtime.wait,
             memory_budget: self.runtime.memory_budget,
             cancel: &AtomicBool::new(false),
-            search_results: None,
+            search: None,
             forests: None,
         };
-        let trained = system.fit(&data.train, start, &mut hooks)?;
+        let trained = self
+            .searched(system, None)
+            .fit(&data.train, start, &mut hooks)?;
         if let Some(e) = io_error {
             return Err(e);
         }

@@ -11,12 +11,14 @@ use crate::metrics::{
     RankingReport,
 };
 use crate::pipeline::{Model, Outputs, Workspace};
-use crate::search::SearchRecord;
-use crate::system::OutputKind;
+use crate::search_record::SearchRecord;
+use crate::output_kind::OutputKind;
 use cardinal_forest::{log_odds, Forest, ForestOutputs, Networks};
 
 // The unit of a serialised [`EvalReport`]'s scores, with the report it describes.
-pub use crate::eval_units::ScoreUnit;
+pub use units::ScoreUnit;
+
+mod units;
 
 /// Predict and Constrain's inference on every row of `x`, `batch` rows at a time (rows in
 /// parallel). Other systems predict their own way (`System::predict`).

@@ -13,17 +13,19 @@
 
 use crate::config::{Config, ForestConfig, SearchScope, SearchScoring, FOREST};
 use crate::cv::Decoding;
+use crate::data::CsrMatrix;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::eval::grid_threshold;
 use crate::metrics::default_threshold_grid;
-use crate::system::System;
-use crate::train::{Event, Hooks};
+use crate::pipeline::{Model, Outputs};
+use crate::system::{OutputKind, Reads, System, Systems};
+use crate::train::{Event, Hooks, Start, Trained};
 use cardinal_proj::Method;
-use serde::{Deserialize, Serialize};
 
 mod tasks;
 
+pub use crate::search_record::{summary, CandidateScore, SearchRecord};
 pub use cardinal_forest::ForestCache;
 pub(crate) use tasks::Plan;
 pub use tasks::{SearchTask, SearchTaskResult};
@@ -122,71 +124,6 @@ pub fn rule_and_candidates(cfg: &Config, n: usize, weighted: bool) -> (&'static 
     (rule(cfg.search.scoring), candidates(cfg, n, weighted))
 }
 
-/// One candidate's cross-validated result: its mean example-F1 over the folds at every
-/// threshold of the grid, and the threshold where that mean is best.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CandidateScore {
-    /// The candidate's preset name.
-    pub preset: String,
-    /// The system it is (`pnc`, `forest`, `forest-blend`; empty in records that predate it).
-    #[serde(default)]
-    pub system: String,
-    /// Mean example-F1 (%) over the folds at `threshold`, an empty prediction for an empty
-    /// gold set scored 1 (or as the record's `scoring` says).
-    pub example_f1: f64,
-    /// The decision threshold on `y_T` with the best mean (the grid point nearest 0.5 among
-    /// ties).
-    pub threshold: f64,
-}
-
-/// What the default's search did for a model: which candidates it scored, how, and which
-/// it chose (saved with the model, in `meta.json`, and reported by `eval` and `info`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SearchRecord {
-    /// How it scored and decided, in words.
-    pub rule: String,
-    /// Folds of the cross-validation's partition.
-    pub folds: usize,
-    /// Of those, the folds each candidate was trained and scored on (`None` in records
-    /// that predate the budget: all of them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub folds_run: Option<usize>,
-    /// Rows of the training file it cross-validated on.
-    pub rows: usize,
-    /// Which systems the candidates could be.
-    pub scope: SearchScope,
-    /// What the candidates were scored by (left out of records when the default).
-    #[serde(default, skip_serializing_if = "SearchScoring::is_example_f1")]
-    pub scoring: SearchScoring,
-    /// Every candidate's score, in order of preference.
-    pub scores: Vec<CandidateScore>,
-    /// The preset name of the candidate chosen and trained.
-    pub chosen: String,
-}
-
-impl SearchRecord {
-    /// The folds each candidate was scored on.
-    pub fn folds_run(&self) -> usize {
-        self.folds_run.unwrap_or(self.folds)
-    }
-
-    /// The chosen candidate's score.
-    pub fn chosen_score(&self) -> Option<&CandidateScore> {
-        self.scores.iter().find(|s| s.preset == self.chosen)
-    }
-
-    /// The record in one line, as the front ends print it ([`summary`]).
-    pub fn summary(&self) -> String {
-        summary(
-            &self.scores,
-            self.folds,
-            self.folds_run(),
-            &self.chosen,
-            self.scoring,
-        )
-    }
-}
-
 /// The decision threshold from `grid` by the one-standard-error rule over `folds` (each a
 /// row of example-F1 scores in grid order): the grid point nearest 0.5 whose mean falls
 /// short of the best mean by no more than the standard error of that shortfall over the
@@ -236,12 +173,14 @@ pub(crate) fn best_threshold(grid: &[f32], folds: &[Vec<f64>]) -> (f64, f64) {
 /// configuration names the system it is (`config.system`: `forest` or `forest-blend` for the
 /// forests), and the search's record comes with it (`None` when the rule did not apply). The
 /// folds are trained here, task after task, unless `hooks.search_results` holds the results
-/// of every task of the plan ([`Plan::tasks`]), computed elsewhere.
+/// of every task of the plan ([`Plan::tasks`]), computed elsewhere (another process or
+/// machine: [`crate::engine::Engine::run_search_task`]).
 pub(crate) fn choose(
     system: &dyn System,
     train: &Dataset,
     cfg: Config,
     hooks: &mut Hooks,
+    search_results: Option<&[SearchTaskResult]>,
 ) -> Result<(Config, Option<SearchRecord>)> {
     if !cfg.search.applies(train.n_rows()) {
         return Ok((cfg, None));
@@ -251,7 +190,7 @@ pub(crate) fn choose(
     let grid = default_threshold_grid();
     let mut scores: Vec<CandidateScore> = Vec::new();
     let mut best: Option<(f64, Config)> = None;
-    let reports = match hooks.search_results {
+    let reports = match search_results {
         // Trained elsewhere, where the progress was told.
         Some(results) => plan.reports(results)?,
         None => {
@@ -337,6 +276,71 @@ pub(crate) fn choose(
     Ok((chosen, Some(record)))
 }
 
+/// A system with the default's search above it, as the engine trains it: a fresh training of
+/// a system that is searched ([`System::searched`]) first chooses its configuration
+/// ([`choose`]) and then trains the chosen candidate with the chosen candidate's own system
+/// (`config.system`: a forest may win), the search's record handed to it in
+/// [`Hooks::search`]. Everything else is the system's own. Cross-validation of a searched
+/// configuration runs the search within each fold, on that fold's training rows.
+pub(crate) struct Searched<'a> {
+    /// The system the configuration names.
+    pub(crate) system: &'a dyn System,
+    /// The systems a chosen candidate may be.
+    pub(crate) systems: &'a Systems,
+    /// The folds' results, computed elsewhere (`None`: trained here).
+    pub(crate) results: Option<&'a [SearchTaskResult]>,
+}
+
+impl System for Searched<'_> {
+    fn name(&self) -> &'static str {
+        self.system.name()
+    }
+    fn reads(&self) -> Reads {
+        self.system.reads()
+    }
+    fn validate(&self, cfg: &Config) -> Result<()> {
+        self.system.validate(cfg)
+    }
+    fn about(&self) -> &'static str {
+        self.system.about()
+    }
+    fn outputs(&self) -> OutputKind {
+        self.system.outputs()
+    }
+    fn resumable(&self) -> bool {
+        self.system.resumable()
+    }
+    fn searched(&self) -> bool {
+        self.system.searched()
+    }
+    fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained> {
+        let cfg = match start {
+            Start::Fresh(cfg) if self.system.searched() => cfg,
+            start => return self.system.fit(train, start, hooks),
+        };
+        crate::system::check(self.system, &cfg)?;
+        let (cfg, record) = choose(self.system, train, cfg, hooks, self.results)?;
+        let chosen = match record {
+            Some(_) => self.systems.get(&cfg.system)?,
+            None => self.system,
+        };
+        hooks.search = record;
+        chosen.fit(train, Start::Fresh(cfg), hooks)
+    }
+    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+        self.system.predict(model, x, batch)
+    }
+    fn predict_with_counts(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        counts: Vec<f32>,
+        batch: usize,
+    ) -> Result<Option<Outputs<f32>>> {
+        self.system.predict_with_counts(model, x, counts, batch)
+    }
+}
+
 /// How candidate `c` is scored from the models trained for `blend` (the blended forest
 /// candidate), if it can be: the blend itself, its networks alone (the first candidate: the
 /// same configuration without the forest, so the same networks, trained the same way), or its
@@ -378,32 +382,6 @@ pub fn fold_line(candidates: &[String], fold: usize, folds_run: usize, seconds: 
         format!(" (also scoring {})", rest.join(", "))
     };
     format!("search: fold {fold} of {folds_run} of {first}{also} in {seconds:.1} s")
-}
-
-/// The search's choice in one line, as the front ends print it: `search: 5-fold CV
-/// example-F1 (empty for empty scores 1) predict 63.10 at 0.5, paper-projected 66.02 at 0.35,
-/// ...; training paper-projected at 0.35`.
-pub fn summary(
-    scores: &[CandidateScore],
-    folds: usize,
-    folds_run: usize,
-    chosen: &str,
-    scoring: SearchScoring,
-) -> String {
-    let all: Vec<String> = scores
-        .iter()
-        .map(|s| format!("{} {:.2} at {}", s.preset, s.example_f1, s.threshold))
-        .collect();
-    let at = scores
-        .iter()
-        .find(|s| s.preset == chosen)
-        .map_or(String::new(), |s| format!(" at {}", s.threshold));
-    format!(
-        "search: {} {} {}; training {chosen}{at}",
-        crate::config::cv_words(folds, folds_run),
-        scoring.words(),
-        all.join(", ")
-    )
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::eval;
 use crate::pipeline::{Model, Outputs};
 use crate::train::Trained;
+pub use crate::output_kind::OutputKind;
 pub use crate::train::{Hooks, Start, TrainState};
 pub use forest::ForestSystem;
 
@@ -56,6 +57,14 @@ pub trait System: Send + Sync {
         OutputKind::Scores
     }
 
+    /// Whether the default's search chooses its configuration when the `search` section asks
+    /// for it (Predict and Constrain: the candidates are made from its configuration). The
+    /// engine runs the search above the system, before a fresh training; the chosen
+    /// candidate is trained by its own system, with the search's record in [`Hooks::search`].
+    fn searched(&self) -> bool {
+        false
+    }
+
     /// Whether it trains epoch by epoch from a [`TrainState`] and can therefore write
     /// checkpoints and resume.
     fn resumable(&self) -> bool {
@@ -81,46 +90,6 @@ pub trait System: Send + Sync {
     }
 }
 
-/// What a system's [`Outputs`] are, and so what a front end may print and accept for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OutputKind {
-    /// Predict and Constrain's: `y` is the last iterate `y_T` on `C(z)`, `z` the count
-    /// network's prediction. The count and the constraint diagnostics apply, and a threshold
-    /// on `y_T` is a labelling rule.
-    Constrained,
-    /// A label set decided for the expected F1 (the forests): `y` is the set's indicator, `z`
-    /// its size, and the graded scores are the labels' marginal probabilities
-    /// (`Outputs::unary`). The count applies; the constraint holds by construction and says
-    /// nothing; a threshold on `y` would give the same set at every value and is refused.
-    Decided,
-    /// Graded label scores without a predicted count (the Table 1 baselines, the MLP): a
-    /// threshold applies; `z` is only the scores' sum.
-    Scores,
-}
-
-impl OutputKind {
-    /// The graded per-label scores of `out` (`predict_proba`, `--all-scores`): `y` for
-    /// Predict and Constrain and the score systems, the marginal probabilities for a decided
-    /// set.
-    pub fn graded<'a>(&self, out: &'a Outputs<f32>) -> &'a [f32] {
-        match self {
-            Self::Decided if out.unary.len() == out.y.len() => &out.unary,
-            _ => &out.y,
-        }
-    }
-
-    /// Whether a threshold on `y` is a labelling rule for these outputs.
-    pub fn accepts_threshold(&self) -> bool {
-        !matches!(self, Self::Decided)
-    }
-
-    /// Whether `z` is a prediction of the count (so that the count diagnostics apply).
-    pub fn predicts_count(&self) -> bool {
-        !matches!(self, Self::Scores)
-    }
-}
-
 /// What a Predict and Constrain model with a forest's prior (`model.forest_prior`) is, in the
 /// words of [`System::about`].
 pub const PNC_FOREST_PRIOR_ABOUT: &str =
@@ -141,6 +110,10 @@ impl System for Pnc {
         true
     }
 
+    fn searched(&self) -> bool {
+        true
+    }
+
     fn about(&self) -> &'static str {
         "Predict and Constrain: a count network predicts z = h(x), unary MLP scores plus a \
          global energy network are maximised by unrolled projected gradient ascent on \
@@ -155,11 +128,9 @@ impl System for Pnc {
         match start {
             Start::Fresh(cfg) => {
                 check(self, &cfg)?;
-                // The default's data-dependent rule: on a small file, the configuration
-                // that cross-validates best on it (unchanged otherwise), which may be a
-                // forest: then the forest's system trains it.
-                let (cfg, record) = crate::search::choose(self, train, cfg, hooks)?;
-                forest::fit_fresh(train, cfg, record, hooks)
+                // A model with a forest (a candidate of the search, trained in its folds) is
+                // trained as the forest's system trains it.
+                forest::fit_fresh(train, cfg, hooks)
             }
             Start::Resume(state) => crate::train::run(train, *state, hooks),
         }

@@ -255,7 +255,7 @@ mod tests {
             wait: cardinal::runtime::WaitPolicy::Active,
             memory_budget: cardinal::runtime::MemoryBudget::default(),
             cancel: &std::sync::atomic::AtomicBool::new(false),
-            search_results: None,
+            search: None,
             forests: None,
         };
         let trained = BrLogistic

@@ -203,7 +203,7 @@ fn outcome(system: &str, cfg: &Config, data: &Dataset) -> String {
                 wait: WaitPolicy::Active,
                 memory_budget: MemoryBudget::default(),
                 cancel: &std::sync::atomic::AtomicBool::new(false),
-                search_results: None,
+                search: None,
                 forests: None,
             };
             let trained = s.fit(data, Start::Fresh(cfg.clone()), &mut hooks).unwrap();
@@ -380,7 +380,7 @@ fn the_searching_systems_save_configurations_they_accept() {
             wait: WaitPolicy::Active,
             memory_budget: MemoryBudget::default(),
             cancel: &std::sync::atomic::AtomicBool::new(false),
-            search_results: None,
+            search: None,
             forests: None,
         };
         let trained = s.fit(&data, Start::Fresh(cfg), &mut hooks).unwrap();

@@ -116,7 +116,7 @@ impl System for TunedMlp {
                 wait,
                 memory_budget,
                 cancel,
-                search_results: None,
+                search: None,
                 forests: None,
             };
             Pnc.fit(train, Start::Fresh(c.clone()), &mut inner)
@@ -153,7 +153,7 @@ mod tests {
             wait: cardinal::runtime::WaitPolicy::Active,
             memory_budget: cardinal::runtime::MemoryBudget::default(),
             cancel: &std::sync::atomic::AtomicBool::new(false),
-            search_results: None,
+            search: None,
             forests: None,
         };
         let trained = TunedMlp.fit(&data, Start::Fresh(cfg), &mut hooks).unwrap();

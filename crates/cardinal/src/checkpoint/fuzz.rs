@@ -68,7 +68,7 @@ fn originals() -> &'static Originals {
         let state = TrainState::new(&ds, &cfg).unwrap();
         let dir = scratch("orig");
         checkpoint::save(&state.model, &dir, &trained_on(&ds)).unwrap();
-        let ck = checkpoint::save_state(&dir, &state, &trained_on(&ds)).unwrap();
+        let ck = crate::engine::save_state(&dir, &state, &trained_on(&ds)).unwrap();
         let mut files = Vec::new();
         for name in [WEIGHTS_FILE, CONFIG_FILE, META_FILE] {
             files.push((name, std::fs::read(dir.join(name)).unwrap()));
@@ -79,7 +79,7 @@ fn originals() -> &'static Originals {
         // The untouched directory loads.
         let (m, _) = checkpoint::load(&dir).unwrap();
         assert_eq!(m.params, state.model.params);
-        checkpoint::load_state(&dir).unwrap();
+        crate::engine::load_state(&dir).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         Originals { files }
     })
@@ -288,7 +288,7 @@ fn run_case(which: usize, muts: &[Mutation], state: bool) -> Result<(), TestCase
     }
     let result = if state {
         no_panic("checkpoint::load_state", || {
-            checkpoint::load_state(&dir).map(|(s, meta)| (s.model, meta, Some(s.optimizer.acc)))
+            crate::engine::load_state(&dir).map(|(s, meta)| (s.model, meta, Some(s.optimizer.acc)))
         })?
     } else {
         no_panic("checkpoint::load", || {
@@ -443,8 +443,8 @@ fn bad_optimizer_state_is_an_error() {
         let mut state = TrainState::new(&ds, &tiny_config()).unwrap();
         state.optimizer.acc.w2[[1, 1]] = bad;
         let dir = scratch("reg-acc");
-        checkpoint::save_state(&dir, &state, &trained_on(&ds)).unwrap();
-        let e = checkpoint::load_state(&dir).unwrap_err().to_string();
+        crate::engine::save_state(&dir, &state, &trained_on(&ds)).unwrap();
+        let e = crate::engine::load_state(&dir).unwrap_err().to_string();
         assert!(
             e.contains("optimizer.safetensors") && e.contains("unary.w2") && e.contains(what),
             "{e}"

@@ -38,7 +38,7 @@ pub struct Meta {
     /// cross-validated score and the one chosen (absent when it did not run, and in models
     /// written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub search: Option<crate::search::SearchRecord>,
+    pub search: Option<crate::search_record::SearchRecord>,
 }
 
 impl Meta {

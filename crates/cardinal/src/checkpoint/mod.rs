@@ -1,8 +1,8 @@
 //! Model directories: `model.safetensors` (weights, standardisation, counts), `config.json`,
 //! `meta.json` (format version, label names, sizes). Every file is written to a temporary file in
 //! the same directory, synced, then renamed over the old one, so a crash never leaves a partial
-//! file in its place. `meta` holds what a directory says about itself and its training data;
-//! `run_state` the resumable checkpoints of a run in progress.
+//! file in its place. `meta` holds what a directory says about itself and its training data.
+//! The binary model's run directory and resumable checkpoints are the engine's (`BinaryRun`).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -25,7 +25,6 @@ mod labels;
 mod meta;
 mod output;
 mod read;
-mod run_state;
 mod sibling;
 mod snapshot;
 mod tensor_file;
@@ -40,12 +39,6 @@ pub use output::write_output;
 pub(crate) use read::json_problem;
 pub(crate) use read::read_model_file;
 pub use read::read_model_file_if_any;
-pub(crate) use read::MAX_JSON_BYTES;
-pub(crate) use run_state::latest_checkpoint;
-pub use run_state::load_state;
-#[cfg(test)]
-pub(crate) use run_state::save_state;
-pub(crate) use run_state::BinaryRun;
 pub(crate) use sibling::hidden_sibling;
 pub(crate) use snapshot::{read_snapshot, Snapshot};
 pub(crate) use tensor_file::write_tensor_file;
@@ -399,7 +392,7 @@ impl Weights<'_> {
 }
 
 /// Writes named `f32` tensors as a safetensors file (atomically).
-fn write_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Result<()> {
+pub(crate) fn write_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Result<()> {
     stage_tensors(path, tensors)?.commit()
 }
 
@@ -422,7 +415,7 @@ fn stage_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Resu
     })
 }
 
-fn params_tensors(p: &Params<f32>) -> Vec<(String, Vec<usize>, Vec<u8>)> {
+pub(crate) fn params_tensors(p: &Params<f32>) -> Vec<(String, Vec<usize>, Vec<u8>)> {
     let shapes = p.shapes();
     let mut out = Vec::new();
     let mut k = 0;
@@ -434,7 +427,7 @@ fn params_tensors(p: &Params<f32>) -> Vec<(String, Vec<usize>, Vec<u8>)> {
 }
 
 /// Reads a tensor file written by [`write_tensors`] into parameters shaped like `like`.
-fn read_params(path: &Path, like: &Params<f32>) -> Result<Params<f32>> {
+pub(crate) fn read_params(path: &Path, like: &Params<f32>) -> Result<Params<f32>> {
     let bytes = read_model_file(path)?;
     let st = SafeTensors::deserialize(&bytes)
         .map_err(|e| ckpt_err(path, format!("not a valid safetensors file: {e}")))?;

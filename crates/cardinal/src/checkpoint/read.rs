@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 
 /// The largest JSON file (`meta.json`, `config.json`, `run.json`, progress records) read from
 /// a model folder: 256 MiB, far above the label names of the largest XMC datasets.
-pub(crate) const MAX_JSON_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_JSON_BYTES: u64 = crate::config::MAX_CONFIG_BYTES;
 
 /// The largest tensor file (`*.safetensors`) read from a model folder: 64 GiB.
 pub(crate) const MAX_TENSOR_BYTES: u64 = 64 << 30;

@@ -98,7 +98,7 @@ impl Default for Config {
 }
 
 /// The largest configuration file read: as large as a model folder's JSON files may be.
-pub const MAX_CONFIG_BYTES: u64 = crate::checkpoint::MAX_JSON_BYTES;
+pub const MAX_CONFIG_BYTES: u64 = 256 << 20;
 
 /// The text of the configuration file `path` (`--config`), refused (naming the file and the
 /// limit) beyond [`MAX_CONFIG_BYTES`], or when it is a folder or not UTF-8. At most one byte

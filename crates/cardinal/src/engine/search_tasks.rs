@@ -5,7 +5,7 @@
 use std::sync::atomic::AtomicBool;
 
 use super::{require_rows, Engine};
-use crate::config::{Config, PNC};
+use crate::config::Config;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::search::{Plan, SearchTask, SearchTaskResult};
@@ -93,7 +93,7 @@ impl Engine {
     fn search_plan(&self, train: &Dataset, cfg: &Config) -> Result<Option<Plan>> {
         let system = self.systems.for_config(cfg)?;
         require_rows(train, &cfg.train)?;
-        if system.name() != PNC || !cfg.search.applies(train.n_rows()) {
+        if !system.searched() || !cfg.search.applies(train.n_rows()) {
             return Ok(None);
         }
         crate::system::check(system, cfg)?;

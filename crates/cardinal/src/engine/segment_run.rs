@@ -137,7 +137,7 @@ impl Engine {
     /// (or, without one, its model) records. `false` when neither says (the binary path then
     /// reports what is missing).
     pub fn is_multi_target_run(&self, dir: &Path) -> bool {
-        let holder = checkpoint::latest_checkpoint(dir)
+        let holder = crate::run_dir::latest_checkpoint(dir)
             .ok()
             .flatten()
             .unwrap_or_else(|| dir.to_path_buf());

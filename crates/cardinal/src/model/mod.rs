@@ -52,7 +52,7 @@ pub struct Model<F: Float> {
     pub(crate) forest: Option<cardinal_forest::Forest>,
     /// What the default's search did before this model trained (`None` when it did not
     /// run), saved in `meta.json`.
-    pub search: Option<crate::search::SearchRecord>,
+    pub search: Option<crate::search_record::SearchRecord>,
 }
 
 /// Per-row outputs of a forward pass.

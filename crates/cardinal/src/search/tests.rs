@@ -20,10 +20,10 @@ fn run_choose(
         wait: WaitPolicy::Active,
         memory_budget: MemoryBudget::default(),
         cancel: &AtomicBool::new(false),
-        search_results: None,
+        search: None,
         forests: None,
     };
-    choose(&Pnc, data, cfg, &mut hooks)
+    choose(&Pnc, data, cfg, &mut hooks, None)
 }
 
 #[test]

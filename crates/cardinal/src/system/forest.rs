@@ -9,7 +9,6 @@ use crate::config::{Config, FOREST, FOREST_BLEND};
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
 use crate::pipeline::{Model, Outputs};
-use crate::search::SearchRecord;
 use crate::train::{Hooks, Start, TrainState, Trained};
 use cardinal_forest::{Forest, GrowSettings};
 
@@ -86,7 +85,7 @@ impl System for ForestSystem {
         match start {
             Start::Fresh(cfg) => {
                 check(self, &cfg)?;
-                fit_fresh(train, cfg, None, hooks)
+                fit_fresh(train, cfg, hooks)
             }
             Start::Resume(state) => crate::train::run(train, *state, hooks),
         }
@@ -110,16 +109,11 @@ impl System for ForestSystem {
 }
 
 /// Trains `cfg` from scratch, whichever of Predict and Constrain and the forests it is, with
-/// the search's `record` kept in the model: a forest is grown first (so that every checkpoint
+/// the search's record (`hooks.search`, if one ran above) kept in the model: a forest is grown first (so that every checkpoint
 /// of the networks' training holds it), then the networks train unless their share is 0.
-pub(super) fn fit_fresh(
-    train: &Dataset,
-    cfg: Config,
-    record: Option<SearchRecord>,
-    hooks: &mut Hooks,
-) -> Result<Trained> {
+pub(super) fn fit_fresh(train: &Dataset, cfg: Config, hooks: &mut Hooks) -> Result<Trained> {
     let mut state = TrainState::new_within(train, &cfg, hooks.memory_budget)?;
-    state.model.search = record;
+    state.model.search = hooks.search.take();
     let grow = |settings: GrowSettings| match hooks.forests {
         Some(cache) => cache.grow(train, &settings, cfg.seed, hooks.cancel),
         None => Forest::fit(train, &settings, cfg.seed, hooks.cancel),

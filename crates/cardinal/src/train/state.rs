@@ -84,7 +84,7 @@ pub enum Event<'a> {
     /// the chosen configuration trains.
     Searched {
         /// What it did: every candidate's score, and the one chosen.
-        record: &'a crate::search::SearchRecord,
+        record: &'a crate::search_record::SearchRecord,
     },
 }
 
@@ -202,13 +202,12 @@ pub struct Hooks<'a> {
     /// [`crate::Error::Interrupted`]: checked after every epoch, between the search's folds
     /// and between a forest's trees.
     pub cancel: &'a AtomicBool,
-    /// The results of every task of the default's search, computed elsewhere (another
-    /// process or machine: [`crate::engine::Engine::run_search_task`]), used in place of training
-    /// the folds here; `None`: the search trains its folds itself.
-    pub search_results: Option<&'a [crate::search::SearchTaskResult]>,
+    /// What the default's search, run above the system, chose: recorded in the model a
+    /// fresh training makes, from its first checkpoint on (`None`: no search ran).
+    pub search: Option<crate::search_record::SearchRecord>,
     /// The forests a search has grown, shared by its trainings (`None`: every forest is
     /// grown where it is needed).
-    pub forests: Option<&'a crate::search::ForestCache>,
+    pub forests: Option<&'a cardinal_forest::ForestCache>,
 }
 
 impl<'a> Hooks<'a> {
@@ -223,7 +222,7 @@ impl<'a> Hooks<'a> {
             wait: WaitPolicy::Active,
             memory_budget: MemoryBudget::default(),
             cancel: Box::leak(Box::new(AtomicBool::new(false))),
-            search_results: None,
+            search: None,
             forests: None,
         }
     }

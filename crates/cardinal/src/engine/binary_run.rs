@@ -1,19 +1,17 @@
 //! The binary multi-label model in a run directory ([`BinaryRun`], its [`RunModel`]): its model
-//! folder ([`super::save`], [`super::load`]) and its resumable checkpoint (the model, the
+//! folder ([`crate::checkpoint::save`], [`crate::checkpoint::load`]) and its resumable checkpoint (the model, the
 //! optimizer, the best and averaged weights, progress). The checkpoints' folders and `LATEST`
 //! are [`crate::run_dir`]'s, shared with every model kind.
 
 use std::path::Path;
 
-use super::{
+use crate::checkpoint::{
     ckpt_err, load, params_tensors, read_params, save, write_atomic, write_tensors, Meta, TrainedOn,
 };
 use crate::error::Result;
 use crate::pipeline::Model;
 use crate::run_dir::{self, RunModel};
 use crate::train::{Adagrad, EpochRecord, Progress, TrainState};
-
-pub(crate) use crate::run_dir::latest_checkpoint;
 
 /// The binary multi-label model as a run directory's [`RunModel`]: its files record
 /// `trained_on` (the data's name and columns) beside the weights.
@@ -118,11 +116,11 @@ fn read_state(ckpt: &Path) -> Result<(TrainState, Meta)> {
         None
     };
     let p = ckpt.join("progress.json");
-    let bytes = super::read_model_file(&p)?;
+    let bytes = crate::checkpoint::read_model_file(&p)?;
     let progress: Progress = serde_json::from_slice(&bytes).map_err(|e| {
         ckpt_err(
             &p,
-            format!("invalid progress record: {}", super::json_problem(&e)),
+            format!("invalid progress record: {}", crate::checkpoint::json_problem(&e)),
         )
     })?;
     let optimizer = Adagrad {

@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::eval::EvalReport;
+use super::EvalReport;
 use crate::metrics::{MetricReport, PrecisionAtK};
 
 /// The unit of the scores in a serialised [`EvalReport`].
@@ -111,9 +111,9 @@ impl<'de> Deserialize<'de> for EvalReport {
 
 #[cfg(test)]
 mod tests {
+    use crate::eval::ConstraintReport;
     use super::*;
     use crate::data::LabelSets;
-    use crate::eval::ConstraintReport;
     use crate::metrics::{cardinality_report, evaluate, MetricOptions};
 
     fn sets(rows: &[&[u32]]) -> LabelSets {
