@@ -149,13 +149,9 @@ fn refuse_training_rows(
     Ok(())
 }
 
+/// `cardinal eval` of a binary multi-label model (`main` dispatches a multi-target one, and
+/// refuses a `--json` path inside the model folder, first).
 pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
-    if let Some(p) = args.json.as_ref().filter(|p| p.as_os_str() != "-") {
-        crate::out_path::refuse_inside_model(p, "--json", &args.model)?;
-    }
-    if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
-        return crate::seg_model_cmd::eval(engine, args);
-    }
     // The model and its run's record of its data, from one version of the folder.
     let (model, meta, record) = engine.load_run(&args.model)?;
     let (data, split) = match &args.data {

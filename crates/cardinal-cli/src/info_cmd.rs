@@ -79,7 +79,7 @@ pub(crate) fn model_identity(engine: &Engine, model: &Model<f32>) -> anyhow::Res
 }
 
 pub(crate) fn run(engine: &Engine, args: &InfoArgs) -> anyhow::Result<()> {
-    if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
+    if engine.is_multi_target_model(&args.model) {
         anyhow::bail!(
             "{} holds a multi-target (Section 6) model: `cardinal eval --model {}` describes it",
             args.model.display(),

@@ -240,15 +240,35 @@ pub(crate) fn data_dir(engine: &Engine, explicit: Option<&Path>) -> Option<PathB
         .map(Path::to_path_buf)
 }
 
-/// Dispatches a parsed command to its module.
+/// Dispatches a parsed command to its module: `train`, `eval` and `predict` to the
+/// multi-target (Section 6) module when the data or the model is multi-target.
 fn run(engine: &Engine, command: &Command) -> anyhow::Result<()> {
     match command {
         Command::Data { args, .. } => data_cmd::run(engine, args),
-        Command::Train { args, .. } => model_cmd::train(engine, args),
-        Command::Eval { args, .. } => eval_cmd::eval(engine, args),
+        Command::Train { args, .. } => match seg_model_cmd::trains_multi_target(engine, args)? {
+            true => seg_model_cmd::train(engine, args),
+            false => model_cmd::train(engine, args),
+        },
+        Command::Eval { args, .. } => {
+            if let Some(p) = args.json.as_ref().filter(|p| p.as_os_str() != "-") {
+                out_path::refuse_inside_model(p, "--json", &args.model)?;
+            }
+            match engine.is_multi_target_model(&args.model) {
+                true => seg_model_cmd::eval(engine, args),
+                false => eval_cmd::eval(engine, args),
+            }
+        }
         Command::Cv { args, .. } => cv_cmd::run(engine, args),
         Command::Info(a) => info_cmd::run(engine, a),
-        Command::Predict { args, .. } => predict_cmd::predict(engine, args),
+        Command::Predict { args, .. } => {
+            if let Some(p) = args.out.as_ref().filter(|p| p.as_os_str() != "-") {
+                out_path::refuse_inside_model(p, "--out", &args.model)?;
+            }
+            match engine.is_multi_target_model(&args.model) {
+                true => seg_model_cmd::predict(engine, args),
+                false => predict_cmd::predict(engine, args),
+            }
+        }
         Command::Report { args, .. } => report_cmd::run(engine, args),
         Command::Project { args, .. } => project_cmd::run(args),
         Command::Bench { args, .. } => bench_cmd::run(engine, args),

@@ -200,10 +200,9 @@ impl TrainArgs {
     }
 }
 
+/// `cardinal train` of a binary multi-label model (`main` dispatches multi-target data to
+/// the Section 6 model).
 pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
-    if crate::seg_model_cmd::trains_multi_target(engine, args)? {
-        return crate::seg_model_cmd::train(engine, args);
-    }
     let run = match &args.resume {
         Some(dir) => {
             let run = engine

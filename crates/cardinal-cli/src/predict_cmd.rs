@@ -71,13 +71,9 @@ struct Predicted<'a> {
     chosen: cardinal::data::LabelSets,
 }
 
+/// `cardinal predict` with a binary multi-label model (`main` dispatches a multi-target one,
+/// and refuses an `--out` path inside the model folder, first).
 pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()> {
-    if let Some(p) = args.out.as_ref().filter(|p| p.as_os_str() != "-") {
-        crate::out_path::refuse_inside_model(p, "--out", &args.model)?;
-    }
-    if crate::seg_model_cmd::is_multi_target(engine, &args.model) {
-        return crate::seg_model_cmd::predict(engine, args);
-    }
     let (model, meta) = engine.load(&args.model)?;
     let inputs = engine.read_inputs(&meta, &args.data, args.data_dir.as_deref(), Labels::Ignore)?;
     for note in &inputs.notes {

@@ -156,12 +156,6 @@ fn print_metrics(name: &str, rows: usize, metrics: &SegMetrics) {
     outln!("MEAN_IOU {:.2}", 100.0 * metrics.mean_iou);
 }
 
-/// Whether `dir` holds a multi-target model (an unreadable `meta.json` is left to the binary
-/// loader, whose error names it).
-pub(crate) fn is_multi_target(engine: &Engine, dir: &Path) -> bool {
-    engine.is_multi_target_model(dir)
-}
-
 /// `cardinal eval --model DIR --data FILE` on a multi-target model: its metrics on every row
 /// of FILE.
 pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {

@@ -10,7 +10,7 @@ use cardinal::eval::{evaluate_outputs, EvalReport};
 use cardinal::Result;
 
 use crate::systems::{
-    Activation, BaselineConfig, Optimizer, TaskLoss, DVN, LOGIT, SC, SPEN_SSVM, TOPZ_HINGE,
+    mlp, Activation, BaselineConfig, Optimizer, TaskLoss, DVN, LOGIT, SC, SPEN_SSVM, TOPZ_HINGE,
 };
 use cardinal::proj::Method;
 
@@ -87,19 +87,6 @@ fn spen_pretrain_dropout(c: &mut Config) {
 /// gives 36.01 alone and 38.00 with the dropout, so it is left out.
 fn mlp_dropout(c: &mut Config) {
     c.model.dropout = 0.3;
-}
-
-/// Table 1's MLP row: the unary network alone with binary cross-entropy (also the base of
-/// the tuned `mlp` system's candidates).
-pub(crate) fn mlp() -> Config {
-    let mut c = Config::paper();
-    c.preset = "table1-mlp".into();
-    c.inference.steps = 0;
-    c.loss.f1_weight = 0.0;
-    c.loss.unary_bce_weight = 1.0;
-    c.loss.sum_over_batch = false;
-    c.train.unary_weight_decay_mult = 1.0;
-    c
 }
 
 fn e2e_spen() -> Config {

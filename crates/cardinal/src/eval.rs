@@ -10,9 +10,9 @@ use crate::metrics::{
     tune_threshold, Binarize, CardinalityReport, MetricOptions, MetricReport, PrecisionAtK,
     RankingReport,
 };
+use crate::output_kind::OutputKind;
 use crate::pipeline::{Model, Outputs, Workspace};
 use crate::search_record::SearchRecord;
-use crate::output_kind::OutputKind;
 use cardinal_forest::{log_odds, Forest, ForestOutputs, Networks};
 
 // The unit of a serialised [`EvalReport`]'s scores, with the report it describes.

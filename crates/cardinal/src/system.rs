@@ -17,9 +17,9 @@ use crate::config::{Config, InferenceConfig, LossConfig, SearchConfig, PNC, SECT
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
 use crate::eval;
+pub use crate::output_kind::OutputKind;
 use crate::pipeline::{Model, Outputs};
 use crate::train::Trained;
-pub use crate::output_kind::OutputKind;
 pub use crate::train::{Hooks, Start, TrainState};
 pub use forest::ForestSystem;
 

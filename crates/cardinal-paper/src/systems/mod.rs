@@ -28,6 +28,7 @@ mod reads;
 pub mod settings;
 pub mod ssvm;
 pub mod tuned;
+pub(crate) use tuned::mlp;
 pub mod unrolled;
 
 use rand::seq::SliceRandom;

@@ -55,7 +55,7 @@ pub fn choose_on_dev(
 /// the default's rule, [`scaled_dev_fraction`]), the given width, dropout and learning rate, up to 100 epochs with
 /// early stopping (patience 5, the best dev epoch kept), the threshold tuned on dev.
 pub fn candidate(base: &Config, n_rows: usize, hidden: usize, dropout: f64, lr: f64) -> Config {
-    let mut c = crate::reproduce::mlp();
+    let mut c = mlp();
     c.preset = "mlp".into();
     c.system = Pnc.name().into();
     c.seed = base.seed;
@@ -128,6 +128,19 @@ impl System for TunedMlp {
     fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
         Pnc.predict(model, x, batch)
     }
+}
+
+/// Table 1's MLP row: the unary network alone with binary cross-entropy (also the base of
+/// the tuned `mlp` system's candidates).
+pub(crate) fn mlp() -> Config {
+    let mut c = Config::paper();
+    c.preset = "table1-mlp".into();
+    c.inference.steps = 0;
+    c.loss.f1_weight = 0.0;
+    c.loss.unary_bce_weight = 1.0;
+    c.loss.sum_over_batch = false;
+    c.train.unary_weight_decay_mult = 1.0;
+    c
 }
 
 #[cfg(test)]

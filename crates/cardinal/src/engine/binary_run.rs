@@ -120,7 +120,10 @@ fn read_state(ckpt: &Path) -> Result<(TrainState, Meta)> {
     let progress: Progress = serde_json::from_slice(&bytes).map_err(|e| {
         ckpt_err(
             &p,
-            format!("invalid progress record: {}", crate::checkpoint::json_problem(&e)),
+            format!(
+                "invalid progress record: {}",
+                crate::checkpoint::json_problem(&e)
+            ),
         )
     })?;
     let optimizer = Adagrad {

@@ -111,9 +111,9 @@ impl<'de> Deserialize<'de> for EvalReport {
 
 #[cfg(test)]
 mod tests {
-    use crate::eval::ConstraintReport;
     use super::*;
     use crate::data::LabelSets;
+    use crate::eval::ConstraintReport;
     use crate::metrics::{cardinality_report, evaluate, MetricOptions};
 
     fn sets(rows: &[&[u32]]) -> LabelSets {
