@@ -129,7 +129,7 @@ pub fn best_epoch(history: &[EpochRecord]) -> Option<usize> {
 /// Reads `metrics.jsonl` of `dir` (empty when absent); a bad line is named.
 pub fn read_history(dir: &Path) -> Result<Vec<EpochRecord>> {
     let path = dir.join(METRICS_FILE);
-    let Some(bytes) = cardinal::engine::read_model_file_if_any(&path)? else {
+    let Some(bytes) = cardinal::engine::read_model_file_if_any(&path).map_err(cardinal::Error::from)? else {
         return Ok(Vec::new());
     };
     String::from_utf8_lossy(&bytes)
@@ -148,7 +148,7 @@ pub fn read_history(dir: &Path) -> Result<Vec<EpochRecord>> {
 /// Reads `eval.json` of `dir` (either F1 unit), `None` when absent.
 pub fn read_eval(dir: &Path) -> Result<Option<EvalReport>> {
     let path = dir.join(EVAL_FILE);
-    match cardinal::engine::read_model_file_if_any(&path)? {
+    match cardinal::engine::read_model_file_if_any(&path).map_err(cardinal::Error::from)? {
         Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| Error::File {

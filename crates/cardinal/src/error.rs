@@ -314,6 +314,10 @@ pub enum Error {
         /// Epochs finished, over both phases.
         epochs: usize,
     },
+    /// A file or folder refused by the store: not what is read or written there
+    /// (`cardinal_store::Problem`).
+    #[error(transparent)]
+    Store(cardinal_store::StoreError),
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {
@@ -350,6 +354,18 @@ impl From<cardinal_forest::ForestError> for Error {
                 system: "model.forest".into(),
                 what: other.to_string(),
             },
+        }
+    }
+}
+
+impl From<cardinal_store::StoreError> for Error {
+    /// The store's I/O errors and busy runs as the library's own; its refusals kept whole.
+    fn from(e: cardinal_store::StoreError) -> Self {
+        use cardinal_store::StoreError as S;
+        match e {
+            S::Io { path, source } => Self::Io { path, source },
+            S::RunBusy { path, pid } => Self::RunBusy { path, pid },
+            other => Self::Store(other),
         }
     }
 }

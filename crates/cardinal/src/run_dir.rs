@@ -29,10 +29,10 @@ use crate::error::{Error, Result};
 
 mod checkpoints;
 mod files;
-mod lock;
 mod model;
 mod swap;
 
+pub(crate) use cardinal_store::{lock, RunLock, LOCK_FILE};
 pub use checkpoints::Checkpoints;
 pub(crate) use checkpoints::{latest_checkpoint, load_checkpoint, Checkpointer};
 #[cfg(test)]
@@ -41,7 +41,6 @@ pub use files::hash_dataset;
 pub use files::RunRecord;
 pub(crate) use files::DATA_FILE;
 pub(crate) use files::{check_identity, create, reopen};
-pub(crate) use lock::{lock, RunLock, LOCK_FILE};
 pub(crate) use model::RunModel;
 
 /// The name of the file in a run directory that records where its data came from.
@@ -119,7 +118,7 @@ impl MetricsLog {
     /// Adds the record of an epoch just run, and writes the log.
     pub(crate) fn push(&mut self, record: &impl Serialize) -> Result<()> {
         self.add(record);
-        write_atomic(&self.path, self.lines.as_bytes())
+        Ok(write_atomic(&self.path, self.lines.as_bytes())?)
     }
 }
 
@@ -197,8 +196,8 @@ impl RunDir {
                 // The two folders changed names: so did their lock files. Named from the
                 // folders' absolute paths: the lock's own may be relative to the working
                 // folder (`--out .`), which is the old run now.
-                lock.path = staging.join(LOCK_FILE);
-                staging_lock.path = target.join(LOCK_FILE);
+                lock.moved_to(staging.join(LOCK_FILE));
+                staging_lock.moved_to(target.join(LOCK_FILE));
             })?;
         }
         self.fresh = None;

@@ -5,7 +5,6 @@
 //! The binary model's run directory and resumable checkpoints are the engine's (`BinaryRun`).
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use ndarray::{Array1, Array2};
@@ -17,31 +16,23 @@ use crate::error::{Error, Result};
 use crate::model::{Params, Standardizer};
 use crate::pipeline::Model;
 
-mod commit;
 // Generated corrupt model directories: loading never panics and names the file.
 #[cfg(test)]
 mod fuzz;
 mod labels;
 mod meta;
-mod output;
-mod read;
-mod sibling;
 mod snapshot;
-mod tensor_file;
 
-pub(crate) use commit::SAVE_JOURNAL;
-pub(crate) use commit::{commit_all, recover};
+pub(crate) use cardinal_store::{
+    commit_all, hidden_sibling, json_problem, read_model_file, recover, stage, write_tensor_file,
+    Staged, SAVE_JOURNAL,
+};
+pub use cardinal_store::{read_model_file_if_any, write_atomic, write_output};
 pub(crate) use labels::of_meta_bytes as labels_of;
 pub(crate) use labels::LabelStructure;
 pub(crate) use labels::{label_structure, MULTI_TARGET};
 pub use meta::{Meta, TrainedOn};
-pub use output::write_output;
-pub(crate) use read::json_problem;
-pub(crate) use read::read_model_file;
-pub use read::read_model_file_if_any;
-pub(crate) use sibling::hidden_sibling;
 pub(crate) use snapshot::{read_snapshot, Snapshot};
-pub(crate) use tensor_file::write_tensor_file;
 
 /// Version of the on-disk layout; bumped on any incompatible change.
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -52,78 +43,6 @@ pub const WEIGHTS_FILE: &str = "model.safetensors";
 pub(crate) const CONFIG_FILE: &str = "config.json";
 /// What a model directory says about itself ([`Meta`]).
 pub(crate) const META_FILE: &str = "meta.json";
-
-/// Writes `bytes` to `path` atomically (temp file in the same directory, fsync, rename).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_with(path, |tmp| std::fs::File::create(tmp)?.write_all(bytes))
-}
-
-/// Writes `path` atomically: `write` creates and fills a temporary file in the same
-/// directory, which is then synced and renamed over `path`.
-fn write_atomic_with(path: &Path, write: impl FnOnce(&Path) -> std::io::Result<()>) -> Result<()> {
-    let staged = stage(path, write)?;
-    staged.commit()
-}
-
-/// A file written and synced under a temporary name beside its destination, not yet renamed
-/// into place (dropped uncommitted, the temporary file is removed).
-pub(crate) struct Staged {
-    tmp: PathBuf,
-    path: PathBuf,
-    committed: bool,
-}
-
-/// Writes `path`'s content under a temporary name in the same directory and syncs it.
-pub(crate) fn stage(
-    path: &Path,
-    write: impl FnOnce(&Path) -> std::io::Result<()>,
-) -> Result<Staged> {
-    let dir = parent_dir(path);
-    let tmp = sibling::hidden_sibling(
-        &dir.join(path.file_name().unwrap_or("file".as_ref())),
-        &format!(".tmp-{}", std::process::id()),
-    );
-    let staged = Staged {
-        tmp,
-        path: path.to_path_buf(),
-        committed: false,
-    };
-    let result = (|| -> std::io::Result<()> {
-        write(&staged.tmp)?;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&staged.tmp)?
-            .sync_all()
-    })();
-    result.map_err(|e| Error::io(path, e))?;
-    Ok(staged)
-}
-
-fn parent_dir(path: &Path) -> &Path {
-    path.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-}
-
-impl Staged {
-    /// Renames the file into place and makes the rename durable.
-    pub(crate) fn commit(mut self) -> Result<()> {
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
-        self.committed = true;
-        if let Ok(d) = std::fs::File::open(parent_dir(&self.path)) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        if !self.committed {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
-}
 
 fn f32_bytes(data: &[f32]) -> Vec<u8> {
     // Chunk by chunk rather than a flattening iterator: this compiles to a plain copy.
@@ -198,7 +117,7 @@ pub(crate) fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<(
     )?;
     let weights = stage_tensors(&dir.join(WEIGHTS_FILE), &tensors)?;
     // One unit: a save killed at any instant leaves the old model or the new one, whole.
-    commit_all(dir, vec![config, meta, weights])
+    Ok(commit_all(dir, vec![config, meta, weights])?)
 }
 
 pub(crate) fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -393,7 +312,7 @@ impl Weights<'_> {
 
 /// Writes named `f32` tensors as a safetensors file (atomically).
 pub(crate) fn write_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Result<()> {
-    stage_tensors(path, tensors)?.commit()
+    Ok(stage_tensors(path, tensors)?.commit()?)
 }
 
 /// Writes named `f32` tensors as a safetensors file under a temporary name.
@@ -410,9 +329,7 @@ fn stage_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Resu
     let info = HashMap::from([("format".to_string(), format!("cardinal/{FORMAT_VERSION}"))]);
     // Straight to the file: no second in-memory copy of every tensor (a checkpoint of the
     // default on Bibtex is about 50 MB, written after every epoch).
-    stage(path, |tmp| {
-        tensor_file::write_tensor_file(tmp, &views, &info)
-    })
+    Ok(stage(path, |tmp| write_tensor_file(tmp, &views, &info))?)
 }
 
 pub(crate) fn params_tensors(p: &Params<f32>) -> Vec<(String, Vec<usize>, Vec<u8>)> {

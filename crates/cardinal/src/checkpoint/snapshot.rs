@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{openat, statat, AtFlags, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
-use super::read::{limit_of, not_plain, read_opened};
-use super::{ckpt_err, commit, META_FILE, SAVE_JOURNAL};
+use super::{ckpt_err, META_FILE, SAVE_JOURNAL};
 use crate::error::{Error, Result};
+use cardinal_store::{limit_of, not_plain, parse_journal, read_opened};
 
 /// How many times a read that saw the folder change is started again.
 const ATTEMPTS: u32 = 8;
@@ -80,26 +80,22 @@ impl Snapshot {
                 self.seen.push((name.to_string(), None));
                 return Ok(None);
             }
-            Err(Errno::LOOP) => return Err(not_plain(&path, true, false)),
+            Err(Errno::LOOP) => return Err(not_plain(&path, true, false).into()),
             Err(e) => return Err(Error::io(&path, e.into())),
         };
         let st = rustix::fs::fstat(&fd).map_err(|e| Error::io(&path, e.into()))?;
         self.seen.push((name.to_string(), Some(id_of(&st))));
         let kind = rustix::fs::FileType::from_raw_mode(st.st_mode);
         if kind != rustix::fs::FileType::RegularFile {
-            return Err(not_plain(
-                &path,
-                false,
-                kind == rustix::fs::FileType::Directory,
-            ));
+            return Err(not_plain(&path, false, kind == rustix::fs::FileType::Directory).into());
         }
-        read_opened(
+        let bytes = read_opened(
             std::fs::File::from(fd),
             st.st_size as u64,
             &path,
             limit_of(&path),
-        )
-        .map(Some)
+        )?;
+        Ok(Some(bytes))
     }
 
     /// The bytes of the folder's file `name`; a missing one is an [`Error::Io`] of kind
@@ -117,7 +113,7 @@ impl Snapshot {
     /// the path it was read from, and its bytes.
     pub(crate) fn read_current(&mut self, name: &str) -> Result<(PathBuf, Vec<u8>)> {
         if let Some(bytes) = self.read_if_any(SAVE_JOURNAL)? {
-            let journal = commit::parse_journal(&self.path(SAVE_JOURNAL), &bytes)?;
+            let journal = parse_journal(&self.path(SAVE_JOURNAL), &bytes)?;
             for (staged, target) in journal {
                 if target == name {
                     if let Some(bytes) = self.read_if_any(&staged)? {

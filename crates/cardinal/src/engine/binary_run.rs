@@ -49,7 +49,7 @@ impl RunModel for BinaryRun<'_> {
             write_tensors(&ckpt.join("average.safetensors"), &params_tensors(avg))?;
         }
         let progress = serde_json::to_vec(&state.progress).expect("serialisable");
-        write_atomic(&ckpt.join("progress.json"), &progress)
+        Ok(write_atomic(&ckpt.join("progress.json"), &progress)?)
     }
 
     fn load_state(ckpt: &Path) -> Result<(TrainState, Meta)> {

@@ -136,7 +136,7 @@ fn hash_multi_target(h: &mut Sha256, ds: &MultiTargetDataset) {
 /// Records in `dir` what the run's data `data` (read from `spec`) is.
 fn record_identity(dir: &Path, spec: &DataSpec, data: &dyn RunData) -> Result<()> {
     let json = serde_json::to_string_pretty(&DataIdentity::of(spec, data)).expect("serialisable");
-    write_atomic(&dir.join(DATA_FILE), json.as_bytes())
+    Ok(write_atomic(&dir.join(DATA_FILE), json.as_bytes())?)
 }
 
 /// What a run directory records of its data: where it came from (`run.json`) and what it was

@@ -69,7 +69,10 @@ mod tests {
 
         fn save(&self, model: &u32, dir: &Path) -> Result<()> {
             std::fs::create_dir_all(dir).map_err(|e| crate::Error::io(dir, e))?;
-            crate::checkpoint::write_atomic(&dir.join("toy.json"), model.to_string().as_bytes())
+            Ok(crate::checkpoint::write_atomic(
+                &dir.join("toy.json"),
+                model.to_string().as_bytes(),
+            )?)
         }
         fn load(dir: &Path) -> Result<u32> {
             let p = dir.join("toy.json");
@@ -80,7 +83,10 @@ mod tests {
         fn save_state(&self, state: &Vec<u32>, ckpt: &Path) -> Result<()> {
             self.save(state.last().unwrap_or(&0), ckpt)?;
             let json = serde_json::to_vec(state).expect("serialisable");
-            crate::checkpoint::write_atomic(&ckpt.join("state.json"), &json)
+            Ok(crate::checkpoint::write_atomic(
+                &ckpt.join("state.json"),
+                &json,
+            )?)
         }
         fn load_state(ckpt: &Path) -> Result<Vec<u32>> {
             let bytes = std::fs::read(ckpt.join("state.json")).unwrap();

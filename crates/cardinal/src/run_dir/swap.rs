@@ -60,7 +60,10 @@ pub(super) fn record_written(dir: &Path) -> Result<()> {
         checkpoints: ours(&dir.join("checkpoints"), checkpoint_by_cardinal)?,
     };
     let json = serde_json::to_string_pretty(&written).expect("serialisable");
-    crate::checkpoint::write_atomic(&dir.join(WRITTEN_FILE), json.as_bytes())
+    Ok(crate::checkpoint::write_atomic(
+        &dir.join(WRITTEN_FILE),
+        json.as_bytes(),
+    )?)
 }
 
 /// What the run folder `dir` records cardinal wrote there; `None` for a run without the

@@ -68,7 +68,7 @@ impl RunModel for SegmentRun<'_> {
             history: state.history.clone(),
         };
         let bytes = serde_json::to_vec(&progress).expect("serialisable");
-        write_atomic(&ckpt.join(PROGRESS_FILE), &bytes)
+        Ok(write_atomic(&ckpt.join(PROGRESS_FILE), &bytes)?)
     }
 
     fn load_state(ckpt: &Path) -> Result<(SegState, SegConfig, SegMeta)> {

@@ -202,9 +202,9 @@ pub(super) fn stage_f64(path: &Path, tensors: &[(&str, Vec<usize>, &[f64])]) -> 
         "format".to_string(),
         format!("cardinal/{FORMAT_VERSION}/multi_target"),
     )]);
-    stage(path, |tmp| {
+    Ok(stage(path, |tmp| {
         crate::checkpoint::write_tensor_file(tmp, &views, &info)
-    })
+    })?)
 }
 
 /// The `F64` tensor `name` of `shape` from the safetensors file `path` (bytes `st`), refused

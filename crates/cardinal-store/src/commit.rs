@@ -8,14 +8,13 @@
 
 use std::path::Path;
 
-use super::{ckpt_err, read_model_file_if_any, write_atomic, Staged};
-use crate::error::{Error, Result};
+use crate::{read_model_file_if_any, write_atomic, Problem, Result, Staged, StoreError};
 
 /// The journal of a model save whose files are not all renamed into place yet.
-pub(crate) const SAVE_JOURNAL: &str = ".cardinal-save.json";
+pub const SAVE_JOURNAL: &str = ".cardinal-save.json";
 
 /// The journal: each staged file's name and the name it is renamed to, both in the folder.
-pub(super) type Journal = Vec<(String, String)>;
+pub type Journal = Vec<(String, String)>;
 
 /// A plain file name of the folder (no separator, not `.` or `..`): a journal is untrusted.
 fn plain_name(name: &str) -> bool {
@@ -31,27 +30,22 @@ fn read_journal(dir: &Path) -> Result<Journal> {
 }
 
 /// The journal read from `path` as `bytes`.
-pub(super) fn parse_journal(path: &Path, bytes: &[u8]) -> Result<Journal> {
-    let journal: Journal = serde_json::from_slice(bytes).map_err(|e| {
-        ckpt_err(
-            path,
-            format!("invalid save journal: {}", super::json_problem(&e)),
-        )
-    })?;
+pub fn parse_journal(path: &Path, bytes: &[u8]) -> Result<Journal> {
+    let journal: Journal = serde_json::from_slice(bytes)
+        .map_err(|e| StoreError::refused(path, Problem::BadJournal(crate::json_problem(&e))))?;
     if journal
         .iter()
         .any(|(a, b)| !plain_name(a) || !plain_name(b))
     {
-        return Err(ckpt_err(path, "names a file outside its folder"));
+        return Err(StoreError::refused(path, Problem::JournalOutsideFolder));
     }
     Ok(journal)
 }
 
-/// The path the model folder `dir`'s file `name` is read from (as
-/// `Snapshot::read_current` reads it): its staged file while a
+/// The path the model folder `dir`'s file `name` is read from (as `cardinal`'s
+/// snapshot reader reads it; for tests): its staged file while a
 /// committed save's journal names one that is still there, else the file itself.
-#[cfg(test)]
-pub(crate) fn current(dir: &Path, name: &str) -> Result<std::path::PathBuf> {
+pub fn current(dir: &Path, name: &str) -> Result<std::path::PathBuf> {
     for (staged, target) in read_journal(dir)? {
         if target == name && dir.join(&staged).is_file() {
             return Ok(dir.join(staged));
@@ -62,12 +56,12 @@ pub(crate) fn current(dir: &Path, name: &str) -> Result<std::path::PathBuf> {
 
 /// Finishes an interrupted save of `dir` (renames what its journal names, then removes the
 /// journal). Call with the folder locked, before writing into it.
-pub(crate) fn recover(dir: &Path) -> Result<()> {
+pub fn recover(dir: &Path) -> Result<()> {
     let journal = read_journal(dir)?;
     for (staged, target) in &journal {
         let from = dir.join(staged);
         if from.is_file() {
-            std::fs::rename(&from, dir.join(target)).map_err(|e| Error::io(&from, e))?;
+            std::fs::rename(&from, dir.join(target)).map_err(|e| StoreError::io(&from, e))?;
         }
     }
     if !journal.is_empty() {
@@ -82,7 +76,7 @@ fn finish(dir: &Path) -> Result<()> {
     match std::fs::remove_file(&path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io(&path, e)),
+        Err(e) => return Err(StoreError::io(&path, e)),
     }
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
@@ -90,8 +84,9 @@ fn finish(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes the journal of `files`, staged in `dir`: the commit point of the save.
-pub(crate) fn write_journal(dir: &Path, files: &[&Staged]) -> Result<()> {
+/// Writes the journal of `files`, staged in `dir`: the commit point of the save ([`commit_all`]
+/// writes it; for tests that stop a save after it).
+pub fn write_journal(dir: &Path, files: &[&Staged]) -> Result<()> {
     let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
     let journal: Journal = files
         .iter()
@@ -102,7 +97,7 @@ pub(crate) fn write_journal(dir: &Path, files: &[&Staged]) -> Result<()> {
 }
 
 /// Commits the files staged in `dir` as one unit (see the module docs).
-pub(crate) fn commit_all(dir: &Path, files: Vec<Staged>) -> Result<()> {
+pub fn commit_all(dir: &Path, files: Vec<Staged>) -> Result<()> {
     write_journal(dir, &files.iter().collect::<Vec<_>>())?;
     for f in files {
         f.commit()?;
@@ -112,8 +107,8 @@ pub(crate) fn commit_all(dir: &Path, files: Vec<Staged>) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::stage;
     use super::*;
+    use crate::stage;
 
     const FILES: [&str; 3] = ["config.json", "meta.json", "model.safetensors"];
 

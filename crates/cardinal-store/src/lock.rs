@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::{Problem, Result, StoreError};
 
 /// The lock file of a run directory (it holds the owner's process id).
-pub(crate) const LOCK_FILE: &str = ".cardinal.lock";
+pub const LOCK_FILE: &str = ".cardinal.lock";
 
 /// Held while a process writes into a run directory; removes the lock file when dropped.
 ///
@@ -16,12 +16,21 @@ pub(crate) const LOCK_FILE: &str = ".cardinal.lock";
 /// its owner. The owner's `flock` lasts as long as the process: a lock whose `flock` is free
 /// belongs to a process that is gone, and is taken over.
 #[derive(Debug)]
-pub(crate) struct RunLock {
+pub struct RunLock {
     /// The lock file (swapped with the staging folder's when a replacement is committed).
-    pub(super) path: PathBuf,
+    path: PathBuf,
     /// The lock file, held locked (and, after a take-over, the stale file replaced, held so
     /// that no other process can lock it and take over again).
     _held: Vec<std::fs::File>,
+}
+
+impl RunLock {
+    /// Follows the lock file to its new name after its folder was renamed (a replaced run
+    /// swapped in: the lock file moved with its folder), so that dropping the lock removes
+    /// the file where it now is.
+    pub fn moved_to(&mut self, path: PathBuf) {
+        self.path = path;
+    }
 }
 
 impl Drop for RunLock {
@@ -60,13 +69,13 @@ fn stage(dir: &Path) -> Result<Staged> {
         .write(true)
         .create_new(true)
         .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
+        .map_err(|e| StoreError::io(&path, e))?;
     let mut staged = Staged { path, file: None };
     file.write_all(pid.to_string().as_bytes())
         .and_then(|()| file.sync_all())
-        .map_err(|e| Error::io(&staged.path, e))?;
+        .map_err(|e| StoreError::io(&staged.path, e))?;
     file.try_lock()
-        .map_err(|e| Error::io(&staged.path, e.into()))?;
+        .map_err(|e| StoreError::io(&staged.path, e.into()))?;
     staged.file = Some(file);
     Ok(staged)
 }
@@ -87,7 +96,7 @@ fn inspect(dir: &Path, path: &Path) -> Result<InTheWay> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(InTheWay::Changed),
-        Err(e) => return Err(Error::io(path, e)),
+        Err(e) => return Err(StoreError::io(path, e)),
     };
     if !meta.is_file() {
         let what = if meta.is_dir() {
@@ -95,25 +104,25 @@ fn inspect(dir: &Path, path: &Path) -> Result<InTheWay> {
         } else {
             "not a plain file"
         };
-        return Err(Error::Checkpoint {
-            path: path.to_path_buf(),
-            message: format!(
-                "is {what}, not cardinal's lock file; remove it if no run is writing into {}",
-                dir.display()
-            ),
-        });
+        return Err(StoreError::refused(
+            path,
+            Problem::NotALockFile {
+                what,
+                dir: dir.to_path_buf(),
+            },
+        ));
     }
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(InTheWay::Changed),
-        Err(e) => return Err(Error::io(path, e)),
+        Err(e) => return Err(StoreError::io(path, e)),
     };
     let owner = std::io::read_to_string(&file)
         .ok()
         .and_then(|t| t.trim().parse::<u32>().ok());
     match file.try_lock() {
         Err(TryLockError::WouldBlock) => return Ok(InTheWay::Busy(owner.unwrap_or(0))),
-        Err(TryLockError::Error(e)) => return Err(Error::io(path, e)),
+        Err(TryLockError::Error(e)) => return Err(StoreError::io(path, e)),
         Ok(()) => {}
     }
     // Its lock is free. Still the lock file (not removed or replaced meanwhile)?
@@ -123,13 +132,12 @@ fn inspect(dir: &Path, path: &Path) -> Result<InTheWay> {
     match owner {
         // Every lock file this version writes names its owner: one that does not is someone
         // else's, or a version's that wrote the id after creating the file. Never stale.
-        None => Err(Error::Checkpoint {
-            path: path.to_path_buf(),
-            message: format!(
-                "names no process; remove it if no run is writing into {}",
-                dir.display()
-            ),
-        }),
+        None => Err(StoreError::refused(
+            path,
+            Problem::LockOfNoProcess {
+                dir: dir.to_path_buf(),
+            },
+        )),
         // The `flock` is the lock: a process id alone proves nothing (a zombie's, or one
         // reused by an unrelated process, would keep the folder "in use" for ever).
         Some(_) => Ok(InTheWay::Stale(file)),
@@ -154,7 +162,7 @@ fn same_file(file: &std::fs::File, path: &Path) -> bool {
 }
 
 /// Takes the lock of the run directory `dir`, or says which process holds it.
-pub(crate) fn lock(dir: &Path) -> Result<RunLock> {
+pub fn lock(dir: &Path) -> Result<RunLock> {
     let path = dir.join(LOCK_FILE);
     let mut staged = stage(dir)?;
     let mut owner = 0;
@@ -165,11 +173,11 @@ pub(crate) fn lock(dir: &Path) -> Result<RunLock> {
                 return Ok(RunLock { path, _held: held });
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(Error::io(&path, e)),
+            Err(e) => return Err(StoreError::io(&path, e)),
         }
         match inspect(dir, &path)? {
             InTheWay::Busy(pid) => {
-                return Err(Error::RunBusy {
+                return Err(StoreError::RunBusy {
                     path: dir.to_path_buf(),
                     pid,
                 })
@@ -178,7 +186,7 @@ pub(crate) fn lock(dir: &Path) -> Result<RunLock> {
             InTheWay::Stale(stale) => {
                 // Holding the stale file's lock, no other process can take it over; renaming
                 // the staged file over it replaces it in one step.
-                std::fs::rename(&staged.path, &path).map_err(|e| Error::io(&path, e))?;
+                std::fs::rename(&staged.path, &path).map_err(|e| StoreError::io(&path, e))?;
                 let held = vec![staged.file.take().expect("staged"), stale];
                 return Ok(RunLock { path, _held: held });
             }
@@ -188,7 +196,7 @@ pub(crate) fn lock(dir: &Path) -> Result<RunLock> {
             .and_then(|t| t.trim().parse().ok())
             .unwrap_or(owner);
     }
-    Err(Error::RunBusy {
+    Err(StoreError::RunBusy {
         path: dir.to_path_buf(),
         pid: owner,
     })

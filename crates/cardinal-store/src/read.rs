@@ -6,53 +6,45 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::ckpt_err;
-use crate::error::{Error, Result};
+use crate::{JsonProblem, JsonProblemKind, Problem, Result, StoreError, TensorHeader};
 
 /// The largest JSON file (`meta.json`, `config.json`, `run.json`, progress records) read from
 /// a model folder: 256 MiB, far above the label names of the largest XMC datasets.
-pub(crate) const MAX_JSON_BYTES: u64 = crate::config::MAX_CONFIG_BYTES;
+pub const MAX_JSON_BYTES: u64 = 256 << 20;
 
 /// The largest tensor file (`*.safetensors`) read from a model folder: 64 GiB.
-pub(crate) const MAX_TENSOR_BYTES: u64 = 64 << 30;
+pub const MAX_TENSOR_BYTES: u64 = 64 << 30;
 
 /// The bytes of the model folder file `path`, refused (naming it, never quoting it) unless it
 /// is a plain file within the size limit of its kind (`MAX_TENSOR_BYTES` for
 /// `.safetensors`, `MAX_JSON_BYTES` for the rest). A missing file is an
-/// [`Error::Io`] of kind `NotFound`.
-pub(crate) fn read_model_file(path: &Path) -> Result<Vec<u8>> {
+/// [`StoreError::Io`] of kind `NotFound`.
+pub fn read_model_file(path: &Path) -> Result<Vec<u8>> {
     let limit = limit_of(path);
-    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| StoreError::io(path, e))?;
     let kind = meta.file_type();
     if !kind.is_file() {
         return Err(not_plain(path, kind.is_symlink(), kind.is_dir()));
     }
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = std::fs::File::open(path).map_err(|e| StoreError::io(path, e))?;
     read_opened(file, meta.len(), path, limit)
 }
 
 /// Why the model folder entry `path`, not a plain file, is not read.
-pub(super) fn not_plain(path: &Path, symlink: bool, dir: bool) -> Error {
+pub fn not_plain(path: &Path, symlink: bool, dir: bool) -> StoreError {
     if symlink {
-        return ckpt_err(
-            path,
-            "is a symbolic link: a model folder's files are read only when they are plain files \
-             in it",
-        );
+        return StoreError::refused(path, Problem::SymbolicLink);
     }
     let what = if dir {
         "a folder"
     } else {
         "a FIFO, socket or device"
     };
-    ckpt_err(
-        path,
-        format!("is {what}, not a plain file: a model folder's files are read only when they are plain files"),
-    )
+    StoreError::refused(path, Problem::NotPlain { what })
 }
 
 /// The size limit of the model folder file `path`, by its kind.
-pub(super) fn limit_of(path: &Path) -> u64 {
+pub fn limit_of(path: &Path) -> u64 {
     match path.extension().and_then(|e| e.to_str()) {
         Some("safetensors") => MAX_TENSOR_BYTES,
         _ => MAX_JSON_BYTES,
@@ -63,18 +55,8 @@ pub(super) fn limit_of(path: &Path) -> u64 {
 /// `limit`. A tensor file's header is read and checked first: a file whose size disagrees
 /// with what its header describes (a sparse file of gigabytes behind a small header) is
 /// refused before the rest is read.
-pub(super) fn read_opened(
-    file: std::fs::File,
-    size: u64,
-    path: &Path,
-    limit: u64,
-) -> Result<Vec<u8>> {
-    let too_big = |size: u64| {
-        ckpt_err(
-            path,
-            format!("is {size} bytes or more: a model folder's file may have at most {limit}"),
-        )
-    };
+pub fn read_opened(file: std::fs::File, size: u64, path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let too_big = |size: u64| StoreError::refused(path, Problem::TooLarge { size, limit });
     if size > limit {
         return Err(too_big(size));
     }
@@ -87,7 +69,7 @@ pub(super) fn read_opened(
     // The file may grow after it was measured: read at most one byte beyond the limit.
     file.take(limit + 1 - bytes.len() as u64)
         .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, e))?;
+        .map_err(|e| StoreError::io(path, e))?;
     if bytes.len() as u64 > limit {
         return Err(too_big(limit + 1));
     }
@@ -100,36 +82,31 @@ const MAX_TENSOR_HEADER: u64 = 100_000_000;
 /// The first bytes of the safetensors file `file` of `size` bytes: its header's length and
 /// the header, which must describe a file of exactly `size` bytes.
 fn tensor_header(file: &mut std::fs::File, size: u64, path: &Path) -> Result<Vec<u8>> {
-    let bad = |why: String| ckpt_err(path, format!("not a valid safetensors file: {why}"));
+    let bad = |why: TensorHeader| StoreError::refused(path, Problem::NotSafetensors(why));
     let mut len = [0u8; 8];
     if size < 8 {
-        return Err(bad(format!(
-            "{size} bytes, shorter than its header's length"
-        )));
+        return Err(bad(TensorHeader::Short { size }));
     }
-    file.read_exact(&mut len).map_err(|e| Error::io(path, e))?;
+    file.read_exact(&mut len)
+        .map_err(|e| StoreError::io(path, e))?;
     let n = u64::from_le_bytes(len);
     if n > MAX_TENSOR_HEADER || n > size - 8 {
-        return Err(bad(format!(
-            "its header claims {n} bytes, but the file has {size} (and a header at most \
-             {MAX_TENSOR_HEADER})"
-        )));
+        return Err(bad(TensorHeader::Length {
+            claimed: n,
+            size,
+            max: MAX_TENSOR_HEADER,
+        }));
     }
     let mut bytes = len.to_vec();
     (&mut *file)
         .take(n)
         .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, e))?;
+        .map_err(|e| StoreError::io(path, e))?;
     if bytes.len() as u64 != 8 + n {
-        return Err(bad("the file ends inside its header".into()));
+        return Err(bad(TensorHeader::EndsInHeader));
     }
     let header: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&bytes[8..])
-        .map_err(|e| {
-            bad(format!(
-                "its header is not a JSON object: {}",
-                json_problem(&e)
-            ))
-        })?;
+        .map_err(|e| bad(TensorHeader::NotAnObject(json_problem(&e))))?;
     let mut data_end = 0u64;
     for (name, info) in &header {
         if name == "__metadata__" {
@@ -139,15 +116,19 @@ fn tensor_header(file: &mut std::fs::File, size: u64, path: &Path) -> Result<Vec
             .get("data_offsets")
             .and_then(|o| o.get(1))
             .and_then(|e| e.as_u64())
-            .ok_or_else(|| bad(format!("tensor `{name}` has no data offsets")))?;
+            .ok_or_else(|| {
+                bad(TensorHeader::NoOffsets {
+                    tensor: name.clone(),
+                })
+            })?;
         data_end = data_end.max(end);
     }
     let expected = (8 + n).checked_add(data_end);
     if expected != Some(size) {
-        return Err(bad(format!(
-            "the file has {size} bytes, but its header describes {}",
-            expected.map_or("more than can be".to_string(), |e| e.to_string())
-        )));
+        return Err(bad(TensorHeader::Size {
+            size,
+            described: expected,
+        }));
     }
     Ok(bytes)
 }
@@ -158,7 +139,9 @@ fn tensor_header(file: &mut std::fs::File, size: u64, path: &Path) -> Result<Vec
 pub fn read_model_file_if_any(path: &Path) -> Result<Option<Vec<u8>>> {
     match read_model_file(path) {
         Ok(b) => Ok(Some(b)),
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(StoreError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(None)
+        }
         Err(e) => Err(e),
     }
 }
@@ -166,19 +149,21 @@ pub fn read_model_file_if_any(path: &Path) -> Result<Option<Vec<u8>>> {
 /// What is wrong with a model folder's JSON file, in words that never quote it (the file may
 /// be someone else's, and its keys and values are not echoed): which kind of problem, and
 /// where. A missing field is named, since the name is this library's.
-pub(crate) fn json_problem(e: &serde_json::Error) -> String {
+pub fn json_problem(e: &serde_json::Error) -> JsonProblem {
     use serde_json::error::Category;
     let text = e.to_string();
     let what = match e.classify() {
-        Category::Io => "it cannot be read",
-        Category::Syntax => "it is not valid JSON",
-        Category::Eof => "it ends early",
-        Category::Data if text.starts_with("missing field") => {
-            return text;
-        }
-        Category::Data => "a field is not one this version writes, or has the wrong type or value",
+        Category::Io => JsonProblemKind::Unreadable,
+        Category::Syntax => JsonProblemKind::Syntax,
+        Category::Eof => JsonProblemKind::Eof,
+        Category::Data if text.starts_with("missing field") => JsonProblemKind::MissingField(text),
+        Category::Data => JsonProblemKind::Data,
     };
-    format!("{what} (line {}, column {})", e.line(), e.column())
+    JsonProblem {
+        what,
+        line: e.line(),
+        column: e.column(),
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use safetensors::tensor::{Metadata, TensorInfo, TensorView, View};
 
 /// Writes `views` as the safetensors file `path` (created with the umask's mode), with
 /// `info` as its `__metadata__`, byte for byte as `safetensors::serialize` would lay it out.
-pub(crate) fn write_tensor_file<S: AsRef<str>>(
+pub fn write_tensor_file<S: AsRef<str>>(
     path: &Path,
     views: &[(S, TensorView)],
     info: &HashMap<String, String>,

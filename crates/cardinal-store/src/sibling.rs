@@ -13,7 +13,7 @@ const NAME_MAX: usize = 255;
 /// `.{name}{suffix}` beside `path` (whose file name is `name`); when that is longer than a
 /// file name may be, `name` is cut (at a character boundary) and followed by `~` and 16 hex
 /// digits of its SHA-256. The same `path` always gives the same name.
-pub(crate) fn hidden_sibling(path: &Path, suffix: &str) -> PathBuf {
+pub fn hidden_sibling(path: &Path, suffix: &str) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -7,8 +7,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::write_atomic;
-use crate::error::{Error, Result};
+use crate::{write_atomic, Problem, Result, StoreError};
 
 /// How many symbolic links are followed to a link's missing target (the system's own bound).
 const MAX_LINKS: usize = 40;
@@ -18,20 +17,17 @@ const MAX_LINKS: usize = 40;
 /// a symbolic link is followed to its target, which the same rules apply to.
 pub fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
     match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => Err(Error::Checkpoint {
-            path: path.to_path_buf(),
-            message: "is a folder: name a file to write".into(),
-        }),
+        Ok(meta) if meta.is_dir() => Err(StoreError::refused(path, Problem::OutputIsAFolder)),
         Ok(meta) if meta.is_file() => {
             // Through links, the file itself is replaced and the links kept.
-            let real = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
+            let real = std::fs::canonicalize(path).map_err(|e| StoreError::io(path, e))?;
             write_atomic(&real, bytes)
         }
         Ok(_) => write_in_place(path, bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             write_atomic(&link_target(path)?, bytes)
         }
-        Err(e) => Err(Error::io(path, e)),
+        Err(e) => Err(StoreError::io(path, e)),
     }
 }
 
@@ -40,10 +36,10 @@ fn write_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
-        .map_err(|e| Error::io(path, e))?;
+        .map_err(|e| StoreError::io(path, e))?;
     file.write_all(bytes)
         .and_then(|()| file.flush())
-        .map_err(|e| Error::io(path, e))
+        .map_err(|e| StoreError::io(path, e))
 }
 
 /// Where a write to the missing `path` creates its file: `path` itself, or where the chain
@@ -62,7 +58,7 @@ fn link_target(path: &Path) -> Result<PathBuf> {
             Err(_) => return Ok(at),
         }
     }
-    Err(Error::io(
+    Err(StoreError::io(
         path,
         std::io::Error::other(format!("more than {MAX_LINKS} symbolic links")),
     ))
