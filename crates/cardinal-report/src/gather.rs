@@ -129,7 +129,9 @@ pub fn best_epoch(history: &[EpochRecord]) -> Option<usize> {
 /// Reads `metrics.jsonl` of `dir` (empty when absent); a bad line is named.
 pub fn read_history(dir: &Path) -> Result<Vec<EpochRecord>> {
     let path = dir.join(METRICS_FILE);
-    let Some(bytes) = cardinal::engine::read_model_file_if_any(&path).map_err(cardinal::Error::from)? else {
+    let Some(bytes) =
+        cardinal::engine::read_model_file_if_any(&path).map_err(cardinal::Error::from)?
+    else {
         return Ok(Vec::new());
     };
     String::from_utf8_lossy(&bytes)

@@ -10,10 +10,9 @@
 
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-
-use crate::config::{Config, InferenceConfig, LossConfig, SearchConfig, PNC, SECTION};
+use crate::config::{
+    Config, InferenceConfig, LossConfig, SearchConfig, SectionFields, PNC, SECTION,
+};
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
 use crate::eval;
@@ -205,14 +204,14 @@ impl Fields {
 
 /// The product sections by name, each with the fields of `cfg`'s that differ from the
 /// default's, in order.
-fn changed_sections(cfg: &Config) -> [(&'static str, Vec<String>); 3] {
+fn changed_sections(cfg: &Config) -> [(&'static str, Vec<&'static str>); 3] {
     [
         (
             "inference",
-            changed(&cfg.inference, &InferenceConfig::default()),
+            cfg.inference.differing(&InferenceConfig::default()),
         ),
-        ("loss", changed(&cfg.loss, &LossConfig::default())),
-        ("search", changed(&cfg.search, &SearchConfig::default())),
+        ("loss", cfg.loss.differing(&LossConfig::default())),
+        ("search", cfg.search.differing(&SearchConfig::default())),
     ]
 }
 
@@ -240,7 +239,7 @@ impl Reads {
     }
 
     /// The fields of the product sections `cfg` sets and this leaves unread, by section.
-    fn unread_product_fields(&self, cfg: &Config) -> Vec<(&'static str, String)> {
+    fn unread_product_fields(&self, cfg: &Config) -> Vec<(&'static str, &'static str)> {
         changed_sections(cfg)
             .into_iter()
             .flat_map(|(name, fields)| {
@@ -273,38 +272,6 @@ impl Reads {
         let (name, field) = self.unread_product_fields(cfg).into_iter().next()?;
         Some((format!("{name}.{field}"), self.section(name).why_not(name)))
     }
-}
-
-/// The fields of `section` whose values differ from `default`'s, by name, in order.
-fn changed<T: Serialize>(section: &T, default: &T) -> Vec<String> {
-    let (a, b) = (
-        serde_json::to_value(section).expect("serialisable"),
-        serde_json::to_value(default).expect("serialisable"),
-    );
-    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return Vec::new();
-    };
-    let mut fields: Vec<String> = Vec::new();
-    for k in a.keys().chain(b.keys()) {
-        if a.get(k.as_str()) != b.get(k.as_str()) && !fields.contains(k) {
-            fields.push(k.clone());
-        }
-    }
-    fields
-}
-
-/// `section` with its field `field` set back to `default`'s value; the whole section set
-/// back if that does not read (a field whose value constrains another's).
-fn reset_field<T: Serialize + DeserializeOwned + Clone>(section: &mut T, default: &T, field: &str) {
-    let mut a = serde_json::to_value(&*section).expect("serialisable");
-    let b = serde_json::to_value(default).expect("serialisable");
-    if let Some(a) = a.as_object_mut() {
-        match b.get(field) {
-            Some(v) => a.insert(field.to_owned(), v.clone()),
-            None => a.remove(field),
-        };
-    }
-    *section = serde_json::from_value(a).unwrap_or_else(|_| default.clone());
 }
 
 /// Checks `cfg` for `system`: refuses a field it does not read ([`System::reads`]) with
@@ -408,9 +375,9 @@ impl Systems {
             .collect();
         for (name, field) in reads.unread_product_fields(cfg) {
             match name {
-                "inference" => reset_field(&mut cfg.inference, &InferenceConfig::default(), &field),
-                "loss" => reset_field(&mut cfg.loss, &LossConfig::default(), &field),
-                _ => reset_field(&mut cfg.search, &SearchConfig::default(), &field),
+                "inference" => cfg.inference.reset(&InferenceConfig::default(), field),
+                "loss" => cfg.loss.reset(&LossConfig::default(), field),
+                _ => cfg.search.reset(&SearchConfig::default(), field),
             }
             dropped.push(format!("{name}.{field}"));
         }

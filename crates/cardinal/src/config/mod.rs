@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use check::{check, out_of_range};
 
 pub mod check;
+mod fields;
 mod inference;
 mod loss;
 mod model;
@@ -27,6 +28,7 @@ mod strict;
 mod system_settings;
 mod train;
 
+pub(crate) use fields::SectionFields;
 pub use inference::InferenceConfig;
 pub use loss::{IterateWeights, LossConfig};
 pub(crate) use model::resolve_counts;
