@@ -203,7 +203,7 @@ fn main() -> ExitCode {
         }
         (Ok(()), Some(e)) | (Err(_), Some(e)) if broken_pipe(&e) => ExitCode::SUCCESS,
         (Err(e), _) => {
-            errln!("error: {}", message(&e));
+            errln!("error: {}{}", message(&e), remedy(&e));
             ExitCode::FAILURE
         }
         (Ok(()), Some(e)) => {
@@ -230,6 +230,38 @@ fn message(e: &anyhow::Error) -> String {
         line.push_str(&text);
     }
     line
+}
+
+/// What to type about `e` on this command line, where the library's error leaves the remedy
+/// to the front end (a flag of this program's).
+fn remedy(e: &anyhow::Error) -> String {
+    let Some(e) = e.chain().find_map(|c| c.downcast_ref::<cardinal::Error>()) else {
+        return String::new();
+    };
+    match e {
+        cardinal::Error::RunExists { resumable, .. } => format!(
+            "; pass --force to replace it (the old run stays until the new one is finished){}",
+            if *resumable {
+                ", or --resume to continue it"
+            } else {
+                ""
+            }
+        ),
+        cardinal::Error::NotResumable {
+            run,
+            finished: true,
+        } => format!(
+            ". `cardinal eval --model {dir}` scores it; `cardinal train --force --out {dir}` \
+             with the options it was started with trains it again",
+            dir = run.display()
+        ),
+        cardinal::Error::NotResumable {
+            finished: false, ..
+        } => "; start it again with `cardinal train --force --out DIR` and the options it was \
+              started with (the same options and seed give the same model)"
+            .into(),
+        _ => String::new(),
+    }
 }
 
 /// The folder datasets are looked up in by name: `explicit` (a `--data-dir`), else the

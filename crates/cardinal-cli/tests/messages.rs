@@ -232,7 +232,7 @@ fn dead_ends_say_what_to_do() {
         assert!(!err.contains("os error"), "{err}");
     }
     let o = cardinal(&["eval", "--model", arg(&dir)]);
-    assert!(stderr(&o).contains("holds no model (no meta.json): pass the folder"));
+    assert!(stderr(&o).contains("holds no model (no meta.json): pass the folder a training wrote"));
     let o = cardinal(&[
         "predict",
         "--model",

@@ -199,8 +199,8 @@ impl DataSpec {
                 field: "label_columns".into(),
                 value: columns.to_string(),
                 allowed: format!(
-                    "a CSV file to read it from; `{}` is not one (--label-columns names the \
-                     label columns of a CSV file)",
+                    "a CSV file to read it from; `{}` is not one (`label_columns` names \
+                     the label columns of a CSV file)",
                     self.dataset
                 ),
             });

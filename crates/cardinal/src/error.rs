@@ -248,12 +248,10 @@ pub enum Error {
         /// What it was asked to do.
         what: String,
     },
-    /// A run directory already holds a run, and replacing it was not asked for.
-    #[error(
-        "{path} {what}; pass --force to replace it (the old run stays until the new one is \
-         finished){}",
-        if *resumable { ", or --resume to continue it" } else { "" }
-    )]
+    /// A run directory already holds a run, and replacing it was not asked for. Each front
+    /// end says how to replace it, or to continue it where it is `resumable` (the command
+    /// line's `--force` and `--resume`, Python's `overwrite=True`).
+    #[error("{} {what}", path.display())]
     RunExists {
         /// The run directory.
         path: PathBuf,
@@ -272,6 +270,26 @@ pub enum Error {
         path: PathBuf,
         /// What it is, or what is in it.
         why: String,
+    },
+    /// A run asked to continue that cannot be: it is finished, or it stopped before its first
+    /// checkpoint. Each front end says how to start it again.
+    #[error(
+        "{}: {}",
+        run.display(),
+        if *finished {
+            "is a finished run (its model and eval.json are written) and keeps no checkpoint: \
+             there is nothing to resume"
+        } else {
+            "no checkpoint to resume from (checkpoints/LATEST is missing): the run stopped \
+             before its first checkpoint, while its search ran or in its first epochs (a \
+             search is not checkpointed), and nothing of it can be continued"
+        }
+    )]
+    NotResumable {
+        /// The run directory.
+        run: PathBuf,
+        /// Whether it is a finished run (its model and `eval.json` written).
+        finished: bool,
     },
     /// Another live process is writing into the run directory.
     #[error(

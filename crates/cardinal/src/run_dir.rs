@@ -70,10 +70,7 @@ pub(crate) fn explain_missing_model(dir: &Path, e: Error) -> Error {
         .unwrap_or_default();
     models.sort();
     let message = if models.is_empty() {
-        format!(
-            "holds no model (no {META_FILE}): pass the folder a `cardinal train --out DIR` \
-             wrote"
-        )
+        format!("holds no model (no {META_FILE}): pass the folder a training wrote its model to")
     } else {
         let more = models.len().saturating_sub(5);
         models.truncate(5);

@@ -96,28 +96,9 @@ pub(crate) fn save_checkpoint<M: RunModel>(
 
 /// Reads the latest checkpoint of the run in `dir` back, as the model kind `M` wrote it.
 pub(crate) fn load_checkpoint<M: RunModel>(dir: &Path) -> Result<M::Resumed> {
-    let ckpt = latest_checkpoint(dir)?.ok_or_else(|| {
-        if dir.join(super::EVAL_FILE).is_file() {
-            return ckpt_err(
-                dir,
-                format!(
-                    "is a finished run (its model and {} are written) and keeps no checkpoint: \
-                     there is nothing to resume. `cardinal eval --model {dir}` scores it; \
-                     `cardinal train --force --out {dir}` with the options it was started \
-                     with trains it again",
-                    super::EVAL_FILE,
-                    dir = dir.display()
-                ),
-            );
-        }
-        ckpt_err(
-            dir,
-            "no checkpoint to resume from (checkpoints/LATEST is missing): the run stopped \
-             before its first checkpoint, while its search ran or in its first epochs (a \
-             search is not checkpointed), and nothing of it can be continued; start it again \
-             with `cardinal train --force --out DIR` and the options it was started with (the \
-             same options and seed give the same model)",
-        )
+    let ckpt = latest_checkpoint(dir)?.ok_or_else(|| Error::NotResumable {
+        run: dir.to_path_buf(),
+        finished: dir.join(super::EVAL_FILE).is_file(),
     })?;
     M::load_state(&ckpt)
 }

@@ -107,10 +107,19 @@ mod tests {
         let d = std::env::temp_dir().join(format!("cardinal-runmodel-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        let e = load_checkpoint::<Toy>(&d).unwrap_err().to_string();
-        assert!(e.contains("no checkpoint to resume from"), "{e}");
+        let e = load_checkpoint::<Toy>(&d).unwrap_err();
         assert!(
-            e.contains("start it again with `cardinal train --force"),
+            matches!(
+                &e,
+                crate::Error::NotResumable {
+                    finished: false,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().contains("no checkpoint to resume from"),
             "{e}"
         );
         let mut metrics = MetricsLog::new(&d, Toy::history(&vec![7]));

@@ -214,7 +214,7 @@ fn cannot_stage(target: &Path, staging: &Path, e: std::io::Error) -> Error {
     Error::Checkpoint {
         path: target.to_path_buf(),
         message: format!(
-            "cannot be replaced: --force writes the new run beside it first, in {}, which \
+            "cannot be replaced: a replacement is written beside it first, in {}, which \
              cannot be written ({e}); make that folder writable, or train into a new folder \
              inside one you can write",
             parent.display()
@@ -238,8 +238,8 @@ fn refuse_mount_point(target: &Path) -> Result<()> {
             path: target.to_path_buf(),
             message: "is a mount point (another filesystem than its parent folder): a run there \
                       is replaced by exchanging it with a new folder beside it, which a mount \
-                      point cannot be; train into a folder inside it (--out DIR/run), or empty \
-                      it and train without --force"
+                      point cannot be; train into a folder inside it, or empty it and train \
+                      into it without replacing it"
                 .into(),
         });
     }

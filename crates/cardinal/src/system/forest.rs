@@ -65,11 +65,11 @@ impl System for ForestSystem {
             field: "model.forest".into(),
             value: share.map_or_else(|| "none".into(), |s| format!("networks = {s}")),
             allowed: if self.blend {
-                "a forest with networks > 0 for system `forest-blend` (`--system forest-blend` \
-                 sets one up)"
+                "a forest with networks > 0 for system `forest-blend` (choosing that \
+                 system sets one up)"
                     .into()
             } else {
-                "a forest with networks = 0 for system `forest` (`--system forest` sets one up)"
+                "a forest with networks = 0 for system `forest` (choosing that system sets one up)"
                     .into()
             },
         })
