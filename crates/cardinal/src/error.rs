@@ -336,6 +336,9 @@ pub enum Error {
     /// (`cardinal_store::Problem`).
     #[error(transparent)]
     Store(cardinal_store::StoreError),
+    /// The Section 6 model refused its data, its configuration or its saved state.
+    #[error(transparent)]
+    Segment(#[from] cardinal_segment::SegError),
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {

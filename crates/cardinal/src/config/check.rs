@@ -1,7 +1,8 @@
 //! The one way a configuration check reports a refusal: [`Error::OutOfRange`], which reads
 //! `FIELD = VALUE is out of range: expected RANGE`, with `FIELD` the full dotted path
-//! (`inference.smooth_eps`). Every section uses these helpers: the product's, the multi-target
-//! model's (`multi_target.*`) and the Table 1 systems' (`baseline.*`, in `cardinal-paper`).
+//! (`inference.smooth_eps`). The product's sections use these helpers, and so do the Table 1
+//! systems' (`baseline.*`, in `cardinal-paper`); the Section 6 model (`cardinal-segment`) writes
+//! its refusals (`multi_target.*`) in the same format.
 
 use std::fmt::Display;
 
@@ -77,17 +78,6 @@ pub fn count(field: &str, value: usize, min: usize, max: usize) -> Result<()> {
     )
 }
 
-/// The refusal of `value`, a name, for `field`, which takes one of `names`
-/// (`"a", "b"` read as `a or b`).
-pub(crate) fn not_one_of(field: &str, value: &str, names: &[&str]) -> Error {
-    let allowed = match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-        Some((last, _)) => (*last).to_string(),
-        None => "nothing".to_string(),
-    };
-    out_of_range(field, format_args!("{value:?}"), &allowed)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,16 +99,5 @@ mod tests {
         assert!(rate("f", 1.0).is_err() && rate("f", f64::NAN).is_err() && rate("f", 0.0).is_ok());
         let err = count("model.hidden", 0, 1, 65536).unwrap_err().to_string();
         assert_eq!(err, "model.hidden = 0 is out of range: expected 1..=65536");
-        match not_one_of("multi_target.mode", "crf", &["unary", "pnc", "oracle"]) {
-            Error::OutOfRange {
-                field,
-                value,
-                allowed,
-            } => assert_eq!(
-                (field.as_str(), value.as_str(), allowed.as_str()),
-                ("multi_target.mode", "\"crf\"", "unary, pnc or oracle")
-            ),
-            other => panic!("{other:?}"),
-        }
     }
 }

@@ -10,6 +10,7 @@ use crate::data::arff::{read_multi_target_arff, read_multi_target_inputs};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::{Error, Result};
 use crate::segment::{self, SegConfig, SegMeta, SegMetrics, SegModel, SegRow};
+use cardinal_segment::{evaluate, predict_rows};
 
 impl Engine {
     /// Reads a multi-target (MEKA) ARFF file, naming it in errors.
@@ -52,7 +53,7 @@ impl Engine {
         model: &SegModel,
         test: &MultiTargetDataset,
     ) -> Result<SegMetrics> {
-        segment::evaluate(model, test)
+        Ok(evaluate(model, test)?)
     }
 
     /// The class of every position and the class sizes `z`, for every row of `data`.
@@ -61,7 +62,7 @@ impl Engine {
         model: &SegModel,
         data: &MultiTargetDataset,
     ) -> Result<Vec<SegRow>> {
-        segment::predict_rows(model, data)
+        Ok(predict_rows(model, data)?)
     }
 
     /// Loads a multi-target model directory (written by [`Engine::finish_segmentation_run`]).

@@ -12,8 +12,8 @@ use crate::data_spec::MultiTargetFiles;
 use crate::error::{Error, Result};
 use crate::run_dir::{self, Checkpointer, MetricsLog, RunDir, RunModel, RunRecord};
 use crate::segment::checkpoint::SegmentRun;
-use crate::segment::train::{fit_from, start, SegEpoch, SegState};
 use crate::segment::{SegConfig, SegMetrics, SegModel};
+use cardinal_segment::{fit_from, start, SegEpoch, SegState};
 
 /// A multi-target run directory ready to train.
 #[derive(Debug)]

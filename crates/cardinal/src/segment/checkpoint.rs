@@ -9,13 +9,12 @@ use std::path::Path;
 use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
 
-use super::model::SegModel;
 use super::saved::{self, read_f64, stage_f64, SegMeta};
-use super::train::{SegConfig, SegEpoch, SegState};
 use crate::checkpoint::{ckpt_err, write_atomic};
 use crate::data::multi_target::MultiTargetDataset;
 use crate::error::Result;
 use crate::run_dir::RunModel;
+use cardinal_segment::{SegConfig, SegEpoch, SegModel, SegState};
 
 /// The optimizer's file in a checkpoint.
 const OPTIMIZER_FILE: &str = "optimizer.safetensors";

@@ -10,16 +10,13 @@ use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
 
-use super::energy::GlobalEnergy;
-use super::grid_energy::GridEnergy;
-use super::model::SegModel;
-use super::train::SegConfig;
 use crate::checkpoint::{
     ckpt_err, stage, LabelStructure, Staged, CONFIG_FILE, FORMAT_VERSION, META_FILE, WEIGHTS_FILE,
 };
 use crate::data::multi_target::MultiTargetDataset;
 use crate::data::multi_target_inputs::MultiTargetSchema;
 use crate::error::{Error, Result};
+use cardinal_segment::{GlobalEnergy, GridEnergy, SegConfig, SegModel};
 
 /// What a multi-target model directory says about itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -341,7 +338,7 @@ pub(crate) fn load_from(
         SegConfig::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
             .map_err(|source| Error::ConfigFile {
                 path: cfg_path.clone(),
-                source: Box::new(source),
+                source: Box::new(source.into()),
             })?;
     let (w_path, w_bytes) = read(WEIGHTS_FILE)?;
     let st = SafeTensors::deserialize(&w_bytes)
@@ -379,8 +376,8 @@ pub(crate) fn load_from(
 mod tests {
     use super::*;
     use crate::data::synth_seg::{synth_seg, SynthSegSpec};
-    use crate::segment::{fit, predict_rows, Mode};
     use cardinal_proj::matrix::{AnyMatrixProjector, MatrixMethod};
+    use cardinal_segment::{fit, predict_rows, Mode};
     use std::path::PathBuf;
 
     /// A fresh directory under the system's temporary folder, removed on drop.

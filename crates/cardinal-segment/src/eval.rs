@@ -3,8 +3,8 @@
 
 use super::model::SegModel;
 use super::predict::predict_rows;
-use crate::data::multi_target::MultiTargetDataset;
-use crate::error::Result;
+use crate::Result;
+use cardinal_data::data::multi_target::MultiTargetDataset;
 use serde::Serialize;
 
 /// Test-set metrics.
@@ -26,7 +26,7 @@ pub struct SegMetrics {
 }
 
 /// Evaluates `model` on `test`.
-pub(crate) fn evaluate(model: &SegModel, test: &MultiTargetDataset) -> Result<SegMetrics> {
+pub fn evaluate(model: &SegModel, test: &MultiTargetDataset) -> Result<SegMetrics> {
     let m = test.classes();
     let start = std::time::Instant::now();
     let preds = predict_rows(model, test)?;

@@ -11,7 +11,7 @@
 
 /// The class compatibility `C` of a `side × side` grid.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct GridEnergy {
+pub struct GridEnergy {
     /// Positions per row and per column.
     pub side: usize,
     /// Classes `M`.
@@ -23,7 +23,7 @@ pub(crate) struct GridEnergy {
 impl GridEnergy {
     /// `C = 0` (no energy) on a grid of `positions` positions, or `None` if that is not a
     /// square.
-    pub(crate) fn zeros(positions: usize, classes: usize) -> Option<Self> {
+    pub fn zeros(positions: usize, classes: usize) -> Option<Self> {
         let side = (positions as f64).sqrt().round() as usize;
         (side * side == positions && side > 0).then(|| Self {
             side,

@@ -4,8 +4,8 @@
 use super::energy::GlobalEnergy;
 use super::grid_energy::GridEnergy;
 use super::model::{Grads, Mode, SegModel};
-use crate::data::multi_target::MultiTargetDataset;
-use crate::error::{Error, Result};
+use crate::{Result, SegError};
+use cardinal_data::data::multi_target::MultiTargetDataset;
 use cardinal_proj::matrix::{AnyMatrixProjector, MatrixMethod};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -14,7 +14,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-/// What a Section 6 model trains with ([`crate::engine::Engine::start_segmentation_run`]).
+/// What a Section 6 model trains with (`cardinal`'s `Engine::start_segmentation_run`).
 #[derive(Debug, Clone, Copy)]
 pub struct SegConfig {
     /// Which model.
@@ -105,7 +105,7 @@ pub(crate) fn image(ds: &MultiTargetDataset, i: usize) -> Vec<f64> {
 pub(crate) fn channels(ds: &MultiTargetDataset) -> Result<usize> {
     let (d, l) = (ds.n_features(), ds.positions());
     if l == 0 || d == 0 || d % l != 0 {
-        return Err(Error::Shape {
+        return Err(SegError::Shape {
             what: ds.name.clone(),
             found: format!("{d} features, which do not split into {l} positions"),
             expected: "C features per position".into(),
@@ -149,10 +149,10 @@ fn initial(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<(SegModel, Xos
         // C = 0: the energy starts switched off, as the global one does.
         model.grid =
             Some(
-                GridEnergy::zeros(train.positions(), m).ok_or_else(|| Error::Conflict {
+                GridEnergy::zeros(train.positions(), m).ok_or_else(|| SegError::Conflict {
                     field: "multi_target.grid_energy".into(),
                     value: "true".into(),
-                    why: format!(
+                    conflict: format!(
                         "`{}` has {} positions, which do not form a square grid",
                         train.name,
                         train.positions()
@@ -164,7 +164,7 @@ fn initial(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<(SegModel, Xos
 }
 
 /// The state before the first epoch.
-pub(crate) fn start(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegState> {
+pub fn start(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegState> {
     let (model, _) = initial(train, cfg)?;
     let n = model.n_params();
     Ok(SegState {
@@ -176,32 +176,34 @@ pub(crate) fn start(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegSt
     })
 }
 
-/// Trains a model on `train` from scratch.
-#[cfg(test)]
-pub(crate) fn fit(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegModel> {
-    Ok(fit_from(train, cfg, start(train, cfg)?, &mut |_| Ok(()))?.model)
+/// Trains a model on `train` from scratch, every epoch of `cfg`.
+pub fn fit(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<SegModel> {
+    let state = start(train, cfg)?;
+    Ok(fit_from(train, cfg, state, &mut |_| Ok::<(), SegError>(()))?.model)
 }
 
 /// Trains `state` on `train` up to `cfg.epochs` epochs, calling `after_epoch` after each (to
 /// write a checkpoint, or stop with an error). A state saved after epoch `k` continues exactly
-/// as the uninterrupted run would: the shuffles of the first `k` epochs are replayed.
-pub(crate) fn fit_from(
+/// as the uninterrupted run would: the shuffles of the first `k` epochs are replayed. An error
+/// of `after_epoch` stops training and is returned; the model's own are [`SegError`]s.
+pub fn fit_from<E: From<SegError>>(
     train: &MultiTargetDataset,
     cfg: &SegConfig,
     mut state: SegState,
-    after_epoch: &mut dyn FnMut(&SegState) -> Result<()>,
-) -> Result<SegState> {
+    after_epoch: &mut dyn FnMut(&SegState) -> Result<(), E>,
+) -> Result<SegState, E> {
     let (fresh, mut rng) = initial(train, cfg)?;
     let n_params = fresh.n_params();
     if state.model.n_params() != n_params
         || state.m1.len() != n_params
         || state.m2.len() != n_params
     {
-        return Err(Error::Shape {
+        return Err(SegError::Shape {
             what: "the saved state".into(),
             found: format!("{} parameters", state.model.n_params()),
             expected: format!("the {n_params} the configuration makes on `{}`", train.name),
-        });
+        }
+        .into());
     }
     let mut order: Vec<usize> = (0..train.n_rows()).collect();
     for _ in 0..state.epochs_run() {
@@ -219,7 +221,7 @@ pub(crate) fn fit_from(
                     let loss = state
                         .model
                         .loss_and_grad(&image(train, i), train.row_targets(i), &mut g)
-                        .map_err(|source| Error::Image {
+                        .map_err(|source| SegError::Image {
                             data: train.name.clone(),
                             image: i,
                             source,
@@ -260,8 +262,8 @@ pub(crate) fn fit_from(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::synth_seg::{synth_seg, SynthSegSpec};
-    use crate::segment::evaluate;
+    use crate::evaluate;
+    use cardinal_data::data::synth_seg::{synth_seg, SynthSegSpec};
     use cardinal_proj::matrix::MatrixMethod;
 
     #[test]

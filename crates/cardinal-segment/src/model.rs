@@ -22,7 +22,7 @@ pub enum Mode {
 
 impl Mode {
     /// Every mode.
-    pub(crate) const ALL: [Mode; 4] = [Mode::Unary, Mode::Rows, Mode::Predicted, Mode::Gold];
+    pub const ALL: [Mode; 4] = [Mode::Unary, Mode::Rows, Mode::Predicted, Mode::Gold];
 
     /// Whether it runs the unrolled steps (every mode but [`Mode::Unary`]).
     pub(crate) fn unrolls(self) -> bool {
@@ -61,9 +61,9 @@ pub struct SegModel {
     /// Count head bias.
     pub c: Vec<f64>,
     /// The optional global energy over `Y` (no terms: none).
-    pub(crate) energy: GlobalEnergy,
+    pub energy: GlobalEnergy,
     /// The optional pairwise energy of an image grid.
-    pub(crate) grid: Option<GridEnergy>,
+    pub grid: Option<GridEnergy>,
     /// Unrolled steps `T`.
     pub steps: usize,
     /// Step size `η`.
@@ -173,12 +173,7 @@ pub(crate) fn soft_iou_loss(y: &[f64], gold: &[u32], m: usize, grad: &mut [f64])
 
 impl SegModel {
     /// A model with zero parameters (training initialises them).
-    pub(crate) fn new(
-        channels: usize,
-        classes: usize,
-        mode: Mode,
-        proj: AnyMatrixProjector,
-    ) -> Self {
+    pub fn new(channels: usize, classes: usize, mode: Mode, proj: AnyMatrixProjector) -> Self {
         Self {
             channels,
             classes,
@@ -459,7 +454,7 @@ impl SegModel {
     }
 
     /// Number of parameters.
-    pub(crate) fn n_params(&self) -> usize {
+    pub fn n_params(&self) -> usize {
         self.w.len()
             + self.b.len()
             + self.v.len()

@@ -9,14 +9,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::model::Mode;
-use super::train::SegConfig;
-use crate::config::check;
-use crate::error::{Error, Result};
+use crate::{Mode, Result, SegConfig, SegError};
 use cardinal_proj::matrix::{AnyMatrixProjector, MatrixMethod};
 
 /// The name of the document's one section.
-pub(crate) const SECTION: &str = "multi_target";
+pub const SECTION: &str = "multi_target";
 
 /// The JSON form of [`SegConfig`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,30 +74,57 @@ pub(crate) fn parse_mode(s: &str) -> Result<Mode> {
         .find(|m| m.name() == s)
         .ok_or_else(|| {
             let names = Mode::ALL.map(Mode::name);
-            check::not_one_of(&format!("{SECTION}.mode"), s, &names)
+            not_one_of(&format!("{SECTION}.mode"), s, &names)
         })
 }
 
-/// `multi_target.FIELD`, checked by the configuration's own range checks (one message format
-/// for every section).
-fn in_range(field: &str, v: usize, lo: usize, hi: usize) -> Result<()> {
-    check::count(&format!("{SECTION}.{field}"), v, lo, hi)
+/// The refusal of `value` for `field`, in the one format of every configuration section
+/// (`FIELD = VALUE is out of range: expected RANGE`, as `cardinal::config::check` writes it).
+fn out_of_range(field: &str, value: impl std::fmt::Display, allowed: &str) -> SegError {
+    SegError::OutOfRange {
+        field: field.into(),
+        value: value.to_string(),
+        allowed: allowed.into(),
+    }
 }
 
-/// `multi_target.FIELD` is a finite number above 0 (at least 0 when `zero_ok`), by the
-/// configuration's own range checks.
+/// The refusal of the name `value` for `field`, which takes one of `names`.
+fn not_one_of(field: &str, value: &str, names: &[&str]) -> SegError {
+    let allowed = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        Some((last, _)) => (*last).to_string(),
+        None => "nothing".to_string(),
+    };
+    out_of_range(field, format_args!("{value:?}"), &allowed)
+}
+
+/// `multi_target.FIELD` lies in `lo..=hi`.
+fn in_range(field: &str, v: usize, lo: usize, hi: usize) -> Result<()> {
+    match (lo..=hi).contains(&v) {
+        true => Ok(()),
+        false => Err(out_of_range(
+            &format!("{SECTION}.{field}"),
+            v,
+            &format!("{lo}..={hi}"),
+        )),
+    }
+}
+
+/// `multi_target.FIELD` is a finite number above 0 (at least 0 when `zero_ok`).
 fn positive(field: &str, v: f64, zero_ok: bool) -> Result<()> {
-    let field = format!("{SECTION}.{field}");
-    if zero_ok {
-        check::non_negative(&field, v)
-    } else {
-        check::positive(&field, v)
+    let (ok, allowed) = match zero_ok {
+        true => (v.is_finite() && v >= 0.0, "a finite number >= 0"),
+        false => (v.is_finite() && v > 0.0, "a finite number > 0"),
+    };
+    match ok {
+        true => Ok(()),
+        false => Err(out_of_range(&format!("{SECTION}.{field}"), v, allowed)),
     }
 }
 
 impl SegConfig {
     /// Checks every value's range (`epochs` may be 0, which leaves the initial model).
-    pub(crate) fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
         in_range("rounds", self.proj.rounds, 1, 1000)?;
         positive("eps", self.proj.eps, false)?;
         in_range("steps", self.steps, 1, 100)?;
@@ -108,21 +132,22 @@ impl SegConfig {
         positive("count_weight", self.count_weight, true)?;
         in_range("energy", self.energy, 0, 256)?;
         if self.energy > 0 && !self.mode.unrolls() {
-            return Err(Error::Conflict {
+            return Err(SegError::Conflict {
                 field: format!("{SECTION}.energy"),
                 value: self.energy.to_string(),
-                why: "the global energy enters the unrolled steps, which mode \"unary\" does \
+                conflict: "the global energy enters the unrolled steps, which mode \"unary\" does \
                       not run (expected 0, or mode pnc or oracle)"
                     .into(),
             });
         }
         if self.grid_energy && !self.mode.unrolls() {
-            return Err(Error::Conflict {
+            return Err(SegError::Conflict {
                 field: format!("{SECTION}.grid_energy"),
                 value: "true".into(),
-                why: "the grid energy enters the unrolled steps, which mode \"unary\" does not \
+                conflict:
+                    "the grid energy enters the unrolled steps, which mode \"unary\" does not \
                       run (expected false, or mode pnc or oracle)"
-                    .into(),
+                        .into(),
             });
         }
         in_range("epochs", self.epochs, 0, 1000)?;
@@ -131,7 +156,7 @@ impl SegConfig {
     }
 
     /// The configuration as a pretty JSON document.
-    pub(crate) fn to_json(self) -> String {
+    pub fn to_json(self) -> String {
         let doc = SegConfigDoc {
             multi_target: SegConfigJson::of(&self),
         };
@@ -141,16 +166,12 @@ impl SegConfig {
     /// Reads and validates a document like `SegConfig::to_json`'s, where any field may be
     /// left out.
     pub fn from_json(text: &str) -> Result<Self> {
-        let doc: SegConfigDoc = serde_json::from_str(text).map_err(|e| Error::InvalidConfig {
-            field: None,
-            message: format!("expected {{\"{SECTION}\": {{...}}}}: {e}"),
-            line: None,
-            column: None,
-        })?;
+        let doc: SegConfigDoc =
+            serde_json::from_str(text).map_err(|source| SegError::InvalidConfig { source })?;
         let j = doc.multi_target;
         let method: MatrixMethod = j.method.parse().map_err(|_: cardinal_proj::ProjError| {
             let names = MatrixMethod::ALL.map(MatrixMethod::name);
-            check::not_one_of(&format!("{SECTION}.method"), &j.method, &names)
+            not_one_of(&format!("{SECTION}.method"), &j.method, &names)
         })?;
         let cfg = SegConfig {
             mode: parse_mode(&j.mode)?,

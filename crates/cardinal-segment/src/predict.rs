@@ -3,8 +3,8 @@
 
 use super::model::SegModel;
 use super::train::{channels, image};
-use crate::data::multi_target::MultiTargetDataset;
-use crate::error::{Error, Result};
+use crate::{Result, SegError};
+use cardinal_data::data::multi_target::MultiTargetDataset;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -22,11 +22,11 @@ pub struct SegRow {
 
 /// Predicts every row of `data` (in row order). Its gold targets are read only by
 /// [`super::Mode::Gold`], the oracle.
-pub(crate) fn predict_rows(model: &SegModel, data: &MultiTargetDataset) -> Result<Vec<SegRow>> {
+pub fn predict_rows(model: &SegModel, data: &MultiTargetDataset) -> Result<Vec<SegRow>> {
     let c = channels(data)?;
     let m = data.classes();
     if c != model.channels || m != model.classes {
-        return Err(Error::Shape {
+        return Err(SegError::Shape {
             what: data.name.clone(),
             found: format!("{c} features per position and {m} classes"),
             expected: format!("the model's {} and {}", model.channels, model.classes),
@@ -37,7 +37,7 @@ pub(crate) fn predict_rows(model: &SegModel, data: &MultiTargetDataset) -> Resul
         .map(|i| {
             let p = model
                 .predict(&image(data, i), data.row_targets(i))
-                .map_err(|source| Error::Image {
+                .map_err(|source| SegError::Image {
                     data: data.name.clone(),
                     image: i,
                     source,

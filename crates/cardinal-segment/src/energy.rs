@@ -33,7 +33,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// The energy's parameters: `B` (`K × (L·M)`, row `k` is `vec(B_k)`) and `w` (`K`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct GlobalEnergy {
+pub struct GlobalEnergy {
     /// `vec(B_k)` for each `k`, row-major `K × (L·M)`.
     pub b: Vec<f64>,
     /// Output weights `w` (`K`).
@@ -51,7 +51,7 @@ pub(crate) struct EnergyTape {
 
 impl GlobalEnergy {
     /// `K` terms over matrices of `len = L·M` entries, all zero (`w = 0`: no energy).
-    pub(crate) fn zeros(terms: usize, len: usize) -> Self {
+    pub fn zeros(terms: usize, len: usize) -> Self {
         Self {
             b: vec![0.0; terms * len],
             w: vec![0.0; terms],
@@ -59,7 +59,7 @@ impl GlobalEnergy {
     }
 
     /// Number of terms `K`.
-    pub(crate) fn terms(&self) -> usize {
+    pub fn terms(&self) -> usize {
         self.w.len()
     }
 
