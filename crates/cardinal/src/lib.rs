@@ -39,27 +39,28 @@
 pub use cardinal_data::{data, metrics};
 pub use cardinal_proj as proj;
 
-mod batch;
+// The model itself is `cardinal-model`'s: its configuration is public here as `config`, its
+// error type at the root; the rest is named by this crate's modules under their old paths.
+#[cfg(test)]
+use cardinal_model::batch;
+pub use cardinal_model::config;
+use cardinal_model::{inference, model, output_kind, pipeline, search_record, simd};
+pub use cardinal_model::{Error, Result};
+
+/// The library's error type, `cardinal-model`'s, by the path this crate's modules name it.
+mod error {
+    pub(crate) use cardinal_model::{Error, Result};
+}
+
 mod checkpoint;
-pub mod config;
 mod cv;
 mod data_spec;
 pub mod engine;
-mod error;
 pub mod eval;
-mod inference;
-mod loss;
-mod model;
-mod output_kind;
 pub mod parts;
-mod pipeline;
 mod run_dir;
 pub mod runtime;
 pub mod search;
-mod search_record;
 pub mod segment;
-mod simd;
 pub mod system;
 mod train;
-
-pub use error::{Error, Result};

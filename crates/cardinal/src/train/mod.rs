@@ -12,6 +12,8 @@ mod schedule;
 mod state;
 
 #[cfg(test)]
+mod batch_tests;
+#[cfg(test)]
 mod fixtures;
 
 #[cfg(test)]
