@@ -8,7 +8,9 @@ use cardinal::data::LabelSets;
 use cardinal::engine::EpochRecord;
 use cardinal::engine::Outputs;
 use cardinal::engine::WEIGHTS_FILE;
-use cardinal::engine::{check_labels, Engine, EVAL_FILE, METRICS_FILE};
+use cardinal::engine::{
+    check_labels, read_eval, read_history, read_names, Engine, EVAL_FILE, METRICS_FILE,
+};
 use cardinal::eval::EvalReport;
 use cardinal::metrics::{
     binarize, example_f1_by_threshold, round_cardinality, Binarize, Confusion, MetricOptions,
@@ -126,56 +128,6 @@ pub fn best_epoch(history: &[EpochRecord]) -> Option<usize> {
     best.map(|(i, _)| i)
 }
 
-/// Reads `metrics.jsonl` of `dir` (empty when absent); a bad line is named.
-pub fn read_history(dir: &Path) -> Result<Vec<EpochRecord>> {
-    let path = dir.join(METRICS_FILE);
-    let Some(bytes) =
-        cardinal::engine::read_model_file_if_any(&path).map_err(cardinal::Error::from)?
-    else {
-        return Ok(Vec::new());
-    };
-    String::from_utf8_lossy(&bytes)
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, line)| {
-            serde_json::from_str(line).map_err(|e| Error::File {
-                path: path.clone(),
-                message: format!("line {}: not an epoch record ({e})", i + 1),
-            })
-        })
-        .collect()
-}
-
-/// Reads `eval.json` of `dir` (either F1 unit), `None` when absent.
-pub fn read_eval(dir: &Path) -> Result<Option<EvalReport>> {
-    let path = dir.join(EVAL_FILE);
-    match cardinal::engine::read_model_file_if_any(&path).map_err(cardinal::Error::from)? {
-        Some(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| Error::File {
-                path,
-                message: format!("not an evaluation report ({e})"),
-            }),
-        None => Ok(None),
-    }
-}
-
-/// The system and dataset a directory's `config.json` / `meta.json` name, where readable.
-fn read_names(dir: &Path) -> (String, String) {
-    let field = |file: &str, key: &str| -> Option<String> {
-        let text = cardinal::engine::read_model_file_if_any(&dir.join(file))
-            .ok()
-            .flatten()?;
-        let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
-        v.get(key)?.as_str().map(str::to_owned)
-    };
-    (
-        field("config.json", "system").unwrap_or_else(|| "?".into()),
-        field("meta.json", "dataset").unwrap_or_else(|| "?".into()),
-    )
-}
-
 /// Gathers what the report shows of the run directory `dir`, named `name` in the page.
 ///
 /// A directory with a model and a recorded data source gets every figure; one with only
@@ -188,6 +140,10 @@ pub fn gather(
 ) -> Result<RunView> {
     let history = read_history(dir)?;
     let (system, dataset) = read_names(dir);
+    let (system, dataset) = (
+        system.unwrap_or_else(|| "?".into()),
+        dataset.unwrap_or_else(|| "?".into()),
+    );
     let mut view = RunView {
         dir: dir.to_path_buf(),
         name,

@@ -81,7 +81,10 @@ pub(crate) const PREDICT_BATCH: usize = 256;
 
 // Run directories' files and checkpoints, where front ends have always found them.
 pub(crate) use crate::run_dir::RUN_FILE;
-pub use crate::run_dir::{hash_dataset, Checkpoints, RunRecord, EVAL_FILE, METRICS_FILE};
+pub use crate::run_dir::{
+    hash_dataset, read_eval, read_history, read_names, Checkpoints, RunRecord, EVAL_FILE,
+    METRICS_FILE,
+};
 
 /// A run directory ready to train: its data, and where training starts.
 #[derive(Debug)]

@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 mod checkpoints;
 mod files;
 mod model;
+mod reader;
 mod swap;
 
 pub(crate) use cardinal_store::{lock, RunLock, LOCK_FILE};
@@ -42,6 +43,7 @@ pub use files::RunRecord;
 pub(crate) use files::DATA_FILE;
 pub(crate) use files::{check_identity, create, reopen};
 pub(crate) use model::RunModel;
+pub use reader::{read_eval, read_history, read_names};
 
 /// The name of the file in a run directory that records where its data came from.
 pub(crate) const RUN_FILE: &str = "run.json";
