@@ -201,7 +201,7 @@ impl Config {
     /// baselines).
     ///
     /// ```
-    /// use cardinal::config::Config;
+    /// use cardinal_model::config::Config;
     /// assert_eq!(Config::base_preset("paper-wide"), "paper");
     /// assert_eq!(Config::base_preset("paper-printed"), "paper-printed");
     /// assert_eq!(Config::base_preset("forest"), "predict");

@@ -40,7 +40,7 @@ impl ConfigRequest<'_> {
     /// The validated configuration this request describes (see the type's docs).
     ///
     /// ```
-    /// use cardinal::config::ConfigRequest;
+    /// use cardinal_model::config::ConfigRequest;
     ///
     /// let cfg = ConfigRequest {
     ///     file: Some(r#"{"model": {"hidden": 32}}"#),
