@@ -23,16 +23,16 @@
 //!
 //! # Inside the crate
 //!
-//! Crate-private modules, one per concern: `error` (the error type, public at the root),
-//! `model` (networks and the score), `inference` (the unrolled, differentiable solver), `loss`
-//! (the relaxed F1), `batch` (the whole model on a batch: networks → unroll → loss, named
-//! through `pipeline`), `train` (AdaGrad, schedule, loop), `cv` (k-fold cross-validation),
-//! `checkpoint` (model folders), `run_dir` (run directories), `eval_units` (F1 in percent in
-//! files) and `simd`. The forests (the search's forest candidates and the forest prior) are
-//! the `cardinal-forest` crate's.
+//! Crate-private modules, one per concern: `train` (AdaGrad, schedule, loop), `cv` (k-fold
+//! cross-validation), `checkpoint` (model folders), `run_dir` (run directories) and
+//! `data_spec` (where data comes from). The model itself (configuration, networks, the unroll,
+//! the loss, the batch pipeline, the error type) is the `cardinal-model` crate's, named here by
+//! its modules' paths (`crate::model`, `crate::batch`, ...); the forests are `cardinal-forest`'s,
+//! the Section 6 model `cardinal-segment`'s, and the crash-safe files `cardinal-store`'s.
 //!
-//! Within the crate the arrows run one way: `engine → {train, eval, cv} → batch →
-//! {inference, loss} → model → cardinal-proj`.
+//! The arrows run one way, between crates and between the modules of each (checked by
+//! `tools/module_cycles.py`): `engine → search → system → {train, eval, cv} →
+//! cardinal-model (batch → {inference, loss} → model → config) → cardinal-proj`.
 
 #![warn(missing_docs)]
 
