@@ -1,8 +1,9 @@
 //! Why a forest cannot be grown.
 
 /// Why [`Forest::fit`](crate::Forest::fit) refused its training data or stopped.
+// Exhaustive: `cardinal` puts each refusal in the configuration's words, and a new one must
+// get its own.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ForestError {
     /// The training data has no rows.
     #[error("the training data `{data}` has no rows")]
