@@ -260,6 +260,16 @@ fn remedy(e: &anyhow::Error) -> String {
         } => "; start it again with `cardinal train --force --out DIR` and the options it was \
               started with (the same options and seed give the same model)"
             .into(),
+        cardinal::Error::Checkpoint { problem, .. }
+            if matches!(
+                **problem,
+                cardinal::CheckpointProblem::RecordedDataUnreadable { .. }
+            ) =>
+        {
+            "; give the folder that holds it now (`--data-dir`), or other rows to score \
+              (`--data`, which refuses rows the model trained on)"
+                .into()
+        }
         _ => String::new(),
     }
 }

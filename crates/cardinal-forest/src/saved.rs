@@ -1,6 +1,8 @@
 //! A forest in a model folder: its tensors in `model.safetensors` (indices stored as exact
 //! `f32`), checked whole when read back, since a model folder is untrusted input.
 
+use cardinal_store::TensorProblem;
+
 use super::tree::{Node, Tree, LEAF};
 use super::{Forest, MAX_INDEX};
 
@@ -8,7 +10,24 @@ use super::{Forest, MAX_INDEX};
 pub type Tensor = (String, Vec<usize>, Vec<f32>);
 
 /// A tensor's shape and values by name, or why it cannot be read.
-pub type Lookup<'a> = &'a dyn Fn(&str) -> Result<(Vec<usize>, Vec<f32>), String>;
+pub type Lookup<'a> = &'a dyn Fn(&str) -> Result<(Vec<usize>, Vec<f32>), TensorProblem>;
+
+/// `name`'s values out of the order `rule` states.
+fn order(name: &str, rule: impl Into<String>) -> TensorProblem {
+    TensorProblem::Order {
+        name: name.into(),
+        rule: rule.into(),
+    }
+}
+
+/// `name` of shape `found` where `expected` is.
+fn shape(name: &str, found: &[usize], expected: impl Into<String>) -> TensorProblem {
+    TensorProblem::Shape {
+        name: name.into(),
+        found: found.to_vec(),
+        expected: expected.into(),
+    }
+}
 
 impl Forest {
     /// The forest as named tensors (`forest.*`).
@@ -61,14 +80,16 @@ impl Forest {
         get: Lookup<'_>,
         n_features: usize,
         n_labels: usize,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, TensorProblem> {
         let trees = read_trees(get, n_features)?;
         let (n, leaf_of_row) = per_tree(get, "forest.leaf_of_row", &trees, None, |t| {
             t.n_leaves as usize
         })?;
         if n == 0 || n >= MAX_INDEX {
-            return Err(format!(
-                "`forest.leaf_of_row` has {n} rows, expected 1 to {MAX_INDEX}"
+            return Err(shape(
+                "forest.leaf_of_row",
+                &[trees.len(), n],
+                format!("[trees, rows] with 1 to {MAX_INDEX} rows"),
             ));
         }
         // A row is drawn at most `n` times into a bootstrap sample of `n`.
@@ -87,51 +108,54 @@ impl Forest {
 }
 
 /// `v` as an index below `below`, or why not.
-fn index(name: &str, v: f32, below: usize) -> Result<usize, String> {
+fn index(name: &str, v: f32, below: usize) -> Result<usize, TensorProblem> {
     if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && (v as usize) < below {
         Ok(v as usize)
     } else {
-        Err(format!(
-            "`{name}` holds {v}, expected an index below {below}"
-        ))
+        Err(TensorProblem::NotAnIndex {
+            name: name.into(),
+            value: v,
+            below,
+        })
     }
 }
 
 /// Tensor `name`, which must have `dims` dimensions.
-fn shaped(get: Lookup<'_>, name: &str, dims: usize) -> Result<(Vec<usize>, Vec<f32>), String> {
-    let (shape, data) = get(name)?;
-    if shape.len() != dims {
-        return Err(format!(
-            "`{name}` has shape {shape:?}, expected {dims} dimension(s)"
-        ));
+fn shaped(
+    get: Lookup<'_>,
+    name: &str,
+    dims: usize,
+) -> Result<(Vec<usize>, Vec<f32>), TensorProblem> {
+    let (found, data) = get(name)?;
+    if found.len() != dims {
+        return Err(shape(name, &found, format!("{dims} dimension(s)")));
     }
-    Ok((shape, data))
+    Ok((found, data))
 }
 
 /// Every tree, from `forest.nodes` cut by `forest.tree_offsets`.
-fn read_trees(get: Lookup<'_>, n_features: usize) -> Result<Vec<Tree>, String> {
-    let (shape, nodes) = shaped(get, "forest.nodes", 2)?;
-    if shape[1] != 4 {
-        return Err(format!(
-            "`forest.nodes` has shape {shape:?}, expected [nodes, 4]"
-        ));
+fn read_trees(get: Lookup<'_>, n_features: usize) -> Result<Vec<Tree>, TensorProblem> {
+    let (found, nodes) = shaped(get, "forest.nodes", 2)?;
+    if found[1] != 4 {
+        return Err(shape("forest.nodes", &found, "[nodes, 4]"));
     }
-    let n_nodes = shape[0];
+    let n_nodes = found[0];
     let (_, offsets) = shaped(get, "forest.tree_offsets", 1)?;
     let offsets: Vec<usize> = offsets
         .iter()
         .map(|&o| index("forest.tree_offsets", o, n_nodes + 1))
         .collect::<Result<_, _>>()?;
     if offsets.len() < 2 || offsets[0] != 0 || offsets[offsets.len() - 1] != n_nodes {
-        return Err(format!(
-            "`forest.tree_offsets` must run from 0 to {n_nodes} over at least one tree"
+        return Err(order(
+            "forest.tree_offsets",
+            format!("run from 0 to {n_nodes} over at least one tree"),
         ));
     }
     offsets
         .windows(2)
         .map(|w| {
             if w[1] <= w[0] {
-                return Err("`forest.tree_offsets` must increase".into());
+                return Err(order("forest.tree_offsets", "increase"));
             }
             read_tree(&nodes[4 * w[0]..4 * w[1]], n_features)
         })
@@ -146,14 +170,18 @@ fn per_tree(
     trees: &[Tree],
     n: Option<usize>,
     below: impl Fn(&Tree) -> usize,
-) -> Result<(usize, Vec<Vec<u32>>), String> {
-    let (shape, values) = shaped(get, name, 2)?;
-    let cols = n.unwrap_or(shape[1]);
-    if shape != [trees.len(), cols] {
-        return Err(format!(
-            "`{name}` has shape {shape:?}, expected [{}, {}]",
-            trees.len(),
-            n.map_or("rows".into(), |n| n.to_string())
+) -> Result<(usize, Vec<Vec<u32>>), TensorProblem> {
+    let (found, values) = shaped(get, name, 2)?;
+    let cols = n.unwrap_or(found[1]);
+    if found != [trees.len(), cols] {
+        return Err(shape(
+            name,
+            &found,
+            format!(
+                "[{}, {}]",
+                trees.len(),
+                n.map_or("rows".into(), |n| n.to_string())
+            ),
         ));
     }
     let rows = trees
@@ -162,7 +190,7 @@ fn per_tree(
         .map(|(tree, row)| {
             row.iter()
                 .map(|&v| index(name, v, below(tree)).map(|i| i as u32))
-                .collect::<Result<Vec<u32>, String>>()
+                .collect::<Result<Vec<u32>, TensorProblem>>()
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((cols, rows))
@@ -173,14 +201,14 @@ fn read_labels(
     get: Lookup<'_>,
     n: usize,
     n_labels: usize,
-) -> Result<(Vec<usize>, Vec<u32>), String> {
-    let (shape, indptr) = shaped(get, "forest.label_indptr", 1)?;
+) -> Result<(Vec<usize>, Vec<u32>), TensorProblem> {
+    let (found, indptr) = shaped(get, "forest.label_indptr", 1)?;
     let (_, labels) = shaped(get, "forest.label_indices", 1)?;
-    if shape[0] != n + 1 {
-        return Err(format!(
-            "`forest.label_indptr` has {} entries, expected {}",
-            shape[0],
-            n + 1
+    if found[0] != n + 1 {
+        return Err(shape(
+            "forest.label_indptr",
+            &found,
+            format!("[{}], one more than the rows", n + 1),
         ));
     }
     let indptr: Vec<usize> = indptr
@@ -188,9 +216,10 @@ fn read_labels(
         .map(|&v| index("forest.label_indptr", v, labels.len() + 1))
         .collect::<Result<_, _>>()?;
     if indptr[0] != 0 || indptr[n] != labels.len() || indptr.windows(2).any(|w| w[1] < w[0]) {
-        return Err(
-            "`forest.label_indptr` must run from 0 to the label count, not decreasing".into(),
-        );
+        return Err(order(
+            "forest.label_indptr",
+            "run from 0 to the label count, not decreasing",
+        ));
     }
     let labels: Vec<u32> = labels
         .iter()
@@ -200,7 +229,7 @@ fn read_labels(
         .windows(2)
         .any(|w| labels[w[0]..w[1]].windows(2).any(|p| p[1] <= p[0]))
     {
-        return Err("`forest.label_indices` must increase within each row".into());
+        return Err(order("forest.label_indices", "increase within each row"));
     }
     Ok((indptr, labels))
 }
@@ -208,14 +237,19 @@ fn read_labels(
 /// One tree's nodes (`[feature or −1, threshold, left, right]` each). Children come after
 /// their parent (as `grow` numbers them), so no path can loop, and leaves are numbered
 /// `0, 1, …` in node order.
-fn read_tree(raw: &[f32], n_features: usize) -> Result<Tree, String> {
+fn read_tree(raw: &[f32], n_features: usize) -> Result<Tree, TensorProblem> {
+    let entry = |entry: usize, expected: &'static str| TensorProblem::Entry {
+        name: "forest.nodes".into(),
+        entry,
+        expected,
+    };
     let count = raw.len() / 4;
     let mut nodes = Vec::with_capacity(count);
     let mut n_leaves = 0u32;
     for (at, n) in raw.chunks_exact(4).enumerate() {
         if n[0] == -1.0 {
             if index("forest.nodes", n[2], MAX_INDEX)? != n_leaves as usize {
-                return Err(format!("`forest.nodes`: leaf {} is out of order", n[2]));
+                return Err(entry(at, "the next leaf"));
             }
             nodes.push(Node {
                 feature: LEAF,
@@ -229,7 +263,7 @@ fn read_tree(raw: &[f32], n_features: usize) -> Result<Tree, String> {
             let left = index("forest.nodes", n[2], count)?;
             let right = index("forest.nodes", n[3], count)?;
             if left <= at || right <= at || n[1].is_nan() {
-                return Err(format!("`forest.nodes`: node {at} is not a valid split"));
+                return Err(entry(at, "a valid split"));
             }
             nodes.push(Node {
                 feature,

@@ -198,7 +198,7 @@ fn saved_tensors_read_back_whole_and_damage_is_refused() {
             t.iter()
                 .find(|x| x.0 == name)
                 .map(|x| (x.1.clone(), x.2.clone()))
-                .ok_or_else(|| format!("tensor `{name}` is missing"))
+                .ok_or_else(|| cardinal_store::TensorProblem::Missing { name: name.into() })
         };
         Forest::from_tensors(&get, train.n_features(), train.n_labels())
     };
@@ -206,7 +206,7 @@ fn saved_tensors_read_back_whole_and_damage_is_refused() {
     let damage = |name: &str, at: usize, v: f32| {
         let mut t = tensors.clone();
         t.iter_mut().find(|x| x.0 == name).unwrap().2[at] = v;
-        read(&t).unwrap_err()
+        read(&t).unwrap_err().to_string()
     };
     // A child pointing back at the root (a loop), a feature past the inputs, a leaf past the
     // tree's leaves, a label past the labels, a fractional index: each refused, named.
@@ -220,7 +220,12 @@ fn saved_tensors_read_back_whole_and_damage_is_refused() {
     assert!(damage("forest.label_indptr", 1, 0.5).contains("forest.label_indptr"));
     let mut missing = tensors.clone();
     missing.retain(|t| t.0 != "forest.tree_offsets");
-    assert!(read(&missing).unwrap_err().contains("forest.tree_offsets"));
+    assert_eq!(
+        read(&missing).unwrap_err(),
+        cardinal_store::TensorProblem::Missing {
+            name: "forest.tree_offsets".into()
+        }
+    );
 }
 
 /// A size a forest cannot index is refused by what is too large, not by the row count.

@@ -42,4 +42,6 @@ pub mod pipeline;
 pub mod search_record;
 pub mod simd;
 
-pub use error::{Error, Result};
+pub use error::{
+    CheckpointProblem, ConfigProblem, Disagreement, Error, NotARun, Record, Result, Unread,
+};

@@ -8,9 +8,7 @@ use cardinal::data::LabelSets;
 use cardinal::engine::EpochRecord;
 use cardinal::engine::Outputs;
 use cardinal::engine::WEIGHTS_FILE;
-use cardinal::engine::{
-    check_labels, read_eval, read_history, read_names, Engine, EVAL_FILE, METRICS_FILE,
-};
+use cardinal::engine::{check_labels, read_eval, read_history, read_names, Engine, METRICS_FILE};
 use cardinal::eval::EvalReport;
 use cardinal::metrics::{
     binarize, example_f1_by_threshold, round_cardinality, Binarize, Confusion, MetricOptions,
@@ -166,11 +164,8 @@ pub fn gather(
     if !dir.join(WEIGHTS_FILE).exists() {
         view.metrics = read_eval(dir)?;
         if view.metrics.is_none() && view.history.is_empty() {
-            return Err(Error::File {
+            return Err(Error::NothingToReport {
                 path: dir.to_path_buf(),
-                message: format!(
-                    "holds no model ({WEIGHTS_FILE}), no {EVAL_FILE} and no {METRICS_FILE}"
-                ),
             });
         }
         view.notes.push(format!(

@@ -20,7 +20,7 @@
 
 use std::path::PathBuf;
 
-use cardinal::engine::Engine;
+use cardinal::engine::{Engine, EVAL_FILE, METRICS_FILE, WEIGHTS_FILE};
 
 pub mod figures;
 pub mod gather;
@@ -35,13 +35,14 @@ pub enum Error {
     /// A metric over the model's outputs.
     #[error(transparent)]
     Metrics(#[from] cardinal::metrics::MetricsError),
-    /// A file of a run directory that is not what it should be.
-    #[error("{path}: {message}")]
-    File {
-        /// The file.
+    /// A folder with nothing to report: no model, no evaluation and no training curves.
+    #[error(
+        "{}: holds no model ({WEIGHTS_FILE}), no {EVAL_FILE} and no {METRICS_FILE}",
+        path.display()
+    )]
+    NothingToReport {
+        /// The folder.
         path: PathBuf,
-        /// What is wrong with it.
-        message: String,
     },
     /// The plotting back end failed (it writes to memory: not expected).
     #[error("drawing a figure: {source}")]

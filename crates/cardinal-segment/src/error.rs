@@ -27,14 +27,14 @@ pub enum SegError {
         allowed: String,
     },
     /// A configuration field whose value conflicts with another setting or with the data.
-    #[error("{field} = {value}: {conflict}")]
+    #[error("{field} = {value}: {with}")]
     Conflict {
         /// The field's dotted path.
         field: String,
         /// Its value.
         value: String,
-        /// What it conflicts with, and what would do.
-        conflict: String,
+        /// What it conflicts with.
+        with: Conflict,
     },
     /// Data, or a saved state, of another shape than the model's.
     #[error("{what} has {found}; expected {expected}")]
@@ -56,5 +56,30 @@ pub enum SegError {
         /// What failed.
         #[source]
         source: ProjError,
+    },
+}
+
+/// What a Section 6 setting conflicts with ([`SegError::Conflict`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Conflict {
+    /// A term of the unrolled steps, set for the mode that runs none.
+    #[error(
+        "the {term} enters the unrolled steps, which mode \"unary\" does not run (expected \
+         {off}, or mode pnc or oracle)"
+    )]
+    UnaryMode {
+        /// The term (`global energy`, `grid energy`).
+        term: &'static str,
+        /// The setting's value that turns it off (`0`, `false`).
+        off: &'static str,
+    },
+    /// A grid energy over data whose positions form no square grid.
+    #[error("`{data}` has {positions} positions, which do not form a square grid")]
+    NotAGrid {
+        /// The data's name.
+        data: String,
+        /// Its positions.
+        positions: usize,
     },
 }

@@ -56,7 +56,7 @@ mod step;
 mod train;
 
 pub use energy::GlobalEnergy;
-pub use error::SegError;
+pub use error::{Conflict, SegError};
 pub use eval::{evaluate, SegMetrics};
 pub use grid_energy::GridEnergy;
 pub use model::{Mode, SegModel};

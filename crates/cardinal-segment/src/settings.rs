@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Mode, Result, SegConfig, SegError};
+use crate::{Conflict, Mode, Result, SegConfig, SegError};
 use cardinal_proj::matrix::{AnyMatrixProjector, MatrixMethod};
 
 /// The name of the document's one section.
@@ -135,19 +135,20 @@ impl SegConfig {
             return Err(SegError::Conflict {
                 field: format!("{SECTION}.energy"),
                 value: self.energy.to_string(),
-                conflict: "the global energy enters the unrolled steps, which mode \"unary\" does \
-                      not run (expected 0, or mode pnc or oracle)"
-                    .into(),
+                with: Conflict::UnaryMode {
+                    term: "global energy",
+                    off: "0",
+                },
             });
         }
         if self.grid_energy && !self.mode.unrolls() {
             return Err(SegError::Conflict {
                 field: format!("{SECTION}.grid_energy"),
                 value: "true".into(),
-                conflict:
-                    "the grid energy enters the unrolled steps, which mode \"unary\" does not \
-                      run (expected false, or mode pnc or oracle)"
-                        .into(),
+                with: Conflict::UnaryMode {
+                    term: "grid energy",
+                    off: "false",
+                },
             });
         }
         in_range("epochs", self.epochs, 0, 1000)?;

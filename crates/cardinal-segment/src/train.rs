@@ -152,11 +152,10 @@ fn initial(train: &MultiTargetDataset, cfg: &SegConfig) -> Result<(SegModel, Xos
                 GridEnergy::zeros(train.positions(), m).ok_or_else(|| SegError::Conflict {
                     field: "multi_target.grid_energy".into(),
                     value: "true".into(),
-                    conflict: format!(
-                        "`{}` has {} positions, which do not form a square grid",
-                        train.name,
-                        train.positions()
-                    ),
+                    with: crate::Conflict::NotAGrid {
+                        data: train.name.clone(),
+                        positions: train.positions(),
+                    },
                 })?,
             );
     }

@@ -204,3 +204,79 @@ impl fmt::Display for JsonProblem {
         write!(f, "{what} (line {}, column {})", self.line, self.column)
     }
 }
+
+/// What is wrong with one tensor of a tensor file: missing, of another type or shape than the
+/// file's other records imply, or holding values its reader cannot take. What the tensor
+/// means is the reader's; this names it and the rule it breaks.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TensorProblem {
+    /// No tensor of this name.
+    #[error("tensor `{name}` is missing")]
+    Missing {
+        /// The tensor's name.
+        name: String,
+    },
+    /// A tensor of another element type.
+    #[error("tensor `{name}` has dtype {found}, expected {expected}")]
+    Dtype {
+        /// The tensor's name.
+        name: String,
+        /// Its element type, as the file names it.
+        found: String,
+        /// The element type read (`F32`).
+        expected: &'static str,
+    },
+    /// A tensor of another shape.
+    #[error("tensor `{name}` has shape {found:?}, expected {expected}")]
+    Shape {
+        /// The tensor's name.
+        name: String,
+        /// Its shape.
+        found: Vec<usize>,
+        /// The shape expected, and what implies it (`[3, 4], as meta.json and config.json
+        /// imply`).
+        expected: String,
+    },
+    /// A tensor holding NaN or an infinity.
+    #[error("tensor `{name}` holds non-finite values")]
+    NonFinite {
+        /// The tensor's name.
+        name: String,
+    },
+    /// A tensor of non-negative quantities (a second moment, an accumulator) holding a
+    /// negative value.
+    #[error("tensor `{name}` holds negative values")]
+    Negative {
+        /// The tensor's name.
+        name: String,
+    },
+    /// A value that should be an index and is not one below the bound.
+    #[error("tensor `{name}` holds {value}, expected an index below {below}")]
+    NotAnIndex {
+        /// The tensor's name.
+        name: String,
+        /// The value.
+        value: f32,
+        /// The bound.
+        below: usize,
+    },
+    /// Values out of the order the tensor keeps.
+    #[error("tensor `{name}` must {rule}")]
+    Order {
+        /// The tensor's name.
+        name: String,
+        /// The order it keeps (`increase within each row`).
+        rule: String,
+    },
+    /// An entry that is not what its place holds (a tree node that is not a valid split).
+    #[error("tensor `{name}`: entry {entry} is not {expected}")]
+    Entry {
+        /// The tensor's name.
+        name: String,
+        /// The entry (row), from 0.
+        entry: usize,
+        /// What it should be (`a valid split`, `the next leaf`).
+        expected: &'static str,
+    },
+}

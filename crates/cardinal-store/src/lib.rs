@@ -47,7 +47,7 @@ mod tensor_file;
 pub use commit::{commit_all, parse_journal, recover, Journal, SAVE_JOURNAL};
 #[doc(hidden)]
 pub use commit::{current, write_journal};
-pub use error::{JsonProblem, JsonProblemKind, Problem, StoreError, TensorHeader};
+pub use error::{JsonProblem, JsonProblemKind, Problem, StoreError, TensorHeader, TensorProblem};
 pub use lock::{lock, RunLock, LOCK_FILE};
 pub use output::write_output;
 pub use read::{

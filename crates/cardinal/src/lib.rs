@@ -45,11 +45,15 @@ pub use cardinal_proj as proj;
 use cardinal_model::batch;
 pub use cardinal_model::config;
 use cardinal_model::{inference, model, output_kind, pipeline, search_record, simd};
-pub use cardinal_model::{Error, Result};
+pub use cardinal_model::{
+    CheckpointProblem, ConfigProblem, Disagreement, Error, NotARun, Record, Result, Unread,
+};
 
 /// The library's error type, `cardinal-model`'s, by the path this crate's modules name it.
 mod error {
-    pub(crate) use cardinal_model::{Error, Result};
+    pub(crate) use cardinal_model::{
+        CheckpointProblem, Disagreement, Error, NotARun, Record, Result, Unread,
+    };
 }
 
 mod checkpoint;

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::checkpoint::{write_atomic, META_FILE, WEIGHTS_FILE};
-use crate::error::{Error, Result};
+use crate::error::{Error, NotARun, Result};
 
 mod checkpoints;
 mod files;
@@ -71,20 +71,14 @@ pub(crate) fn explain_missing_model(dir: &Path, e: Error) -> Error {
         })
         .unwrap_or_default();
     models.sort();
-    let message = if models.is_empty() {
-        format!("holds no model (no {META_FILE}): pass the folder a training wrote its model to")
-    } else {
-        let more = models.len().saturating_sub(5);
-        models.truncate(5);
-        let mut list = models.join(", ");
-        if more > 0 {
-            list.push_str(&format!(" and {more} more"));
-        }
-        format!("holds no model (no {META_FILE}) but model folders: pass one of them: {list}")
-    };
+    let more = models.len().saturating_sub(5);
+    models.truncate(5);
     Error::Checkpoint {
         path: dir.to_path_buf(),
-        message,
+        problem: Box::new(crate::error::CheckpointProblem::NoModel {
+            model_folders: models,
+            more,
+        }),
     }
 }
 
@@ -245,7 +239,7 @@ pub(crate) fn prepare(dir: &Path, existing: Existing) -> Result<RunDir> {
         if let Some(why) = not_a_run(dir) {
             return Err(Error::NotARun {
                 path: dir.to_path_buf(),
-                why,
+                what: why,
             });
         }
         // The folder itself, where `dir` is a link to it: that is what gets replaced.
@@ -270,14 +264,14 @@ pub(crate) fn prepare(dir: &Path, existing: Existing) -> Result<RunDir> {
 /// Why the occupied folder `dir` is not a run that may be replaced, if it is not: a
 /// filesystem root or the home folder never is; a run holds `run.json` or `meta.json` as this
 /// library writes them.
-fn not_a_run(dir: &Path) -> Option<String> {
+fn not_a_run(dir: &Path) -> Option<NotARun> {
     let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     if real.parent().is_none() {
-        return Some("is a filesystem root".into());
+        return Some(NotARun::FilesystemRoot);
     }
     let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
     if home.is_some_and(|h| h == real) {
-        return Some("is the home folder".into());
+        return Some(NotARun::Home);
     }
     let json = |name: &str| -> Option<serde_json::Value> {
         let p = dir.join(name);
@@ -314,13 +308,12 @@ fn not_a_run(dir: &Path) -> Option<String> {
     names.sort();
     let more = names.len().saturating_sub(5);
     names.truncate(5);
-    let mut held = names.join(", ");
-    if more > 0 {
-        held.push_str(&format!(" and {more} more"));
-    }
-    Some(format!(
-        "is not a cardinal run (no {RUN_FILE} or {META_FILE} written by cardinal); it holds {held}"
-    ))
+    Some(NotARun::Foreign {
+        run_file: RUN_FILE,
+        meta_file: META_FILE,
+        entries: names,
+        more,
+    })
 }
 
 /// Whether `dir` holds anything, refusing what `existing` does not allow.
@@ -333,7 +326,7 @@ fn refuse_unless_allowed(dir: &Path, existing: Existing) -> Result<bool> {
         if let Some(why) = not_a_run(dir).filter(|_| !being_created) {
             return Err(Error::NotARun {
                 path: dir.to_path_buf(),
-                why,
+                what: why,
             });
         }
         // Said as what it is, so that --resume is offered only where it can work.
@@ -541,15 +534,9 @@ mod tests {
         assert!(!d.join("metrics.jsonl").exists() && !d.join(META_FILE).exists());
         assert!(d.join("checkpoints/resnet/weights.pt").exists());
         std::fs::remove_dir_all(&d).unwrap();
-        assert_eq!(
-            not_a_run(Path::new("/")).as_deref(),
-            Some("is a filesystem root")
-        );
+        assert_eq!(not_a_run(Path::new("/")), Some(NotARun::FilesystemRoot));
         if let Some(home) = std::env::var_os("HOME").filter(|h| Path::new(h).is_dir()) {
-            assert_eq!(
-                not_a_run(Path::new(&home)).as_deref(),
-                Some("is the home folder")
-            );
+            assert_eq!(not_a_run(Path::new(&home)), Some(NotARun::Home));
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::config::{
     Config, InferenceConfig, LossConfig, SearchConfig, SectionFields, PNC, SECTION,
 };
 use crate::data::{CsrMatrix, Dataset};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unread};
 use crate::eval;
 pub use crate::output_kind::OutputKind;
 use crate::pipeline::{Model, Outputs};
@@ -189,15 +189,15 @@ impl Fields {
         }
     }
 
-    /// Why `field` of the section `name` is not read.
-    fn why_not(&self, name: &str) -> String {
-        match self {
-            Self::Only([]) => format!("it reads no field of the `{name}` section"),
-            Self::Only(read) => {
-                format!("of the `{name}` section it reads {} only", read.join(", "))
-            }
-            // Never asked: every field is read.
-            Self::All => String::new(),
+    /// Why a field of the section `section` is not read: the fields of it that are.
+    fn why_not(&self, section: &'static str) -> Unread {
+        Unread::Fields {
+            section,
+            reads: match self {
+                Self::Only(read) => read.to_vec(),
+                // Never asked: every field is read.
+                Self::All => Vec::new(),
+            },
         }
     }
 }
@@ -254,20 +254,17 @@ impl Reads {
 
     /// The first field of `cfg` this leaves unread and `cfg` sets, by its dotted path, with
     /// why it is not read.
-    fn first_unread(&self, cfg: &Config) -> Option<(String, String)> {
+    fn first_unread(&self, cfg: &Config) -> Option<(String, Unread)> {
         let settings = self.settings();
         if let Some(field) = cfg.system_settings.first_not_read(&settings) {
-            let why = match settings.as_slice() {
-                [] => format!(
-                    "it reads no field of the `{SECTION}` section, which configures the other \
-                     Table 1 systems (`--system`)"
-                ),
-                read => format!(
-                    "of the `{SECTION}` section it reads {} only",
-                    read.join(", ")
-                ),
+            let because = match settings.as_slice() {
+                [] => Unread::OthersSection { section: SECTION },
+                read => Unread::Fields {
+                    section: SECTION,
+                    reads: read.to_vec(),
+                },
             };
-            return Some((format!("{SECTION}.{field}"), why));
+            return Some((format!("{SECTION}.{field}"), because));
         }
         let (name, field) = self.unread_product_fields(cfg).into_iter().next()?;
         Some((format!("{name}.{field}"), self.section(name).why_not(name)))
@@ -282,14 +279,16 @@ pub fn check<S: System + ?Sized>(system: &S, cfg: &Config) -> Result<()> {
         return Err(Error::NotRead {
             field: "model.forest_prior".into(),
             system: system.name().into(),
-            why: "only Predict and Constrain's unary scores take a forest's prior".into(),
+            because: Unread::Remark(
+                "only Predict and Constrain's unary scores take a forest's prior",
+            ),
         });
     }
-    if let Some((field, why)) = system.reads().first_unread(cfg) {
+    if let Some((field, because)) = system.reads().first_unread(cfg) {
         return Err(Error::NotRead {
             field,
             system: system.name().into(),
-            why,
+            because,
         });
     }
     system.validate(cfg)
@@ -419,10 +418,15 @@ mod tests {
                 Err(Error::NotRead {
                     field: f,
                     system,
-                    why,
+                    because,
                 }) => {
                     assert_eq!((f.as_str(), system.as_str()), (field, PNC), "{text}");
-                    assert!(why.contains("Table 1"), "{why}");
+                    assert_eq!(
+                        because,
+                        Unread::OthersSection {
+                            section: "baseline"
+                        }
+                    );
                 }
                 other => panic!("{text}: {:?}", other.map(|s| s.name())),
             }

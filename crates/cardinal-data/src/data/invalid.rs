@@ -53,12 +53,12 @@ pub enum InvalidInput {
         expected: &'static str,
     },
     /// A CSV file whose header or rows do not fit the columns asked for.
-    #[error("{}: {message}", path.display())]
+    #[error("{}: {problem}", path.display())]
     CsvColumns {
         /// The file.
         path: PathBuf,
         /// What is wrong.
-        message: String,
+        problem: CsvProblem,
     },
     /// Data without labels given to evaluate a model.
     #[error("{input}: the data has no labels to evaluate against")]
@@ -378,4 +378,81 @@ fn differences(what: &str, missing: &[String], extra: &[String]) -> String {
         ));
     }
     why.join("; ")
+}
+
+/// What is wrong with a CSV file's header, or with a row's fields against it
+/// ([`InvalidInput::CsvColumns`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CsvProblem {
+    /// A header that is not UTF-8 text.
+    #[error("its header cannot be read: field {field} is not UTF-8 text (byte {byte})")]
+    HeaderNotUtf8 {
+        /// The field, from 1.
+        field: usize,
+        /// The first byte that is not, from 0.
+        byte: usize,
+    },
+    /// A line that is not UTF-8 text.
+    #[error("line {line}: field {field} is not UTF-8 text (byte {byte})")]
+    LineNotUtf8 {
+        /// The line, from 1.
+        line: u64,
+        /// The field, from 1.
+        field: usize,
+        /// The first byte that is not, from 0.
+        byte: usize,
+    },
+    /// No header row.
+    #[error("it has no header row of column names")]
+    NoHeader,
+    /// A column without a name.
+    #[error("column {column} has no name in the header")]
+    Unnamed {
+        /// The column, from 1.
+        column: usize,
+    },
+    /// A name the header gives twice.
+    #[error("the header names column `{name}` twice")]
+    Twice {
+        /// The name.
+        name: String,
+    },
+    /// A label column asked for by name that the header does not have.
+    #[error("it has no label column `{name}` (its columns: {columns})")]
+    NoSuchLabel {
+        /// The name asked for.
+        name: String,
+        /// The columns it has, listed.
+        columns: String,
+    },
+    /// More label columns asked for, counted from the end, than leave a feature.
+    #[error("it has {columns} columns: the last {labels} as labels would leave no feature")]
+    NoFeatureLeft {
+        /// The columns it has.
+        columns: usize,
+        /// The label columns asked for.
+        labels: usize,
+    },
+    /// No column that the rule for label columns takes.
+    #[error("no column is a label column by `{rule}` (its columns: {columns})")]
+    NoLabelColumn {
+        /// The rule (`last:3`, `prefix:tag_`, the names).
+        rule: String,
+        /// The columns it has, listed.
+        columns: String,
+    },
+    /// Every column a label column.
+    #[error("every column is a label column: no feature is left")]
+    AllLabels,
+    /// A row of another length than the header.
+    #[error("line {line} has {found} fields where the header names {expected}")]
+    FieldCount {
+        /// The line, from 1.
+        line: u64,
+        /// Its fields.
+        found: usize,
+        /// The header's columns.
+        expected: usize,
+    },
 }

@@ -47,7 +47,7 @@ pub use arff::{
 };
 pub use error::{DataError, Location, ParseErrorKind, Result};
 pub use inputs::{align_features, read_inputs, InputSchema, Inputs, Labels};
-pub use invalid::{ArrayProblem, InvalidInput};
+pub use invalid::{ArrayProblem, CsvProblem, InvalidInput};
 pub use resolve::{
     load_dir, load_file, load_vendored, resolve_dataset, resolve_dataset_noted, vendored, LoadNote,
     NoteKind, Resolved, VENDORED,

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigProblem, Error, Result};
 use check::{check, out_of_range};
 
 pub mod check;
@@ -108,11 +108,11 @@ pub const MAX_CONFIG_BYTES: u64 = 256 << 20;
 /// allocation failure or a read that never ends.
 pub fn read_config_file(path: &std::path::Path) -> Result<String> {
     use std::io::Read;
-    let refused = |message: String| Error::ConfigFile {
+    let refused = |problem: ConfigProblem| Error::ConfigFile {
         path: path.to_path_buf(),
         source: Box::new(Error::InvalidConfig {
             field: None,
-            message,
+            problem: Box::new(problem),
             line: None,
             column: None,
         }),
@@ -130,23 +130,16 @@ pub fn read_config_file(path: &std::path::Path) -> Result<String> {
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(refused(format!(
-            "the file is more than {MAX_CONFIG_BYTES} bytes ({} MiB), the most a configuration \
-             file may have",
-            MAX_CONFIG_BYTES >> 20
-        )));
+        return Err(refused(ConfigProblem::TooLarge {
+            limit: MAX_CONFIG_BYTES,
+        }));
     }
     // A byte-order mark (editors on Windows write one) is not part of the JSON.
     let text = bytes
         .strip_prefix(b"\xEF\xBB\xBF")
         .unwrap_or(&bytes)
         .to_vec();
-    String::from_utf8(text).map_err(|e| {
-        refused(format!(
-            "the file is not UTF-8 text (byte {})",
-            e.utf8_error().valid_up_to()
-        ))
-    })
+    String::from_utf8(text).map_err(|e| refused(ConfigProblem::NotUtf8(e.utf8_error())))
 }
 
 impl Config {
@@ -252,13 +245,10 @@ impl Config {
                     field: Some("preset".into()),
                     line: None,
                     column: None,
-                    message: format!(
-                        "`{n}` is not a preset but the name of a saved configuration (a search \
-                         candidate or a baseline), and this one names neither its `system` nor \
-                         its `model`: give the whole config.json it was saved as, or a preset \
-                         ({})",
-                        Self::PRESETS.join(", ")
-                    ),
+                    problem: Box::new(ConfigProblem::SavedNameAlone {
+                        name: n.into(),
+                        presets: Self::PRESETS.join(", "),
+                    }),
                 });
             }
         }
@@ -325,9 +315,9 @@ impl Config {
         let user: serde_json::Value =
             serde_json::from_str(text).map_err(|e| Error::InvalidConfig {
                 field: None,
-                message: e.to_string(),
-                line: None,
-                column: None,
+                line: Some(e.line()).filter(|&l| l > 0),
+                column: Some(e.column()).filter(|_| e.line() > 0),
+                problem: Box::new(ConfigProblem::Json(e)),
             })?;
         let mut merged = serde_json::to_value(base).expect("serialisable");
         // A counts range given by the user replaces the base's whole (tagged) object.

@@ -8,6 +8,7 @@
 //! `inference.learn_eta` are skipped in the stream when `false` (older saved `config.json`
 //! files carry them), so that positions stay those of the text as written.
 
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -16,7 +17,7 @@ use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::Config;
-use crate::error::{Error, Result};
+use crate::error::{ConfigProblem, Error, Result};
 
 /// What [`object`] expects, as a refusal names it.
 const OBJECT: &str = "an object";
@@ -38,52 +39,87 @@ pub(super) fn read(text: &str) -> Result<Config> {
             object(d).map(Whole)
         }
     }
+    EXPECTED.set(None);
     let de = &mut serde_json::Deserializer::from_str(text);
-    let cfg = serde_path_to_error::deserialize::<_, Whole>(&mut *de)
-        .map_err(|e| refusal(&e.path().to_string(), &e.into_inner()))?;
-    de.end().map_err(|e| refusal(".", &e))?;
+    let cfg = serde_path_to_error::deserialize::<_, Whole>(&mut *de).map_err(|e| {
+        let found = EXPECTED
+            .take()
+            .and_then(|expected| not_an_object(text, e.path(), expected));
+        refusal(&e.path().to_string(), e.into_inner(), found)
+    })?;
+    de.end().map_err(|e| refusal(".", e, None))?;
     Ok(cfg.0)
 }
 
+thread_local! {
+    /// What the last [`ObjectVisitor`] asked what it expects had to say: serde asks a visitor
+    /// that only to word a value of the wrong kind. This is how that refusal is told from the
+    /// others without reading the JSON reader's words.
+    static EXPECTED: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// What was found at `path` of `text` where `expected` (an object) was, in words, if it is
+/// not what was expected (a stale record of a refusal that did not stand is no answer).
+fn not_an_object(
+    text: &str,
+    path: &serde_path_to_error::Path,
+    expected: &'static str,
+) -> Option<(&'static str, String)> {
+    use serde_path_to_error::Segment;
+    let whole: serde_json::Value = serde_json::from_str(text).ok()?;
+    let mut at = &whole;
+    for segment in path {
+        at = match segment {
+            Segment::Map { key } => at.get(key)?,
+            Segment::Seq { index } => at.get(index)?,
+            Segment::Enum { .. } => at,
+            Segment::Unknown => return None,
+        };
+    }
+    let found = match at {
+        serde_json::Value::Object(_) => return None,
+        serde_json::Value::Null if expected == OBJECT_OR_NULL => return None,
+        serde_json::Value::Array(_) => "an array".to_owned(),
+        serde_json::Value::Null => "null".to_owned(),
+        serde_json::Value::Bool(b) => format!("boolean `{b}`"),
+        serde_json::Value::Number(n) if n.is_f64() => format!("floating point `{n}`"),
+        serde_json::Value::Number(n) => format!("integer `{n}`"),
+        serde_json::Value::String(s) => format!("string {s:?}"),
+    };
+    Some((expected, found))
+}
+
 /// The refusal of the field at `path` (`.` for the top level) for `err`, with the line and
-/// column in the text read.
-fn refusal(path: &str, err: &serde_json::Error) -> Error {
-    let text = err.to_string();
-    let suffix = format!(" at line {} column {}", err.line(), err.column());
-    let message = text.strip_suffix(&suffix).unwrap_or(&text);
-    let mut column = err.column();
-    let subject = match path {
-        "." => "the top level".to_owned(),
-        p => format!("`{p}`"),
-    };
-    // A value of the wrong kind where an object is expected (see `object`).
-    let shape = message
-        .strip_prefix("invalid type: ")
-        .and_then(|m| m.rsplit_once(", expected "))
-        .filter(|(_, expected)| [OBJECT, OBJECT_OR_NULL].contains(expected));
-    let (field, message) = match shape {
-        Some((found, expected)) => {
-            // serde_json stops before an array's `[` (and after any other value).
-            let found = if found == "sequence" {
-                column += 1;
-                "an array"
-            } else {
-                found
-            };
-            (None, format!("{subject} must be {expected}, found {found}"))
-        }
-        None if path == "." => (None, message.to_string()),
-        None => (Some(path.to_owned()), message.to_string()),
-    };
+/// column in the text read; `found` is what was found where an object was expected, if that
+/// is the refusal.
+fn refusal(path: &str, err: serde_json::Error, found: Option<(&'static str, String)>) -> Error {
+    let column = err.column();
     let (line, column) = match err.line() {
         0 => (None, None),
         line => (Some(line), Some(column)),
     };
-    Error::InvalidConfig {
-        field,
-        message,
-        line,
-        column,
+    let subject = match path {
+        "." => "the top level".to_owned(),
+        p => format!("`{p}`"),
+    };
+    match found {
+        Some((expected, found)) => Error::InvalidConfig {
+            field: None,
+            // serde_json places a value of the wrong kind after it, an array before its `[`.
+            column: column.map(|c| c + usize::from(found == "an array")),
+            problem: Box::new(ConfigProblem::NotAnObject {
+                subject,
+                expected,
+                found,
+            }),
+            line,
+        },
+        None => Error::InvalidConfig {
+            field: Some(path.to_owned()).filter(|p| p != "."),
+            problem: Box::new(ConfigProblem::Json(err)),
+            line,
+            column,
+        },
     }
 }
 
@@ -160,6 +196,7 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
     type Value = T;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        EXPECTED.set(Some(self.expected));
         f.write_str(self.expected)
     }
 

@@ -105,7 +105,7 @@ impl Config {
             };
             Error::InvalidConfig {
                 field: Some(field),
-                message: e.into_inner().to_string(),
+                problem: Box::new(crate::error::ConfigProblem::Json(e.into_inner())),
                 line: None,
                 column: None,
             }

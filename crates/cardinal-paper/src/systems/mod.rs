@@ -44,7 +44,7 @@ use cardinal::metrics::{default_threshold_grid, tune_threshold, MetricOptions};
 use cardinal::parts::Params;
 use cardinal::parts::{dropout_key, Dropout};
 use cardinal::system::{check, Hooks, Reads, Start, System, Systems};
-use cardinal::{Error, Result};
+use cardinal::{Error, Result, Unread};
 pub use fit::fit;
 use nets::{Mlp, MlpCache, MlpGrad, Opt};
 pub use settings::{Activation, BaselineConfig, Optimizer, TaskLoss};
@@ -135,16 +135,16 @@ impl System for Baseline {
             return Err(Error::NotRead {
                 field: "model.dropout".into(),
                 system: self.name.into(),
-                why: "it applies to system `pnc` only; for a baseline's unary pre-training use \
-                      baseline.pretrain_dropout"
-                    .into(),
+                because: Unread::PncOnly {
+                    instead: Some("baseline.pretrain_dropout (the unary pre-training's)"),
+                },
             });
         }
         if cfg.train.average_epochs.is_some() {
             return Err(Error::NotRead {
                 field: "train.average_epochs".into(),
                 system: self.name.into(),
-                why: "it applies to system `pnc` only".into(),
+                because: Unread::PncOnly { instead: None },
             });
         }
         // The system's own section: read strictly and range-checked.

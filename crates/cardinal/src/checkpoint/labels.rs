@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::{ckpt_err, META_FILE};
-use crate::error::Result;
+use crate::error::{CheckpointProblem, Record, Result};
 
 /// The value of `labels` in a multi-target model's `meta.json`.
 pub(crate) const MULTI_TARGET: &str = "multi_target";
@@ -49,24 +49,15 @@ impl std::fmt::Display for LabelStructure {
 
 /// The label structure `meta.json`'s bytes declare (`path` names the file in errors).
 pub(crate) fn of_meta_bytes(path: &Path, bytes: &[u8]) -> Result<LabelStructure> {
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
-        ckpt_err(
-            path,
-            format!("invalid meta data: {}", super::json_problem(&e)),
-        )
-    })?;
-    let size = |field: &str| -> Result<usize> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| super::record_err(path, Record::Meta, &e))?;
+    let size = |field: &'static str| -> Result<usize> {
         value
             .get(field)
             .and_then(serde_json::Value::as_u64)
             .and_then(|v| usize::try_from(v).ok())
             .filter(|&v| v > 0)
-            .ok_or_else(|| {
-                ckpt_err(
-                    path,
-                    format!("`{field}` is missing or not a positive integer, expected one for labels = \"{MULTI_TARGET}\""),
-                )
-            })
+            .ok_or_else(|| ckpt_err(path, CheckpointProblem::MetaSize { field }))
     };
     match value.get("labels") {
         None => Ok(LabelStructure::Binary),
@@ -77,10 +68,7 @@ pub(crate) fn of_meta_bytes(path: &Path, bytes: &[u8]) -> Result<LabelStructure>
                 classes: size("classes")?,
             })
         }
-        Some(other) => Err(ckpt_err(
-            path,
-            format!("`labels` is {other}, expected \"binary\" or \"{MULTI_TARGET}\""),
-        )),
+        Some(_) => Err(ckpt_err(path, CheckpointProblem::LabelStructure)),
     }
 }
 
@@ -101,10 +89,12 @@ pub(super) fn require_binary(path: &Path, bytes: &[u8]) -> Result<()> {
         LabelStructure::Binary => Ok(()),
         other => Err(ckpt_err(
             path,
-            format!(
-                "this is {other}, not a binary multi-label model: load it with \
-                 `Engine::load_segmentation` (`cardinal eval` and `cardinal predict` do so)"
-            ),
+            CheckpointProblem::OtherLabels {
+                found: other.to_string(),
+                expected: "a binary multi-label model",
+                load_with: "`Engine::load_segmentation` (`cardinal eval` and `cardinal predict` \
+                            do so)",
+            },
         )),
     }
 }

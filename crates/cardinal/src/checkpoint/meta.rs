@@ -1,6 +1,7 @@
 //! `meta.json`: what a model directory says about itself and about the data it was trained
 //! on, and the checks that keep a tampered one out.
 
+use crate::error::Disagreement;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Dataset, IndexBase, InputSchema, LoadNote, NoteKind};
@@ -80,53 +81,57 @@ impl Meta {
     /// Reads `meta.json`'s bytes (`path` names the file in errors), refusing a field this
     /// version does not know: a misspelt or foreign key is not silently ignored.
     pub(super) fn parse(path: &std::path::Path, bytes: &[u8]) -> crate::error::Result<Self> {
-        let invalid =
-            |e: &dyn std::fmt::Display| super::ckpt_err(path, format!("invalid meta data: {e}"));
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| invalid(&super::json_problem(&e)))?;
+        use crate::error::{CheckpointProblem, Record};
+        let invalid = |e: &serde_json::Error| super::record_err(path, Record::Meta, e);
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| invalid(&e))?;
         if let Some(fields) = value.as_object() {
             // Named by position, never quoted: the file may be someone else's.
             if let Some(i) = fields
                 .keys()
                 .position(|k| !Self::FIELDS.contains(&k.as_str()))
             {
-                return Err(invalid(&format!(
-                    "its field number {} is not one this version writes (it writes only {})",
-                    i + 1,
-                    Self::FIELDS.join(", ")
-                )));
+                return Err(super::ckpt_err(
+                    path,
+                    CheckpointProblem::UnknownField {
+                        record: Record::Meta,
+                        number: i + 1,
+                        known: Self::FIELDS,
+                    },
+                ));
             }
         }
-        serde_json::from_value(value).map_err(|e| invalid(&super::json_problem(&e)))
+        serde_json::from_value(value).map_err(|e| invalid(&e))
     }
 
     /// Why this meta data cannot describe a model, if it cannot (sizes that disagree, an
     /// index base other than 0 or 1).
-    pub(super) fn inconsistency(&self) -> Option<String> {
+    pub(super) fn inconsistency(&self) -> Option<Disagreement> {
+        let disagree = |found: String, expected: String| Some(Disagreement { found, expected });
         // Counts are label counts: `count_min <= count_max <= n_labels` (so `k` cannot
         // overflow).
         if self.count_min > self.count_max || self.count_max > self.n_labels {
-            Some(format!(
-                "count_min = {}, count_max = {}: expected count_min <= count_max <= n_labels = {}",
-                self.count_min, self.count_max, self.n_labels
-            ))
+            disagree(
+                format!(
+                    "count_min = {}, count_max = {}",
+                    self.count_min, self.count_max
+                ),
+                format!("count_min <= count_max <= n_labels = {}", self.n_labels),
+            )
         } else if self.label_names.len() != self.n_labels && !self.label_names.is_empty() {
-            Some(format!(
-                "{} label names for n_labels = {}",
-                self.label_names.len(),
-                self.n_labels
-            ))
+            disagree(
+                format!("{} label names", self.label_names.len()),
+                format!("n_labels = {}", self.n_labels),
+            )
         } else if self.feature_names.len() != self.n_features && !self.feature_names.is_empty() {
-            Some(format!(
-                "{} feature names for n_features = {}",
-                self.feature_names.len(),
-                self.n_features
-            ))
+            disagree(
+                format!("{} feature names", self.feature_names.len()),
+                format!("n_features = {}", self.n_features),
+            )
         } else if self.libsvm_feature_base.is_some_and(|b| b > 1) {
-            Some(format!(
-                "libsvm_feature_base = {:?}: expected 0 or 1",
-                self.libsvm_feature_base
-            ))
+            disagree(
+                format!("libsvm_feature_base = {:?}", self.libsvm_feature_base),
+                "0 or 1".into(),
+            )
         } else {
             None
         }
@@ -194,10 +199,18 @@ mod tests {
         assert_eq!(meta().inconsistency(), None);
         let mut m = meta();
         m.feature_names.pop();
-        assert!(m.inconsistency().unwrap().contains("1 feature names"));
+        assert!(m
+            .inconsistency()
+            .unwrap()
+            .to_string()
+            .contains("1 feature names"));
         let mut m = meta();
         m.libsvm_feature_base = Some(7);
-        assert!(m.inconsistency().unwrap().contains("expected 0 or 1"));
+        assert!(m
+            .inconsistency()
+            .unwrap()
+            .to_string()
+            .contains("expected 0 or 1"));
         let mut m = meta();
         m.count_max = 4;
         assert!(m.inconsistency().is_some());

@@ -12,7 +12,9 @@ use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
 
 use crate::config::Config;
-use crate::error::{Error, Result};
+use cardinal_store::TensorProblem;
+
+use crate::error::{CheckpointProblem, Error, Record, Result};
 use crate::model::{Params, Standardizer};
 use crate::pipeline::Model;
 
@@ -56,10 +58,10 @@ fn f32_bytes(data: &[f32]) -> Vec<u8> {
 /// Saves `model` into `dir` (created if needed). Refuses to write non-finite weights.
 pub(crate) fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<()> {
     if let Some(name) = model.params.first_nonfinite() {
-        return Err(Error::Checkpoint {
-            path: dir.to_path_buf(),
-            message: format!("refusing to save: {name} holds non-finite values"),
-        });
+        return Err(ckpt_err(
+            dir,
+            CheckpointProblem::NonFiniteToSave { what: name.into() },
+        ));
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     recover(dir)?;
@@ -120,11 +122,28 @@ pub(crate) fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<(
     Ok(commit_all(dir, vec![config, meta, weights])?)
 }
 
-pub(crate) fn ckpt_err(path: &Path, e: impl std::fmt::Display) -> Error {
+/// `path` refused for `problem`.
+pub(crate) fn ckpt_err(path: &Path, problem: impl Into<CheckpointProblem>) -> Error {
     Error::Checkpoint {
         path: path.to_path_buf(),
-        message: e.to_string(),
+        problem: Box::new(problem.into()),
     }
+}
+
+/// The JSON `record` in `path` that does not parse, for `e`.
+pub(crate) fn record_err(path: &Path, record: Record, e: &serde_json::Error) -> Error {
+    ckpt_err(
+        path,
+        CheckpointProblem::Record {
+            record,
+            problem: json_problem(e),
+        },
+    )
+}
+
+/// The tensor problem `problem` of the tensor file `path`.
+fn tensor_err(path: &Path, problem: TensorProblem) -> Error {
+    ckpt_err(path, problem)
 }
 
 /// Loads a model directory written by [`save`], with its meta data: the meta data (its
@@ -139,20 +158,22 @@ pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
 pub(crate) fn load_from(snap: &mut Snapshot) -> Result<(Model<f32>, Meta)> {
     let (meta_path, meta) = load_meta(snap)?;
     let (cfg_path, cfg_bytes) = snap.read_current(CONFIG_FILE)?;
-    let mut config =
-        Config::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
-            .map_err(|source| Error::ConfigFile {
-                path: cfg_path.clone(),
-                source: Box::new(source),
-            })?;
+    let mut config = Config::from_json(
+        std::str::from_utf8(&cfg_bytes)
+            .map_err(|e| ckpt_err(&cfg_path, CheckpointProblem::NotUtf8(e)))?,
+    )
+    .map_err(|source| Error::ConfigFile {
+        path: cfg_path.clone(),
+        source: Box::new(source),
+    })?;
     config.name_legacy_forest();
     let (w_path, w_bytes) = snap.read_current(WEIGHTS_FILE)?;
     let st = SafeTensors::deserialize(&w_bytes)
-        .map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;
-    if let Some(why) = meta.inconsistency() {
+        .map_err(|e| ckpt_err(&w_path, CheckpointProblem::NotSafetensors(e)))?;
+    if let Some(disagreement) = meta.inconsistency() {
         return Err(ckpt_err(
             &meta_path,
-            format!("inconsistent meta data: {why}"),
+            CheckpointProblem::Inconsistent(disagreement),
         ));
     }
     let weights = Weights {
@@ -188,12 +209,12 @@ fn load_meta(snap: &mut Snapshot) -> Result<(PathBuf, Meta)> {
     if meta.format_version != FORMAT_VERSION {
         return Err(ckpt_err(
             &meta_path,
-            format!(
-                "model format version {} (written by cardinal {}), but this is cardinal {} reading format {FORMAT_VERSION}",
-                meta.format_version,
-                meta.cardinal_version,
-                env!("CARGO_PKG_VERSION")
-            ),
+            CheckpointProblem::FormatVersion {
+                found: meta.format_version,
+                written_by: meta.cardinal_version.clone(),
+                reader: env!("CARGO_PKG_VERSION"),
+                reads: FORMAT_VERSION,
+            },
         ));
     }
     Ok((meta_path, meta))
@@ -208,30 +229,32 @@ struct Weights<'a> {
 impl Weights<'_> {
     /// Tensor `name`, which must be `F32` of shape `shape`.
     fn get(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
-        let (found, values) = self.any(name).map_err(|why| ckpt_err(self.path, why))?;
+        let (found, values) = self.any(name).map_err(|p| tensor_err(self.path, p))?;
         if found != shape {
-            return Err(ckpt_err(
+            return Err(tensor_err(
                 self.path,
-                format!(
-                    "tensor `{name}` has shape {found:?}, but {META_FILE} and {CONFIG_FILE} imply \
-                     {shape:?}"
-                ),
+                TensorProblem::Shape {
+                    name: name.into(),
+                    found,
+                    expected: format!("{shape:?}, as {META_FILE} and {CONFIG_FILE} imply"),
+                },
             ));
         }
         Ok(values)
     }
 
     /// Tensor `name`, which must be `F32`, of whatever shape: its shape and values.
-    fn any(&self, name: &str) -> std::result::Result<(Vec<usize>, Vec<f32>), String> {
+    fn any(&self, name: &str) -> std::result::Result<(Vec<usize>, Vec<f32>), TensorProblem> {
         let t = self
             .st
             .tensor(name)
-            .map_err(|_| format!("tensor `{name}` is missing"))?;
+            .map_err(|_| TensorProblem::Missing { name: name.into() })?;
         if t.dtype() != Dtype::F32 {
-            return Err(format!(
-                "tensor `{name}` has dtype {:?}, expected F32",
-                t.dtype()
-            ));
+            return Err(TensorProblem::Dtype {
+                name: name.into(),
+                found: format!("{:?}", t.dtype()),
+                expected: "F32",
+            });
         }
         let values = t
             .data()
@@ -248,7 +271,7 @@ impl Weights<'_> {
             meta.n_features,
             meta.n_labels,
         )
-        .map_err(|why| ckpt_err(self.path, why))
+        .map_err(|p| tensor_err(self.path, p))
     }
 
     fn a2(&self, name: &str, r: usize, c: usize) -> Result<Array2<f32>> {
@@ -281,9 +304,9 @@ impl Weights<'_> {
             eta: self.a1("inference.eta", 1)?,
         };
         if let Some(name) = params.first_nonfinite() {
-            return Err(ckpt_err(
+            return Err(tensor_err(
                 self.path,
-                format!("tensor `{name}` holds non-finite values"),
+                TensorProblem::NonFinite { name: name.into() },
             ));
         }
         Ok(params)
@@ -300,9 +323,9 @@ impl Weights<'_> {
             ("standardize.scale", &standardizer.scale),
         ] {
             if v.iter().any(|x| !x.is_finite()) {
-                return Err(ckpt_err(
+                return Err(tensor_err(
                     self.path,
-                    format!("tensor `{name}` holds non-finite values"),
+                    TensorProblem::NonFinite { name: name.into() },
                 ));
             }
         }
@@ -322,7 +345,8 @@ fn stage_tensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<u8>)]) -> Resu
         .map(|(n, s, b)| {
             Ok((
                 n.clone(),
-                TensorView::new(Dtype::F32, s.clone(), b).map_err(|e| ckpt_err(path, e))?,
+                TensorView::new(Dtype::F32, s.clone(), b)
+                    .map_err(|e| ckpt_err(path, CheckpointProblem::TensorLayout(e)))?,
             ))
         })
         .collect::<Result<_>>()?;
@@ -347,7 +371,7 @@ pub(crate) fn params_tensors(p: &Params<f32>) -> Vec<(String, Vec<usize>, Vec<u8
 pub(crate) fn read_params(path: &Path, like: &Params<f32>) -> Result<Params<f32>> {
     let bytes = read_model_file(path)?;
     let st = SafeTensors::deserialize(&bytes)
-        .map_err(|e| ckpt_err(path, format!("not a valid safetensors file: {e}")))?;
+        .map_err(|e| ckpt_err(path, CheckpointProblem::NotSafetensors(e)))?;
     let shapes = like.shapes();
     let mut out = like.clone();
     let mut k = 0;
@@ -364,26 +388,41 @@ pub(crate) fn read_params(path: &Path, like: &Params<f32>) -> Result<Params<f32>
                     *d = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                 }
             }
-            Ok(t) => {
-                err = Some(ckpt_err(
+            Ok(t) if t.dtype() != Dtype::F32 => {
+                err = Some(tensor_err(
                     path,
-                    format!(
-                        "tensor `{name}` has {:?} {:?}, expected F32 {shape:?}",
-                        t.dtype(),
-                        t.shape()
-                    ),
+                    TensorProblem::Dtype {
+                        name: name.into(),
+                        found: format!("{:?}", t.dtype()),
+                        expected: "F32",
+                    },
                 ))
             }
-            Err(_) => err = Some(ckpt_err(path, format!("tensor `{name}` is missing"))),
+            Ok(t) => {
+                err = Some(tensor_err(
+                    path,
+                    TensorProblem::Shape {
+                        name: name.into(),
+                        found: t.shape().to_vec(),
+                        expected: format!("{shape:?}"),
+                    },
+                ))
+            }
+            Err(_) => {
+                err = Some(tensor_err(
+                    path,
+                    TensorProblem::Missing { name: name.into() },
+                ))
+            }
         }
     });
     if let Some(e) = err {
         return Err(e);
     }
     if let Some(name) = out.first_nonfinite() {
-        return Err(ckpt_err(
+        return Err(tensor_err(
             path,
-            format!("tensor `{name}` holds non-finite values"),
+            TensorProblem::NonFinite { name: name.into() },
         ));
     }
     Ok(out)

@@ -160,10 +160,7 @@ pub(crate) fn read_snapshot<T>(
     }
     Err(ckpt_err(
         dir,
-        format!(
-            "changed {ATTEMPTS} times while it was being read (a run being saved or replaced \
-             there); try again when it is done"
-        ),
+        crate::error::CheckpointProblem::Unsettled { attempts: ATTEMPTS },
     ))
 }
 

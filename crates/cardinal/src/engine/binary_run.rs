@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::checkpoint::{
     ckpt_err, load, params_tensors, read_params, save, write_atomic, write_tensors, Meta, TrainedOn,
 };
-use crate::error::Result;
+use crate::error::{CheckpointProblem, Record, Result};
 use crate::pipeline::Model;
 use crate::run_dir::{self, RunModel};
 use crate::train::{Adagrad, EpochRecord, Progress, TrainState};
@@ -95,7 +95,7 @@ fn read_state(ckpt: &Path) -> Result<(TrainState, Meta)> {
     if let Some(name) = negative {
         return Err(ckpt_err(
             &acc_path,
-            format!("Adagrad accumulator `{name}` holds negative values"),
+            cardinal_store::TensorProblem::Negative { name: name.into() },
         ));
     }
     let best_path = ckpt.join("best.safetensors");
@@ -108,24 +108,14 @@ fn read_state(ckpt: &Path) -> Result<(TrainState, Meta)> {
     let average = if avg_path.exists() {
         Some(read_params(&avg_path, &model.params)?)
     } else if model.config.train.average_epochs.is_some() {
-        return Err(ckpt_err(
-            &avg_path,
-            "missing: the run averages its weights (train.average_epochs)",
-        ));
+        return Err(ckpt_err(&avg_path, CheckpointProblem::NoAverage));
     } else {
         None
     };
     let p = ckpt.join("progress.json");
     let bytes = crate::checkpoint::read_model_file(&p)?;
-    let progress: Progress = serde_json::from_slice(&bytes).map_err(|e| {
-        ckpt_err(
-            &p,
-            format!(
-                "invalid progress record: {}",
-                crate::checkpoint::json_problem(&e)
-            ),
-        )
-    })?;
+    let progress: Progress = serde_json::from_slice(&bytes)
+        .map_err(|e| crate::checkpoint::record_err(&p, Record::Progress, &e))?;
     let optimizer = Adagrad {
         lr: model.config.train.lr as f32,
         acc,

@@ -41,16 +41,15 @@ impl Engine {
             },
             None => self.locate(record.spec()),
         };
-        let data = spec.load().map_err(|_| Error::Checkpoint {
+        let data = spec.load().map_err(|source| Error::Checkpoint {
             path: record.dir().join(RUN_FILE),
-            message: format!(
-                "the data it records (`{}`) cannot be read (moved, or the run came from another \
-                 machine): give the folder that holds it now (`--data-dir`), or other rows to \
-                 score (`--data`, which refuses rows the model trained on)",
-                spec.train
+            problem: Box::new(crate::error::CheckpointProblem::RecordedDataUnreadable {
+                data: spec
+                    .train
                     .as_ref()
-                    .map_or(spec.dataset.clone(), |p| p.display().to_string())
-            ),
+                    .map_or(spec.dataset.clone(), |p| p.display().to_string()),
+                source: Box::new(source),
+            }),
         })?;
         record.check(&spec, &data)?;
         Ok(data)

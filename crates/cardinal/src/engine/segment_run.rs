@@ -124,9 +124,10 @@ impl Engine {
             .multi_target_files()?
             .ok_or_else(|| Error::Checkpoint {
                 path: dir.join(RUN_FILE),
-                message: format!(
-                    "the data it records (`{}`) is not multi-target data (any more)",
-                    spec.dataset
+                problem: Box::new(
+                    crate::error::CheckpointProblem::RecordedDataNotMultiTarget {
+                        data: spec.dataset.clone(),
+                    },
                 ),
             })?;
         let data = self.read_multi_target_files(&files, spec.train_fraction)?;

@@ -171,7 +171,7 @@ pub(crate) fn latest_checkpoint(dir: &Path) -> Result<Option<PathBuf>> {
             if !ours {
                 return Err(ckpt_err(
                     &latest,
-                    "names no checkpoint of this directory: expected `epoch-` and digits",
+                    crate::error::CheckpointProblem::NotACheckpointName,
                 ));
             }
             Ok(Some(root.join(name)))

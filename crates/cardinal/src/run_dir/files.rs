@@ -209,20 +209,13 @@ impl RunRecord {
 }
 
 fn parse_identity(path: &Path, bytes: &[u8]) -> Result<DataIdentity> {
-    serde_json::from_slice(bytes).map_err(|e| Error::Checkpoint {
-        path: path.to_path_buf(),
-        message: format!("invalid data record: {}", checkpoint::json_problem(&e)),
-    })
+    serde_json::from_slice(bytes)
+        .map_err(|e| checkpoint::record_err(path, crate::error::Record::DataIdentity, &e))
 }
 
 fn parse_spec(path: &Path, bytes: &[u8]) -> Result<DataSpec> {
-    serde_json::from_slice(bytes).map_err(|e| Error::Checkpoint {
-        path: path.to_path_buf(),
-        message: format!(
-            "invalid data source record: {}",
-            checkpoint::json_problem(&e)
-        ),
-    })
+    serde_json::from_slice(bytes)
+        .map_err(|e| checkpoint::record_err(path, crate::error::Record::DataSource, &e))
 }
 
 /// Refuses `data` (read from `spec`) when it is not what the run in `dir` recorded at its

@@ -77,8 +77,9 @@ mod tests {
         fn load(dir: &Path) -> Result<u32> {
             let p = dir.join("toy.json");
             let text = std::fs::read_to_string(&p).map_err(|e| crate::Error::io(&p, e))?;
-            text.parse()
-                .map_err(|e| crate::checkpoint::ckpt_err(&p, format!("{e}")))
+            text.parse().map_err(|e| {
+                crate::Error::io(&p, std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+            })
         }
         fn save_state(&self, state: &Vec<u32>, ckpt: &Path) -> Result<()> {
             self.save(state.last().unwrap_or(&0), ckpt)?;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::{EVAL_FILE, METRICS_FILE};
 use crate::checkpoint::{ckpt_err, read_model_file_if_any, CONFIG_FILE, META_FILE};
-use crate::error::Result;
+use crate::error::{CheckpointProblem, Result};
 use crate::eval::EvalReport;
 use crate::train::EpochRecord;
 
@@ -23,8 +23,15 @@ pub fn read_history(dir: &Path) -> Result<Vec<EpochRecord>> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, line)| {
-            serde_json::from_str(line)
-                .map_err(|e| ckpt_err(&path, format!("line {}: not an epoch record ({e})", i + 1)))
+            serde_json::from_str(line).map_err(|source| {
+                ckpt_err(
+                    &path,
+                    CheckpointProblem::EpochRecord {
+                        line: i + 1,
+                        source,
+                    },
+                )
+            })
         })
         .collect()
 }
@@ -35,7 +42,7 @@ pub fn read_eval(dir: &Path) -> Result<Option<EvalReport>> {
     match read_model_file_if_any(&path)? {
         Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|e| ckpt_err(&path, format!("not an evaluation report ({e})"))),
+            .map_err(|source| ckpt_err(&path, CheckpointProblem::EvalReport { source })),
         None => Ok(None),
     }
 }

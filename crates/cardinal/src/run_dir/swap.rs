@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{CONFIG_FILE, META_FILE, SAVE_JOURNAL, WEIGHTS_FILE};
-use crate::error::{Error, Result};
+use crate::error::{CheckpointProblem, Error, Result};
 
 use super::checkpoints::LATEST_FILE;
 use super::{DATA_FILE, EVAL_FILE, LOCK_FILE, METRICS_FILE, RUN_FILE};
@@ -175,12 +175,10 @@ pub(super) fn fresh_staging(target: &Path) -> Result<PathBuf> {
                     .collect();
                 return Err(Error::Checkpoint {
                     path: staging,
-                    message: format!(
-                        "is what an interrupted replacement of {} left, and it holds files \
-                         cardinal did not write ({}); move them out and remove the folder",
-                        target.display(),
-                        names.join(", ")
-                    ),
+                    problem: Box::new(CheckpointProblem::StagingHoldsForeign {
+                        target: target.to_path_buf(),
+                        files: names,
+                    }),
                 });
             }
             std::fs::remove_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
@@ -188,11 +186,9 @@ pub(super) fn fresh_staging(target: &Path) -> Result<PathBuf> {
         Ok(_) => {
             return Err(Error::Checkpoint {
                 path: staging,
-                message: format!(
-                    "is in the way of replacing {} (cardinal writes the new run there first); \
-                     remove it",
-                    target.display()
-                ),
+                problem: Box::new(CheckpointProblem::StagingInTheWay {
+                    target: target.to_path_buf(),
+                }),
             })
         }
     }
@@ -213,12 +209,10 @@ fn cannot_stage(target: &Path, staging: &Path, e: std::io::Error) -> Error {
         .unwrap_or(Path::new("."));
     Error::Checkpoint {
         path: target.to_path_buf(),
-        message: format!(
-            "cannot be replaced: a replacement is written beside it first, in {}, which \
-             cannot be written ({e}); make that folder writable, or train into a new folder \
-             inside one you can write",
-            parent.display()
-        ),
+        problem: Box::new(CheckpointProblem::CannotStage {
+            parent: parent.to_path_buf(),
+            source: e,
+        }),
     }
 }
 
@@ -236,11 +230,7 @@ fn refuse_mount_point(target: &Path) -> Result<()> {
     if t.dev() != p.dev() {
         return Err(Error::Checkpoint {
             path: target.to_path_buf(),
-            message: "is a mount point (another filesystem than its parent folder): a run there \
-                      is replaced by exchanging it with a new folder beside it, which a mount \
-                      point cannot be; train into a folder inside it, or empty it and train \
-                      into it without replacing it"
-                .into(),
+            problem: Box::new(CheckpointProblem::MountPoint),
         });
     }
     Ok(())

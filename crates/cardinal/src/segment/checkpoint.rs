@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::saved::{self, read_f64, stage_f64, SegMeta};
 use crate::checkpoint::{ckpt_err, write_atomic};
 use crate::data::multi_target::MultiTargetDataset;
-use crate::error::Result;
+use crate::error::{CheckpointProblem, Record, Result};
 use crate::run_dir::RunModel;
 use cardinal_segment::{SegConfig, SegEpoch, SegModel, SegState};
 
@@ -90,19 +90,22 @@ fn read_state(ckpt: &Path) -> Result<(SegState, SegConfig, SegMeta)> {
     let path = ckpt.join(OPTIMIZER_FILE);
     let bytes = crate::checkpoint::read_model_file(&path)?;
     let st = SafeTensors::deserialize(&bytes)
-        .map_err(|e| ckpt_err(&path, format!("not a valid safetensors file: {e}")))?;
+        .map_err(|e| ckpt_err(&path, CheckpointProblem::NotSafetensors(e)))?;
     let (mut m1, mut m2) = (vec![0.0; n], vec![0.0; n]);
     read_f64(&st, &path, "adam.m1", &[n], &mut m1)?;
     read_f64(&st, &path, "adam.m2", &[n], &mut m2)?;
     if m2.iter().any(|&v| v < 0.0) {
-        return Err(ckpt_err(&path, "`adam.m2` holds negative values"));
+        return Err(ckpt_err(
+            &path,
+            cardinal_store::TensorProblem::Negative {
+                name: "adam.m2".into(),
+            },
+        ));
     }
     let path = ckpt.join(PROGRESS_FILE);
     let bytes = crate::checkpoint::read_model_file(&path)?;
-    let progress: SegProgress = serde_json::from_slice(&bytes).map_err(|e| {
-        let why = crate::checkpoint::json_problem(&e);
-        ckpt_err(&path, format!("invalid progress record: {why}"))
-    })?;
+    let progress: SegProgress = serde_json::from_slice(&bytes)
+        .map_err(|e| crate::checkpoint::record_err(&path, Record::Progress, &e))?;
     let numbered = progress
         .history
         .iter()
@@ -111,10 +114,7 @@ fn read_state(ckpt: &Path) -> Result<(SegState, SegConfig, SegMeta)> {
     if !numbered || progress.history.len() > cfg.epochs {
         return Err(ckpt_err(
             &path,
-            format!(
-                "expected epochs numbered 1, 2, ... and at most {} of them",
-                cfg.epochs
-            ),
+            CheckpointProblem::EpochNumbers { max: cfg.epochs },
         ));
     }
     let state = SegState {

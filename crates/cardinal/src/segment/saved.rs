@@ -15,8 +15,9 @@ use crate::checkpoint::{
 };
 use crate::data::multi_target::MultiTargetDataset;
 use crate::data::multi_target_inputs::MultiTargetSchema;
-use crate::error::{Error, Result};
+use crate::error::{CheckpointProblem, Disagreement, Error, Record, Result};
 use cardinal_segment::{GlobalEnergy, GridEnergy, SegConfig, SegModel};
+use cardinal_store::TensorProblem;
 
 /// What a multi-target model directory says about itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,38 +50,38 @@ pub struct SegMeta {
 
 impl SegMeta {
     /// Why this meta data cannot describe a model, if it cannot.
-    fn inconsistency(&self) -> Option<String> {
+    fn inconsistency(&self) -> Option<Disagreement> {
+        let disagree = |found: String, expected: String| Some(Disagreement { found, expected });
         if self.labels != crate::checkpoint::MULTI_TARGET {
-            Some(format!(
-                "labels = {:?}, expected \"{}\"",
-                self.labels,
-                crate::checkpoint::MULTI_TARGET
-            ))
+            disagree(
+                "labels is another label structure".into(),
+                format!("\"{}\"", crate::checkpoint::MULTI_TARGET),
+            )
         } else if self.positions == 0 || self.classes == 0 || self.channels == 0 {
-            Some(format!(
-                "positions = {}, classes = {}, channels = {}: expected each >= 1",
-                self.positions, self.classes, self.channels
-            ))
+            disagree(
+                format!(
+                    "positions = {}, classes = {}, channels = {}",
+                    self.positions, self.classes, self.channels
+                ),
+                "each >= 1".into(),
+            )
         } else if !self.class_names.is_empty() && self.class_names.len() != self.classes {
-            Some(format!(
-                "{} class names for classes = {}",
-                self.class_names.len(),
-                self.classes
-            ))
+            disagree(
+                format!("{} class names", self.class_names.len()),
+                format!("classes = {}", self.classes),
+            )
         } else if !self.target_names.is_empty() && self.target_names.len() != self.positions {
-            Some(format!(
-                "{} target names for positions = {}",
-                self.target_names.len(),
-                self.positions
-            ))
+            disagree(
+                format!("{} target names", self.target_names.len()),
+                format!("positions = {}", self.positions),
+            )
         } else if !self.feature_names.is_empty()
             && self.feature_names.len() != self.positions * self.channels
         {
-            Some(format!(
-                "{} feature names for positions × channels = {}",
-                self.feature_names.len(),
-                self.positions * self.channels
-            ))
+            disagree(
+                format!("{} feature names", self.feature_names.len()),
+                format!("positions × channels = {}", self.positions * self.channels),
+            )
         } else {
             None
         }
@@ -191,7 +192,8 @@ pub(super) fn stage_f64(path: &Path, tensors: &[(&str, Vec<usize>, &[f64])]) -> 
         .map(|((name, shape, _), b)| {
             Ok((
                 *name,
-                TensorView::new(Dtype::F64, shape.clone(), b).map_err(|e| ckpt_err(path, e))?,
+                TensorView::new(Dtype::F64, shape.clone(), b)
+                    .map_err(|e| ckpt_err(path, CheckpointProblem::TensorLayout(e)))?,
             ))
         })
         .collect::<Result<_>>()?;
@@ -215,15 +217,25 @@ pub(super) fn read_f64(
 ) -> Result<()> {
     let t = st
         .tensor(name)
-        .map_err(|_| ckpt_err(path, format!("tensor `{name}` is missing")))?;
-    if t.dtype() != Dtype::F64 || t.shape() != shape {
+        .map_err(|_| ckpt_err(path, TensorProblem::Missing { name: name.into() }))?;
+    if t.dtype() != Dtype::F64 {
         return Err(ckpt_err(
             path,
-            format!(
-                "tensor `{name}` is {:?} {:?}, but {META_FILE} implies F64 {shape:?}",
-                t.dtype(),
-                t.shape()
-            ),
+            TensorProblem::Dtype {
+                name: name.into(),
+                found: format!("{:?}", t.dtype()),
+                expected: "F64",
+            },
+        ));
+    }
+    if t.shape() != shape {
+        return Err(ckpt_err(
+            path,
+            TensorProblem::Shape {
+                name: name.into(),
+                found: t.shape().to_vec(),
+                expected: format!("{shape:?}, as {META_FILE} implies"),
+            },
         ));
     }
     for (d, b) in dest.iter_mut().zip(t.data().chunks_exact(8)) {
@@ -232,7 +244,7 @@ pub(super) fn read_f64(
     if dest.iter().any(|x| !x.is_finite()) {
         return Err(ckpt_err(
             path,
-            format!("tensor `{name}` holds non-finite values"),
+            TensorProblem::NonFinite { name: name.into() },
         ));
     }
     Ok(())
@@ -253,7 +265,12 @@ pub(crate) fn save(
         params.push(&g.c);
     }
     if params.iter().any(|p| p.iter().any(|x| !x.is_finite())) {
-        return Err(ckpt_err(dir, "refusing to save: non-finite parameters"));
+        return Err(ckpt_err(
+            dir,
+            CheckpointProblem::NonFiniteToSave {
+                what: "the parameters".into(),
+            },
+        ));
     }
     let meta = SegMeta {
         format_version: FORMAT_VERSION,
@@ -267,8 +284,11 @@ pub(crate) fn save(
         target_names: train.target_names.clone(),
         feature_names: train.feature_names.clone(),
     };
-    if let Some(why) = meta.inconsistency() {
-        return Err(ckpt_err(dir, format!("refusing to save: {why}")));
+    if let Some(disagreement) = meta.inconsistency() {
+        return Err(ckpt_err(
+            dir,
+            CheckpointProblem::InconsistentToSave(disagreement),
+        ));
     }
     meta.check_data(train)?;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
@@ -307,42 +327,44 @@ pub(crate) fn load_from(
     if crate::checkpoint::labels_of(&meta_path, &meta_bytes)? == LabelStructure::Binary {
         return Err(ckpt_err(
             &meta_path,
-            "this is a binary multi-label model, not a multi-target one: load it with \
-             `Engine::load`",
+            CheckpointProblem::OtherLabels {
+                found: LabelStructure::Binary.to_string(),
+                expected: "a multi-target one",
+                load_with: "`Engine::load`",
+            },
         ));
     }
-    let meta: SegMeta = serde_json::from_slice(&meta_bytes).map_err(|e| {
-        let why = crate::checkpoint::json_problem(&e);
-        ckpt_err(&meta_path, format!("invalid meta data: {why}"))
-    })?;
+    let meta: SegMeta = serde_json::from_slice(&meta_bytes)
+        .map_err(|e| crate::checkpoint::record_err(&meta_path, Record::Meta, &e))?;
     if meta.format_version != FORMAT_VERSION {
         return Err(ckpt_err(
             &meta_path,
-            format!(
-                "model format version {} (written by cardinal {}), but this is cardinal {} \
-                 reading format {FORMAT_VERSION}",
-                meta.format_version,
-                meta.cardinal_version,
-                env!("CARGO_PKG_VERSION")
-            ),
+            CheckpointProblem::FormatVersion {
+                found: meta.format_version,
+                written_by: meta.cardinal_version.clone(),
+                reader: env!("CARGO_PKG_VERSION"),
+                reads: FORMAT_VERSION,
+            },
         ));
     }
-    if let Some(why) = meta.inconsistency() {
+    if let Some(disagreement) = meta.inconsistency() {
         return Err(ckpt_err(
             &meta_path,
-            format!("inconsistent meta data: {why}"),
+            CheckpointProblem::Inconsistent(disagreement),
         ));
     }
     let (cfg_path, cfg_bytes) = read(CONFIG_FILE)?;
-    let cfg =
-        SegConfig::from_json(std::str::from_utf8(&cfg_bytes).map_err(|e| ckpt_err(&cfg_path, e))?)
-            .map_err(|source| Error::ConfigFile {
-                path: cfg_path.clone(),
-                source: Box::new(source.into()),
-            })?;
+    let cfg = SegConfig::from_json(
+        std::str::from_utf8(&cfg_bytes)
+            .map_err(|e| ckpt_err(&cfg_path, CheckpointProblem::NotUtf8(e)))?,
+    )
+    .map_err(|source| Error::ConfigFile {
+        path: cfg_path.clone(),
+        source: Box::new(source.into()),
+    })?;
     let (w_path, w_bytes) = read(WEIGHTS_FILE)?;
     let st = SafeTensors::deserialize(&w_bytes)
-        .map_err(|e| ckpt_err(&w_path, format!("not a valid safetensors file: {e}")))?;
+        .map_err(|e| ckpt_err(&w_path, CheckpointProblem::NotSafetensors(e)))?;
     let mut model = SegModel::new(meta.channels, meta.classes, cfg.mode, cfg.proj);
     model.steps = cfg.steps;
     model.eta = cfg.eta;
@@ -355,10 +377,9 @@ pub(crate) fn load_from(
             GridEnergy::zeros(meta.positions, meta.classes).ok_or_else(|| {
                 ckpt_err(
                     &cfg_path,
-                    format!(
-                        "grid_energy = true, but {} positions do not form a square grid",
-                        meta.positions
-                    ),
+                    CheckpointProblem::NotAGrid {
+                        positions: meta.positions,
+                    },
                 )
             })?,
         );

@@ -2,6 +2,14 @@
 
 use std::path::PathBuf;
 
+mod checkpoint;
+mod config;
+mod folder;
+
+pub use checkpoint::{CheckpointProblem, Disagreement, Record};
+pub use config::{ConfigProblem, Unread};
+pub use folder::NotARun;
+
 /// Errors of model construction, training, checkpoints and configuration.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -9,15 +17,17 @@ pub enum Error {
     /// A configuration that does not parse (JSON syntax, an unknown field, a value of the
     /// wrong type), with where in the text.
     #[error(
-        "invalid configuration{}: {message}{}",
+        "invalid configuration{}: {problem}{}",
         field_suffix(.field),
         place_suffix(.line, .column)
     )]
     InvalidConfig {
         /// The dotted path of the field to blame (`train.lr`, `baseline.lr_drops[1]`), if one is.
         field: Option<String>,
-        /// What is wrong (the JSON reader's words, or the shape expected and found).
-        message: String,
+        /// What is wrong (the JSON reader's refusal, or the shape expected and found; boxed:
+        /// errors travel in every `Result`).
+        #[source]
+        problem: Box<ConfigProblem>,
         /// The line of the configuration text where it was found (1-based), if known.
         line: Option<usize>,
         /// Its column (1-based), if known.
@@ -33,16 +43,6 @@ pub enum Error {
         name: String,
         /// The presets there are, comma-separated.
         known: String,
-    },
-    /// A configuration field whose value conflicts with another setting.
-    #[error("{field} = {value}: {why}")]
-    Conflict {
-        /// The field's full dotted path.
-        field: String,
-        /// Its value.
-        value: String,
-        /// What it conflicts with, and what would do.
-        why: String,
     },
     /// A dev split that leaves no row to train on.
     #[error(
@@ -91,16 +91,16 @@ pub enum Error {
     },
     /// A configuration field set for a system that does not read it.
     #[error(
-        "{field} is set, but system `{system}` does not read it ({why}); remove it, or choose \
-         a system that reads it"
+        "{field} is set, but system `{system}` does not read it ({because}); remove it, or \
+         choose a system that reads it"
     )]
     NotRead {
         /// The field's full dotted path (`baseline.optimizer`).
         field: String,
         /// The system the configuration trains.
         system: String,
-        /// Which systems read it.
-        why: String,
+        /// What the system reads instead, or which systems read the field.
+        because: Unread,
     },
     /// Reading or checking a dataset failed.
     #[error(transparent)]
@@ -121,12 +121,13 @@ pub enum Error {
         source: cardinal_proj::ProjError,
     },
     /// A model directory or checkpoint is missing, corrupt or inconsistent.
-    #[error("{path}: {message}")]
+    #[error("{}: {problem}", path.display())]
     Checkpoint {
         /// The offending file or directory.
         path: PathBuf,
-        /// What is wrong with it.
-        message: String,
+        /// What is wrong with it (boxed: errors travel in every `Result`).
+        #[source]
+        problem: Box<CheckpointProblem>,
     },
     /// A saved configuration file (a model directory's `config.json`) that is refused, with
     /// the refusal kept as the source.
@@ -263,13 +264,14 @@ pub enum Error {
     /// A folder that replacing a run would delete is not a run (or is a filesystem root or
     /// the home folder).
     #[error(
-        "{path} {why}: only a folder holding a cardinal run is replaced; choose another folder"
+        "{} {what}: only a folder holding a cardinal run is replaced; choose another folder",
+        path.display()
     )]
     NotARun {
         /// The folder.
         path: PathBuf,
         /// What it is, or what is in it.
-        why: String,
+        what: NotARun,
     },
     /// A run asked to continue that cannot be: it is finished, or it stopped before its first
     /// checkpoint. Each front end says how to start it again.
@@ -367,7 +369,7 @@ impl From<cardinal_forest::ForestError> for Error {
             F::Weighted => Self::NotRead {
                 field: "sample weights".into(),
                 system: "model.forest".into(),
-                why: "the forest counts every training row once".into(),
+                because: Unread::Remark("the forest counts every training row once"),
             },
             F::Cancelled => Self::Interrupted { epochs: 0 },
         }
