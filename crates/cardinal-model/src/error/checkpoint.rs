@@ -93,14 +93,14 @@ pub enum CheckpointProblem {
     /// A size that a multi-target model's meta data must give.
     #[error(
         "`{field}` is missing or not a positive integer, expected one for labels = \
-         \"multi-target\""
+         \"multi_target\""
     )]
     MetaSize {
         /// The field (`positions`, `classes`).
         field: &'static str,
     },
     /// A `labels` value that names no label structure.
-    #[error("`labels` is not \"binary\" or \"multi-target\"")]
+    #[error("`labels` names no label structure: expected \"binary\" or \"multi_target\"")]
     LabelStructure,
     /// A model of another label structure than the loader reads.
     #[error("this is {found}, not {expected}: load it with {load_with}")]

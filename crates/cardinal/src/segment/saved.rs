@@ -500,7 +500,7 @@ mod tests {
         };
         let e = tamper("\"channels\": 3", "\"channels\": 4");
         assert!(
-            e.contains("108 feature names for positions × channels = 144"),
+            e.contains("108 feature names: expected positions × channels = 144"),
             "{e}"
         );
         // Without names (a model of an earlier version), the tensors' shapes still tell.
@@ -511,7 +511,7 @@ mod tests {
         let e = load(dir.path()).unwrap_err().to_string();
         std::fs::write(&meta_path, &good).unwrap();
         assert!(
-            e.contains("tensor `unary.w` is F64 [3, 3], but meta.json implies F64 [4, 3]"),
+            e.contains("tensor `unary.w` has shape [3, 3], expected [4, 3], as meta.json implies"),
             "{e}"
         );
         let e = tamper("\"classes\": 3", "\"classes\": 0");
