@@ -444,6 +444,33 @@ mod tests {
     use crate::systems;
     use cardinal::data::{CsrMatrix, Dataset, LabelSets};
 
+    /// A saved row's `config.json`, given back as `--config` (or Python's `config=`) through
+    /// this crate's registry of names, trains the row again: read over `paper`, it is the
+    /// same configuration. Without the registry its name is refused, never read over another
+    /// preset.
+    #[test]
+    fn saved_rows_resolve_again_through_the_registry_of_names() {
+        use cardinal::config::ConfigRequest;
+        let registry = systems();
+        let mut saved: Vec<Config> = table1_rows().into_iter().filter_map(|r| r.config).collect();
+        let mut cardinality = Config::paper();
+        cardinality.preset = "cardinality-only".into();
+        saved.push(cardinality);
+        for cfg in saved {
+            let text = serde_json::to_string(&cfg).unwrap();
+            let request = |names| ConfigRequest {
+                file: Some(&text),
+                names,
+                ..ConfigRequest::default()
+            };
+            let back = request(Some(registry.saved_names())).resolve();
+            assert_eq!(back.unwrap(), cfg, "{}", cfg.preset);
+            if cfg.preset != "predict" {
+                assert!(request(None).resolve().is_err(), "{}", cfg.preset);
+            }
+        }
+    }
+
     #[test]
     fn every_table1_configuration_is_valid() {
         let rows = table1_rows();

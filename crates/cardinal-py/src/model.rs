@@ -129,6 +129,7 @@ pub(crate) fn resolve(
         overrides,
         seed,
         system,
+        names: Some(cardinal_paper::systems().saved_names()),
         ..ConfigRequest::default()
     }
     .resolve()
@@ -152,11 +153,11 @@ pub(crate) fn check_config(
     Ok(serde_json::to_string(&cfg).expect("a configuration serialises"))
 }
 
-/// The preset a saved configuration named `name` is read over (`Config::base_preset`): the
-/// estimator's `preset` for a loaded model.
+/// The preset a saved configuration named `name` is read over (the registry's
+/// `SavedNames::base_preset`): the estimator's `preset` for a loaded model.
 #[pyfunction]
 pub(crate) fn base_preset(name: &str) -> &'static str {
-    Config::base_preset(name)
+    cardinal_paper::systems().saved_names().base_preset(name)
 }
 
 /// A progress line for `verbose` output, or `None` for events it does not show.

@@ -11,7 +11,8 @@
 use std::sync::Arc;
 
 use crate::config::{
-    Config, InferenceConfig, LossConfig, SearchConfig, SectionFields, PNC, SECTION,
+    Config, InferenceConfig, LossConfig, SavedName, SavedNames, SearchConfig, SectionFields, PNC,
+    SECTION,
 };
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result, Unread};
@@ -294,10 +295,12 @@ pub fn check<S: System + ?Sized>(system: &S, cfg: &Config) -> Result<()> {
     system.validate(cfg)
 }
 
-/// The systems a front end knows, by name.
+/// The systems a front end knows, by name, with the names their saved configurations carry
+/// ([`SavedNames`]).
 #[derive(Clone)]
 pub struct Systems {
     systems: Vec<Arc<dyn System>>,
+    saved_names: SavedNames,
 }
 
 impl std::fmt::Debug for Systems {
@@ -322,7 +325,21 @@ impl Systems {
                 Arc::new(ForestSystem::FOREST),
                 Arc::new(ForestSystem::BLEND),
             ],
+            saved_names: SavedNames::product(),
         }
+    }
+
+    /// Adds `name`, a name configurations of a system added here are saved under, with the
+    /// preset they are read over.
+    pub fn with_saved_name(mut self, name: SavedName) -> Self {
+        self.saved_names = self.saved_names.with(name);
+        self
+    }
+
+    /// The names saved configurations of these systems carry, for
+    /// [`ConfigRequest::names`](crate::config::ConfigRequest::names).
+    pub fn saved_names(&self) -> &SavedNames {
+        &self.saved_names
     }
 
     /// Adds `system` (replacing one of the same name).

@@ -23,6 +23,7 @@ mod loss;
 mod model;
 mod presets;
 mod request;
+mod saved_names;
 mod search;
 mod strict;
 mod system_settings;
@@ -34,6 +35,7 @@ pub use loss::{IterateWeights, LossConfig};
 pub use model::resolve_counts;
 pub use model::{CountRange, ForestConfig, ForestPriorConfig, ModelConfig, ZMode};
 pub use request::ConfigRequest;
+pub use saved_names::{NameMatch, SavedName, SavedNames};
 pub use search::{cv_words, SearchConfig, SearchScope, SearchScoring, CV_TRAINING_ROWS};
 pub use system_settings::SystemSettings;
 pub use system_settings::SECTION;
@@ -145,11 +147,10 @@ pub fn read_config_file(path: &std::path::Path) -> Result<String> {
 impl Config {
     /// The configuration a front end asks for: the JSON `overrides` read over a preset, `seed`
     /// set, validated. The preset is `preset` when given; otherwise the one the JSON names (a
-    /// saved `config.json` names its own, so that it trains again as it did even after new
-    /// fields were added to the presets; the `table1-*` rows and the cardinality analysis
-    /// derive from `paper`, and so do `paper-projected` and `paper-wide`, candidates of the
-    /// default's search);
-    /// otherwise `predict`. (The tests' shorthand for a [`ConfigRequest`].)
+    /// saved `config.json` names its own, read over the preset [`SavedNames::product`] gives
+    /// for it, so that it trains again as it did even after new fields were added to the
+    /// presets); otherwise `predict`. (The tests' shorthand for a [`ConfigRequest`] with the
+    /// product's names.)
     pub fn resolve(
         preset: Option<&str>,
         overrides: Option<&str>,
@@ -180,52 +181,18 @@ impl Config {
         }
     }
 
-    /// Whether a saved configuration named `name` is read over `paper` (not `predict`):
-    /// `paper-projected` and `paper-wide` (candidates of the default's search), and the
-    /// configurations of the paper's Table 1 rows. The one rule every front end uses
-    /// ([`Config::base_preset`]).
-    fn derives_from_paper(name: &str) -> bool {
-        name.starts_with("table1-")
-            || ["cardinality-only", "paper-projected", "paper-wide"].contains(&name)
-    }
-
-    /// The preset a saved configuration named `name` is read over: the preset itself, `paper`
-    /// for those derived from it, `predict` otherwise (the search's other candidates, the
-    /// baselines).
-    ///
-    /// ```
-    /// use cardinal_model::config::Config;
-    /// assert_eq!(Config::base_preset("paper-wide"), "paper");
-    /// assert_eq!(Config::base_preset("paper-printed"), "paper-printed");
-    /// assert_eq!(Config::base_preset("forest"), "predict");
-    /// ```
-    pub fn base_preset(name: &str) -> &'static str {
-        match Self::PRESETS.iter().find(|p| **p == name) {
-            Some(p) => p,
-            None if Self::derives_from_paper(name) => "paper",
-            None => "predict",
-        }
-    }
-
     /// The preset (given, named by `overrides`, else `predict`) with `overrides` read over it,
     /// not yet validated: [`ConfigRequest::resolve`]'s first two steps.
-    fn unvalidated(preset: Option<&str>, overrides: Option<&str>) -> Result<Self> {
+    fn unvalidated(
+        preset: Option<&str>,
+        overrides: Option<&str>,
+        names: &SavedNames,
+    ) -> Result<Self> {
         let named = overrides
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
             .and_then(|v| v.get("preset").and_then(|p| p.as_str()).map(str::to_owned));
-        let from_paper = |n: &str| Self::derives_from_paper(n);
         if let Some(n) = named.as_deref() {
-            let known = Self::PRESETS.contains(&n)
-                || from_paper(n)
-                || [
-                    "mlp",
-                    "br-logistic",
-                    FOREST,
-                    FOREST_BLEND,
-                    PREDICT_FOREST_PRIOR,
-                ]
-                .contains(&n);
-            if !known {
+            if !names.knows(n) {
                 return Err(Error::UnknownPreset {
                     name: n.into(),
                     known: Self::PRESETS.join(", "),
@@ -260,7 +227,7 @@ impl Config {
             // The forests as `--system forest` builds them (a saved one names every field).
             (None, Some(FOREST)) => Self::predict().forest(),
             (None, Some(FOREST_BLEND)) => Self::predict().forest_blend(),
-            (None, Some(n)) if from_paper(n) => Self::paper(),
+            (None, Some(n)) => Self::preset(names.base_preset(n))?,
             _ => Self::predict(),
         };
         match overrides {

@@ -1,6 +1,6 @@
 //! The one place a front end's configuration options become a validated [`Config`].
 
-use super::{Config, SearchConfig, SearchScope, FOREST, FOREST_BLEND, PNC};
+use super::{Config, SavedNames, SearchConfig, SearchScope, FOREST, FOREST_BLEND, PNC};
 use crate::error::Result;
 
 /// Everything a front end may say about the configuration, as data (the CLI's `--preset`,
@@ -34,6 +34,10 @@ pub struct ConfigRequest<'a> {
     pub search: Option<bool>,
     /// The seed.
     pub seed: Option<u64>,
+    /// The saved configurations' names the file may give as its `preset`, with the presets
+    /// they are read over (the front end's registry; `None`: the product's,
+    /// [`SavedNames::product`]).
+    pub names: Option<&'a SavedNames>,
 }
 
 impl ConfigRequest<'_> {
@@ -52,7 +56,15 @@ impl ConfigRequest<'_> {
     /// assert_eq!((cfg.preset.as_str(), cfg.model.hidden, cfg.seed), ("predict", 32, 3));
     /// ```
     pub fn resolve(&self) -> Result<Config> {
-        let mut cfg = Config::unvalidated(self.preset, self.file)?;
+        let product;
+        let names = match self.names {
+            Some(names) => names,
+            None => {
+                product = SavedNames::product();
+                &product
+            }
+        };
+        let mut cfg = Config::unvalidated(self.preset, self.file, names)?;
         if let Some(text) = self.overrides {
             cfg = cfg.with_overrides(text)?;
         }

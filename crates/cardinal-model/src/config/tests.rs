@@ -147,20 +147,33 @@ fn an_unknown_preset_named_in_the_configuration_is_refused() {
     }
     // The other saved configurations' names load with their system, as config.json saves
     // them; without it the name would label another system's training, and is refused.
-    for (saved, system) in [
-        ("paper-wide", "pnc"),
-        ("table1-spen", "spen"),
-        ("mlp", "mlp"),
-        ("br-logistic", "br-logistic"),
-    ] {
+    // A crate's names (here a family `row-*` read over `paper`) are known where its registry
+    // is handed over, and only there.
+    let names = SavedNames::product().with(SavedName {
+        name: NameMatch::Prefix("row-"),
+        base: "paper",
+    });
+    let request = |file: &str, names| {
+        ConfigRequest {
+            file: Some(file),
+            names,
+            ..ConfigRequest::default()
+        }
+        .resolve()
+    };
+    for (saved, system) in [("paper-wide", "pnc"), ("row-spen", "spen"), ("row-3", "pnc")] {
         let bare = format!(r#"{{"preset": "{saved}"}}"#);
-        let e = Config::resolve(None, Some(&bare), None)
-            .unwrap_err()
-            .to_string();
+        let e = request(&bare, Some(&names)).unwrap_err().to_string();
         assert!(e.contains("is not a preset but the name of a saved"), "{e}");
         let named = format!(r#"{{"preset": "{saved}", "system": "{system}"}}"#);
-        assert!(Config::resolve(None, Some(&named), None).is_ok(), "{saved}");
+        let cfg = request(&named, Some(&names)).unwrap();
+        // Read over `paper`: its settings, not `predict`'s.
+        assert_eq!(cfg.model.hidden, Config::paper().model.hidden, "{saved}");
     }
+    let e = request(r#"{"preset": "row-3", "system": "pnc"}"#, None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("preset = \"row-3\" is not a preset"), "{e}");
 }
 
 /// The refusal of `text` read over the `paper` preset.

@@ -36,7 +36,7 @@ pub enum Error {
     /// A preset name that names none.
     #[error(
         "preset = \"{name}\" is not a preset; known presets: {known} (a saved configuration \
-         may also name the one it derives from, e.g. table1-spen)"
+         may also give the name it was saved under, with the rest of it)"
     )]
     UnknownPreset {
         /// The name given.

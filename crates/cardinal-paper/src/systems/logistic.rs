@@ -127,7 +127,7 @@ pub fn predict_rows(model: &Model<f32>, x: &CsrMatrix, rows: &[usize]) -> Output
 /// epochs on all of train afterwards (so that the dev choices stay honest).
 fn candidate(base: &Config, n_rows: usize, n_labels: usize, weight_decay: f64) -> Config {
     let mut c = Config::paper();
-    c.preset = "br-logistic".into();
+    c.preset = BR_LOGISTIC.into();
     c.system = BR_LOGISTIC.into();
     c.seed = base.seed;
     c.train.split_seed = base.train.split_seed;

@@ -35,7 +35,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use cardinal::config::Config;
+use cardinal::config::{Config, NameMatch, SavedName};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::Trained;
 use cardinal::engine::{Model, Outputs};
@@ -63,12 +63,39 @@ pub const TOPZ_HINGE: &str = "topz-hinge";
 
 /// The product's systems and every system of this crate.
 pub fn systems() -> Systems {
-    baselines()
+    let systems = baselines()
         .into_iter()
         .fold(Systems::product(), Systems::with)
         .with(tuned::TunedMlp)
-        .with(logistic::BrLogistic)
+        .with(logistic::BrLogistic);
+    SAVED_NAMES
+        .iter()
+        .copied()
+        .fold(systems, Systems::with_saved_name)
 }
+
+/// The names this crate's configurations are saved under, each with the preset it is read
+/// over: the Table 1 rows and the cardinality analysis over `paper` (they are the paper's
+/// settings), the tuned baselines over `predict`.
+pub const SAVED_NAMES: &[SavedName] = &[
+    SavedName {
+        name: NameMatch::Prefix("table1-"),
+        base: "paper",
+    },
+    SavedName {
+        name: NameMatch::Exact("cardinality-only"),
+        base: "paper",
+    },
+    SavedName {
+        name: NameMatch::Exact(tuned::MLP),
+        base: "predict",
+    },
+    SavedName {
+        name: NameMatch::Exact(logistic::BR_LOGISTIC),
+        base: "predict",
+    },
+];
+
 
 /// The systems trained in one go by [`fit`], in registration order.
 fn baselines() -> [Baseline; 5] {

@@ -56,7 +56,7 @@ pub fn choose_on_dev(
 /// early stopping (patience 5, the best dev epoch kept), the threshold tuned on dev.
 pub fn candidate(base: &Config, n_rows: usize, hidden: usize, dropout: f64, lr: f64) -> Config {
     let mut c = mlp();
-    c.preset = "mlp".into();
+    c.preset = MLP.into();
     c.system = Pnc.name().into();
     c.seed = base.seed;
     c.train.split_seed = base.train.split_seed;
