@@ -161,7 +161,11 @@ fn an_unknown_preset_named_in_the_configuration_is_refused() {
         }
         .resolve()
     };
-    for (saved, system) in [("paper-wide", "pnc"), ("row-spen", "spen"), ("row-3", "pnc")] {
+    for (saved, system) in [
+        ("paper-wide", "pnc"),
+        ("row-spen", "spen"),
+        ("row-3", "pnc"),
+    ] {
         let bare = format!(r#"{{"preset": "{saved}"}}"#);
         let e = request(&bare, Some(&names)).unwrap_err().to_string();
         assert!(e.contains("is not a preset but the name of a saved"), "{e}");

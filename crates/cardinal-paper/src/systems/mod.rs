@@ -96,7 +96,6 @@ pub const SAVED_NAMES: &[SavedName] = &[
     },
 ];
 
-
 /// The systems trained in one go by [`fit`], in registration order.
 fn baselines() -> [Baseline; 5] {
     [
