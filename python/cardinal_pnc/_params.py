@@ -25,10 +25,6 @@ FIELDS = {
     "weight_decay": (("train", "weight_decay"), "float"),
 }
 
-# The configuration fields that do not change what a configuration trains: they never turn
-# the default's search off.
-_NOT_HYPER_PARAMETERS = ("preset", "seed", "search")
-
 # `search_scoring`'s values and the configuration's names for them (`search.scoring`).
 SEARCH_SCORINGS = {"example_f1": "example-f1", "f1_samples": "f1-samples"}
 
@@ -195,7 +191,6 @@ def config_args(est: Any, seed: Optional[int] = None) -> ConfigArgs:
     if est.system is not None and not isinstance(est.system, str):
         raise ValueError(f"system={est.system!r}: expected a system's name or None")
     overrides = _overrides(est)
-    text = json.dumps(overrides) if overrides else None
     parsed = json.loads(config) if config is not None else None
     # As the CLI's --config without --preset: a configuration that names its preset (as
     # every saved config.json does) is read over that preset, not over `predict`.
@@ -207,31 +202,10 @@ def config_args(est: Any, seed: Optional[int] = None) -> ConfigArgs:
     # configuration's name is not a preset).
     base_name = _native.base_preset(named) if preset is None and isinstance(named, str) else preset
     base = _check(est, base_name, None, None)
-    user = _check(est, preset, config, text, est.system)
-    named_search = isinstance(parsed, dict) and "search" in parsed
-    turned_off_by: List[str] = []
-    kept_on_by: List[str] = []
     max_rows = int(base.get("search", {}).get("max_rows", 0))
-    if est.search is None and not named_search:
-        # On as the preset has it, unless the parameters change what it trains.
-        same = {k: v for k, v in user.items() if k not in _NOT_HYPER_PARAMETERS} == {
-            k: v for k, v in base.items() if k not in _NOT_HYPER_PARAMETERS
-        }
-        rows = base.get("search", {}).get("max_rows", 0) if same else 0
-        overrides["search"] = {"max_rows": rows}
-        if same and rows:
-            kept_on_by = [p for p in FIELDS if getattr(est, p) is not None]
-        if not same and base.get("search", {}).get("max_rows", 0):
-            # Said at fit (where the rows are known): a grid over these compares the
-            # configuration as given, not the default's choice.
-            turned_off_by = [p for p in FIELDS if getattr(est, p) is not None]
-            if config is not None:
-                turned_off_by.append("config")
-            if est.system is not None and not turned_off_by:
-                turned_off_by.append("system")
-    elif est.search is not None:
-        rows = base.get("search", {}).get("max_rows", 0) or 2000
-        overrides["search"] = {"max_rows": rows if est.search else 0}
+    if est.search is not None:
+        rows = max_rows or 2000
+        overrides.setdefault("search", {})["max_rows"] = rows if est.search else 0
     scoring = getattr(est, "search_scoring", None)
     if scoring is not None:
         if scoring not in SEARCH_SCORINGS:
@@ -239,10 +213,28 @@ def config_args(est: Any, seed: Optional[int] = None) -> ConfigArgs:
                 f"search_scoring={scoring!r}: expected None, {', '.join(map(repr, SEARCH_SCORINGS))}"
             )
         overrides.setdefault("search", {})["scoring"] = SEARCH_SCORINGS[scoring]
+    text = json.dumps(overrides) if overrides else None
+    # Whether the search runs is the library's rule, the CLI's too (the configuration and the
+    # shortcuts that change a hyper-parameter turn it off, unless they set its switch); what
+    # is said of it at fit is read off the configuration it gives.
+    user = _check(est, preset, config, text, est.system)
+    turned_off_by: List[str] = []
+    kept_on_by: List[str] = []
+    switched = isinstance(parsed, dict) and "max_rows" in (parsed.get("search") or {})
+    if est.search is None and not switched and max_rows:
+        set_params = [p for p in FIELDS if getattr(est, p) is not None]
+        if int(user.get("search", {}).get("max_rows", 0)):
+            kept_on_by = set_params
+        else:
+            # Said at fit (where the rows are known): a grid over these compares the
+            # configuration as given, not the default's choice.
+            turned_off_by = set_params + (["config"] if config is not None else [])
+            if est.system is not None and not turned_off_by:
+                turned_off_by.append("system")
     args = {
         "preset": preset,
         "config": config,
-        "overrides": json.dumps(overrides) if overrides else None,
+        "overrides": text,
         "seed": seed,
         "system": est.system,
     }

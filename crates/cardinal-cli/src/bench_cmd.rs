@@ -165,7 +165,7 @@ pub(crate) fn run(engine: &cardinal::engine::Engine, args: &BenchArgs) -> anyhow
         preset: Some(&args.preset),
         file: file.as_deref(),
         overrides: steps.as_deref(),
-        names: Some(engine.systems.saved_names()),
+        saved: Some(engine.systems.saved_configs()),
         ..ConfigRequest::default()
     }
     .resolve()?;

@@ -22,7 +22,7 @@ pub(crate) struct CvArgs {
 }
 
 pub(crate) fn run(engine: &Engine, args: &CvArgs) -> anyhow::Result<()> {
-    let cfg = args.cfg.load(engine.systems.saved_names())?;
+    let cfg = args.cfg.load(engine.systems.saved_configs())?;
     let spec = engine.locate(&args.data.spec());
     let data = match spec.load() {
         Ok(data) => data,

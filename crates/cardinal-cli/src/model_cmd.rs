@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use cardinal::config::Config;
-use cardinal::config::{ConfigRequest, SavedNames};
+use cardinal::config::{ConfigRequest, SavedConfigs};
 use cardinal::engine::DataSpec;
 use cardinal::engine::OutputKind;
 use cardinal::engine::{Checkpoints, Engine};
@@ -115,7 +115,7 @@ pub(crate) struct ConfigArgs {
 impl ConfigArgs {
     /// The configuration these options ask for, by the library's one rule
     /// ([`ConfigRequest`]).
-    pub(crate) fn load(&self, names: &SavedNames) -> anyhow::Result<Config> {
+    pub(crate) fn load(&self, names: &SavedConfigs) -> anyhow::Result<Config> {
         let text = match &self.config {
             Some(path) => Some(cardinal::config::read_config_file(path)?),
             None => None,
@@ -130,7 +130,7 @@ impl ConfigArgs {
                 _ => None,
             },
             seed: self.seed,
-            names: Some(names),
+            saved: Some(names),
             ..ConfigRequest::default()
         };
         request.resolve().with_context(|| {
@@ -217,7 +217,7 @@ pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
             run
         }
         None => {
-            let cfg = args.cfg.load(engine.systems.saved_names())?;
+            let cfg = args.cfg.load(engine.systems.saved_configs())?;
             let out = args
                 .out
                 .as_ref()

@@ -460,10 +460,10 @@ mod tests {
             let text = serde_json::to_string(&cfg).unwrap();
             let request = |names| ConfigRequest {
                 file: Some(&text),
-                names,
+                saved: names,
                 ..ConfigRequest::default()
             };
-            let back = request(Some(registry.saved_names())).resolve();
+            let back = request(Some(registry.saved_configs())).resolve();
             assert_eq!(back.unwrap(), cfg, "{}", cfg.preset);
             // Built-in presets (a row may be plain `paper`) need no registry.
             if Config::preset(&cfg.preset).is_err() {

@@ -129,7 +129,7 @@ pub(crate) fn resolve(
         overrides,
         seed,
         system,
-        names: Some(cardinal_paper::systems().saved_names()),
+        saved: Some(cardinal_paper::systems().saved_configs()),
         ..ConfigRequest::default()
     }
     .resolve()
@@ -154,10 +154,10 @@ pub(crate) fn check_config(
 }
 
 /// The preset a saved configuration named `name` is read over (the registry's
-/// `SavedNames::base_preset`): the estimator's `preset` for a loaded model.
+/// `SavedConfigs::base_preset`): the estimator's `preset` for a loaded model.
 #[pyfunction]
 pub(crate) fn base_preset(name: &str) -> &'static str {
-    cardinal_paper::systems().saved_names().base_preset(name)
+    cardinal_paper::systems().saved_configs().base_preset(name)
 }
 
 /// A progress line for `verbose` output, or `None` for events it does not show.

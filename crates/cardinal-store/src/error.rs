@@ -183,22 +183,20 @@ pub enum JsonProblemKind {
     Syntax,
     /// It ends early.
     Eof,
-    /// A field this version requires is missing: serde's words, which name the field (the
-    /// name is this library's, never the file's) and where.
-    MissingField(String),
-    /// A field is not one this version writes, or has the wrong type or value.
+    /// A field this version requires is missing, a field is not one it writes, or a field
+    /// has the wrong type or value. Which, is found at the line and column: the kinds are
+    /// not told apart, since serde tells them apart only in its English words.
     Data,
 }
 
 impl fmt::Display for JsonProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = match &self.what {
+        let what = match self.what {
             JsonProblemKind::Unreadable => "it cannot be read",
             JsonProblemKind::Syntax => "it is not valid JSON",
             JsonProblemKind::Eof => "it ends early",
-            JsonProblemKind::MissingField(words) => return f.write_str(words),
             JsonProblemKind::Data => {
-                "a field is not one this version writes, or has the wrong type or value"
+                "a field is missing, is not one this version writes, or has the wrong type or value"
             }
         };
         write!(f, "{what} (line {}, column {})", self.line, self.column)

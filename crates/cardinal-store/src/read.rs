@@ -148,15 +148,13 @@ pub fn read_model_file_if_any(path: &Path) -> Result<Option<Vec<u8>>> {
 
 /// What is wrong with a model folder's JSON file, in words that never quote it (the file may
 /// be someone else's, and its keys and values are not echoed): which kind of problem, and
-/// where. A missing field is named, since the name is this library's.
+/// where. serde_json's words are never read: they quote the file.
 pub fn json_problem(e: &serde_json::Error) -> JsonProblem {
     use serde_json::error::Category;
-    let text = e.to_string();
     let what = match e.classify() {
         Category::Io => JsonProblemKind::Unreadable,
         Category::Syntax => JsonProblemKind::Syntax,
         Category::Eof => JsonProblemKind::Eof,
-        Category::Data if text.starts_with("missing field") => JsonProblemKind::MissingField(text),
         Category::Data => JsonProblemKind::Data,
     };
     JsonProblem {

@@ -9,7 +9,7 @@ use crate::data::{read_mulan, resolve_dataset_noted, LoadNote, TrainTest};
 use crate::error::{Error, Result};
 
 /// Where a dataset comes from: a name or path, or three MULAN files. Saved as `run.json` in a
-/// run directory, so that `--resume` reads the same data.
+/// run directory, so that a resumed run reads the same data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DataSpec {
     /// Dataset name (data directory, then vendored) or path (MULAN folder, ARFF with XML
@@ -111,7 +111,7 @@ impl DataSpec {
         }
         if let (Some(tr), Some(te), None) = (&self.train, &self.test, &self.labels) {
             // Files that say which attributes are labels themselves (a MEKA `-C n` header, or
-            // an XML beside each by its stem), read as `--dataset` reads one file.
+            // an XML beside each by its stem), read as a `dataset` of one file is read.
             return Ok((read_pair(tr, te)?, Vec::new()));
         }
         let dir = self.data_dir();
@@ -158,8 +158,8 @@ impl DataSpec {
                 value: self.dataset.clone(),
                 allowed: format!(
                     "a training file whose test file beside it, {sibling}, has the same \
-                     features and labels (they differ; pass --train, --test and --labels to \
-                     choose the files)"
+                     features and labels (they differ; name the three files as `train`, `test` \
+                     and `labels` instead)"
                 ),
             });
         }
@@ -167,7 +167,7 @@ impl DataSpec {
             path: path.to_path_buf(),
             message: format!(
                 "its test file {sibling} beside it is the test split (as for the folder); \
-                 --train-fraction does not apply"
+                 the fraction for training (`train_fraction`) does not apply"
             ),
             kind: crate::data::NoteKind::TestSibling,
         };
@@ -210,7 +210,7 @@ impl DataSpec {
     }
 }
 
-/// The train file `train` and test file `test`, each read as `--dataset` reads one file, with
+/// The train file `train` and test file `test`, each read as a `dataset` of one file is read, with
 /// the same features and labels.
 fn read_pair(train: &Path, test: &Path) -> Result<TrainTest> {
     let single = |p: &Path| match crate::data::resolve::load_file(p)? {

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use crate::config::{
-    Config, InferenceConfig, LossConfig, SavedName, SavedNames, SearchConfig, SectionFields, PNC,
+    Config, InferenceConfig, LossConfig, SavedConfigs, SavedName, SearchConfig, SectionFields, PNC,
     SECTION,
 };
 use crate::data::{CsrMatrix, Dataset};
@@ -296,11 +296,11 @@ pub fn check<S: System + ?Sized>(system: &S, cfg: &Config) -> Result<()> {
 }
 
 /// The systems a front end knows, by name, with the names their saved configurations carry
-/// ([`SavedNames`]).
+/// ([`SavedConfigs`]).
 #[derive(Clone)]
 pub struct Systems {
     systems: Vec<Arc<dyn System>>,
-    saved_names: SavedNames,
+    saved_configs: SavedConfigs,
 }
 
 impl std::fmt::Debug for Systems {
@@ -325,21 +325,32 @@ impl Systems {
                 Arc::new(ForestSystem::FOREST),
                 Arc::new(ForestSystem::BLEND),
             ],
-            saved_names: SavedNames::product(),
+            saved_configs: SavedConfigs::product(),
         }
     }
 
     /// Adds `name`, a name configurations of a system added here are saved under, with the
     /// preset they are read over.
     pub fn with_saved_name(mut self, name: SavedName) -> Self {
-        self.saved_names = self.saved_names.with(name);
+        self.saved_configs = self.saved_configs.with(name);
         self
     }
 
-    /// The names saved configurations of these systems carry, for
+    /// Adds `fields`, settings of the `baseline` section at the values every configuration
+    /// saved in their time held ([`SavedConfigs::with_settings_of_old`]): dropped when a
+    /// configuration or a model folder is read, since they set nothing.
+    pub fn with_settings_of_old(
+        mut self,
+        fields: serde_json::Map<String, serde_json::Value>,
+    ) -> Self {
+        self.saved_configs = self.saved_configs.with_settings_of_old(fields);
+        self
+    }
+
+    /// What saved configurations of these systems carry (names, settings of old), for
     /// [`ConfigRequest::names`](crate::config::ConfigRequest::names).
-    pub fn saved_names(&self) -> &SavedNames {
-        &self.saved_names
+    pub fn saved_configs(&self) -> &SavedConfigs {
+        &self.saved_configs
     }
 
     /// Adds `system` (replacing one of the same name).
@@ -383,6 +394,9 @@ impl Systems {
     /// systems are refused.
     pub(crate) fn drop_unread(&self, cfg: &mut Config) -> Result<Vec<String>> {
         let reads = self.get(&cfg.system)?.reads();
+        // Settings of old set nothing: dropped without a note.
+        self.saved_configs
+            .drop_old_settings(&mut cfg.system_settings);
         let mut dropped: Vec<String> = cfg
             .system_settings
             .drop_not_read(&reads.settings())
@@ -414,8 +428,8 @@ mod tests {
     }
 
     /// A field of the `baseline` section, which `pnc` ignores, is refused by its path and
-    /// the system's name, from the configuration text on; the section a configuration saved
-    /// before carried at its defaults passes.
+    /// the system's name, from the configuration text on; the fields a registry names as
+    /// settings of old pass at their old values.
     #[test]
     fn pnc_refuses_the_fields_it_ignores() {
         let systems = Systems::product();
@@ -448,13 +462,38 @@ mod tests {
                 other => panic!("{text}: {:?}", other.map(|s| s.name())),
             }
         }
+        // Settings of old a registry names are dropped on reading, at their old value only.
+        let old = serde_json::json!({"optimizer": "adagrad", "pretrain_epochs": 0});
+        let old = old.as_object().unwrap().clone();
+        let registry = Systems::product().with_settings_of_old(old.clone());
         let mut saved = Config::predict();
-        saved
-            .system_settings
-            .set_fields(crate::config::SystemSettings::legacy_defaults());
+        saved.system_settings.set_fields(old);
         let text = serde_json::to_string(&saved).unwrap();
-        let cfg = Config::resolve(None, Some(&text), None).unwrap();
-        assert_eq!(systems.for_config(&cfg).unwrap().name(), PNC);
+        let request = |saved| crate::config::ConfigRequest {
+            file: Some(&text),
+            saved,
+            ..Default::default()
+        };
+        let cfg = request(Some(registry.saved_configs())).resolve().unwrap();
+        assert!(cfg.system_settings.is_empty());
+        assert_eq!(registry.for_config(&cfg).unwrap().name(), PNC);
+        let cfg = request(None).resolve().unwrap();
+        assert!(systems.for_config(&cfg).is_err());
+        // A model folder's configuration loses them without a note.
+        let mut loaded = saved.clone();
+        assert!(registry.drop_unread(&mut loaded).unwrap().is_empty());
+        assert!(loaded.system_settings.is_empty());
+        let mut other = saved.clone();
+        other.system_settings.set_fields(
+            serde_json::json!({"optimizer": "adam"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        assert_eq!(
+            registry.drop_unread(&mut other).unwrap(),
+            ["baseline.optimizer"]
+        );
     }
 
     /// A system that reads one field of the `baseline` section, two of `inference` and no

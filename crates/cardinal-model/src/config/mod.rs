@@ -23,7 +23,7 @@ mod loss;
 mod model;
 mod presets;
 mod request;
-mod saved_names;
+mod saved_configs;
 mod search;
 mod strict;
 mod system_settings;
@@ -35,7 +35,7 @@ pub use loss::{IterateWeights, LossConfig};
 pub use model::resolve_counts;
 pub use model::{CountRange, ForestConfig, ForestPriorConfig, ModelConfig, ZMode};
 pub use request::ConfigRequest;
-pub use saved_names::{NameMatch, SavedName, SavedNames};
+pub use saved_configs::{NameMatch, SavedConfigs, SavedName};
 pub use search::{cv_words, SearchConfig, SearchScope, SearchScoring, CV_TRAINING_ROWS};
 pub use system_settings::SystemSettings;
 pub use system_settings::SECTION;
@@ -147,7 +147,7 @@ pub fn read_config_file(path: &std::path::Path) -> Result<String> {
 impl Config {
     /// The configuration a front end asks for: the JSON `overrides` read over a preset, `seed`
     /// set, validated. The preset is `preset` when given; otherwise the one the JSON names (a
-    /// saved `config.json` names its own, read over the preset [`SavedNames::product`] gives
+    /// saved `config.json` names its own, read over the preset [`SavedConfigs::product`] gives
     /// for it, so that it trains again as it did even after new fields were added to the
     /// presets); otherwise `predict`. (The tests' shorthand for a [`ConfigRequest`] with the
     /// product's names.)
@@ -186,7 +186,7 @@ impl Config {
     fn unvalidated(
         preset: Option<&str>,
         overrides: Option<&str>,
-        names: &SavedNames,
+        names: &SavedConfigs,
     ) -> Result<Self> {
         let named = overrides
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
@@ -237,24 +237,41 @@ impl Config {
     }
 
     /// The user's JSON `text` read over `self` (`Config::read_over`), with one rule
-    /// more: a text that sets a hyper-parameter (any field but `preset`, `seed`, `system` and
-    /// `search`) turns the default's search off unless it names `search` itself. The search's
-    /// candidates are fixed configurations, so it would otherwise replace what the user set
-    /// (`{"model": {"hidden": 32}}` trained with 500 units); a saved `config.json` names
-    /// `search` whenever it was on, so it trains again as it did.
+    /// more, the one rule every front end's options follow: a text that changes a
+    /// hyper-parameter (sets any field but `preset`, `seed`, `system` and `search` to a value
+    /// other than `self`'s) turns the default's search off unless it sets `search.max_rows`
+    /// (the search's switch) itself. The search's candidates are fixed configurations, so it
+    /// would otherwise replace what the user set (`{"model": {"hidden": 32}}` trained with
+    /// 500 units); a field set to the value it has changes nothing, so the search stays on (a
+    /// grid over a field then compares the configuration as given at every value but one);
+    /// a saved `config.json` names `search.max_rows`, so it trains again as it did.
     pub fn with_overrides(&self, text: &str) -> Result<Self> {
         let (mut cfg, user) = Self::read_over(self, text)?;
-        let keys: Vec<&str> = user
-            .as_object()
-            .map(|o| o.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        let sets_hyper_parameters = keys
-            .iter()
-            .any(|k| !["preset", "seed", "system", "search"].contains(k));
-        if sets_hyper_parameters && !keys.contains(&"search") {
-            cfg.search = SearchConfig::default();
+        let search = user.get("search");
+        if search.and_then(|s| s.get("max_rows")).is_none() && cfg.trains_otherwise_than(self) {
+            // Off; what else the text said of the search (its scoring) kept.
+            cfg.search = match search {
+                Some(_) => SearchConfig {
+                    max_rows: 0,
+                    ..cfg.search
+                },
+                None => SearchConfig::default(),
+            };
         }
         Ok(cfg)
+    }
+
+    /// Whether `self` trains otherwise than `other`: a field other than `preset`, `seed`,
+    /// `system` and `search` differs.
+    pub fn trains_otherwise_than(&self, other: &Config) -> bool {
+        let same_but_names = |c: &Config| Config {
+            preset: String::new(),
+            seed: 0,
+            system: String::new(),
+            search: SearchConfig::default(),
+            ..c.clone()
+        };
+        same_but_names(self) != same_but_names(other)
     }
 
     /// Reads a JSON configuration over `base`: fields left out keep `base`'s values (objects

@@ -1,6 +1,6 @@
 //! The one place a front end's configuration options become a validated [`Config`].
 
-use super::{Config, SavedNames, SearchConfig, SearchScope, FOREST, FOREST_BLEND, PNC};
+use super::{Config, SavedConfigs, SearchConfig, SearchScope, FOREST, FOREST_BLEND, PNC};
 use crate::error::Result;
 
 /// Everything a front end may say about the configuration, as data (the CLI's `--preset`,
@@ -10,9 +10,10 @@ use crate::error::Result;
 ///
 /// 1. the preset: `preset`, else the one `file` names, else `predict` (see
 ///    `Config::unvalidated`);
-/// 2. `file`, a JSON configuration read over it (one that sets a hyper-parameter turns the
-///    default's search off unless it names `search`: `Config::with_overrides`);
-/// 3. `overrides`, JSON read over that by the same rule (Python's keyword parameters);
+/// 2. `file`, a JSON configuration read over it (one that changes a hyper-parameter turns
+///    the default's search off unless it sets `search.max_rows`: `Config::with_overrides`);
+/// 3. `overrides`, JSON read over that by the same rule (Python's keyword parameters); the
+///    `baseline` fields at their values of old are dropped (`SavedConfigs::drop_old_settings`);
 /// 4. `search` (`Some(true)`: the default's search on, `Some(false)`: off), then `system`
 ///    (`pnc` named: the search, when on, chooses among Predict and Constrain's candidates
 ///    only; `forest` or `forest-blend` named: the configuration made that forest, as the
@@ -34,10 +35,10 @@ pub struct ConfigRequest<'a> {
     pub search: Option<bool>,
     /// The seed.
     pub seed: Option<u64>,
-    /// The saved configurations' names the file may give as its `preset`, with the presets
-    /// they are read over (the front end's registry; `None`: the product's,
-    /// [`SavedNames::product`]).
-    pub names: Option<&'a SavedNames>,
+    /// What saved configurations carry (the names the file may give as its `preset`, with
+    /// the presets they are read over, and settings of old): the front end's registry;
+    /// `None`: the product's, [`SavedConfigs::product`].
+    pub saved: Option<&'a SavedConfigs>,
 }
 
 impl ConfigRequest<'_> {
@@ -57,17 +58,18 @@ impl ConfigRequest<'_> {
     /// ```
     pub fn resolve(&self) -> Result<Config> {
         let product;
-        let names = match self.names {
-            Some(names) => names,
+        let saved = match self.saved {
+            Some(saved) => saved,
             None => {
-                product = SavedNames::product();
+                product = SavedConfigs::product();
                 &product
             }
         };
-        let mut cfg = Config::unvalidated(self.preset, self.file, names)?;
+        let mut cfg = Config::unvalidated(self.preset, self.file, saved)?;
         if let Some(text) = self.overrides {
             cfg = cfg.with_overrides(text)?;
         }
+        saved.drop_old_settings(&mut cfg.system_settings);
         match self.search {
             Some(true) => cfg.search = SearchConfig::predict(),
             Some(false) => cfg.search = SearchConfig::default(),
@@ -105,7 +107,7 @@ mod tests {
     /// over both, the seed last; a value out of range is refused, named.
     #[test]
     fn each_step_overrides_the_one_before() {
-        let file = r#"{"preset": "paper", "seed": 5, "model": {"hidden": 40}, "system": "mlp"}"#;
+        let file = r#"{"preset": "paper", "seed": 5, "model": {"hidden": 40}, "system": "custom"}"#;
         let cfg = ConfigRequest {
             file: Some(file),
             overrides: Some(r#"{"model": {"hidden": 20}}"#),

@@ -2,8 +2,11 @@
 //! of a configuration file, which the Table 1 systems of the `cardinal-paper` crate own. The
 //! product keeps it as JSON and neither reads nor checks it; a system that reads it parses
 //! and checks its own with [`Config::system_section`]. Each system declares the fields it
-//! reads ([`crate::system::Reads`]); any other is refused by field
-//! ([`SystemSettings::first_not_read`]), `pnc`, which reads none, included.
+//! reads (`cardinal::system::Reads`); any other is refused by field
+//! ([`SystemSettings::first_not_read`]), `pnc`, which reads none, included. The fields that
+//! configurations saved while the product carried the section hold at their values of the
+//! time are the paper crate's to know: its registry drops them on reading
+//! ([`super::SavedConfigs::with_settings_of_old`]).
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -14,31 +17,6 @@ use crate::error::{Error, Result};
 
 /// The key of [`Config::system_settings`] in a configuration file.
 pub const SECTION: &str = "baseline";
-
-/// The section as every configuration saved while the product still carried it wrote it,
-/// for every system: its fields at their defaults of the time. A `pnc` configuration saved
-/// then holds it whole, and still loads and trains: a field at this value sets nothing.
-const LEGACY_DEFAULTS: &str = r#"{
-    "optimizer": "adagrad",
-    "pretrain_epochs": 0,
-    "pretrain_lr": 0.1,
-    "pretrain_dropout": 0.0,
-    "pretrain_weight_decay": 0.001,
-    "hidden_activation": "relu",
-    "energy_activation": "relu",
-    "task_loss": "hamming",
-    "margin_scale": 1.0,
-    "freeze_unary_epochs": 0,
-    "init_zeros": false,
-    "dvn_adversarial_fraction": 0.5,
-    "lr_drops": [],
-    "lr_decay": 0.1,
-    "keep_best": false,
-    "dev_every": 1,
-    "select_with_threshold_grid": false,
-    "logit_iterates": false,
-    "entropy_weight": 0.0
-}"#;
 
 /// The settings of the chosen system beyond the product's sections, as JSON fields (the
 /// `baseline` section of a configuration file). Left out of a saved configuration when empty.
@@ -62,21 +40,14 @@ impl SystemSettings {
         self.0 = fields;
     }
 
-    /// The section as every configuration saved before the Table 1 systems owned it held it:
-    /// its fields at the defaults of the time.
-    pub fn legacy_defaults() -> Map<String, Value> {
-        serde_json::from_str(LEGACY_DEFAULTS).expect("a JSON object")
-    }
-
-    /// The first field, other than those in `read`, set to anything but what every
-    /// configuration saved before held (which are the Table 1 systems' defaults too): a
-    /// setting for a system that does not read it is one that does nothing.
+    /// The first field other than those in `read`: a setting for a system that does not
+    /// read it is one that does nothing. (Fields a saved configuration held at their values
+    /// of old were dropped on reading it: [`super::SavedConfigs::drop_old_settings`].)
     pub fn first_not_read(&self, read: &[&str]) -> Option<&str> {
-        let defaults = Self::legacy_defaults();
         self.0
-            .iter()
-            .find(|(k, v)| !read.contains(&k.as_str()) && defaults.get(k.as_str()) != Some(v))
-            .map(|(k, _)| k.as_str())
+            .keys()
+            .find(|k| !read.contains(&k.as_str()))
+            .map(String::as_str)
     }
 
     /// Removes the fields [`SystemSettings::first_not_read`] would name, and returns their
@@ -117,30 +88,24 @@ impl Config {
 mod tests {
     use super::*;
 
-    /// A saved `pnc` configuration's section at the old defaults sets nothing; any other
-    /// value is named.
+    /// Every field not read is named, in name order; dropping keeps what is read.
     #[test]
-    fn the_legacy_section_sets_nothing_and_other_values_are_named() {
-        let saved: SystemSettings = serde_json::from_str(LEGACY_DEFAULTS).unwrap();
-        assert_eq!(saved.fields().len(), 19);
-        assert_eq!(saved.first_not_read(&[]), None);
+    fn fields_not_read_are_named_and_dropped() {
         let mut set: SystemSettings = serde_json::from_str(
             r#"{"pretrain_epochs": 0, "optimizer": "adam", "init_zeros": true}"#,
         )
         .unwrap();
-        // Fields in name order.
         assert_eq!(set.first_not_read(&[]), Some("init_zeros"));
         assert_eq!(set.first_not_read(&["init_zeros"]), Some("optimizer"));
-        assert_eq!(set.first_not_read(&["optimizer", "init_zeros"]), None);
+        let all = ["optimizer", "init_zeros", "pretrain_epochs"];
+        assert_eq!(set.first_not_read(&all), None);
         let unknown: SystemSettings = serde_json::from_str(r#"{"optimiser": "adam"}"#).unwrap();
         assert_eq!(unknown.first_not_read(&["optimizer"]), Some("optimiser"));
-        // Dropping keeps what is read and what is at its default.
-        assert_eq!(set.drop_not_read(&["init_zeros"]), ["optimizer"]);
-        assert_eq!(set.fields().len(), 2);
         assert_eq!(
-            SystemSettings::legacy_defaults().get("lr_decay"),
-            Some(&serde_json::json!(0.1))
+            set.drop_not_read(&["init_zeros"]),
+            ["optimizer", "pretrain_epochs"]
         );
+        assert_eq!(set.fields().len(), 1);
     }
 
     /// A system's section is read strictly, a refusal naming the field's path.

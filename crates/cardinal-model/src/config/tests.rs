@@ -23,8 +23,9 @@ fn json_over_a_preset_keeps_the_preset() {
     assert!(err.contains("train.lr"), "{err}");
 }
 
-/// A configuration that sets hyper-parameters turns the default's search off (its candidates
-/// would replace them) unless it names `search`; seed, system and preset alone keep it.
+/// A configuration that changes hyper-parameters turns the default's search off (its
+/// candidates would replace them) unless it sets `search.max_rows`; seed, system and preset
+/// alone keep it, and so does a field set to the value it has.
 #[test]
 fn hyper_parameters_turn_the_search_off_unless_it_is_named() {
     let predict = Config::predict();
@@ -41,6 +42,21 @@ fn hyper_parameters_turn_the_search_off_unless_it_is_named() {
         .with_overrides(r#"{"threshold": 0.4, "search": {"max_rows": 500}}"#)
         .unwrap();
     assert_eq!(named.search.max_rows, 500);
+    // Its own value changes nothing; the search's scoring is not its switch.
+    let same = format!(
+        r#"{{"train": {{"epochs": {}}}, "search": {{"scoring": "f1-samples"}}}}"#,
+        predict.train.epochs
+    );
+    let same = predict.with_overrides(&same).unwrap();
+    assert_eq!(same.search.max_rows, predict.search.max_rows);
+    assert_eq!(same.search.scoring, super::SearchScoring::F1Samples);
+    let other = format!(
+        r#"{{"train": {{"epochs": {}}}, "search": {{"scoring": "f1-samples"}}}}"#,
+        predict.train.epochs + 1
+    );
+    let other = predict.with_overrides(&other).unwrap();
+    assert!(other.search.is_off());
+    assert_eq!(other.search.scoring, super::SearchScoring::F1Samples);
     let cfg = Config::resolve(None, Some(r#"{"train": {"epochs": 3}}"#), None).unwrap();
     assert!(cfg.search.is_off() && cfg.preset == "predict");
     // A saved configuration names its search when it was on.
@@ -149,14 +165,14 @@ fn an_unknown_preset_named_in_the_configuration_is_refused() {
     // them; without it the name would label another system's training, and is refused.
     // A crate's names (here a family `row-*` read over `paper`) are known where its registry
     // is handed over, and only there.
-    let names = SavedNames::product().with(SavedName {
+    let names = SavedConfigs::product().with(SavedName {
         name: NameMatch::Prefix("row-"),
         base: "paper",
     });
     let request = |file: &str, names| {
         ConfigRequest {
             file: Some(file),
-            names,
+            saved: names,
             ..ConfigRequest::default()
         }
         .resolve()

@@ -72,6 +72,7 @@ pub fn systems() -> Systems {
         .iter()
         .copied()
         .fold(systems, Systems::with_saved_name)
+        .with_settings_of_old(settings::settings_of_old())
 }
 
 /// The names this crate's configurations are saved under, each with the preset it is read

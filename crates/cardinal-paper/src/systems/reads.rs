@@ -5,7 +5,7 @@
 
 use super::tests::{small, toy};
 use super::*;
-use cardinal::config::{InferenceConfig, IterateWeights, SystemSettings};
+use cardinal::config::{InferenceConfig, IterateWeights};
 use cardinal::proj::Method;
 use cardinal::runtime::{MemoryBudget, WaitPolicy};
 use cardinal::system::Fields;
@@ -237,7 +237,7 @@ fn refused(cfg: &Config) -> Option<String> {
 
 #[test]
 fn every_field_has_a_probe() {
-    let fields: Vec<String> = SystemSettings::legacy_defaults().keys().cloned().collect();
+    let fields: Vec<String> = super::settings::settings_of_old().keys().cloned().collect();
     let probed: Vec<&str> = PROBES.iter().map(|p| p.field).collect();
     assert_eq!(fields.len(), probed.len());
     for f in &fields {

@@ -44,6 +44,38 @@ pub enum Optimizer {
     Sgd,
 }
 
+/// The `baseline` section as every configuration saved while the product still carried it
+/// wrote it, for every system: its fields at their defaults of the time (which are
+/// [`BaselineConfig`]'s). A `pnc` configuration saved then holds it whole, and still loads
+/// and trains: this crate's registry drops each field at this value on reading
+/// ([`cardinal::config::SavedConfigs::with_settings_of_old`]).
+pub const SETTINGS_OF_OLD: &str = r#"{
+    "optimizer": "adagrad",
+    "pretrain_epochs": 0,
+    "pretrain_lr": 0.1,
+    "pretrain_dropout": 0.0,
+    "pretrain_weight_decay": 0.001,
+    "hidden_activation": "relu",
+    "energy_activation": "relu",
+    "task_loss": "hamming",
+    "margin_scale": 1.0,
+    "freeze_unary_epochs": 0,
+    "init_zeros": false,
+    "dvn_adversarial_fraction": 0.5,
+    "lr_drops": [],
+    "lr_decay": 0.1,
+    "keep_best": false,
+    "dev_every": 1,
+    "select_with_threshold_grid": false,
+    "logit_iterates": false,
+    "entropy_weight": 0.0
+}"#;
+
+/// [`SETTINGS_OF_OLD`], as fields.
+pub fn settings_of_old() -> Map<String, Value> {
+    serde_json::from_str(SETTINGS_OF_OLD).expect("a JSON object")
+}
+
 /// Settings of the baseline systems (`system` other than `pnc`, and unary pre-training).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -228,7 +260,6 @@ pub const ACTIVATIONS: &[&str] = &["hidden_activation", "energy_activation"];
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cardinal::config::SystemSettings;
     use cardinal::Error;
 
     /// The defaults are those every configuration saved before this crate owned the section
@@ -236,7 +267,42 @@ mod tests {
     #[test]
     fn the_defaults_are_the_saved_ones() {
         let default = serde_json::to_value(BaselineConfig::default()).unwrap();
-        assert_eq!(default, Value::Object(SystemSettings::legacy_defaults()));
+        assert_eq!(default, Value::Object(settings_of_old()));
+        assert_eq!(settings_of_old().len(), 19);
+    }
+
+    /// A `pnc` configuration saved while the product carried the section, which holds it
+    /// whole at these values, reads through this crate's registry as it was trained: the
+    /// section dropped, Predict and Constrain's own. One field away from its old value is
+    /// refused by name.
+    #[test]
+    fn a_configuration_saved_with_the_section_whole_reads_as_it_was_trained() {
+        let registry = crate::systems();
+        let mut saved = Config::predict();
+        saved.system_settings.set_fields(settings_of_old());
+        let read = |cfg: &Config| {
+            let text = serde_json::to_string(cfg).unwrap();
+            cardinal::config::ConfigRequest {
+                file: Some(&text),
+                saved: Some(registry.saved_configs()),
+                ..Default::default()
+            }
+            .resolve()
+        };
+        let cfg = read(&saved).unwrap();
+        assert_eq!(cfg, Config::predict());
+        assert_eq!(
+            registry.for_config(&cfg).unwrap().name(),
+            cardinal::config::PNC
+        );
+        let mut fields = settings_of_old();
+        fields.insert("lr_decay".into(), serde_json::json!(0.5));
+        saved.system_settings.set_fields(fields);
+        let cfg = read(&saved).unwrap();
+        match registry.for_config(&cfg) {
+            Err(Error::NotRead { field, .. }) => assert_eq!(field, "baseline.lr_decay"),
+            other => panic!("{:?}", other.map(|s| s.name())),
+        }
     }
 
     /// Only the fields set away from their defaults are written, and read back.

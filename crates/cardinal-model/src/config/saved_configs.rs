@@ -1,10 +1,14 @@
-//! The names a saved configuration's `preset` may carry besides the presets: a search
-//! candidate's, a system's, a crate's configurations. Each is read over a preset; the registry
-//! says which. The product's names are built in ([`SavedNames::product`]); a crate that adds
-//! systems adds its configurations' names (the paper crate: its Table 1 rows), and a front end
-//! hands its registry to [`ConfigRequest`](super::ConfigRequest).
+//! What saved configurations carry beyond the product's presets and sections: the names their
+//! `preset` may hold (a search candidate's, a system's, a crate's configurations), each read
+//! over a preset the registry names, and the `baseline` fields they held at the values of their
+//! time, which set nothing. The product's are built in ([`SavedConfigs::product`]); a crate
+//! that adds systems adds its own (the paper crate: its Table 1 rows' names and its
+//! settings' old defaults), and a front end hands its registry to
+//! [`ConfigRequest`](super::ConfigRequest).
 
-use super::{Config, FOREST, FOREST_BLEND, PREDICT_FOREST_PRIOR};
+use serde_json::{Map, Value};
+
+use super::{Config, SystemSettings, FOREST, FOREST_BLEND, PREDICT_FOREST_PRIOR};
 
 /// How a saved configuration's name is matched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,12 +40,14 @@ pub struct SavedName {
     pub base: &'static str,
 }
 
-/// The registry of saved configurations' names ([`SavedName`]).
+/// The registry of what saved configurations carry: names ([`SavedName`]) and settings at
+/// the values every configuration of their time held
+/// ([`SavedConfigs::with_settings_of_old`]).
 ///
 /// ```
-/// use cardinal_model::config::{NameMatch, SavedName, SavedNames};
+/// use cardinal_model::config::{NameMatch, SavedName, SavedConfigs};
 ///
-/// let names = SavedNames::product().with(SavedName {
+/// let names = SavedConfigs::product().with(SavedName {
 ///     name: NameMatch::Prefix("row-"),
 ///     base: "paper",
 /// });
@@ -52,15 +58,18 @@ pub struct SavedName {
 /// assert!(names.knows("row-7") && !names.knows("nothing"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SavedNames(Vec<SavedName>);
+pub struct SavedConfigs {
+    names: Vec<SavedName>,
+    old_settings: Map<String, Value>,
+}
 
-impl Default for SavedNames {
+impl Default for SavedConfigs {
     fn default() -> Self {
         Self::product()
     }
 }
 
-impl SavedNames {
+impl SavedConfigs {
     /// The product's names: the default search's candidates derived from `paper`
     /// (`paper-projected`, `paper-wide`), the forests and the forest prior (over `predict`).
     pub fn product() -> Self {
@@ -68,24 +77,49 @@ impl SavedNames {
             name: NameMatch::Exact(name),
             base,
         };
-        Self(vec![
-            over("paper-projected", "paper"),
-            over("paper-wide", "paper"),
-            over(FOREST, "predict"),
-            over(FOREST_BLEND, "predict"),
-            over(PREDICT_FOREST_PRIOR, "predict"),
-        ])
+        Self {
+            names: vec![
+                over("paper-projected", "paper"),
+                over("paper-wide", "paper"),
+                over(FOREST, "predict"),
+                over(FOREST_BLEND, "predict"),
+                over(PREDICT_FOREST_PRIOR, "predict"),
+            ],
+            old_settings: Map::new(),
+        }
     }
 
     /// Adds `name` (before the names known, so that it is matched first).
     pub fn with(mut self, name: SavedName) -> Self {
-        self.0.insert(0, name);
+        self.names.insert(0, name);
         self
+    }
+
+    /// Adds `fields`, fields of the `baseline` section ([`SystemSettings`]) at the values every
+    /// configuration saved in their time held, whatever its system: read, each at that value
+    /// is dropped ([`SavedConfigs::drop_old_settings`]), since it sets nothing (the paper
+    /// crate's settings' defaults, which `pnc` configurations saved while the product carried
+    /// the section hold whole).
+    pub fn with_settings_of_old(mut self, fields: Map<String, Value>) -> Self {
+        self.old_settings.extend(fields);
+        self
+    }
+
+    /// Drops from `settings` each field at the value [`SavedConfigs::with_settings_of_old`]
+    /// registered for it.
+    pub fn drop_old_settings(&self, settings: &mut SystemSettings) {
+        let kept = settings
+            .fields()
+            .iter()
+            .filter(|(k, v)| self.old_settings.get(k.as_str()) != Some(v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        settings.set_fields(kept);
     }
 
     /// The entry that matches `name`, if one does.
     pub fn get(&self, name: &str) -> Option<&SavedName> {
-        self.0.iter().find(|n| n.name.matches(name))
+        self.names.iter().find(|n| n.name.matches(name))
     }
 
     /// Whether `name` is a preset or a saved configuration's name.
