@@ -3,16 +3,17 @@
 //! for the same data and configuration are read back.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 use cardinal::data::TrainTest;
 use cardinal::engine::{write_atomic, Engine};
 use cardinal_paper::ablation::{run_cells, tables, variants, Cell, DatasetCells, Variant};
 use cardinal_paper::cell_key::suite_cell_key;
+use cardinal_paper::result_cache::{seed_file, CacheCell, ResultCache};
 use cardinal_paper::suite::DATASETS;
 
-use crate::suite_cmd::{load_dataset, read_cells};
+use crate::suite_cmd::load_dataset;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct AblationArgs {
@@ -79,11 +80,11 @@ pub(crate) fn run(engine: &Engine, args: &AblationArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The folder of `variant`'s cells on the dataset `name`: under the hash of the data and
-/// its configuration without the seed.
-fn cell_dir(args: &AblationArgs, name: &str, variant: &Variant, data: &TrainTest) -> PathBuf {
+/// The cached cells of `variant` on the dataset `name`: under the hash of the data and its
+/// configuration without the seed.
+fn cached(args: &AblationArgs, name: &str, variant: &Variant, data: &TrainTest) -> CacheCell {
     let key = suite_cell_key(data, &variant.config);
-    args.cache.join(name).join(variant.name).join(key)
+    ResultCache::new(&args.cache).cell(&[name, variant.name], &key)
 }
 
 /// Every variant's cells on the dataset `name`: the seeds asked for are computed where not
@@ -96,12 +97,12 @@ fn dataset_cells(
     data: &TrainTest,
     name: &str,
 ) -> anyhow::Result<BTreeMap<String, Vec<Cell>>> {
-    let dirs: Vec<PathBuf> = vs.iter().map(|v| cell_dir(args, name, v, data)).collect();
+    let cells: Vec<CacheCell> = vs.iter().map(|v| cached(args, name, v, data)).collect();
     for seed in 0..args.seeds {
         // The variants missing this seed, grouped by the configuration they train.
-        let mut groups: Vec<Vec<(&Variant, &Path)>> = Vec::new();
-        for (v, dir) in vs.iter().zip(&dirs) {
-            if seed_file(dir, seed).exists() {
+        let mut groups: Vec<Vec<(&Variant, &CacheCell)>> = Vec::new();
+        for (v, dir) in vs.iter().zip(&cells) {
+            if dir.read::<Cell>(&seed_file(seed)).is_some() {
                 continue;
             }
             match groups.iter_mut().find(|g| g[0].0.config == v.config) {
@@ -115,23 +116,20 @@ fn dataset_cells(
             let mut cfg = group[0].0.config.clone();
             cfg.seed = seed;
             let decodes: Vec<_> = group.iter().map(|(v, _)| v.decode).collect();
-            let cells = run_cells(engine, data, &cfg, &decodes)
+            let computed = run_cells(engine, data, &cfg, &decodes)
                 .with_context(|| format!("{} on {name}, seed {seed}", names.join(" + ")))?;
-            for ((_, dir), cell) in group.iter().zip(cells) {
-                std::fs::create_dir_all(dir)?;
-                write_atomic(
-                    &seed_file(dir, seed),
-                    serde_json::to_string_pretty(&cell)?.as_bytes(),
-                )?;
+            for ((_, dir), cell) in group.iter().zip(computed) {
+                dir.write(&seed_file(seed), &cell)?;
             }
         }
     }
-    vs.iter()
-        .zip(&dirs)
-        .map(|(v, dir)| Ok((v.name.to_string(), read_cells(dir, |c: &Cell| c.seed)?)))
-        .collect()
-}
-
-fn seed_file(dir: &Path, seed: u64) -> PathBuf {
-    dir.join(format!("seed{seed}.json"))
+    Ok(vs
+        .iter()
+        .zip(&cells)
+        .map(|(v, dir)| {
+            let mut seeds: Vec<Cell> = dir.read_all("seed");
+            seeds.sort_by_key(|c| c.seed);
+            (v.name.to_string(), seeds)
+        })
+        .collect())
 }

@@ -3,12 +3,13 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use cardinal::engine::write_atomic;
+use cardinal::engine::{write_atomic, EVAL_FILE};
 use cardinal::eval::EvalReport;
 use cardinal_paper::cell_key::cell_key;
 use cardinal_paper::reproduce::{
     cardinality_analysis, run_cell, table1_rows, Protocol, Row, DATASETS,
 };
+use cardinal_paper::result_cache::{CacheCell, ResultCache};
 use cardinal_paper::suite::mean_sd_text;
 
 #[derive(Debug, clap::Args)]
@@ -201,18 +202,19 @@ fn table1(
                     .iter()
                     .any(|o| row.system.to_lowercase().contains(&o.to_lowercase()));
             for seed in 0..seeds {
-                let cell = out
-                    .join(DATASETS[col])
-                    .join(slug(row.system))
-                    .join(format!("seed{seed}"));
                 let mut cfg = cfg.clone();
                 cfg.seed = seed;
+                // A finished cell is reused only for exactly this data and configuration.
+                let cell = ResultCache::new(out).cell(
+                    &[DATASETS[col], &slug(row.system), &format!("seed{seed}")],
+                    &cell_key(&data, &cfg, row.protocol),
+                );
                 let Some(report) = table1_cell(engine, &cell, &data, &cfg, row, col, wanted)?
                 else {
                     continue;
                 };
                 results[ri][col].push(report);
-                cell_dirs.push(cell);
+                cell_dirs.push(cell.dir().to_path_buf());
             }
         }
     }
@@ -231,25 +233,18 @@ fn table1(
 }
 
 /// The report of one cell of Table 1 (`row` on column `col`, configuration `cfg` with its
-/// seed) in the folder `cell`: read back when a finished cell holds exactly this data and
-/// configuration, else trained when `wanted` (and written there), else `None`.
+/// seed) in the cache's `cell`: read back when it holds one, else trained when `wanted` (and
+/// written there, beside its configuration: a run directory the report reads), else `None`.
 fn table1_cell(
     engine: &cardinal::engine::Engine,
-    cell: &Path,
+    cell: &CacheCell,
     data: &cardinal::data::TrainTest,
     cfg: &cardinal::config::Config,
     row: &Row,
     col: usize,
     wanted: bool,
 ) -> anyhow::Result<Option<EvalReport>> {
-    let file = cell.join("eval.json");
-    let key_file = cell.join("key.txt");
-    // A finished cell is reused only for exactly this data and configuration.
-    let key = cell_key(data, cfg, row.protocol);
-    let cached = std::fs::read_to_string(&key_file).is_ok_and(|k| k.trim() == key);
-    if cached && file.exists() {
-        let report = serde_json::from_slice(&std::fs::read(&file)?)
-            .with_context(|| format!("reading {}", file.display()))?;
+    if let Some(report) = cell.read(EVAL_FILE) {
         return Ok(Some(report));
     }
     if !wanted {
@@ -262,13 +257,9 @@ fn table1_cell(
         cfg.seed
     );
     let report = run_cell(engine, data, cfg, row.protocol)?;
-    std::fs::create_dir_all(cell)?;
-    write_atomic(
-        &cell.join("config.json"),
-        serde_json::to_string_pretty(cfg)?.as_bytes(),
-    )?;
-    write_atomic(&file, serde_json::to_string_pretty(&report)?.as_bytes())?;
-    write_atomic(&key_file, key.as_bytes())?;
+    cell.write("config.json", cfg)?;
+    // Last: a cell is finished when its report is there.
+    cell.write(EVAL_FILE, &report)?;
     Ok(Some(report))
 }
 

@@ -10,8 +10,8 @@ use cardinal::data::TrainTest;
 use cardinal::engine::write_atomic;
 use cardinal::engine::Engine;
 use cardinal_paper::cell_key::suite_cell_key;
+use cardinal_paper::result_cache::{seed_file, ResultCache};
 use cardinal_paper::suite::{entries, mean_sd, mean_sd_text, run_cell, Cell, Entry, DATASETS};
-use serde::de::DeserializeOwned;
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct SuiteArgs {
@@ -30,28 +30,6 @@ pub(crate) struct SuiteArgs {
     /// Folder holding the datasets by name (default: env CARDINAL_DATA).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-}
-
-/// The cached cells of one dataset and system (or ablation variant): every `seed*.json`
-/// under its key, in the order of their `seed`.
-pub(crate) fn read_cells<T: DeserializeOwned>(
-    dir: &Path,
-    seed: fn(&T) -> u64,
-) -> anyhow::Result<Vec<T>> {
-    let mut cells = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(cells);
-    };
-    for entry in entries {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let cell: T = serde_json::from_slice(&std::fs::read(&path)?)
-                .with_context(|| format!("reading {}", path.display()))?;
-            cells.push(cell);
-        }
-    }
-    cells.sort_by_key(seed);
-    Ok(cells)
 }
 
 fn seeds_text(cells: &[Cell]) -> String {
@@ -141,12 +119,11 @@ fn dataset_cells(
     let mut row = BTreeMap::new();
     for entry in systems {
         let key = suite_cell_key(data, &entry.config);
-        let cell_dir = args.out.join(name).join(entry.name).join(&key);
+        let cached = ResultCache::new(&args.out).cell(&[name, entry.name], &key);
         let wanted = args.systems.is_empty() || args.systems.iter().any(|s| s == entry.name);
         if wanted {
             for seed in 0..args.seeds {
-                let file = cell_dir.join(format!("seed{seed}.json"));
-                if file.exists() {
+                if cached.read::<Cell>(&seed_file(seed)).is_some() {
                     continue;
                 }
                 errln!("training {} on {name} (seed {seed})", entry.name);
@@ -154,11 +131,12 @@ fn dataset_cells(
                 cfg.seed = seed;
                 let cell = run_cell(engine, data, &cfg)
                     .with_context(|| format!("{} on {name}, seed {seed}", entry.name))?;
-                std::fs::create_dir_all(&cell_dir)?;
-                write_atomic(&file, serde_json::to_string_pretty(&cell)?.as_bytes())?;
+                cached.write(&seed_file(seed), &cell)?;
             }
         }
-        row.insert(entry.name, read_cells(&cell_dir, |c: &Cell| c.seed)?);
+        let mut cells: Vec<Cell> = cached.read_all("seed");
+        cells.sort_by_key(|c| c.seed);
+        row.insert(entry.name, cells);
     }
     Ok(row)
 }

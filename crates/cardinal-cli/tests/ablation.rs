@@ -1,5 +1,6 @@
 //! `cardinal reproduce ablation` end to end on a tiny file: every variant's column holds a
-//! number, and a re-run reads its cells back instead of training.
+//! number, and a re-run reads its cells back instead of training (a cell cut short trains
+//! again).
 
 mod common;
 use cardinal_paper::ablation::VARIANTS;
@@ -77,4 +78,19 @@ fn every_variant_has_a_number_and_a_rerun_reads_the_cache() {
     assert!(again.status.success(), "{}", text(&again));
     assert!(!String::from_utf8_lossy(&again.stderr).contains("training"));
     assert_eq!(again.stdout, first.stdout);
+
+    // A cell cut short is a miss: its variant alone trains again, never read as a result.
+    let cut = cache.join("tiny.svm").join("no-energy");
+    let key = std::fs::read_dir(&cut)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(key.join("seed0.json"), b"{\"seed\": 0, ").unwrap();
+    let third = cardinal(&args);
+    assert!(third.status.success(), "{}", text(&third));
+    let err = String::from_utf8_lossy(&third.stderr);
+    assert_eq!(err.matches("training ").count(), 1, "{err}");
+    assert!(err.contains("training no-energy on tiny.svm"), "{err}");
 }

@@ -21,6 +21,7 @@
 pub mod ablation;
 pub mod cell_key;
 pub mod reproduce;
+pub mod result_cache;
 pub mod suite;
 pub mod systems;
 
