@@ -348,7 +348,7 @@ impl Systems {
     }
 
     /// What saved configurations of these systems carry (names, settings of old), for
-    /// [`ConfigRequest::names`](crate::config::ConfigRequest::names).
+    /// [`ConfigRequest::saved`](crate::config::ConfigRequest::saved).
     pub fn saved_configs(&self) -> &SavedConfigs {
         &self.saved_configs
     }
