@@ -7,7 +7,7 @@ use cardinal::engine::{write_atomic, EVAL_FILE};
 use cardinal::eval::EvalReport;
 use cardinal_paper::cell_key::cell_key;
 use cardinal_paper::reproduce::{
-    cardinality_analysis, run_cell, table1_rows, Protocol, Row, DATASETS,
+    cardinality_analysis, run_cell, table1_data, table1_rows, Protocol, Row, DATASETS,
 };
 use cardinal_paper::result_cache::{CacheCell, ResultCache};
 use cardinal_paper::suite::mean_sd_text;
@@ -185,8 +185,8 @@ fn table1(
                 DATASETS.join(", ")
             )
         })?;
-        let data = match cardinal::data::resolve_dataset(spec, dir.as_deref()) {
-            Ok(r) => r.into_paper_split(0.8, 0)?,
+        let data = match table1_data(spec, dir.as_deref()) {
+            Ok(data) => data,
             Err(e) => {
                 errln!("skipping {spec}: {e}");
                 continue;

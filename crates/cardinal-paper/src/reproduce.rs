@@ -20,6 +20,13 @@ const PRETRAIN_EPOCHS: usize = 20;
 /// Columns of Table 1, in the paper's order.
 pub const DATASETS: [&str; 3] = ["bibtex", "bookmarks", "delicious"];
 
+/// Table 1's data for the dataset `spec` (a name looked up in `dir`, or a path), split as
+/// Table 1 splits it: the dataset's own train and test files, else the paper's split sizes
+/// where they are known (Bookmarks), else a seeded 80/20 split.
+pub fn table1_data(spec: &str, dir: Option<&std::path::Path>) -> Result<TrainTest> {
+    Ok(cardinal::data::resolve_dataset(spec, dir)?.into_paper_split(0.8, 0)?)
+}
+
 /// How a published number was binarised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
