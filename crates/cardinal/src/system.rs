@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use crate::config::{
-    Config, InferenceConfig, LossConfig, SavedConfigs, SavedName, SearchConfig, SectionFields, PNC,
-    SECTION,
+    Config, Field, InferenceConfig, InferenceField, LossConfig, LossField, SavedConfigs, SavedName,
+    SearchConfig, SearchField, SectionFields, PNC, SECTION,
 };
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result, Unread};
@@ -162,58 +162,89 @@ pub struct Reads {
     pub settings: &'static [&'static [&'static str]],
     /// The fields of the `inference` section it reads (`steps`, `eta`, ...; a projection's
     /// parameter by its own name, `rounds`).
-    pub inference: Fields,
+    pub inference: Fields<InferenceField>,
     /// The fields of the `loss` section it reads.
-    pub loss: Fields,
+    pub loss: Fields<LossField>,
     /// The fields of the `search` section it reads (those of the default's search).
-    pub search: Fields,
+    pub search: Fields<SearchField>,
 }
 
-/// The fields of one product section a system reads, by their names in the section.
+/// The fields of one product section a system reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fields {
+pub enum Fields<F: 'static> {
     /// Every field, present and future.
     All,
     /// These fields only.
-    Only(&'static [&'static str]),
+    Only(&'static [F]),
 }
 
-impl Fields {
+impl<F: Field> Fields<F> {
     /// No field of the section.
     pub const NONE: Self = Self::Only(&[]);
 
     /// Whether `field` is read.
-    pub fn contains(&self, field: &str) -> bool {
+    pub fn contains(&self, field: F) -> bool {
         match self {
             Self::All => true,
             Self::Only(fields) => fields.contains(&field),
         }
     }
 
-    /// Why a field of the section `section` is not read: the fields of it that are.
-    fn why_not(&self, section: &'static str) -> Unread {
+    /// Whether the field called `name` is read.
+    pub fn contains_name(&self, name: &str) -> bool {
+        F::ALL
+            .iter()
+            .find(|f| f.name() == name)
+            .is_some_and(|f| self.contains(*f))
+    }
+
+    /// Why a field of the section is not read: the fields of it that are.
+    fn why_not(&self) -> Unread {
         Unread::Fields {
-            section,
+            section: F::SECTION,
             reads: match self {
-                Self::Only(read) => read.to_vec(),
+                Self::Only(read) => read.iter().map(|f| f.name()).collect(),
                 // Never asked: every field is read.
                 Self::All => Vec::new(),
             },
         }
     }
+
+    /// The fields of `changed` this leaves unread.
+    fn unread(&self, changed: Vec<F>) -> Vec<F> {
+        changed.into_iter().filter(|f| !self.contains(*f)).collect()
+    }
 }
 
-/// The product sections by name, each with the fields of `cfg`'s that differ from the
-/// default's, in order.
-fn changed_sections(cfg: &Config) -> [(&'static str, Vec<&'static str>); 3] {
-    [
-        (
-            "inference",
-            cfg.inference.differing(&InferenceConfig::default()),
-        ),
-        ("loss", cfg.loss.differing(&LossConfig::default())),
-        ("search", cfg.search.differing(&SearchConfig::default())),
-    ]
+/// A field of a product section that a configuration sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProductField {
+    Inference(InferenceField),
+    Loss(LossField),
+    Search(SearchField),
+}
+
+impl ProductField {
+    /// Its dotted path (`inference.steps`).
+    fn path(self) -> String {
+        fn path<F: Field>(f: F) -> String {
+            format!("{}.{}", F::SECTION, f.name())
+        }
+        match self {
+            Self::Inference(f) => path(f),
+            Self::Loss(f) => path(f),
+            Self::Search(f) => path(f),
+        }
+    }
+
+    /// Sets it back to its default in `cfg`.
+    fn reset(self, cfg: &mut Config) {
+        match self {
+            Self::Inference(f) => cfg.inference.reset(&InferenceConfig::default(), f),
+            Self::Loss(f) => cfg.loss.reset(&LossConfig::default(), f),
+            Self::Search(f) => cfg.search.reset(&SearchConfig::default(), f),
+        }
+    }
 }
 
 impl Reads {
@@ -230,27 +261,36 @@ impl Reads {
         self.settings.concat()
     }
 
-    /// The fields it reads of the product section `name` (`inference`, `loss`, `search`).
-    fn section(&self, name: &str) -> Fields {
-        match name {
-            "inference" => self.inference,
-            "loss" => self.loss,
-            _ => self.search,
+    /// Why `field` is not read.
+    fn why_not(&self, field: ProductField) -> Unread {
+        match field {
+            ProductField::Inference(_) => self.inference.why_not(),
+            ProductField::Loss(_) => self.loss.why_not(),
+            ProductField::Search(_) => self.search.why_not(),
         }
     }
 
-    /// The fields of the product sections `cfg` sets and this leaves unread, by section.
-    fn unread_product_fields(&self, cfg: &Config) -> Vec<(&'static str, &'static str)> {
-        changed_sections(cfg)
-            .into_iter()
-            .flat_map(|(name, fields)| {
-                let read = self.section(name);
-                fields
-                    .into_iter()
-                    .filter(move |f| !read.contains(f))
-                    .map(move |f| (name, f))
-            })
-            .collect()
+    /// The fields of the product sections `cfg` sets (away from their defaults) and this
+    /// leaves unread, section by section.
+    fn unread_product_fields(&self, cfg: &Config) -> Vec<ProductField> {
+        let inference = cfg.inference.differing(&InferenceConfig::default());
+        let loss = cfg.loss.differing(&LossConfig::default());
+        let search = cfg.search.differing(&SearchConfig::default());
+        let mut out: Vec<ProductField> = Vec::new();
+        out.extend(
+            self.inference
+                .unread(inference)
+                .into_iter()
+                .map(ProductField::Inference),
+        );
+        out.extend(self.loss.unread(loss).into_iter().map(ProductField::Loss));
+        out.extend(
+            self.search
+                .unread(search)
+                .into_iter()
+                .map(ProductField::Search),
+        );
+        out
     }
 
     /// The first field of `cfg` this leaves unread and `cfg` sets, by its dotted path, with
@@ -267,8 +307,8 @@ impl Reads {
             };
             return Some((format!("{SECTION}.{field}"), because));
         }
-        let (name, field) = self.unread_product_fields(cfg).into_iter().next()?;
-        Some((format!("{name}.{field}"), self.section(name).why_not(name)))
+        let field = self.unread_product_fields(cfg).into_iter().next()?;
+        Some((field.path(), self.why_not(field)))
     }
 }
 
@@ -403,13 +443,9 @@ impl Systems {
             .into_iter()
             .map(|f| format!("{SECTION}.{f}"))
             .collect();
-        for (name, field) in reads.unread_product_fields(cfg) {
-            match name {
-                "inference" => cfg.inference.reset(&InferenceConfig::default(), field),
-                "loss" => cfg.loss.reset(&LossConfig::default(), field),
-                _ => cfg.search.reset(&SearchConfig::default(), field),
-            }
-            dropped.push(format!("{name}.{field}"));
+        for field in reads.unread_product_fields(cfg) {
+            field.reset(cfg);
+            dropped.push(field.path());
         }
         Ok(dropped)
     }
@@ -507,7 +543,7 @@ mod tests {
         fn reads(&self) -> Reads {
             Reads {
                 settings: &[&["optimizer"]],
-                inference: Fields::Only(&["steps", "eta"]),
+                inference: Fields::Only(&[InferenceField::Steps, InferenceField::Eta]),
                 loss: Fields::NONE,
                 search: Fields::NONE,
             }

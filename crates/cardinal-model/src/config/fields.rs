@@ -1,95 +1,186 @@
-//! The fields of a product section by the names they have in a configuration file, compared
-//! and reset one by one on the typed section: what a system's refusal of a field it does not
-//! read needs (`crate::system`). Each implementation destructures its section whole, so a
-//! field added to a section and not named here does not compile.
+//! The fields of a product section as types (`InferenceField`, `LossField`, `SearchField`),
+//! each named as in a configuration file, compared and reset one by one on the typed section:
+//! what a system's declaration of the fields it reads, and its refusal of the others, are made
+//! of (`cardinal::system`). Each implementation destructures its section whole, so a field
+//! added to a section and not named here does not compile, and a field a system declares
+//! that the section lacks does not compile either.
 
 use super::{InferenceConfig, LossConfig, SearchConfig};
 use cardinal_proj::ProjParams;
 
-/// A section whose fields are compared and reset by name.
-pub trait SectionFields {
-    /// The names of the fields whose values differ between `self` and `other`, in the order
-    /// of their names.
-    fn differing(&self, other: &Self) -> Vec<&'static str>;
-
-    /// Sets the field `name` back to `default`'s value (a name the section does not have:
-    /// nothing).
-    fn reset(&mut self, default: &Self, name: &str);
+/// A field of a section, by its name in a configuration file.
+pub trait Field: Copy + Eq + std::fmt::Debug + 'static {
+    /// The section's name (`inference`).
+    const SECTION: &'static str;
+    /// Every field of the section, in the order of their names.
+    const ALL: &'static [Self];
+    /// Its name in the section (`steps`).
+    fn name(self) -> &'static str;
 }
 
-/// [`SectionFields`] for a section of plain fields, each written under its own name.
-macro_rules! plain_section {
-    ($ty:ident { $($field:ident),+ $(,)? }) => {
-        impl SectionFields for $ty {
-            fn differing(&self, other: &Self) -> Vec<&'static str> {
-                let $ty { $($field),+ } = self;
-                let mut out = Vec::new();
-                $(
-                    if *$field != other.$field {
-                        out.push(stringify!($field));
-                    }
-                )+
-                out.sort_unstable();
-                out
-            }
+/// A section whose fields are compared and reset one by one.
+pub trait SectionFields {
+    /// The section's fields.
+    type Field: Field;
 
-            fn reset(&mut self, default: &Self, name: &str) {
-                match name {
-                    $(stringify!($field) => self.$field = default.$field.clone(),)+
-                    _ => {}
+    /// The fields whose values differ between `self` and `other`, in the order of their
+    /// names.
+    fn differing(&self, other: &Self) -> Vec<Self::Field>;
+
+    /// Sets `field` back to `default`'s value.
+    fn reset(&mut self, default: &Self, field: Self::Field);
+}
+
+/// A field enum of a section: one variant per field, named as in the file.
+macro_rules! field_enum {
+    ($(#[$doc:meta])* $name:ident, $section:literal { $($variant:ident => $field:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $name {
+            $(
+                #[doc = concat!("`", $section, ".", $field, "`")]
+                $variant,
+            )+
+        }
+
+        impl Field for $name {
+            const SECTION: &'static str = $section;
+            const ALL: &'static [Self] = &[$(Self::$variant),+];
+            fn name(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $field,)+
                 }
             }
         }
     };
 }
 
-plain_section!(LossConfig {
-    iterate_weights,
-    f1_weight,
-    cardinality_weight,
-    unary_bce_weight,
-    sum_over_batch,
-});
+field_enum!(
+    /// A field of the `inference` section (a projection's parameter by its own name,
+    /// `rounds`, as the file writes it).
+    InferenceField, "inference" {
+        EmptyAt => "empty_at",
+        Eta => "eta",
+        ExpectedF1Count => "expected_f1_count",
+        FinalProjection => "final_projection",
+        FpIters => "fp_iters",
+        Momentum => "momentum",
+        Rounds => "rounds",
+        SmoothEps => "smooth_eps",
+        Steps => "steps",
+        TestProjection => "test_projection",
+        TrainProjection => "train_projection",
+    }
+);
 
-plain_section!(SearchConfig {
-    max_rows,
-    folds,
-    scope,
-    scoring,
-});
+field_enum!(
+    /// A field of the `loss` section.
+    LossField, "loss" {
+        CardinalityWeight => "cardinality_weight",
+        F1Weight => "f1_weight",
+        IterateWeights => "iterate_weights",
+        SumOverBatch => "sum_over_batch",
+        UnaryBceWeight => "unary_bce_weight",
+    }
+);
 
-// The projections' parameters are written flat among the section's fields
-// (`inference.rounds`): they are compared and reset by their own names.
-plain_section!(ProjFields {
-    rounds,
-    fp_iters,
-    smooth_eps,
-});
+field_enum!(
+    /// A field of the `search` section.
+    SearchField, "search" {
+        Folds => "folds",
+        MaxRows => "max_rows",
+        Scope => "scope",
+        Scoring => "scoring",
+    }
+);
 
-/// [`ProjParams`] under the local trait (a foreign type).
-struct ProjFields {
-    rounds: usize,
-    fp_iters: usize,
-    smooth_eps: f64,
+/// The fields among `pairs` (each with whether it differs), in the order of their names.
+fn named_order<F: Field>(pairs: impl IntoIterator<Item = (F, bool)>) -> Vec<F> {
+    let mut out: Vec<F> = pairs
+        .into_iter()
+        .filter(|(_, d)| *d)
+        .map(|(f, _)| f)
+        .collect();
+    out.sort_unstable_by_key(|f| f.name());
+    out
 }
 
-impl From<ProjParams> for ProjFields {
-    fn from(p: ProjParams) -> Self {
-        let ProjParams {
-            rounds,
-            fp_iters,
-            smooth_eps,
-        } = p;
-        Self {
-            rounds,
-            fp_iters,
-            smooth_eps,
+impl SectionFields for LossConfig {
+    type Field = LossField;
+
+    fn differing(&self, other: &Self) -> Vec<LossField> {
+        let LossConfig {
+            iterate_weights,
+            f1_weight,
+            cardinality_weight,
+            unary_bce_weight,
+            sum_over_batch,
+        } = self;
+        named_order([
+            (
+                LossField::IterateWeights,
+                *iterate_weights != other.iterate_weights,
+            ),
+            (LossField::F1Weight, *f1_weight != other.f1_weight),
+            (
+                LossField::CardinalityWeight,
+                *cardinality_weight != other.cardinality_weight,
+            ),
+            (
+                LossField::UnaryBceWeight,
+                *unary_bce_weight != other.unary_bce_weight,
+            ),
+            (
+                LossField::SumOverBatch,
+                *sum_over_batch != other.sum_over_batch,
+            ),
+        ])
+    }
+
+    fn reset(&mut self, default: &Self, field: LossField) {
+        match field {
+            LossField::IterateWeights => self.iterate_weights = default.iterate_weights,
+            LossField::F1Weight => self.f1_weight = default.f1_weight,
+            LossField::CardinalityWeight => self.cardinality_weight = default.cardinality_weight,
+            LossField::UnaryBceWeight => self.unary_bce_weight = default.unary_bce_weight,
+            LossField::SumOverBatch => self.sum_over_batch = default.sum_over_batch,
+        }
+    }
+}
+
+impl SectionFields for SearchConfig {
+    type Field = SearchField;
+
+    fn differing(&self, other: &Self) -> Vec<SearchField> {
+        let SearchConfig {
+            max_rows,
+            folds,
+            scope,
+            scoring,
+        } = self;
+        named_order([
+            (SearchField::MaxRows, *max_rows != other.max_rows),
+            (SearchField::Folds, *folds != other.folds),
+            (SearchField::Scope, *scope != other.scope),
+            (SearchField::Scoring, *scoring != other.scoring),
+        ])
+    }
+
+    fn reset(&mut self, default: &Self, field: SearchField) {
+        match field {
+            SearchField::MaxRows => self.max_rows = default.max_rows,
+            SearchField::Folds => self.folds = default.folds,
+            SearchField::Scope => self.scope = default.scope,
+            SearchField::Scoring => self.scoring = default.scoring,
         }
     }
 }
 
 impl SectionFields for InferenceConfig {
-    fn differing(&self, other: &Self) -> Vec<&'static str> {
+    type Field = InferenceField;
+
+    fn differing(&self, other: &Self) -> Vec<InferenceField> {
+        use InferenceField as F;
         let InferenceConfig {
             steps,
             eta,
@@ -101,45 +192,51 @@ impl SectionFields for InferenceConfig {
             empty_at,
             expected_f1_count,
         } = self;
-        let mut out = ProjFields::from(*proj).differing(&ProjFields::from(other.proj));
-        let own = [
-            ("steps", *steps != other.steps),
-            ("eta", *eta != other.eta),
-            ("momentum", *momentum != other.momentum),
+        // The projections' parameters are written flat among the section's fields.
+        let ProjParams {
+            rounds,
+            fp_iters,
+            smooth_eps,
+        } = proj;
+        let p = &other.proj;
+        named_order([
+            (F::Steps, *steps != other.steps),
+            (F::Eta, *eta != other.eta),
+            (F::Momentum, *momentum != other.momentum),
             (
-                "train_projection",
+                F::TrainProjection,
                 *train_projection != other.train_projection,
             ),
-            ("test_projection", *test_projection != other.test_projection),
+            (F::TestProjection, *test_projection != other.test_projection),
             (
-                "final_projection",
+                F::FinalProjection,
                 *final_projection != other.final_projection,
             ),
-            ("empty_at", *empty_at != other.empty_at),
+            (F::Rounds, *rounds != p.rounds),
+            (F::FpIters, *fp_iters != p.fp_iters),
+            (F::SmoothEps, *smooth_eps != p.smooth_eps),
+            (F::EmptyAt, *empty_at != other.empty_at),
             (
-                "expected_f1_count",
+                F::ExpectedF1Count,
                 *expected_f1_count != other.expected_f1_count,
             ),
-        ];
-        out.extend(own.into_iter().filter(|(_, d)| *d).map(|(name, _)| name));
-        out.sort_unstable();
-        out
+        ])
     }
 
-    fn reset(&mut self, default: &Self, name: &str) {
-        match name {
-            "steps" => self.steps = default.steps,
-            "eta" => self.eta = default.eta,
-            "momentum" => self.momentum = default.momentum,
-            "train_projection" => self.train_projection = default.train_projection,
-            "test_projection" => self.test_projection = default.test_projection,
-            "final_projection" => self.final_projection = default.final_projection,
-            "empty_at" => self.empty_at = default.empty_at,
-            "expected_f1_count" => self.expected_f1_count = default.expected_f1_count,
-            "rounds" => self.proj.rounds = default.proj.rounds,
-            "fp_iters" => self.proj.fp_iters = default.proj.fp_iters,
-            "smooth_eps" => self.proj.smooth_eps = default.proj.smooth_eps,
-            _ => {}
+    fn reset(&mut self, default: &Self, field: InferenceField) {
+        use InferenceField as F;
+        match field {
+            F::Steps => self.steps = default.steps,
+            F::Eta => self.eta = default.eta,
+            F::Momentum => self.momentum = default.momentum,
+            F::TrainProjection => self.train_projection = default.train_projection,
+            F::TestProjection => self.test_projection = default.test_projection,
+            F::FinalProjection => self.final_projection = default.final_projection,
+            F::EmptyAt => self.empty_at = default.empty_at,
+            F::ExpectedF1Count => self.expected_f1_count = default.expected_f1_count,
+            F::Rounds => self.proj.rounds = default.proj.rounds,
+            F::FpIters => self.proj.fp_iters = default.proj.fp_iters,
+            F::SmoothEps => self.proj.smooth_eps = default.proj.smooth_eps,
         }
     }
 }
@@ -158,7 +255,8 @@ mod tests {
                 serde_json::to_value(a).unwrap(),
                 serde_json::to_value(b).unwrap(),
             );
-            let (a, b) = (a.as_object().unwrap(), b.as_object().unwrap());
+            let empty = serde_json::Map::new();
+            let (a, b) = (a.as_object().unwrap_or(&empty), b.as_object().unwrap());
             let mut keys: Vec<String> = a.keys().chain(b.keys()).cloned().collect();
             keys.sort();
             keys.dedup();
@@ -169,13 +267,25 @@ mod tests {
             default: &T,
             changed: &[T],
         ) {
+            // The fields are the keys the section is written with (a field left out at its
+            // default is written once changed), in the order of their names.
+            let empty = serde_json::json!({});
+            let mut keys: Vec<String> = std::iter::once(default)
+                .chain(changed)
+                .flat_map(|c| json_diff(&empty, &serde_json::to_value(c).unwrap()))
+                .collect();
+            keys.sort();
+            keys.dedup();
+            let all: Vec<&str> = T::Field::ALL.iter().map(|f| f.name()).collect();
+            assert_eq!(all, keys, "{}", T::Field::SECTION);
             for c in changed {
-                let names = c.differing(default);
+                let fields = c.differing(default);
+                let names: Vec<&str> = fields.iter().map(|f| f.name()).collect();
                 assert_eq!(names, json_diff(c, default), "{c:?}");
                 assert!(!names.is_empty(), "{c:?}");
                 let mut back = c.clone();
-                for n in &names {
-                    back.reset(default, n);
+                for f in fields {
+                    back.reset(default, f);
                 }
                 assert_eq!(&back, default);
             }

@@ -29,7 +29,7 @@ mod strict;
 mod system_settings;
 mod train;
 
-pub use fields::SectionFields;
+pub use fields::{Field, InferenceField, LossField, SearchField, SectionFields};
 pub use inference::InferenceConfig;
 pub use loss::{IterateWeights, LossConfig};
 pub use model::resolve_counts;

@@ -16,6 +16,7 @@ use super::nets::c;
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::settings::{ACTIVATIONS, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::{BaselineConfig, BatchObjective};
+use cardinal::config::InferenceField;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
 use cardinal::parts::{sigmoid, soft_f1};
@@ -36,7 +37,7 @@ pub const READS: Reads = Reads {
         ACTIVATIONS,
         &["dvn_adversarial_fraction"],
     ],
-    inference: Fields::Only(&["steps", "eta"]),
+    inference: Fields::Only(&[InferenceField::Steps, InferenceField::Eta]),
     loss: Fields::NONE,
     search: Fields::NONE,
 };

@@ -5,7 +5,7 @@
 
 use super::tests::{small, toy};
 use super::*;
-use cardinal::config::{InferenceConfig, IterateWeights};
+use cardinal::config::{InferenceConfig, InferenceField, IterateWeights, LossField};
 use cardinal::proj::Method;
 use cardinal::runtime::{MemoryBudget, WaitPolicy};
 use cardinal::system::Fields;
@@ -119,9 +119,9 @@ const SECTION_PROBES: [SectionProbe; 18] = [
 /// Whether `reads` declares the product field at `path` (`inference.eta`) read.
 fn declares(reads: &Reads, path: &str) -> bool {
     match path.split_once('.') {
-        Some(("inference", f)) => reads.inference.contains(f),
-        Some(("loss", f)) => reads.loss.contains(f),
-        Some(("search", f)) => reads.search.contains(f),
+        Some(("inference", f)) => reads.inference.contains_name(f),
+        Some(("loss", f)) => reads.loss.contains_name(f),
+        Some(("search", f)) => reads.search.contains_name(f),
         _ => panic!("not a product field: {path}"),
     }
 }
@@ -347,11 +347,19 @@ fn each_system_reads_the_product_fields_it_declares_and_refuses_the_others() {
         // A declaration one field off either way fails the check above.
         let wrong = match name {
             DVN => Reads {
-                inference: Fields::Only(&["steps", "eta", "momentum"]),
+                inference: Fields::Only(&[
+                    InferenceField::Steps,
+                    InferenceField::Eta,
+                    InferenceField::Momentum,
+                ]),
                 ..reads
             },
             SC => Reads {
-                loss: Fields::Only(&["iterate_weights", "unary_bce_weight", "sum_over_batch"]),
+                loss: Fields::Only(&[
+                    LossField::IterateWeights,
+                    LossField::UnaryBceWeight,
+                    LossField::SumOverBatch,
+                ]),
                 ..reads
             },
             _ => continue,

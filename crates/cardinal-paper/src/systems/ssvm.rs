@@ -17,6 +17,7 @@ use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::settings::{ACTIVATIONS, PRETRAINING, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::BatchObjective;
 use super::{BaselineConfig, TaskLoss};
+use cardinal::config::InferenceField;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
 use cardinal::parts::{sigmoid, soft_f1};
@@ -44,7 +45,11 @@ pub const SPEN_READS: Reads = Reads {
             "init_zeros",
         ],
     ],
-    inference: Fields::Only(&["steps", "eta", "momentum"]),
+    inference: Fields::Only(&[
+        InferenceField::Steps,
+        InferenceField::Eta,
+        InferenceField::Momentum,
+    ]),
     loss: Fields::NONE,
     search: Fields::NONE,
 };

@@ -11,7 +11,7 @@ use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::settings::{ACTIVATIONS, PRETRAINING, THRESHOLD_SELECTION, TRAINING_LOOP};
 use super::BaselineConfig;
 use super::{iterate_weights, BatchObjective};
-use cardinal::config::Config;
+use cardinal::config::{Config, InferenceField, LossField};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
 use cardinal::parts::soft_f1;
@@ -38,14 +38,18 @@ pub const SC_READS: Reads = Reads {
 };
 
 /// The fields of the `inference` section the unrolled ascent reads.
-const ASCENT: Fields = Fields::Only(&["steps", "eta", "momentum"]);
+const ASCENT: Fields<InferenceField> = Fields::Only(&[
+    InferenceField::Steps,
+    InferenceField::Eta,
+    InferenceField::Momentum,
+]);
 
 /// The fields of the `loss` section the unrolled systems' loss reads.
-const UNROLLED_LOSS: Fields = Fields::Only(&[
-    "iterate_weights",
-    "f1_weight",
-    "unary_bce_weight",
-    "sum_over_batch",
+const UNROLLED_LOSS: Fields<LossField> = Fields::Only(&[
+    LossField::IterateWeights,
+    LossField::F1Weight,
+    LossField::UnaryBceWeight,
+    LossField::SumOverBatch,
 ]);
 
 /// What logit-space ascent reads: as SC, but its iterates are always logits, so neither
