@@ -320,9 +320,7 @@ pub fn check<S: System + ?Sized>(system: &S, cfg: &Config) -> Result<()> {
         return Err(Error::NotRead {
             field: "model.forest_prior".into(),
             system: system.name().into(),
-            because: Unread::Remark(
-                "only Predict and Constrain's unary scores take a forest's prior",
-            ),
+            because: Unread::UnaryScoresOnly,
         });
     }
     if let Some((field, because)) = system.reads().first_unread(cfg) {

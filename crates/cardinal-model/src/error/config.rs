@@ -97,7 +97,11 @@ pub enum Unread {
         /// The field of this system's own that does the same.
         instead: Option<&'static str>,
     },
-    /// What the system does instead, in words.
-    #[error("{0}")]
-    Remark(&'static str),
+    /// A forest's prior is added to Predict and Constrain's unary scores, which no other
+    /// system has.
+    #[error("only Predict and Constrain's unary scores take a forest's prior")]
+    UnaryScoresOnly,
+    /// The forest grows on the rows as they are: every row counts once, whatever its weight.
+    #[error("the forest counts every training row once")]
+    EveryRowOnce,
 }

@@ -369,7 +369,7 @@ impl From<cardinal_forest::ForestError> for Error {
             F::Weighted => Self::NotRead {
                 field: "sample weights".into(),
                 system: "model.forest".into(),
-                because: Unread::Remark("the forest counts every training row once"),
+                because: Unread::EveryRowOnce,
             },
             F::Cancelled => Self::Interrupted { epochs: 0 },
         }
