@@ -15,6 +15,8 @@ same model directories.
 * :func:`predict_dask`: prediction on a Dask array or DataFrame, partition by partition.
 * :func:`project` and :func:`project_vjp`: the projection operators and their
   vector-Jacobian products on numpy arrays.
+* :func:`systems` and :func:`presets`: what ``system`` and ``preset`` may name, as the library
+  lists them.
 """
 
 from ._classifier import CardinalClassifier
@@ -23,6 +25,7 @@ from ._dask import predict_dask
 from ._data import Dataset, load_dataset
 from ._native import __version__
 from ._project import project, project_vjp
+from ._systems import presets, systems
 from ._types import EpochRecord, SearchResults
 
 __all__ = [
@@ -36,5 +39,7 @@ __all__ = [
     "predict_dask",
     "project",
     "project_vjp",
+    "systems",
+    "presets",
     "__version__",
 ]

@@ -151,7 +151,7 @@ class CardinalClassifier(MultiOutputMixin, ClassifierMixin, BaseEstimator):  # t
         data), ``"pnc"`` (Predict and Constrain only: the search, when it runs, chooses among
         its candidates alone), ``"forest"`` or ``"forest-blend"`` (the forests, trained as
         the search's candidates are), or a Table 1 system (``"mlp"``, ``"br-logistic"``,
-        ...).
+        ...; :func:`systems` lists them all).
     seed, threads : deprecated
         Former names of ``random_state`` and ``n_jobs`` (``threads=None`` meant all cores).
 

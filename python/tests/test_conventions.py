@@ -310,6 +310,35 @@ def test_config_names_its_preset_as_the_cli_reads_it():
     assert wide["loss"]["unary_bce_weight"] == asks(preset="paper")["loss"]["unary_bce_weight"] == 0.0
 
 
+def test_the_systems_and_presets_listed_are_the_ones_accepted(cli, tmp_path):
+    """`systems()` and `presets()` are the library's lists: each named system and preset is
+    a configuration the estimator can ask for, the CLI's `--system` help names the same
+    systems, and a name not listed is refused."""
+    import subprocess
+
+    import cardinal_pnc
+
+    listed = cardinal_pnc.systems()
+    assert list(listed)[:3] == ["pnc", "forest", "forest-blend"]
+    assert {"mlp", "br-logistic"} <= set(listed)
+    assert all(about for about in listed.values()), listed
+    for name in listed:
+        assert asks(system=name, search=False)["system"] == name
+    assert cardinal_pnc.presets() == ["paper", "predict", "paper-printed"]
+    for name in cardinal_pnc.presets():
+        assert asks(preset=name)["preset"] == name
+    with pytest.raises(ValueError, match="system='nosuch'"):
+        asks(system="nosuch")
+    unknown = subprocess.run(
+        [cli, "train", "--system", "nosuch", "--out", str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+    )
+    assert unknown.returncode != 0
+    for name in listed:
+        assert name in unknown.stderr, (name, unknown.stderr)
+
+
 def test_mixed_column_names_raise_as_scikit_learn_does(problem):
     pd = pytest.importorskip("pandas")
     X, Y, _, _ = problem

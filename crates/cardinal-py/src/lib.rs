@@ -54,6 +54,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(project::project_vjp, m)?)?;
     m.add_function(wrap_pyfunction!(model::check_config, m)?)?;
     m.add_function(wrap_pyfunction!(model::base_preset, m)?)?;
+    m.add_function(wrap_pyfunction!(model::systems, m)?)?;
+    m.add_function(wrap_pyfunction!(model::presets, m)?)?;
     m.add_function(wrap_pyfunction!(search_tasks::search_tasks, m)?)?;
     m.add_function(wrap_pyfunction!(search_tasks::run_search_task, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

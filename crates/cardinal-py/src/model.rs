@@ -160,6 +160,24 @@ pub(crate) fn base_preset(name: &str) -> &'static str {
     cardinal_paper::systems().saved_configs().base_preset(name)
 }
 
+/// The systems the estimator's `system` may name, each with what it is, in the registry's
+/// order (the product's, then the paper crate's): the list Python shows is the library's.
+#[pyfunction]
+pub(crate) fn systems() -> Vec<(&'static str, &'static str)> {
+    let registry = cardinal_paper::systems();
+    registry
+        .names()
+        .into_iter()
+        .map(|n| (n, registry.get(n).map_or("", |s| s.about())))
+        .collect()
+}
+
+/// The presets the estimator's `preset` may name.
+#[pyfunction]
+pub(crate) fn presets() -> Vec<&'static str> {
+    cardinal::config::Config::PRESETS.to_vec()
+}
+
 /// A progress line for `verbose` output, or `None` for events it does not show.
 pub(crate) fn progress_line(ev: &Event, verbose: u8) -> Option<String> {
     match ev {
