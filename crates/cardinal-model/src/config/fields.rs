@@ -31,14 +31,15 @@ pub trait SectionFields {
     fn reset(&mut self, default: &Self, field: Self::Field);
 }
 
-/// A field enum of a section: one variant per field, named as in the file.
+/// A field enum of a section: one variant per field, named as in the file, in the order of
+/// their names.
 macro_rules! field_enum {
-    ($(#[$doc:meta])* $name:ident, $section:literal { $($variant:ident => $field:literal),+ $(,)? }) => {
+    ($(#[$doc:meta])* $name:ident, $section:literal { $($field:ident => $variant:ident),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum $name {
             $(
-                #[doc = concat!("`", $section, ".", $field, "`")]
+                #[doc = concat!("`", $section, ".", stringify!($field), "`")]
                 $variant,
             )+
         }
@@ -48,7 +49,30 @@ macro_rules! field_enum {
             const ALL: &'static [Self] = &[$(Self::$variant),+];
             fn name(self) -> &'static str {
                 match self {
-                    $(Self::$variant => $field,)+
+                    $(Self::$variant => stringify!($field),)+
+                }
+            }
+        }
+    };
+}
+
+/// A section of plain fields, each written under its own name: its field enum and its
+/// [`SectionFields`], which destructures it whole.
+macro_rules! plain_section {
+    ($(#[$doc:meta])* $ty:ident => $name:ident, $section:literal { $($field:ident => $variant:ident),+ $(,)? }) => {
+        field_enum!($(#[$doc])* $name, $section { $($field => $variant),+ });
+
+        impl SectionFields for $ty {
+            type Field = $name;
+
+            fn differing(&self, other: &Self) -> Vec<$name> {
+                let $ty { $($field),+ } = self;
+                named_order([$(($name::$variant, *$field != other.$field)),+])
+            }
+
+            fn reset(&mut self, default: &Self, field: $name) {
+                match field {
+                    $($name::$variant => self.$field = default.$field.clone(),)+
                 }
             }
         }
@@ -59,38 +83,38 @@ field_enum!(
     /// A field of the `inference` section (a projection's parameter by its own name,
     /// `rounds`, as the file writes it).
     InferenceField, "inference" {
-        EmptyAt => "empty_at",
-        Eta => "eta",
-        ExpectedF1Count => "expected_f1_count",
-        FinalProjection => "final_projection",
-        FpIters => "fp_iters",
-        Momentum => "momentum",
-        Rounds => "rounds",
-        SmoothEps => "smooth_eps",
-        Steps => "steps",
-        TestProjection => "test_projection",
-        TrainProjection => "train_projection",
+        empty_at => EmptyAt,
+        eta => Eta,
+        expected_f1_count => ExpectedF1Count,
+        final_projection => FinalProjection,
+        fp_iters => FpIters,
+        momentum => Momentum,
+        rounds => Rounds,
+        smooth_eps => SmoothEps,
+        steps => Steps,
+        test_projection => TestProjection,
+        train_projection => TrainProjection,
     }
 );
 
-field_enum!(
+plain_section!(
     /// A field of the `loss` section.
-    LossField, "loss" {
-        CardinalityWeight => "cardinality_weight",
-        F1Weight => "f1_weight",
-        IterateWeights => "iterate_weights",
-        SumOverBatch => "sum_over_batch",
-        UnaryBceWeight => "unary_bce_weight",
+    LossConfig => LossField, "loss" {
+        cardinality_weight => CardinalityWeight,
+        f1_weight => F1Weight,
+        iterate_weights => IterateWeights,
+        sum_over_batch => SumOverBatch,
+        unary_bce_weight => UnaryBceWeight,
     }
 );
 
-field_enum!(
+plain_section!(
     /// A field of the `search` section.
-    SearchField, "search" {
-        Folds => "folds",
-        MaxRows => "max_rows",
-        Scope => "scope",
-        Scoring => "scoring",
+    SearchConfig => SearchField, "search" {
+        folds => Folds,
+        max_rows => MaxRows,
+        scope => Scope,
+        scoring => Scoring,
     }
 );
 
@@ -103,77 +127,6 @@ fn named_order<F: Field>(pairs: impl IntoIterator<Item = (F, bool)>) -> Vec<F> {
         .collect();
     out.sort_unstable_by_key(|f| f.name());
     out
-}
-
-impl SectionFields for LossConfig {
-    type Field = LossField;
-
-    fn differing(&self, other: &Self) -> Vec<LossField> {
-        let LossConfig {
-            iterate_weights,
-            f1_weight,
-            cardinality_weight,
-            unary_bce_weight,
-            sum_over_batch,
-        } = self;
-        named_order([
-            (
-                LossField::IterateWeights,
-                *iterate_weights != other.iterate_weights,
-            ),
-            (LossField::F1Weight, *f1_weight != other.f1_weight),
-            (
-                LossField::CardinalityWeight,
-                *cardinality_weight != other.cardinality_weight,
-            ),
-            (
-                LossField::UnaryBceWeight,
-                *unary_bce_weight != other.unary_bce_weight,
-            ),
-            (
-                LossField::SumOverBatch,
-                *sum_over_batch != other.sum_over_batch,
-            ),
-        ])
-    }
-
-    fn reset(&mut self, default: &Self, field: LossField) {
-        match field {
-            LossField::IterateWeights => self.iterate_weights = default.iterate_weights,
-            LossField::F1Weight => self.f1_weight = default.f1_weight,
-            LossField::CardinalityWeight => self.cardinality_weight = default.cardinality_weight,
-            LossField::UnaryBceWeight => self.unary_bce_weight = default.unary_bce_weight,
-            LossField::SumOverBatch => self.sum_over_batch = default.sum_over_batch,
-        }
-    }
-}
-
-impl SectionFields for SearchConfig {
-    type Field = SearchField;
-
-    fn differing(&self, other: &Self) -> Vec<SearchField> {
-        let SearchConfig {
-            max_rows,
-            folds,
-            scope,
-            scoring,
-        } = self;
-        named_order([
-            (SearchField::MaxRows, *max_rows != other.max_rows),
-            (SearchField::Folds, *folds != other.folds),
-            (SearchField::Scope, *scope != other.scope),
-            (SearchField::Scoring, *scoring != other.scoring),
-        ])
-    }
-
-    fn reset(&mut self, default: &Self, field: SearchField) {
-        match field {
-            SearchField::MaxRows => self.max_rows = default.max_rows,
-            SearchField::Folds => self.folds = default.folds,
-            SearchField::Scope => self.scope = default.scope,
-            SearchField::Scoring => self.scoring = default.scoring,
-        }
-    }
 }
 
 impl SectionFields for InferenceConfig {
