@@ -180,7 +180,8 @@ def config_args(est: Any, seed: Optional[int] = None) -> ConfigArgs:
     """The arguments of the library's configuration resolution: the preset, ``config``,
     the shortcuts, and the default's search on or off (see the class documentation)."""
     if not isinstance(est.preset, str):
-        raise ValueError(f"preset={est.preset!r}: expected a str (predict or paper)")
+        known = ", ".join(_native.presets())
+        raise ValueError(f"preset={est.preset!r}: expected a str, one of {known}")
     config = est.config
     if isinstance(config, dict):
         config = json.dumps(config)

@@ -329,6 +329,8 @@ def test_the_systems_and_presets_listed_are_the_ones_accepted(cli, tmp_path):
         assert asks(preset=name)["preset"] == name
     with pytest.raises(ValueError, match="system='nosuch'"):
         asks(system="nosuch")
+    with pytest.raises(ValueError, match="expected a str, one of paper, predict, paper-printed"):
+        asks(preset=3)
     unknown = subprocess.run(
         [cli, "train", "--system", "nosuch", "--out", str(tmp_path / "m")],
         capture_output=True,
