@@ -361,4 +361,6 @@ impl Config {
 #[cfg(test)]
 mod file_tests;
 #[cfg(test)]
+mod range_tests;
+#[cfg(test)]
 mod tests;
