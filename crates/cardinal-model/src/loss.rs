@@ -1,10 +1,10 @@
 //! The training loss: the relaxed F1 of the unroll's iterates against the gold labels.
 
-use crate::model::{c, Float};
+use crate::model::{c, Scalar};
 
 /// Relaxed F1 `2⟨y, y*⟩ / (Σy + |y*|)` of one row with gold labels `gold`; if `grad` is given,
 /// adds `scale · ∂F1/∂y` to it. Defined as 0 (zero gradient) when `Σy + |y*| = 0`.
-pub fn soft_f1<F: Float>(y: &[F], gold: &[u32], grad: Option<(&mut [F], F)>) -> F {
+pub fn soft_f1<F: Scalar>(y: &[F], gold: &[u32], grad: Option<(&mut [F], F)>) -> F {
     let sum_y: F = y.iter().copied().sum();
     let inter: F = gold.iter().map(|&g| y[g as usize]).sum();
     let denom = sum_y + c::<F>(gold.len() as f64);
@@ -30,7 +30,7 @@ pub fn soft_f1<F: Float>(y: &[F], gold: &[u32], grad: Option<(&mut [F], F)>) -> 
 /// with no gold labels whose iterate is nearly 0 (its count near 0) has `D = Σy` so small that
 /// `D²` underflows: then it is computed as `−2(⟨y, y*⟩/D)/D`, which is 0 rather than `0/0`.
 #[inline(always)]
-pub fn f1_common<F: Float>(inter: F, denom: F, scale: F) -> F {
+pub fn f1_common<F: Scalar>(inter: F, denom: F, scale: F) -> F {
     let two: F = c(2.0);
     let d2 = denom * denom;
     if d2 > F::zero() {

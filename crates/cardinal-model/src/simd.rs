@@ -20,7 +20,7 @@
 /// crate::simd::dispatch! {
 ///     features ["avx512f", "avx512bw"], ["avx2"];
 ///     /// What it computes (the attributes and docs go on the generated function).
-///     pub fn scale_dispatch<F: Float>(out: &mut [F], a: F) {
+///     pub fn scale_dispatch<F: Scalar>(out: &mut [F], a: F) {
 ///         scale(out, a) // an `#[inline(always)]` generic body, or the loop itself
 ///     }
 /// }

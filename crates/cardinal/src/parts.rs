@@ -9,6 +9,7 @@
 pub use crate::inference::{sigmoid, soft_f1};
 pub use crate::model::{
     decay_coefficient, dropout_key, sparse_first_layer, sparse_first_layer_grad, Decay, Dropout,
-    Float, Params, Standardizer,
+    Params, Scalar, Standardizer,
 };
 pub use crate::train::init_model_within;
+pub use cardinal_model::batch::Float;

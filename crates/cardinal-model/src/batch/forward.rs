@@ -5,9 +5,10 @@ use rayon::prelude::*;
 use super::kernel::{InferRows, UnrollKernel, INFER_LANES};
 use super::workspace::BlockWork;
 use super::Workspace;
+use crate::batch::Float;
 use crate::data::CsrMatrix;
 use crate::error::{Error, Result};
-use crate::model::{first_layer_shift, Float, Model, Outputs, TwoLayer};
+use crate::model::{first_layer_shift, Model, Outputs, TwoLayer};
 
 impl<F: Float> Model<F> {
     /// Inference over `rows` of `x` in batches of `batch` rows; appends to `out`. The same

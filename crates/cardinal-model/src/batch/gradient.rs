@@ -9,10 +9,11 @@ use std::time::Instant;
 
 use super::kernel::{RowResult, TrainOut, TrainRows};
 use super::{Stage, Workspace};
+use crate::batch::Float;
 use crate::config::ZMode;
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::Result;
-use crate::model::{c, ensure_shape, Float, Model, Params, TwoLayer, TwoLayerGrad};
+use crate::model::{c, ensure_shape, Model, Params, TwoLayer, TwoLayerGrad};
 
 /// Loss terms of one batch.
 #[derive(Debug, Clone, Copy, Default)]

@@ -4,8 +4,9 @@
 
 use rayon::prelude::*;
 
+use crate::batch::Float;
 use crate::data::CsrMatrix;
-use crate::model::{first_layer_shift, Float, Model, TwoLayer};
+use crate::model::{first_layer_shift, Model, TwoLayer};
 
 /// Rows per unit of work: enough to amortise a unit's buffers, few enough to spread over threads.
 const UNIT_ROWS: usize = 64;

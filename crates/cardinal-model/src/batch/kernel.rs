@@ -8,10 +8,11 @@ use cardinal_proj::lanes::{SoftDykstraLanes, LANES};
 use ndarray::{Array1, Array2, ArrayView2};
 
 use super::clock::StageClock;
+use crate::batch::Float;
 use crate::data::LabelSets;
 use crate::error::Result;
 use crate::inference::{BlockScratch, BlockTape, Kernel, RowTape, Unroll};
-use crate::model::{Float, Model};
+use crate::model::Model;
 
 mod lockstep;
 mod row;

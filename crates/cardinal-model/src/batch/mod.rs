@@ -15,6 +15,7 @@
 //! training loss and its gradient (`gradient`).
 
 mod clock;
+mod float;
 mod forward;
 mod gradient;
 mod heads;
@@ -27,6 +28,7 @@ mod workspace;
 // its trainer.
 
 pub use clock::Stage;
+pub use float::Float;
 pub use gradient::batch_loss;
 pub use gradient::BatchLoss;
 pub use kernel::TRAIN_LANES;

@@ -6,11 +6,12 @@ use cardinal_proj::{AnyProjector, Method};
 use ndarray::Array2;
 
 use super::{Stage, Workspace};
+use crate::batch::Float;
 use crate::config::ZMode;
 use crate::data::CsrMatrix;
 use crate::inference::{Kernel, Unroll};
 use crate::model::expected_f1::expected_f1_count;
-use crate::model::{c, Float, Model, TwoLayer};
+use crate::model::{c, Model, TwoLayer};
 
 impl<F: Float> Model<F> {
     /// Networks forward for `rows` of `x`: fills `u`, `p` and `z` in the workspace.

@@ -4,8 +4,9 @@ use ndarray::Array2;
 
 use super::clock::StageClock;
 use super::kernel::{KernelBuffers, LanesCache, RowResult, UnitScratch};
+use crate::batch::Float;
 use crate::inference::Kernel;
-use crate::model::{FirstLayerGrad, Float};
+use crate::model::FirstLayerGrad;
 
 /// Reusable buffers of one batch (no allocation once grown).
 #[derive(Default)]

@@ -9,11 +9,11 @@ use cardinal_proj::{AnyProjector, Method, ProjError, Projector};
 #[cfg(doc)]
 use super::RowTape;
 use super::Unroll;
-use crate::model::Float;
+use crate::model::Scalar;
 use crate::simd;
 
 /// Buffers of [`Unroll::forward_block`], reused across blocks.
-pub struct BlockScratch<F: Float, const N: usize = LANES> {
+pub struct BlockScratch<F: Scalar, const N: usize = LANES> {
     u: Vec<Lanes<F, N>>,
     y: Vec<Lanes<F, N>>,
     x: Vec<Lanes<F, N>>,
@@ -27,7 +27,7 @@ pub struct BlockScratch<F: Float, const N: usize = LANES> {
     smooth: SmoothLanesTape<F, N>,
 }
 
-impl<F: Float, const N: usize> Default for BlockScratch<F, N> {
+impl<F: Scalar, const N: usize> Default for BlockScratch<F, N> {
     fn default() -> Self {
         Self {
             u: Vec::new(),
@@ -44,7 +44,7 @@ impl<F: Float, const N: usize> Default for BlockScratch<F, N> {
     }
 }
 
-impl<F: Float> Unroll<'_, F> {
+impl<F: Scalar> Unroll<'_, F> {
     /// `y_T` (no tape: inference only) for a block of up to `N` rows at once, one row per
     /// SIMD lane, when the step projection is soft Dykstra (`lanes`, with the same rounds as
     /// `self.projector`). `u` holds the rows' unary scores (`rows × L`), `z` their counts;
@@ -176,7 +176,7 @@ impl<F: Float> Unroll<'_, F> {
 simd::dispatch! {
     features ["avx512f", "avx512bw", "avx512vl"], ["avx2"];
     /// `Unroll::forward_block_impl` compiled for the widest vectors the CPU has.
-    fn forward_block_dispatch<F: Float, const N: usize>(
+    fn forward_block_dispatch<F: Scalar, const N: usize>(
         un: &Unroll<'_, F>,
         lanes: &SoftDykstraLanes,
         u: &[F],

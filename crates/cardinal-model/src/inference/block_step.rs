@@ -4,10 +4,10 @@ use cardinal_proj::lanes::Lanes;
 
 use super::lane_ops::axpy;
 use super::Unroll;
-use crate::model::Float;
+use crate::model::Scalar;
 use crate::simd;
 
-impl<F: Float> Unroll<'_, F> {
+impl<F: Scalar> Unroll<'_, F> {
     /// One ascent step's update on a block, before its projection: `a = Wpᵀ y`,
     /// `act = w2 ⊙ 1[a > 0]`, `g = u + Wp act`, `v = μ v + η g`, `x = y + v`; keeps `g` and the
     /// mask `1[a > 0]` in `g_out` and `mask_out` if given (`(buffer, offset, stride)`: unit
@@ -101,7 +101,7 @@ simd::dispatch! {
     /// kept the accumulators of `Wpᵀ y` on the stack, making that pass a fifth slower; on its
     /// own it keeps them in registers. (Inference keeps the step inlined: it is faster so.)
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn block_step_dispatch<'a, F: Float, const N: usize>(
+    pub(super) fn block_step_dispatch<'a, F: Scalar, const N: usize>(
         un: &Unroll<'_, F>,
         wpt: &[F],
         u: &[Lanes<F, N>],

@@ -12,12 +12,12 @@ use super::block_step::block_step_dispatch;
 use super::energy_products::{energy_products, EnergyOperands, EnergyScratch};
 use super::lane_ops::{lane_to_row, lanes_view, row_to_lane};
 use super::Unroll;
-use crate::model::{c, Float};
+use crate::model::{c, Scalar};
 use crate::simd;
 
 /// What [`Unroll::forward_block_tape`] records for [`Unroll::backward_block`], its results,
 /// and scratch space; reused across blocks and batches (no allocation once grown).
-pub struct BlockTape<F: Float, const N: usize = LANES> {
+pub struct BlockTape<F: Scalar, const N: usize = LANES> {
     /// The block's rows in lanes.
     input: BlockInput<F, N>,
     /// What the forward pass keeps for the backward pass.
@@ -55,7 +55,7 @@ impl<F, const N: usize> BlockInput<F, N> {
 }
 
 /// What the forward pass keeps for the backward pass.
-struct ForwardRecord<F: Float, const N: usize> {
+struct ForwardRecord<F: Scalar, const N: usize> {
     /// `y_0 = σ(u)` (`L`).
     y0: Vec<Lanes<F, N>>,
     /// Per step: the ascent direction `g_t` (`T × L`), the energy mask (`E × T`, unit-major
@@ -84,7 +84,7 @@ struct BlockResults<F, const N: usize> {
 }
 
 /// The passes' working buffers.
-struct BlockWork<F: Float, const N: usize> {
+struct BlockWork<F: Scalar, const N: usize> {
     /// Forward: the current iterate, the velocity, the energy's activations (the point before
     /// each projection is written into that step's tape).
     y: Vec<Lanes<F, N>>,
@@ -109,7 +109,7 @@ struct BlockWork<F: Float, const N: usize> {
     energy_products: EnergyScratch,
 }
 
-impl<F: Float, const N: usize> Default for BlockTape<F, N> {
+impl<F: Scalar, const N: usize> Default for BlockTape<F, N> {
     fn default() -> Self {
         let zero = [F::zero(); N];
         Self {
@@ -161,7 +161,7 @@ impl<F: Float, const N: usize> Default for BlockTape<F, N> {
     }
 }
 
-impl<F: Float, const N: usize> BlockTape<F, N> {
+impl<F: Scalar, const N: usize> BlockTape<F, N> {
     /// Row `r`'s loss `−Σ_t w_t F1(y_t)` of the last forward pass.
     pub fn loss(&self, r: usize) -> F {
         self.out.loss[r]
@@ -221,7 +221,7 @@ impl<F: Float, const N: usize> BlockTape<F, N> {
     }
 }
 
-impl<F: Float> Unroll<'_, F> {
+impl<F: Scalar> Unroll<'_, F> {
     /// The training forward pass of a block of up to `N` rows in lockstep (soft Dykstra
     /// steps, `lanes` with the rounds of `self.projector`; the final projection, if any, on
     /// `y_T`, in lanes if it is the smoothed one, otherwise row by row): records the tape and each row's loss
@@ -491,7 +491,7 @@ impl<F: Float> Unroll<'_, F> {
     }
 }
 
-impl<F: Float> Unroll<'_, F> {
+impl<F: Scalar> Unroll<'_, F> {
     /// The energy's parameter gradients of the last [`Self::backward_block`] on `t`, over its
     /// rows and steps, into `t.gwp` and `t.gwe`: `∂Wp = Σ ḡg (w2 ⊙ m)ᵀ` and
     /// `∂w2 = Σ (Wpᵀ ḡg) ⊙ m`, as two GEMMs straight on the lanes (adjoints `L × TN`, masks
@@ -568,7 +568,7 @@ simd::dispatch! {
     /// `Unroll::forward_block_tape_impl` compiled for the widest vectors the CPU has. With
     /// `avx512vl` the sort's `u16` index swaps run as masked 256-bit operations: the forward
     /// pass is a tenth faster (the backward pass and the ascent step gain nothing from it).
-    fn forward_block_tape_dispatch<'g, F: Float, const N: usize>(
+    fn forward_block_tape_dispatch<'g, F: Scalar, const N: usize>(
         un: &Unroll<'_, F>,
         lanes: &SoftDykstraLanes,
         u: &[F],
@@ -584,7 +584,7 @@ simd::dispatch! {
 simd::dispatch! {
     features ["avx512f", "avx512bw"], ["avx2"];
     /// `Unroll::backward_block_impl` compiled for the widest vectors the CPU has.
-    fn backward_block_dispatch<F: Float, const N: usize>(
+    fn backward_block_dispatch<F: Scalar, const N: usize>(
         un: &Unroll<'_, F>,
         lanes: &SoftDykstraLanes,
         t: &mut BlockTape<F, N>,

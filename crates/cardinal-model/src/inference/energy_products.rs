@@ -19,7 +19,7 @@ use std::any::Any;
 use cardinal_proj::lanes::Lanes;
 use ndarray::{Array2, ArrayView2};
 
-use crate::model::Float;
+use crate::model::Scalar;
 
 /// matrixmultiply's block along the contracted dimension for `f32` (`S_KC`).
 const KC: usize = 256;
@@ -31,7 +31,7 @@ const W: usize = 16;
 /// the adjoints `g` (`T × l` lane vectors, step-major, as the backward pass writes them: entry
 /// `(i, t·N + w)` of the `l × tn` matrix is lane `w` of `g[t·l + i]`), the masks `m`
 /// (`e × tn`), `w2` (`e`) and `Wpᵀ` (`e × l`).
-pub(super) struct EnergyOperands<'a, F: Float, const N: usize> {
+pub(super) struct EnergyOperands<'a, F: Scalar, const N: usize> {
     pub(super) g: &'a Vec<Lanes<F, N>>,
     pub(super) masks: &'a Vec<Lanes<F, N>>,
     pub(super) we: &'a [F],
@@ -53,7 +53,7 @@ pub(super) struct EnergyScratch {
 /// `α = 1`, `β = 0` computes them on the `l × tn` matrix `g`. False, with nothing written, where
 /// this kernel does not run (no AVX-512, `f64`, `N` other than 16, 32 or 64: whole vectors
 /// and whole steps per [`KC`] block): the caller then runs the GEMMs.
-pub(super) fn energy_products<F: Float, const N: usize>(
+pub(super) fn energy_products<F: Scalar, const N: usize>(
     ops: &EnergyOperands<'_, F, N>,
     gwp: &mut Array2<F>,
     p: &mut Array2<F>,
@@ -435,7 +435,7 @@ mod tests {
 
     /// `energy_products` on ones (`e` units, `l` labels, `steps` steps of `N` lanes) declines
     /// and leaves the outputs as they were.
-    fn declines<F: Float, const N: usize>(e: usize, l: usize, steps: usize) {
+    fn declines<F: Scalar, const N: usize>(e: usize, l: usize, steps: usize) {
         let (g, masks) = (
             vec![[F::one(); N]; l * steps],
             vec![[F::one(); N]; e * steps],

@@ -4,7 +4,7 @@
 use cardinal_proj::lanes::Lanes;
 use ndarray::ArrayView2;
 
-use crate::model::Float;
+use crate::model::Scalar;
 
 /// Lane `w` of `lanes` (one value per label) written out as a row.
 pub(super) fn lane_to_row<F: Copy, const N: usize>(lanes: &[Lanes<F, N>], w: usize, row: &mut [F]) {
@@ -21,7 +21,7 @@ pub(super) fn row_to_lane<F: Copy, const N: usize>(row: &[F], w: usize, lanes: &
 }
 
 /// `rows × cols` row-major view of lane vectors (`cols` a multiple of the width).
-pub(super) fn lanes_view<F: Float, const N: usize>(
+pub(super) fn lanes_view<F: Scalar, const N: usize>(
     x: &[Lanes<F, N>],
     rows: usize,
     cols: usize,
@@ -31,7 +31,7 @@ pub(super) fn lanes_view<F: Float, const N: usize>(
 
 /// `acc += a·x` on one lane vector (mul then add, never fused: same numbers on every CPU).
 #[inline(always)]
-pub(super) fn axpy<F: Float, const N: usize>(acc: &mut Lanes<F, N>, a: F, x: &Lanes<F, N>) {
+pub(super) fn axpy<F: Scalar, const N: usize>(acc: &mut Lanes<F, N>, a: F, x: &Lanes<F, N>) {
     for w in 0..N {
         acc[w] += a * x[w];
     }

@@ -27,7 +27,7 @@
 use cardinal_proj::{AnyProjector, Method};
 use ndarray::ArrayView2;
 
-use crate::model::Float;
+use crate::model::Scalar;
 
 mod block;
 mod block_step;
@@ -80,7 +80,7 @@ impl Kernel {
 }
 
 /// The fixed parts of one unrolled solve.
-pub struct Unroll<'a, F: Float> {
+pub struct Unroll<'a, F: Scalar> {
     /// Energy matrix transposed, `Wpᵀ` (`E × L`, rows contiguous: both products below then
     /// run over contiguous length-`L` rows).
     pub wpt: ArrayView2<'a, F>,
@@ -101,7 +101,7 @@ pub struct Unroll<'a, F: Float> {
 
 /// `σ(x)`, computed without overflow for large `|x|`.
 #[inline]
-pub fn sigmoid<F: Float>(x: F) -> F {
+pub fn sigmoid<F: Scalar>(x: F) -> F {
     if x >= F::zero() {
         F::one() / (F::one() + (-x).exp())
     } else {
@@ -110,7 +110,7 @@ pub fn sigmoid<F: Float>(x: F) -> F {
     }
 }
 
-impl<F: Float> Unroll<'_, F> {
+impl<F: Scalar> Unroll<'_, F> {
     /// Number of labels `L`.
     pub fn l(&self) -> usize {
         self.wpt.ncols()

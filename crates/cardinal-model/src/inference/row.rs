@@ -4,11 +4,11 @@
 use cardinal_proj::{AnyProjector, ProjError, Projector};
 
 use super::{sigmoid, Unroll};
-use crate::model::Float;
+use crate::model::Scalar;
 
 /// What the forward pass of one row records for its backward pass, plus scratch space.
 /// Reused across rows and batches: buffers grow to size once, then no allocation.
-pub struct RowTape<F: Float> {
+pub struct RowTape<F: Scalar> {
     /// `y_0..y_T`, `(T+1) × L`.
     pub ys: Vec<F>,
     /// Ascent directions `g_1..g_T`, `T × L`.
@@ -26,7 +26,7 @@ pub struct RowTape<F: Float> {
     pub spare: Vec<F>,
 }
 
-impl<F: Float> Default for RowTape<F> {
+impl<F: Scalar> Default for RowTape<F> {
     fn default() -> Self {
         Self {
             ys: Vec::new(),
@@ -44,7 +44,7 @@ impl<F: Float> Default for RowTape<F> {
     }
 }
 
-impl<F: Float> RowTape<F> {
+impl<F: Scalar> RowTape<F> {
     /// The iterate `y_t` (`t = 0..=T`) of the last forward pass.
     pub fn y(&self, t: usize, l: usize) -> &[F] {
         &self.ys[t * l..(t + 1) * l]
@@ -59,7 +59,7 @@ impl<F: Float> RowTape<F> {
     }
 }
 
-impl<F: Float> Unroll<'_, F> {
+impl<F: Scalar> Unroll<'_, F> {
     /// Runs the `T` steps for one row with unary scores `u` and count `z`.
     pub fn forward_row(&self, u: &[F], z: F, tape: &mut RowTape<F>) -> Result<(), ProjError> {
         let (l, e, steps) = (self.l(), self.e(), self.steps);
@@ -172,7 +172,7 @@ impl<F: Float> Unroll<'_, F> {
 
 /// `⟨a, b⟩` over fixed-width lanes, so that it vectorises.
 #[inline]
-fn dot_lanes<F: Float>(a: &[F], b: &[F]) -> F {
+fn dot_lanes<F: Scalar>(a: &[F], b: &[F]) -> F {
     const LANES: usize = 8;
     let mut acc = [F::zero(); LANES];
     let full = a.len() / LANES * LANES;

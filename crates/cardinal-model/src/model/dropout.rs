@@ -2,7 +2,7 @@
 
 use ndarray::Array2;
 
-use super::{c, Float};
+use super::{c, Scalar};
 
 /// Inverted dropout on a hidden layer: unit `j` of data row `r` is kept with probability
 /// `1 − rate` and scaled by `1/(1 − rate)`. The mask is a hash of `(key, r, j)`: the same for
@@ -17,7 +17,7 @@ pub struct Dropout {
 
 impl Dropout {
     /// Multiplies `h` (rows of the batch `rows` × units) by the mask and the scale.
-    pub fn apply<F: Float>(&self, rows: &[usize], h: &mut Array2<F>) {
+    pub fn apply<F: Scalar>(&self, rows: &[usize], h: &mut Array2<F>) {
         let scale: F = c(1.0 / (1.0 - self.rate));
         // Keep iff the hash's top 53 bits, as a fraction of 2^53, are at least `rate`.
         let cut = (self.rate * (1u64 << 53) as f64) as u64;
@@ -27,18 +27,18 @@ impl Dropout {
     }
 
     /// [`Self::apply`] on one hidden row `h` of data row `r`.
-    pub fn apply_row<F: Float>(&self, r: usize, h: &mut [F]) {
+    pub fn apply_row<F: Scalar>(&self, r: usize, h: &mut [F]) {
         let scale: F = c(1.0 / (1.0 - self.rate));
         let cut = (self.rate * (1u64 << 53) as f64) as u64;
         self.apply_row_with(r, h, scale, cut);
     }
 
-    fn apply_row_with<F: Float>(&self, r: usize, h: &mut [F], scale: F, cut: u64) {
+    fn apply_row_with<F: Scalar>(&self, r: usize, h: &mut [F], scale: F, cut: u64) {
         apply_row_dispatch(self.key, r as u64, h, scale, cut);
     }
 
     /// The scale `1/(1 − rate)` of the units kept.
-    pub fn scale<F: Float>(&self) -> F {
+    pub fn scale<F: Scalar>(&self) -> F {
         c(1.0 / (1.0 - self.rate))
     }
 }
@@ -47,7 +47,7 @@ crate::simd::dispatch! {
     features ["avx512f", "avx512dq"], ["avx2"];
     /// Unit `j` of `h` (data row `row`) scaled by `scale` if its hash clears `cut`, else 0:
     /// branch-free, the hash lane-wise in 64-bit vector arithmetic.
-    fn apply_row_dispatch<F: Float>(key: u64, row: u64, h: &mut [F], scale: F, cut: u64) {
+    fn apply_row_dispatch<F: Scalar>(key: u64, row: u64, h: &mut [F], scale: F, cut: u64) {
         for (j, v) in h.iter_mut().enumerate() {
             let keep = dropout_hash(key, row, j as u64) >> 11 >= cut;
             *v = if keep { *v * scale } else { F::zero() };

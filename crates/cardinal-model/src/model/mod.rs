@@ -25,7 +25,7 @@ mod standardize;
 pub use dropout::{dropout_key, Dropout};
 pub use networks::{ensure_shape, TwoLayer, TwoLayerGrad};
 pub use params::c;
-pub use params::{Decay, Float, Params};
+pub use params::{Decay, Params, Scalar};
 pub use sparse_layer::{first_layer_row_dispatch, first_layer_shift};
 pub use sparse_layer::{sparse_first_layer, sparse_first_layer_grad};
 pub use sparse_layer::{sparse_first_layer_backward, FirstLayerGrad};
@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 
 /// A trained or initialised model: parameters plus everything needed to apply them.
 #[derive(Debug, Clone)]
-pub struct Model<F: Float> {
+pub struct Model<F: Scalar> {
     /// The configuration the model was built and trained with.
     pub config: Config,
     /// The trained (or initial) weights.
@@ -92,7 +92,7 @@ impl<F: Copy> Outputs<F> {
     }
 }
 
-impl<F: Float> Model<F> {
+impl<F: Scalar> Model<F> {
     /// Input dimension `D`.
     pub fn n_features(&self) -> usize {
         self.params.w1.nrows()
@@ -131,12 +131,12 @@ pub fn decay_coefficient(class: Decay, wd: f64, unary_mult: f64) -> f64 {
 }
 
 /// Builds the count values `min..=max`.
-pub fn count_values<F: Float>(min: usize, max: usize) -> Vec<F> {
+pub fn count_values<F: Scalar>(min: usize, max: usize) -> Vec<F> {
     (min..=max).map(|k| c(k as f64)).collect()
 }
 
 /// Checks that a model fits a dataset's dimensions.
-pub fn check_dims<F: Float>(
+pub fn check_dims<F: Scalar>(
     model: &Model<F>,
     n_features: usize,
     n_labels: usize,

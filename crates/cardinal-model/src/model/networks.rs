@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use super::dropout::Dropout;
 use super::{
     first_layer_row_dispatch, first_layer_shift, sparse_first_layer_backward, FirstLayerGrad,
-    Float, Params, Standardizer,
+    Params, Scalar, Standardizer,
 };
 use crate::data::CsrMatrix;
 
@@ -35,7 +35,7 @@ pub struct TwoLayerGrad<'a, F> {
     pub aux: &'a mut FirstLayerGrad<F>,
 }
 
-impl<'a, F: Float> TwoLayer<'a, F> {
+impl<'a, F: Scalar> TwoLayer<'a, F> {
     /// The unary network `x → H → L`.
     pub fn unary(p: &'a Params<F>) -> Self {
         Self {
@@ -169,7 +169,7 @@ impl<'a, F: Float> TwoLayer<'a, F> {
 /// `dh ← dh ⊙ 1[pre > 0]`, then times the dropout mask and scale, in one branch-free pass.
 /// The mask is read off `hidden` rather than hashed again: where `pre > 0` the forward pass
 /// left `hidden = pre·scale > 0` for a kept unit and exactly 0 for a dropped one.
-fn relu_dropout_backward<F: Float>(
+fn relu_dropout_backward<F: Scalar>(
     dh: &mut Array2<F>,
     pre: &Array2<F>,
     hidden: &Array2<F>,
@@ -188,7 +188,7 @@ crate::simd::dispatch! {
     /// The pass of [`relu_dropout_backward`] compiled for the widest vectors the CPU has
     /// (compiled for baseline x86-64 it was a twentieth of Bibtex's default epoch; selects and
     /// one multiply give the same numbers at every width).
-    fn relu_dropout_backward_dispatch<F: Float>(
+    fn relu_dropout_backward_dispatch<F: Scalar>(
         dh: &mut [F],
         pre: &[F],
         hidden: &[F],
@@ -223,7 +223,7 @@ fn row_chunk(b: usize) -> usize {
 }
 
 /// Makes `a` a `rows × cols` array (zeros when it is reallocated).
-pub fn ensure_shape<F: Float>(a: &mut Array2<F>, rows: usize, cols: usize) {
+pub fn ensure_shape<F: Scalar>(a: &mut Array2<F>, rows: usize, cols: usize) {
     if a.dim() != (rows, cols) {
         *a = Array2::zeros((rows, cols));
     }

@@ -4,14 +4,16 @@ use ndarray::{Array1, Array2, Axis};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
-/// Scalar type of the model: `f32` for training, `f64` for gradient checks.
-pub trait Float: cardinal_proj::Real + ndarray::LinalgScalar + ndarray::ScalarOperand {}
-impl Float for f32 {}
-impl Float for f64 {}
+/// Scalar type of the networks and the unroll: `f32` for training, `f64` for gradient checks.
+/// The batch passes take `batch::Float`, which adds the lockstep kernels
+/// compiled once in this crate.
+pub trait Scalar: cardinal_proj::Real + ndarray::LinalgScalar + ndarray::ScalarOperand {}
+impl Scalar for f32 {}
+impl Scalar for f64 {}
 
 /// Converts an `f64` constant to `F`.
 #[inline]
-pub fn c<F: Float>(x: f64) -> F {
+pub fn c<F: Scalar>(x: f64) -> F {
     F::from_f64(x).expect("constant representable")
 }
 
@@ -69,7 +71,7 @@ macro_rules! for_each_tensor {
     };
 }
 
-impl<F: Float> Params<F> {
+impl<F: Scalar> Params<F> {
     /// All-zero parameters of the given sizes.
     pub fn zeros(d: usize, h: usize, l: usize, e: usize, hc: usize, k: usize) -> Self {
         Self {
@@ -205,7 +207,7 @@ impl<F: Float> Params<F> {
     }
 
     /// Converts every entry to another float type.
-    pub fn cast<G: Float>(&self) -> Params<G> {
+    pub fn cast<G: Scalar>(&self) -> Params<G> {
         let cv2 = |a: &Array2<F>| a.mapv(|x| c::<G>(x.to_f64().unwrap_or(f64::NAN)));
         let cv1 = |a: &Array1<F>| a.mapv(|x| c::<G>(x.to_f64().unwrap_or(f64::NAN)));
         Params {
@@ -235,7 +237,7 @@ impl<F: Float> Params<F> {
     }
 }
 
-pub(super) fn glorot_fill<F: Float>(w: &mut Array2<F>, rng: &mut impl Rng) {
+pub(super) fn glorot_fill<F: Scalar>(w: &mut Array2<F>, rng: &mut impl Rng) {
     let (fan_in, fan_out) = (w.nrows() as f64, w.ncols() as f64);
     // Truncation at 2σ shrinks the standard deviation by this factor; undo it.
     let std = (2.0 / (fan_in + fan_out)).sqrt() / 0.879_625_661_034_239_8;

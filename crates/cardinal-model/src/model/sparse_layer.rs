@@ -7,11 +7,11 @@
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
-use super::{c, Float, Standardizer};
+use super::{c, Scalar, Standardizer};
 use crate::data::CsrMatrix;
 
 /// A standardised sparse first layer `x̃ W + b` for the rows `rows` of `x`, written into `out`.
-pub fn sparse_first_layer<F: Float>(
+pub fn sparse_first_layer<F: Scalar>(
     x: &CsrMatrix,
     rows: &[usize],
     stdz: &Standardizer,
@@ -37,7 +37,7 @@ pub fn sparse_first_layer<F: Float>(
 /// One output row of [`sparse_first_layer`]: `o = b − shift + Σ_d (x_d scale_d) W_d` over the
 /// row's non-zeros `idx`, `val`.
 #[inline(always)]
-fn first_layer_row<F: Float>(
+fn first_layer_row<F: Scalar>(
     o: &mut [F],
     b: &[F],
     shift: &[F],
@@ -73,7 +73,7 @@ fn first_layer_row<F: Float>(
 /// `o += a_1 w_1`, then `+= a_2 w_2`, … for the `(w_m, a_m)` of `terms` (up to four), in one
 /// pass over `o`.
 #[inline(always)]
-fn add_products<F: Float>(o: &mut [F], terms: &[(&[F], F)]) {
+fn add_products<F: Scalar>(o: &mut [F], terms: &[(&[F], F)]) {
     let n = o.len();
     match *terms {
         [] => {}
@@ -108,7 +108,7 @@ crate::simd::dispatch! {
     features ["avx512f"];
     /// `first_layer_row` compiled for AVX-512 when the CPU has it (each output is a mul then
     /// an add per non-zero, in the same order in every width, never fused: the same numbers).
-    pub fn first_layer_row_dispatch<F: Float>(
+    pub fn first_layer_row_dispatch<F: Scalar>(
         o: &mut [F],
         b: &[F],
         shift: &[F],
@@ -122,7 +122,7 @@ crate::simd::dispatch! {
 }
 
 /// `(mean ⊙ scale)ᵀ W`, the constant part of a standardised first layer.
-pub fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec<F> {
+pub fn first_layer_shift<F: Scalar>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec<F> {
     let h = w.ncols();
     let mut shift = vec![F::zero(); h];
     // Column groups in parallel (one per thread): every column is still summed over the rows
@@ -139,7 +139,7 @@ pub fn first_layer_shift<F: Float>(stdz: &Standardizer, w: ArrayView2<F>) -> Vec
 
 /// Columns `c0..c0 + s.len()` of [`first_layer_shift`], added into `s`.
 #[inline(always)]
-fn shift_columns<F: Float>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
+fn shift_columns<F: Scalar>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
     let n = s.len();
     let ws = w.as_slice().expect("contiguous");
     let h = w.ncols();
@@ -165,7 +165,7 @@ crate::simd::dispatch! {
     features ["avx512f"];
     /// [`shift_columns`] compiled for AVX-512 when the CPU has it (a mul then an add per row,
     /// in row order, never fused: the same numbers in every width).
-    fn shift_columns_dispatch<F: Float>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
+    fn shift_columns_dispatch<F: Scalar>(s: &mut [F], c0: usize, stdz: &Standardizer, w: &ArrayView2<F>) {
         shift_columns(s, c0, stdz, w)
     }
 }
@@ -190,7 +190,7 @@ pub struct FirstLayerGrad<F> {
     entries: Vec<(u32, F)>,
 }
 
-impl<F: Float> FirstLayerGrad<F> {
+impl<F: Scalar> FirstLayerGrad<F> {
     /// Writes row `d` of the sparse part of `∂ℓ/∂W` into `out` (length `H`) and returns true,
     /// or returns false (leaving `out` alone) if the batch does not touch row `d`. The row
     /// receives the batch rows' products in batch order, starting from zero.
@@ -227,7 +227,7 @@ impl<F: Float> FirstLayerGrad<F> {
 
 /// Backward of [`sparse_first_layer`] for `∂ℓ/∂pre = dpre`: sets `∂ℓ/∂b` in `db` and adds
 /// `∂ℓ/∂W` to `dw` (a zero `dw` receives the gradient itself).
-pub fn sparse_first_layer_grad<F: Float>(
+pub fn sparse_first_layer_grad<F: Scalar>(
     x: &CsrMatrix,
     rows: &[usize],
     stdz: &Standardizer,
@@ -242,7 +242,7 @@ pub fn sparse_first_layer_grad<F: Float>(
 
 /// Backward of [`sparse_first_layer`]: sets `∂ℓ/∂b` and records the gradient of `W` in split
 /// form in `aux` (no dense buffer is written).
-pub fn sparse_first_layer_backward<F: Float>(
+pub fn sparse_first_layer_backward<F: Scalar>(
     x: &CsrMatrix,
     rows: &[usize],
     stdz: &Standardizer,
@@ -298,7 +298,7 @@ pub fn sparse_first_layer_backward<F: Float>(
 
 /// One row of [`FirstLayerGrad::sparse_row`]: `out = Σ a·∂pre_r` over `entries`, from zero.
 #[inline(always)]
-fn sparse_row<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
+fn sparse_row<F: Scalar>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
     let h = out.len();
     out.fill(F::zero());
     // Up to four rows' products per pass over `out` (see `add_products`), in batch order.
@@ -315,7 +315,7 @@ crate::simd::dispatch! {
     features ["avx512f"];
     /// [`sparse_row`] compiled for AVX-512 when the CPU has it (a mul then an add per product,
     /// never fused: the same numbers in every width).
-    fn sparse_row_dispatch<F: Float>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
+    fn sparse_row_dispatch<F: Scalar>(out: &mut [F], entries: &[(u32, F)], dpre: &[F]) {
         sparse_row(out, entries, dpre)
     }
 }

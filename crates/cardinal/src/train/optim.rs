@@ -1,7 +1,8 @@
 //! AdaGrad with weight decay fused into the update, over whole tensors or split-form gradients.
 
-use crate::model::{c, Decay, FirstLayerGrad, Float, Params, Standardizer};
+use crate::model::{c, Decay, FirstLayerGrad, Params, Standardizer};
 use crate::pipeline::{decay_coefficient, Model, Workspace};
+use cardinal_model::batch::Float;
 use ndarray::Array2;
 use rayon::prelude::*;
 

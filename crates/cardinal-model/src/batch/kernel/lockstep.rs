@@ -16,9 +16,9 @@ use super::{
     INFER_LANES, TRAIN_LANES,
 };
 use crate::batch::clock::{Stage, StageClock};
+use crate::batch::Float;
 use crate::error::Result;
 use crate::inference::{BlockScratch, BlockTape, RowTape, Unroll};
-use crate::model::Float;
 
 /// The lockstep kernel, with the operator of its soft Dykstra steps (the rounds of the
 /// unroll's projector, over its labels).
@@ -125,7 +125,7 @@ impl LockstepKernel<'_> {
         scratch: &mut BlockScratch<F, INFER_LANES>,
         tape: Option<&mut RowTape<F>>,
     ) -> Result<()> {
-        match un.forward_block(self.lanes, block.u, block.z, y, rank, scratch) {
+        match F::forward_block(un, self.lanes, block.u, block.z, y, rank, scratch) {
             Ok(()) => Ok(()),
             Err(_) => match tape {
                 Some(tape) => infer_rows_serial(un, block, y, rank, tape),
@@ -151,7 +151,7 @@ impl LockstepKernel<'_> {
         let (ub, zb) = (&batch.u[r0 * l..(r0 + n) * l], &batch.z[r0..r0 + n]);
         let forward = clock.time(Stage::UnrollForward, || {
             let gold = |r| batch.gold(r0 + r);
-            un.forward_block_tape(self.lanes, ub, zb, gold, batch.iterate_weights, bt)
+            F::forward_block_tape(un, self.lanes, ub, zb, &gold, batch.iterate_weights, bt)
         });
         if forward.is_err() {
             return false;
@@ -159,7 +159,9 @@ impl LockstepKernel<'_> {
         if let Some(w) = batch.row_weights {
             bt.scale_rows(&w[r0..r0 + n]);
         }
-        clock.time(Stage::UnrollBackward, || un.backward_block(self.lanes, bt));
+        clock.time(Stage::UnrollBackward, || {
+            F::backward_block(un, self.lanes, bt)
+        });
         clock.time(Stage::EnergyGrad, || un.energy_block(bt));
         for (r, res) in res.iter_mut().enumerate() {
             bt.write_gu(r, &mut gu[r * l..(r + 1) * l]);

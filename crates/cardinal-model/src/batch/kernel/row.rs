@@ -6,10 +6,11 @@ use rayon::prelude::*;
 
 use super::{InferRows, KernelBuffers, RowResult, TrainOut, TrainRows, UnitScratch, UnrollKernel};
 use crate::batch::clock::{Stage, StageClock};
+use crate::batch::Float;
 use crate::error::{Error, Result};
 use crate::inference::{RowTape, Unroll};
 use crate::loss::soft_f1;
-use crate::model::{ensure_shape, Float};
+use crate::model::ensure_shape;
 
 /// The per-row reference kernel.
 pub(in crate::batch) struct RowKernel;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::batch::{Float, TRAIN_LANES};
 use crate::inference::test_support::{block_test_unroll, uniform_pm1};
 use crate::inference::RowTape;
 use crate::loss::soft_f1;
@@ -11,13 +12,53 @@ use cardinal_proj::{Method, ProjParams};
 /// equal columns of `Wp`, so that every iterate ties them).
 #[test]
 fn block_training_pass_equals_the_row_pass() {
-    // The lane width changes nothing in any lane's arithmetic.
-    block_training_pass_check::<LANES>();
-    block_training_pass_check::<32>();
-    block_training_pass_check::<8>();
+    // The width the training passes run, by their entry points (the CPU's widest variant),
+    // beside the portable body.
+    block_training_pass_check::<TRAIN_LANES>(
+        <f64 as Float>::forward_block_tape,
+        <f64 as Float>::backward_block,
+    );
+    // The lane width changes nothing in any lane's arithmetic: other widths, the portable
+    // body only (each width of the dispatched pass is three more copies of it to compile).
+    block_training_pass_check::<LANES>(portable_forward, portable_backward);
+    block_training_pass_check::<8>(portable_forward, portable_backward);
 }
 
-fn block_training_pass_check<const N: usize>() {
+/// A training block's forward pass with its tape, as [`Float::forward_block_tape`] runs it.
+type ForwardPass<const N: usize> = for<'g> fn(
+    &Unroll<'_, f64>,
+    &SoftDykstraLanes,
+    &[f64],
+    &[f64],
+    &dyn Fn(usize) -> &'g [u32],
+    &[f64],
+    &mut BlockTape<f64, N>,
+) -> Result<(), ProjError>;
+
+/// A training block's backward pass, as [`Float::backward_block`] runs it.
+type BackwardPass<const N: usize> = fn(&Unroll<'_, f64>, &SoftDykstraLanes, &mut BlockTape<f64, N>);
+
+fn portable_forward<'g, const N: usize>(
+    un: &Unroll<'_, f64>,
+    lanes: &SoftDykstraLanes,
+    u: &[f64],
+    z: &[f64],
+    gold: &dyn Fn(usize) -> &'g [u32],
+    weights: &[f64],
+    t: &mut BlockTape<f64, N>,
+) -> Result<(), ProjError> {
+    un.forward_block_tape_impl(lanes, u, z, gold, weights, t)
+}
+
+fn portable_backward<const N: usize>(
+    un: &Unroll<'_, f64>,
+    lanes: &SoftDykstraLanes,
+    t: &mut BlockTape<f64, N>,
+) {
+    un.backward_block_impl(lanes, t)
+}
+
+fn block_training_pass_check<const N: usize>(forward: ForwardPass<N>, backward: BackwardPass<N>) {
     let mut rnd = uniform_pm1(4242u64);
     for (case, &(l, e, steps, rows, ties)) in [
         (37usize, 5usize, 6usize, 64usize, false),
@@ -73,11 +114,10 @@ fn block_training_pass_check<const N: usize>() {
             let fin = final_projector.is_some();
             let un = block_test_unroll(&wpt, &we, steps, &projector, final_projector);
             let mut bt = BlockTape::<f64, N>::default();
-            un.forward_block_tape(&lanes, &u, &z, |r| &golds[r], &weights, &mut bt)
-                .unwrap();
-            un.backward_block(&lanes, &mut bt);
+            forward(&un, &lanes, &u, &z, &|r| &golds[r], &weights, &mut bt).unwrap();
+            backward(&un, &lanes, &mut bt);
             un.energy_block(&mut bt);
-            // The portable body computes the very same numbers as the dispatched variant.
+            // The portable body computes the very same numbers as the pass under test.
             let mut portable = BlockTape::<f64, N>::default();
             un.forward_block_tape_impl(&lanes, &u, &z, |r| &golds[r], &weights, &mut portable)
                 .unwrap();
