@@ -10,10 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::config::{
-    Config, Field, InferenceConfig, InferenceField, LossConfig, LossField, SavedConfigs, SavedName,
-    SearchConfig, SearchField, SectionFields, PNC, SECTION,
-};
+use crate::config::{Config, SavedConfigs, SavedName, PNC, SECTION};
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result, Unread};
 use crate::eval;
@@ -22,8 +19,10 @@ use crate::pipeline::{Model, Outputs};
 use crate::train::Trained;
 pub use crate::train::{Hooks, Start, TrainState};
 pub use forest::ForestSystem;
+pub use reads::{Fields, Reads, SettingFields, SettingGroups, NO_SETTINGS};
 
 mod forest;
+mod reads;
 
 /// A system of the paper: how it trains, how it predicts, and what it accepts.
 ///
@@ -148,167 +147,6 @@ impl System for Pnc {
         batch: usize,
     ) -> Result<Option<Outputs<f32>>> {
         eval::predict_with_counts(model, x, counts, batch).map(Some)
-    }
-}
-
-/// What of a configuration a system reads, besides the sections every system reads (`model`,
-/// `train`, the seed and the threshold). A field it does not read must stay at its default:
-/// in the `baseline` section the value every configuration saved before carried, in a
-/// product section the `paper` preset's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Reads {
-    /// The fields of the `baseline` section ([`Config::system_settings`]) it reads, in
-    /// groups (systems share the groups of the code they share).
-    pub settings: &'static [&'static [&'static str]],
-    /// The fields of the `inference` section it reads (`steps`, `eta`, ...; a projection's
-    /// parameter by its own name, `rounds`).
-    pub inference: Fields<InferenceField>,
-    /// The fields of the `loss` section it reads.
-    pub loss: Fields<LossField>,
-    /// The fields of the `search` section it reads (those of the default's search).
-    pub search: Fields<SearchField>,
-}
-
-/// The fields of one product section a system reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fields<F: 'static> {
-    /// Every field, present and future.
-    All,
-    /// These fields only.
-    Only(&'static [F]),
-}
-
-impl<F: Field> Fields<F> {
-    /// No field of the section.
-    pub const NONE: Self = Self::Only(&[]);
-
-    /// Whether `field` is read.
-    pub fn contains(&self, field: F) -> bool {
-        match self {
-            Self::All => true,
-            Self::Only(fields) => fields.contains(&field),
-        }
-    }
-
-    /// Whether the field called `name` is read.
-    pub fn contains_name(&self, name: &str) -> bool {
-        F::ALL
-            .iter()
-            .find(|f| f.name() == name)
-            .is_some_and(|f| self.contains(*f))
-    }
-
-    /// Why a field of the section is not read: the fields of it that are.
-    fn why_not(&self) -> Unread {
-        Unread::Fields {
-            section: F::SECTION,
-            reads: match self {
-                Self::Only(read) => read.iter().map(|f| f.name()).collect(),
-                // Never asked: every field is read.
-                Self::All => Vec::new(),
-            },
-        }
-    }
-
-    /// The fields of `changed` this leaves unread.
-    fn unread(&self, changed: Vec<F>) -> Vec<F> {
-        changed.into_iter().filter(|f| !self.contains(*f)).collect()
-    }
-}
-
-/// A field of a product section that a configuration sets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ProductField {
-    Inference(InferenceField),
-    Loss(LossField),
-    Search(SearchField),
-}
-
-impl ProductField {
-    /// Its dotted path (`inference.steps`).
-    fn path(self) -> String {
-        fn path<F: Field>(f: F) -> String {
-            format!("{}.{}", F::SECTION, f.name())
-        }
-        match self {
-            Self::Inference(f) => path(f),
-            Self::Loss(f) => path(f),
-            Self::Search(f) => path(f),
-        }
-    }
-
-    /// Sets it back to its default in `cfg`.
-    fn reset(self, cfg: &mut Config) {
-        match self {
-            Self::Inference(f) => cfg.inference.reset(&InferenceConfig::default(), f),
-            Self::Loss(f) => cfg.loss.reset(&LossConfig::default(), f),
-            Self::Search(f) => cfg.search.reset(&SearchConfig::default(), f),
-        }
-    }
-}
-
-impl Reads {
-    /// Predict and Constrain's: every product section, no field of the `baseline` section.
-    pub(crate) const PNC: Self = Self {
-        settings: &[],
-        inference: Fields::All,
-        loss: Fields::All,
-        search: Fields::All,
-    };
-
-    /// The fields of the `baseline` section it reads, every group's.
-    pub fn settings(&self) -> Vec<&'static str> {
-        self.settings.concat()
-    }
-
-    /// Why `field` is not read.
-    fn why_not(&self, field: ProductField) -> Unread {
-        match field {
-            ProductField::Inference(_) => self.inference.why_not(),
-            ProductField::Loss(_) => self.loss.why_not(),
-            ProductField::Search(_) => self.search.why_not(),
-        }
-    }
-
-    /// The fields of the product sections `cfg` sets (away from their defaults) and this
-    /// leaves unread, section by section.
-    fn unread_product_fields(&self, cfg: &Config) -> Vec<ProductField> {
-        let inference = cfg.inference.differing(&InferenceConfig::default());
-        let loss = cfg.loss.differing(&LossConfig::default());
-        let search = cfg.search.differing(&SearchConfig::default());
-        let mut out: Vec<ProductField> = Vec::new();
-        out.extend(
-            self.inference
-                .unread(inference)
-                .into_iter()
-                .map(ProductField::Inference),
-        );
-        out.extend(self.loss.unread(loss).into_iter().map(ProductField::Loss));
-        out.extend(
-            self.search
-                .unread(search)
-                .into_iter()
-                .map(ProductField::Search),
-        );
-        out
-    }
-
-    /// The first field of `cfg` this leaves unread and `cfg` sets, by its dotted path, with
-    /// why it is not read.
-    fn first_unread(&self, cfg: &Config) -> Option<(String, Unread)> {
-        let settings = self.settings();
-        if let Some(field) = cfg.system_settings.first_not_read(&settings) {
-            let because = match settings.as_slice() {
-                [] => Unread::OthersSection { section: SECTION },
-                read => Unread::Fields {
-                    section: SECTION,
-                    reads: read.to_vec(),
-                },
-            };
-            return Some((format!("{SECTION}.{field}"), because));
-        }
-        let field = self.unread_product_fields(cfg).into_iter().next()?;
-        Some((field.path(), self.why_not(field)))
     }
 }
 
@@ -452,6 +290,7 @@ impl Systems {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Field, InferenceConfig, InferenceField, LossConfig, SearchConfig};
 
     #[test]
     fn unknown_systems_are_named_with_the_known_ones() {
@@ -534,13 +373,26 @@ mod tests {
     /// `loss` or `search`.
     struct Narrow;
 
+    /// The one field of the `baseline` section `Narrow` reads, typed as the crate that owns
+    /// the section types its fields.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct Optimizer;
+
+    impl Field for Optimizer {
+        const SECTION: &'static str = SECTION;
+        const ALL: &'static [Self] = &[Optimizer];
+        fn name(self) -> &'static str {
+            "optimizer"
+        }
+    }
+
     impl System for Narrow {
         fn name(&self) -> &'static str {
             "narrow"
         }
         fn reads(&self) -> Reads {
             Reads {
-                settings: &[&["optimizer"]],
+                settings: &SettingGroups(&[&[Optimizer]]),
                 inference: Fields::Only(&[InferenceField::Steps, InferenceField::Eta]),
                 loss: Fields::NONE,
                 search: Fields::NONE,

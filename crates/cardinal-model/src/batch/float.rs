@@ -15,8 +15,8 @@ use super::kernel::{INFER_LANES, TRAIN_LANES};
 use crate::inference::{BlockScratch, BlockTape, Unroll};
 use crate::model::Scalar;
 
-/// The scalar type of the batch passes (`f32` for training, `f64` for gradient checks): a
-/// [`Scalar`] with its lockstep kernels compiled in this crate.
+/// The scalar type of the batch passes (`f32` for training; `f64`, for gradient checks, with
+/// the `test-support` feature): a [`Scalar`] with its lockstep kernels compiled in this crate.
 pub trait Float: Scalar {
     /// [`Unroll::forward_block_tape`] on a training block of [`TRAIN_LANES`] rows.
     fn forward_block_tape<'g>(
@@ -91,4 +91,8 @@ macro_rules! compiled_here {
     )+};
 }
 
-compiled_here!(f32, f64);
+compiled_here!(f32);
+// `f64` serves the gradient checks only (the tests of this crate and of those above it, through
+// their `test-support` feature): release builds do not compile its kernels.
+#[cfg(any(test, feature = "test-support"))]
+compiled_here!(f64);

@@ -15,13 +15,14 @@ use rayon::prelude::*;
 use super::nets::c;
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::settings::{ACTIVATIONS, THRESHOLD_SELECTION, TRAINING_LOOP};
+use super::BaselineField;
 use super::{BaselineConfig, BatchObjective};
 use cardinal::config::InferenceField;
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
 use cardinal::parts::{sigmoid, soft_f1};
 use cardinal::parts::{Float, Params};
-use cardinal::system::{Fields, Reads};
+use cardinal::system::{Fields, Reads, SettingGroups};
 use cardinal::Result;
 use ndarray::Array2;
 
@@ -31,12 +32,12 @@ use ndarray::Array2;
 /// whatever `baseline.init_zeros` says, and its own initialisation replaces the unary
 /// pre-training.
 pub const READS: Reads = Reads {
-    settings: &[
+    settings: &SettingGroups(&[
         TRAINING_LOOP,
         THRESHOLD_SELECTION,
         ACTIVATIONS,
-        &["dvn_adversarial_fraction"],
-    ],
+        &[BaselineField::DvnAdversarialFraction],
+    ]),
     inference: Fields::Only(&[InferenceField::Steps, InferenceField::Eta]),
     loss: Fields::NONE,
     search: Fields::NONE,

@@ -19,6 +19,7 @@
 //! unchanged.
 
 pub mod ascent;
+mod baseline_field;
 pub mod dvn;
 mod fit;
 pub mod logistic;
@@ -47,7 +48,7 @@ use cardinal::system::{check, Hooks, Reads, Start, System, Systems};
 use cardinal::{Error, Result, Unread};
 pub use fit::fit;
 use nets::{Mlp, MlpCache, MlpGrad, Opt};
-pub use settings::{Activation, BaselineConfig, Optimizer, TaskLoss};
+pub use settings::{Activation, BaselineConfig, BaselineField, Optimizer, TaskLoss};
 use unrolled::Flavor;
 
 /// `config.system` of SPEN trained as a structured SVM.

@@ -2,15 +2,18 @@
 //! `baseline` section of a configuration, which this crate owns. The product keeps the
 //! section as JSON ([`Config::system_settings`]); the systems read it here, through
 //! [`Config::system_section`], and check it with the product's range-check helpers. Each
-//! system reads some of its fields only, and declares which beside its code
-//! ([`cardinal::system::Reads`]); the product refuses the others when set.
+//! system reads some of its fields only, and declares which beside its code, by their type
+//! ([`BaselineField`], in a [`cardinal::system::SettingGroups`] of [`cardinal::system::Reads`]);
+//! the product refuses the others when set.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use cardinal::config::check::{check, count, non_negative, positive, rate, MAX_EPOCHS};
-use cardinal::config::Config;
+use cardinal::config::{Config, Field, SectionFields};
 use cardinal::Result;
+
+pub use super::baseline_field::BaselineField;
 
 /// Activation of a hidden layer or of the global energy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,16 +180,14 @@ impl BaselineConfig {
         settings.write_into(cfg);
     }
 
-    /// Writes these settings into `cfg`: the fields that differ from the defaults.
+    /// Writes these settings into `cfg`: the fields that differ from the defaults
+    /// ([`SectionFields::differing`]), as the section writes them.
     pub fn write_into(&self, cfg: &mut Config) {
         let given = serde_json::to_value(self).expect("serialisable");
-        let default = serde_json::to_value(Self::default()).expect("serialisable");
-        let set: Map<String, Value> = given
-            .as_object()
+        let set: Map<String, Value> = self
+            .differing(&Self::default())
             .into_iter()
-            .flatten()
-            .filter(|(k, v)| default.get(k.as_str()) != Some(v))
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|f| (f.name().to_owned(), given[f.name()].clone()))
             .collect();
         cfg.system_settings.set_fields(set);
     }
@@ -234,28 +235,31 @@ impl BaselineConfig {
 }
 
 /// The `baseline` fields the shared training loop reads (`fit`), every system's.
-pub const TRAINING_LOOP: &[&str] = &[
-    "optimizer",
-    "lr_drops",
-    "lr_decay",
-    "freeze_unary_epochs",
-    "keep_best",
-    "dev_every",
+pub const TRAINING_LOOP: &[BaselineField] = &[
+    BaselineField::Optimizer,
+    BaselineField::LrDrops,
+    BaselineField::LrDecay,
+    BaselineField::FreezeUnaryEpochs,
+    BaselineField::KeepBest,
+    BaselineField::DevEvery,
 ];
 
 /// The dev epoch chosen at the threshold grid's best (read where outputs are not 0/1).
-pub const THRESHOLD_SELECTION: &[&str] = &["select_with_threshold_grid"];
+pub const THRESHOLD_SELECTION: &[BaselineField] = &[BaselineField::SelectWithThresholdGrid];
 
 /// The unary pre-training's fields (`pretrain_unary`).
-pub const PRETRAINING: &[&str] = &[
-    "pretrain_epochs",
-    "pretrain_lr",
-    "pretrain_dropout",
-    "pretrain_weight_decay",
+pub const PRETRAINING: &[BaselineField] = &[
+    BaselineField::PretrainEpochs,
+    BaselineField::PretrainLr,
+    BaselineField::PretrainDropout,
+    BaselineField::PretrainWeightDecay,
 ];
 
 /// The networks' activations.
-pub const ACTIVATIONS: &[&str] = &["hidden_activation", "energy_activation"];
+pub const ACTIVATIONS: &[BaselineField] = &[
+    BaselineField::HiddenActivation,
+    BaselineField::EnergyActivation,
+];
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use super::nets::c;
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::settings::{ACTIVATIONS, PRETRAINING, THRESHOLD_SELECTION, TRAINING_LOOP};
+use super::BaselineField;
 use super::BatchObjective;
 use super::{BaselineConfig, TaskLoss};
 use cardinal::config::InferenceField;
@@ -22,7 +23,7 @@ use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
 use cardinal::parts::{sigmoid, soft_f1};
 use cardinal::parts::{Float, Params};
-use cardinal::system::{Fields, Reads};
+use cardinal::system::{Fields, Reads, SettingGroups};
 use cardinal::Result;
 use ndarray::Array2;
 
@@ -30,7 +31,7 @@ use ndarray::Array2;
 /// loss-augmented; its iterates are clipped to the box or logits, never projected), neither
 /// the `loss` section (its objective is the hinge) nor the search.
 pub const SPEN_READS: Reads = Reads {
-    settings: &[
+    settings: &SettingGroups(&[
         TRAINING_LOOP,
         THRESHOLD_SELECTION,
         PRETRAINING,
@@ -38,13 +39,13 @@ pub const SPEN_READS: Reads = Reads {
         // Loss-augmented inference's, and its test-time inference's, in the box
         // (`unrolled::Flavor::Spen`).
         &[
-            "task_loss",
-            "margin_scale",
-            "logit_iterates",
-            "entropy_weight",
-            "init_zeros",
+            BaselineField::TaskLoss,
+            BaselineField::MarginScale,
+            BaselineField::LogitIterates,
+            BaselineField::EntropyWeight,
+            BaselineField::InitZeros,
         ],
-    ],
+    ]),
     inference: Fields::Only(&[
         InferenceField::Steps,
         InferenceField::Eta,
@@ -59,11 +60,11 @@ pub const SPEN_READS: Reads = Reads {
 /// 0 or 1, which every threshold of the grid splits alike: choosing the dev epoch at the
 /// grid's best threshold is choosing it at its own (`select_with_threshold_grid` unread).
 pub const TOPZ_READS: Reads = Reads {
-    settings: &[
+    settings: &SettingGroups(&[
         TRAINING_LOOP,
         PRETRAINING,
-        &["hidden_activation", "margin_scale"],
-    ],
+        &[BaselineField::HiddenActivation, BaselineField::MarginScale],
+    ]),
     inference: Fields::NONE,
     loss: Fields::NONE,
     search: Fields::NONE,

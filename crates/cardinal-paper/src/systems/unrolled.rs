@@ -9,14 +9,14 @@ use super::ascent::{Ascent, AscentGrad, AscentTape, Space};
 use super::nets::c;
 use super::nets::{Energy, Mlp, MlpCache, MlpGrad};
 use super::settings::{ACTIVATIONS, PRETRAINING, THRESHOLD_SELECTION, TRAINING_LOOP};
-use super::BaselineConfig;
 use super::{iterate_weights, BatchObjective};
+use super::{BaselineConfig, BaselineField};
 use cardinal::config::{Config, InferenceField, LossField};
 use cardinal::data::{CsrMatrix, Dataset};
 use cardinal::engine::{Model, Outputs};
 use cardinal::parts::soft_f1;
 use cardinal::parts::{Float, Params};
-use cardinal::system::{Fields, Reads};
+use cardinal::system::{Fields, Reads, SettingGroups};
 use cardinal::Result;
 use ndarray::Array2;
 
@@ -25,13 +25,17 @@ use ndarray::Array2;
 /// (it has no count loss), not the search. Its iterates live in the box unless
 /// `logit_iterates`, where the entropy applies.
 pub const SC_READS: Reads = Reads {
-    settings: &[
+    settings: &SettingGroups(&[
         TRAINING_LOOP,
         THRESHOLD_SELECTION,
         PRETRAINING,
         ACTIVATIONS,
-        &["init_zeros", "logit_iterates", "entropy_weight"],
-    ],
+        &[
+            BaselineField::InitZeros,
+            BaselineField::LogitIterates,
+            BaselineField::EntropyWeight,
+        ],
+    ]),
     inference: ASCENT,
     loss: UNROLLED_LOSS,
     search: Fields::NONE,
@@ -55,13 +59,13 @@ const UNROLLED_LOSS: Fields<LossField> = Fields::Only(&[
 /// What logit-space ascent reads: as SC, but its iterates are always logits, so neither
 /// `init_zeros` (a box start) nor `logit_iterates`.
 pub const LOGIT_READS: Reads = Reads {
-    settings: &[
+    settings: &SettingGroups(&[
         TRAINING_LOOP,
         THRESHOLD_SELECTION,
         PRETRAINING,
         ACTIVATIONS,
-        &["entropy_weight"],
-    ],
+        &[BaselineField::EntropyWeight],
+    ]),
     inference: ASCENT,
     loss: UNROLLED_LOSS,
     search: Fields::NONE,
