@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Every test, on a fresh clone, by itself: the Rust workspace, then the Python package as users
-# install it: scripts/build-wheel.sh builds the abi3 wheel once (release mode, a few minutes),
-# it is installed with its test dependencies (from PyPI) into a fresh virtual environment, and
-# the pytest suite runs against that installed wheel, never the source tree. The suite also
+# install it: scripts/build-wheel.sh builds the abi3 wheel once, it is installed with its test
+# dependencies (from PyPI) into a fresh virtual environment, and the pytest suite runs against
+# that installed wheel, never the source tree. The wheel is built with the test build's Cargo
+# profile (`dev`, which `test` inherits: opt-level 2, debug assertions on), so it reuses every
+# crate `cargo test` compiled; the release wheel is the same code at opt-level 3 without debug
+# assertions (scripts/build-wheel.sh alone builds it). The suite also
 # runs examples/python_multilabel.py and checks the CLI and the package against each other.
 #
 # Needs a Rust toolchain and Python 3.9+ with the venv module. The test environment is
@@ -17,7 +20,7 @@ cargo test --workspace --locked
 echo "== Python: the abi3 wheel (scripts/build-wheel.sh)"
 # Only this build's wheel in target/wheels/, so that the one installed is the one just built.
 rm -f target/wheels/cardinal_pnc-*.whl
-scripts/build-wheel.sh
+CARDINAL_WHEEL_PROFILE=dev scripts/build-wheel.sh
 wheels=(target/wheels/cardinal_pnc-*.whl)
 if [ "${#wheels[@]}" -ne 1 ] || [ ! -f "${wheels[0]}" ]; then
   echo "test.sh: expected one wheel in target/wheels/, found: ${wheels[*]}" >&2

@@ -44,6 +44,8 @@ pub use cardinal_proj as proj;
 #[cfg(test)]
 use cardinal_model::batch;
 pub use cardinal_model::config;
+// A section's field enum and its comparison, for the sections other crates add.
+pub use cardinal_model::plain_section;
 use cardinal_model::{inference, model, output_kind, pipeline, search_record, simd};
 pub use cardinal_model::{
     CheckpointProblem, ConfigProblem, Disagreement, Error, NotARun, Record, Result, Unread,

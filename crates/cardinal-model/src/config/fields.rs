@@ -32,7 +32,9 @@ pub trait SectionFields {
 }
 
 /// A field enum of a section: one variant per field, named as in the file, in the order of
-/// their names.
+/// their names, with its [`Field`] implementation.
+#[macro_export]
+#[doc(hidden)]
 macro_rules! field_enum {
     ($(#[$doc:meta])* $name:ident, $section:literal { $($field:ident => $variant:ident),+ $(,)? }) => {
         $(#[$doc])*
@@ -44,7 +46,7 @@ macro_rules! field_enum {
             )+
         }
 
-        impl Field for $name {
+        impl $crate::config::Field for $name {
             const SECTION: &'static str = $section;
             const ALL: &'static [Self] = &[$(Self::$variant),+];
             fn name(self) -> &'static str {
@@ -56,18 +58,38 @@ macro_rules! field_enum {
     };
 }
 
-/// A section of plain fields, each written under its own name: its field enum and its
-/// [`SectionFields`], which destructures it whole.
+/// A section of plain fields, each written under its own name: its field enum (one variant
+/// per field, in the order of their names) and its [`SectionFields`], which destructures the
+/// section whole, so that a field added to the section and not named here does not compile,
+/// nor does a variant the section lacks. For the sections of other crates too
+/// (`cardinal-paper`'s `baseline`).
+///
+/// ```
+/// use cardinal_model::config::{Field, SectionFields};
+///
+/// #[derive(Debug, Clone, PartialEq, Default)]
+/// struct Toy { rate: f64, steps: Vec<usize> }
+///
+/// cardinal_model::plain_section!(
+///     /// A field of the `toy` section.
+///     Toy => ToyField, "toy" { rate => Rate, steps => Steps }
+/// );
+///
+/// let changed = Toy { rate: 0.5, ..Toy::default() };
+/// assert_eq!(changed.differing(&Toy::default()), [ToyField::Rate]);
+/// assert_eq!(ToyField::Steps.name(), "steps");
+/// ```
+#[macro_export]
 macro_rules! plain_section {
     ($(#[$doc:meta])* $ty:ident => $name:ident, $section:literal { $($field:ident => $variant:ident),+ $(,)? }) => {
-        field_enum!($(#[$doc])* $name, $section { $($field => $variant),+ });
+        $crate::field_enum!($(#[$doc])* $name, $section { $($field => $variant),+ });
 
-        impl SectionFields for $ty {
+        impl $crate::config::SectionFields for $ty {
             type Field = $name;
 
             fn differing(&self, other: &Self) -> Vec<$name> {
                 let $ty { $($field),+ } = self;
-                named_order([$(($name::$variant, *$field != other.$field)),+])
+                $crate::config::named_order([$(($name::$variant, *$field != other.$field)),+])
             }
 
             fn reset(&mut self, default: &Self, field: $name) {
@@ -79,7 +101,7 @@ macro_rules! plain_section {
     };
 }
 
-field_enum!(
+crate::field_enum!(
     /// A field of the `inference` section (a projection's parameter by its own name,
     /// `rounds`, as the file writes it).
     InferenceField, "inference" {
@@ -97,7 +119,7 @@ field_enum!(
     }
 );
 
-plain_section!(
+crate::plain_section!(
     /// A field of the `loss` section.
     LossConfig => LossField, "loss" {
         cardinality_weight => CardinalityWeight,
@@ -108,7 +130,7 @@ plain_section!(
     }
 );
 
-plain_section!(
+crate::plain_section!(
     /// A field of the `search` section.
     SearchConfig => SearchField, "search" {
         folds => Folds,
@@ -118,8 +140,10 @@ plain_section!(
     }
 );
 
-/// The fields among `pairs` (each with whether it differs), in the order of their names.
-fn named_order<F: Field>(pairs: impl IntoIterator<Item = (F, bool)>) -> Vec<F> {
+/// The fields among `pairs` (each with whether it differs), in the order of their names
+/// ([`plain_section!`]'s).
+#[doc(hidden)]
+pub fn named_order<F: Field>(pairs: impl IntoIterator<Item = (F, bool)>) -> Vec<F> {
     let mut out: Vec<F> = pairs
         .into_iter()
         .filter(|(_, d)| *d)

@@ -29,6 +29,8 @@ mod strict;
 mod system_settings;
 mod train;
 
+#[doc(hidden)]
+pub use fields::named_order;
 pub use fields::{Field, InferenceField, LossField, SearchField, SectionFields};
 pub use inference::InferenceConfig;
 pub use loss::{IterateWeights, LossConfig};
