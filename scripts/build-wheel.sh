@@ -17,9 +17,6 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip "maturin>=1.5,<2"
-# The Cargo profile: release, unless $CARDINAL_WHEEL_PROFILE names another (scripts/test.sh
-# builds with `dev`, the test build's, to reuse what `cargo test` compiled).
-profile=${CARDINAL_WHEEL_PROFILE:-release}
-echo "== building the abi3 wheel (profile $profile; release: a few minutes)"
-"$venv/bin/maturin" build --profile "$profile" --locked --out target/wheels "$@"
+echo "== building the abi3 wheel (release mode: a few minutes)"
+"$venv/bin/maturin" build --release --locked --out target/wheels "$@"
 ls -1 target/wheels/cardinal_pnc-*.whl

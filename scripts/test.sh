@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
 # Every test, on a fresh clone, by itself: the Rust workspace, then the Python package as users
-# install it: scripts/build-wheel.sh builds the abi3 wheel once, it is installed with its test
-# dependencies (from PyPI) into a fresh virtual environment, and the pytest suite runs against
-# that installed wheel, never the source tree. The wheel is built with the test build's Cargo
-# profile (`dev`, which `test` inherits: opt-level 2, debug assertions on), so it reuses every
-# crate `cargo test` compiled; the release wheel is the same code at opt-level 3 without debug
-# assertions (scripts/build-wheel.sh alone builds it). The suite also
-# runs examples/python_multilabel.py and checks the CLI and the package against each other.
+# install it: scripts/build-wheel.sh builds the abi3 wheel once (release mode, a few minutes,
+# while the Rust tests run), it is installed with its test dependencies (from PyPI) into a
+# fresh virtual environment, and the pytest suite runs against that installed wheel, never the
+# source tree. The suite also runs examples/python_multilabel.py and checks the CLI and the
+# package against each other.
 #
 # Needs a Rust toolchain and Python 3.9+ with the venv module. The test environment is
 # $CARDINAL_TEST_VENV (default .venv-test in the repository), recreated on every run; the
@@ -14,25 +12,47 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== Rust: cargo test --workspace --locked"
-cargo test --workspace --locked
+echo "== Rust: the test build (cargo test --workspace --locked --no-run)"
+cargo test --workspace --locked --no-run
 
-echo "== Python: the abi3 wheel (scripts/build-wheel.sh)"
-# Only this build's wheel in target/wheels/, so that the one installed is the one just built.
-rm -f target/wheels/cardinal_pnc-*.whl
-CARDINAL_WHEEL_PROFILE=dev scripts/build-wheel.sh
-wheels=(target/wheels/cardinal_pnc-*.whl)
-if [ "${#wheels[@]}" -ne 1 ] || [ ! -f "${wheels[0]}" ]; then
-  echo "test.sh: expected one wheel in target/wheels/, found: ${wheels[*]}" >&2
-  exit 1
-fi
-wheel="$PWD/${wheels[0]}"
-
+# The wheel and the test environment are made while the Rust tests run: the tests leave about
+# a core of two idle (RESULTS §11), and neither reads what the other writes. The wheel builds in
+# a target directory of its own, so that its cargo never waits on the tests' build lock.
+python_log=$(mktemp)
+prepare_python() {
+  echo "== Python: the abi3 wheel (scripts/build-wheel.sh, beside the Rust tests)"
+  # Only this build's wheel in target/wheels/, so that the one installed is the one just built.
+  rm -f target/wheels/cardinal_pnc-*.whl
+  CARGO_TARGET_DIR="$PWD/target/wheel-build" scripts/build-wheel.sh
+  wheels=(target/wheels/cardinal_pnc-*.whl)
+  if [ "${#wheels[@]}" -ne 1 ] || [ ! -f "${wheels[0]}" ]; then
+    echo "test.sh: expected one wheel in target/wheels/, found: ${wheels[*]}" >&2
+    return 1
+  fi
+  wheel="$PWD/${wheels[0]}"
+  echo "== Python: a fresh $venv with $(basename "$wheel")[test]"
+  python3 -m venv --clear "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  "$venv/bin/python" -m pip install --quiet "$wheel[test]"
+}
 venv=${CARDINAL_TEST_VENV:-.venv-test}
-echo "== Python: a fresh $venv with $(basename "$wheel")[test]"
-python3 -m venv --clear "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet "$wheel[test]"
+prepare_python >"$python_log" 2>&1 &
+python_pid=$!
+
+echo "== Rust: cargo test --workspace --locked"
+rust_status=0
+cargo test --workspace --locked || rust_status=$?
+python_status=0
+wait "$python_pid" || python_status=$?
+cat "$python_log"
+rm -f "$python_log"
+if [ "$rust_status" -ne 0 ]; then
+  exit "$rust_status"
+fi
+if [ "$python_status" -ne 0 ]; then
+  echo "test.sh: making the wheel or its test environment failed (above)" >&2
+  exit "$python_status"
+fi
 
 # The package the tests import must be the installed wheel's (site-packages), not
 # python/cardinal_pnc of this checkout.
