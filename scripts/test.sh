@@ -16,8 +16,10 @@ echo "== Rust: the test build (cargo test --workspace --locked --no-run)"
 cargo test --workspace --locked --no-run
 
 # The wheel and the test environment are made while the Rust tests run: the tests leave about
-# a core of two idle (RESULTS §11), and neither reads what the other writes. The wheel builds in
+# a core of two idle (docs/journal/2026-12-03-test-build-levels.md), and neither reads what the
+# other writes. The wheel builds in
 # a target directory of its own, so that its cargo never waits on the tests' build lock.
+venv=${CARDINAL_TEST_VENV:-.venv-test}
 python_log=$(mktemp)
 prepare_python() {
   echo "== Python: the abi3 wheel (scripts/build-wheel.sh, beside the Rust tests)"
@@ -35,7 +37,6 @@ prepare_python() {
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   "$venv/bin/python" -m pip install --quiet "$wheel[test]"
 }
-venv=${CARDINAL_TEST_VENV:-.venv-test}
 prepare_python >"$python_log" 2>&1 &
 python_pid=$!
 
