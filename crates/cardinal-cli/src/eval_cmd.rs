@@ -176,7 +176,7 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
         None => {
             let tt = own_data(engine, args, &meta, record.as_ref())?;
             match args.split.as_str() {
-                "dev" => (dev_of(&tt.train, &model.config)?, "dev"),
+                "dev" => (dev_of(&tt.train, model.config())?, "dev"),
                 "train" => (tt.train, "train"),
                 _ => (tt.test, "test"),
             }
@@ -190,7 +190,7 @@ pub(crate) fn eval(engine: &Engine, args: &EvalArgs) -> anyhow::Result<()> {
     if args.dev_threshold {
         let dev = dev_of(
             &own_data(engine, args, &meta, record.as_ref())?.train,
-            &model.config,
+            model.config(),
         )?;
         engine.add_dev_threshold(&model, &mut report, &dev, &out, &data.labels)?;
     }

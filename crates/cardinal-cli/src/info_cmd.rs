@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use cardinal::engine::{Engine, Model, OutputKind};
+use cardinal::engine::{Engine, Fitted, OutputKind};
 use cardinal::search::SearchRecord;
 
 #[derive(Debug, clap::Args)]
@@ -69,12 +69,12 @@ pub(crate) fn identity_lines(
 }
 
 /// [`identity_lines`] of a loaded model.
-pub(crate) fn model_identity(engine: &Engine, model: &Model<f32>) -> anyhow::Result<Vec<String>> {
+pub(crate) fn model_identity(engine: &Engine, model: &Fitted) -> anyhow::Result<Vec<String>> {
     Ok(identity_lines(
-        &model.config.system,
-        &model.config.preset,
+        &model.config().system,
+        &model.config().preset,
         engine.about(model)?,
-        model.search.as_ref(),
+        model.search(),
     ))
 }
 
@@ -91,18 +91,18 @@ pub(crate) fn run(engine: &Engine, args: &InfoArgs) -> anyhow::Result<()> {
     if args.json {
         let value = serde_json::json!({
             "model": args.model,
-            "system": model.config.system,
-            "preset": model.config.preset,
+            "system": model.config().system,
+            "preset": model.config().preset,
             "about": engine.about(&model)?,
             "outputs": kind,
-            "search": model.search,
+            "search": model.search(),
             "dataset": meta.dataset,
             "features": meta.n_features,
             "labels": meta.n_labels,
             "label_names": meta.label_names,
-            "threshold": model.config.threshold,
+            "threshold": model.config().threshold,
             "counts": [meta.count_min, meta.count_max],
-            "config": model.config,
+            "config": model.config(),
         });
         outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
@@ -124,7 +124,7 @@ pub(crate) fn run(engine: &Engine, args: &InfoArgs) -> anyhow::Result<()> {
              labels y_T >= {} (or --labels-by round-z / top-k=K)",
             meta.count_min,
             meta.count_max,
-            model.config.threshold
+            model.config().threshold
         ),
         OutputKind::Decided => outln!(
             "outputs: a label set per row, its size z; graded scores are the labels' marginal \
@@ -132,7 +132,7 @@ pub(crate) fn run(engine: &Engine, args: &InfoArgs) -> anyhow::Result<()> {
         ),
         OutputKind::Scores => outln!(
             "outputs: graded label scores; labels y >= {} (z is only the scores' sum)",
-            model.config.threshold
+            model.config().threshold
         ),
     }
     if !meta.label_names.is_empty() {

@@ -13,7 +13,7 @@ use cardinal::eval::EvalReport;
 /// Prints what the model is ([`crate::info_cmd::model_identity`]).
 pub(crate) fn print_identity(
     engine: &Engine,
-    model: &cardinal::engine::Model<f32>,
+    model: &cardinal::engine::Fitted,
 ) -> anyhow::Result<()> {
     for line in crate::info_cmd::model_identity(engine, model)? {
         outln!("{line}");
@@ -288,8 +288,8 @@ pub(crate) fn train(engine: &Engine, args: &TrainArgs) -> anyhow::Result<()> {
         outln!(
             "model written to {}: system {} (preset {})",
             out.display(),
-            outcome.model.config.system,
-            outcome.model.config.preset
+            outcome.model.config().system,
+            outcome.model.config().preset
         );
     }
     Ok(())

@@ -106,21 +106,21 @@ pub(crate) fn predict(engine: &Engine, args: &PredictArgs) -> anyhow::Result<()>
              or use top-k=K or round-z (ranked by the labels' marginal probabilities' F1 \
              scores); --all-scores prints the marginal probabilities",
             args.model.display(),
-            model.config.system
+            model.config().system
         );
     }
     crate::log::note(&format!(
         "note: predicting with the model in {}: system {} (preset {})",
         args.model.display(),
-        model.config.system,
-        model.config.preset
+        model.config().system,
+        model.config().preset
     ));
     let out = engine.predict(&model, &inputs.features)?;
     let l = model.n_labels();
     let ranking = out.ranking_scores();
     let rule = args
         .labels_by
-        .unwrap_or(Binarize::Threshold(model.config.threshold as f32));
+        .unwrap_or(Binarize::Threshold(model.config().threshold as f32));
     // A threshold applies to y_T; a ranking rule ranks by the tie-free ranking scores.
     let scores_for_rule = match rule {
         Binarize::Threshold(_) => &out.y[..],

@@ -185,8 +185,9 @@ fn sigkill_at_random_moments_never_leaves_a_broken_checkpoint() {
             });
             // It evaluates.
             let data = cardinal::data::vendored("bibtex").unwrap();
+            let model = cardinal::engine::Fitted::from(state.model.clone());
             let out = cardinal::engine::Engine::default()
-                .predict(&state.model, &data.test.features)
+                .predict(&model, &data.test.features)
                 .unwrap();
             let report = cardinal::eval::evaluate_outputs(&state.model, &out, &data.test.labels);
             assert!(report.at_threshold.example_f1.is_finite());

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use cardinal::config::{Config, ConfigRequest, CountRange};
 use cardinal::data::{Dataset, TrainTest};
-use cardinal::engine::{dev_split, Engine, Model};
+use cardinal::engine::{dev_split, Engine, Fitted};
 use cardinal::eval::{evaluate_outputs, EvalReport};
 use cardinal::proj::Method;
 use cardinal::{Error, Result};
@@ -251,13 +251,13 @@ pub fn run_cells(
                 seed: cfg.seed,
                 f1: 100.0 * report.at_threshold.example_f1,
                 f1_empty_one: 100.0 * report.at_threshold.example_f1_other_empty,
-                threshold: model.config.threshold,
+                threshold: model.config().threshold,
                 fixed_count,
                 mean_count: out.z.iter().map(|&z| z as f64).sum::<f64>()
                     / out.z.len().max(1) as f64,
                 train_seconds,
                 epochs: trained.history.len(),
-                config: model.config.clone(),
+                config: model.config().clone(),
             })
         })
         .collect()
@@ -266,14 +266,14 @@ pub fn run_cells(
 /// Inference of `model` on `data` with the given counts, refused for systems without one.
 fn with_counts(
     engine: &Engine,
-    model: &Model<f32>,
+    model: &Fitted,
     data: &Dataset,
     counts: Vec<f32>,
 ) -> Result<cardinal::engine::Outputs<f32>> {
     engine
         .predict_with_counts(model, &data.features, counts)?
         .ok_or_else(|| Error::Unsupported {
-            system: model.config.system.clone(),
+            system: model.config().system.clone(),
             what: "inference with given counts".into(),
         })
 }
@@ -281,17 +281,13 @@ fn with_counts(
 /// The count `k` of `model`'s range whose example-F1 (at the model's threshold, empty = 0) is
 /// best on the model's dev split of `train` ([`dev_split`]) when every row's count is `k`,
 /// with that F1 (ties go to the smaller count). Refused without dev rows.
-pub fn best_fixed_count(
-    engine: &Engine,
-    model: &Model<f32>,
-    train: &Dataset,
-) -> Result<(usize, f64)> {
-    let dev = dev_split(train, &model.config).ok_or_else(|| Error::Empty {
+pub fn best_fixed_count(engine: &Engine, model: &Fitted, train: &Dataset) -> Result<(usize, f64)> {
+    let dev = dev_split(train, model.config()).ok_or_else(|| Error::Empty {
         data: train.name.clone(),
         what: "dev rows (to choose the fixed count on)",
     })?;
     let mut best: Option<(usize, f64)> = None;
-    for &k in &model.counts {
+    for k in model.counts() {
         let out = with_counts(engine, model, &dev, vec![k; dev.n_rows()])?;
         let f1 = evaluate_outputs(model, &out, &dev.labels)
             .at_threshold

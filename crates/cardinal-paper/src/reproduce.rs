@@ -424,7 +424,7 @@ pub fn cardinality_analysis(
     let mut mse = [0.0; 2];
     for (i, mode) in [ZMode::Expectation, ZMode::Argmax].into_iter().enumerate() {
         // Training does not depend on how z is read off the softmax (no F1 loss): one model.
-        model.config.model.z_mode = mode;
+        model.config_mut().model.z_mode = mode;
         let out = engine.predict(&model, &data.test.features)?;
         mse[i] = out
             .z

@@ -117,10 +117,10 @@ pub fn run_cell(engine: &Engine, data: &TrainTest, cfg: &Config) -> Result<Cell>
     let train_seconds = start.elapsed().as_secs_f64();
     let model = trained.model;
     let (report, out) = engine.evaluate(&model, &data.test)?;
-    let tuned = model.config.threshold != 0.5;
+    let tuned = model.config().threshold != 0.5;
     let f1_at_half = if tuned {
         let mut at_half = model.clone();
-        at_half.config.threshold = 0.5;
+        at_half.config_mut().threshold = 0.5;
         evaluate_outputs(&at_half, &out, &data.test.labels)
             .at_threshold
             .example_f1
@@ -131,14 +131,14 @@ pub fn run_cell(engine: &Engine, data: &TrainTest, cfg: &Config) -> Result<Cell>
         seed: cfg.seed,
         f1_at_half: 100.0 * f1_at_half,
         f1_at_dev_threshold: tuned.then_some(100.0 * report.at_threshold.example_f1),
-        dev_threshold: tuned.then_some(model.config.threshold),
+        dev_threshold: tuned.then_some(model.config().threshold),
         f1_at_gold_count: report.at_gold_count.as_ref().map(|m| 100.0 * m.example_f1),
         count_mae: report.cardinality.mae,
         constant_count_mae: report.cardinality.baseline_mae,
         constraint_held: report.constraint.frac_sum_within_001,
         train_seconds,
         epochs: trained.history.len(),
-        config: model.config,
+        config: model.config().clone(),
     })
 }
 

@@ -8,7 +8,7 @@ use cardinal::config::SearchScoring;
 use cardinal::data::arrays::{dataset_from_arrays, with_sample_weights};
 use cardinal::data::{align_features, InputSchema};
 use cardinal::engine::Engine;
-use cardinal::engine::Model;
+use cardinal::engine::Fitted;
 use cardinal::engine::TrainedOn;
 use cardinal::engine::{EpochRecord, Event};
 use cardinal::metrics::{binarize, Binarize};
@@ -248,11 +248,11 @@ fn search_record(record: &SearchRecord) -> String {
     .to_string()
 }
 
-/// A trained model (the library's `Model`), with the feature and label names of the data it
+/// A trained model (the library's `Fitted`, of its system's kind), with the feature and label names of the data it
 /// came from.
 #[pyclass(module = "cardinal_pnc._native", frozen)]
 pub struct NativeModel {
-    model: Model<f32>,
+    model: Fitted,
     feature_names: Vec<String>,
     label_names: Vec<String>,
     /// The epochs of the fit that made it (empty for a loaded model).
@@ -398,9 +398,9 @@ impl NativeModel {
         };
         let retitled;
         let model = match threshold {
-            Some(t) if t != self.model.config.threshold => {
+            Some(t) if t != self.model.config().threshold => {
                 let mut m = self.model.clone();
-                m.config.threshold = t;
+                m.config_mut().threshold = t;
                 retitled = m;
                 &retitled
             }
@@ -426,7 +426,7 @@ impl NativeModel {
     /// The model's full configuration, as JSON.
     #[getter]
     pub fn config_json(&self) -> String {
-        serde_json::to_string(&self.model.config).expect("a configuration serialises")
+        serde_json::to_string(self.model.config()).expect("a configuration serialises")
     }
 
     /// The fit's epochs as JSON (a list of the records `metrics.jsonl` holds: phase, epoch,
@@ -442,13 +442,13 @@ impl NativeModel {
     /// has it too.
     #[getter]
     pub fn search_json(&self) -> Option<String> {
-        self.model.search.as_ref().map(search_record)
+        self.model.search().map(search_record)
     }
 
     /// The system the model is (`pnc`, `forest`, `forest-blend`, a Table 1 system).
     #[getter]
     pub fn system(&self) -> String {
-        self.model.config.system.clone()
+        self.model.config().system.clone()
     }
 
     /// What the model's system is, in one line.

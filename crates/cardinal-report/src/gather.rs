@@ -175,18 +175,18 @@ pub fn gather(
     }
     // The model and its run's record of its data, from one version of the folder.
     let (model, meta, record) = engine.load_run(dir)?;
-    view.system = model.config.system.clone();
+    view.system = model.config().system.clone();
     view.dataset = meta.dataset.clone();
     let kind = engine.output_kind(&model)?;
-    view.config = serde_json::to_string_pretty(&model.config).ok();
+    view.config = serde_json::to_string_pretty(model.config()).ok();
     view.identity = vec![
         format!(
             "system {} (preset {}): {}",
-            model.config.system,
-            model.config.preset,
+            model.config().system,
+            model.config().preset,
             engine.about(&model)?
         ),
-        match &model.search {
+        match &model.search() {
             Some(s) => s.summary(),
             None => "trained as configured (no search ran)".into(),
         },
@@ -206,7 +206,7 @@ pub fn gather(
     check_labels(&meta, &tt.test, dir)?;
     let (report, out) = engine.evaluate(&model, &tt.test)?;
     let l = model.n_labels();
-    let thr = model.config.threshold;
+    let thr = model.config().threshold;
     let pred = binarize(&out.y, l, &Binarize::Threshold(thr as f32), None)?;
     view.counts = Some(count_matrix(&out.z, &tt.test.labels));
     view.labels = label_points(&pred, &tt.test.labels, &tt.train.labels, &meta.label_names)?;
@@ -218,12 +218,12 @@ pub fn gather(
             "system {} decides each row's label set for the expected F1: no threshold applies, \
              so there is no threshold curve; the calibration figure shows its labels' marginal \
              probabilities",
-            model.config.system
+            model.config().system
         ));
         view.metrics = Some(report);
         return Ok(view);
     }
-    let dev = match cardinal::engine::dev_split(&tt.train, &model.config) {
+    let dev = match cardinal::engine::dev_split(&tt.train, model.config()) {
         None => {
             view.notes
                 .push("the configuration holds out no dev split: no dev threshold curve".into());

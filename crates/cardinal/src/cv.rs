@@ -6,16 +6,17 @@ use std::sync::atomic::AtomicBool;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::FOREST;
 use crate::config::{Config, DevFold};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::eval::{evaluate_outputs, grid_threshold};
+use crate::fitted::{Fitted, ForestModel};
 use crate::metrics::{
     default_threshold_grid, example_f1_by_threshold, tune_threshold, EmptyF1, MetricOptions,
 };
-use crate::model::Model;
 use crate::runtime::{MemoryBudget, WaitPolicy};
-use crate::system::System;
+use crate::system::{ForestSystem, System};
 use crate::train::Event;
 use crate::train::{Hooks, Start};
 
@@ -89,9 +90,12 @@ pub(crate) enum Decoding {
 }
 
 impl Decoding {
-    /// `model` read this way.
-    fn apply(self, model: &Model<f32>) -> Model<f32> {
-        let mut m = model.clone();
+    /// `model` read this way: a blend's forest at share 0 is a forest alone, of that kind.
+    fn apply(self, model: &Fitted) -> Fitted {
+        let Fitted::Networks(networks) = model else {
+            return model.clone();
+        };
+        let mut m = networks.clone();
         match self {
             Decoding::AsTrained => {}
             Decoding::NetworksOnly => {
@@ -102,9 +106,22 @@ impl Decoding {
                 if let Some(f) = &mut m.config.model.forest {
                     f.networks = share;
                 }
+                if let Some(forest) = m.forest.take_if(|_| share == 0.0) {
+                    let mut config = m.config;
+                    config.system = FOREST.into();
+                    return ForestModel {
+                        forest,
+                        n_features: networks.n_features(),
+                        n_labels: networks.n_labels(),
+                        train_mean_cardinality: m.train_mean_cardinality,
+                        search: m.search,
+                        config,
+                    }
+                    .into();
+                }
             }
         }
-        m
+        m.into()
     }
 }
 
@@ -256,7 +273,12 @@ impl FoldRun<'_> {
                     d => Some(d.apply(&trained)),
                 };
                 let model = model.as_ref().unwrap_or(&trained);
-                score_fold(system, model, &dev, self, train_idx.len())
+                // A blend's forest read alone is a forest alone, which its own system decides.
+                let scorer: &dyn System = match model {
+                    Fitted::Forest(_) => &ForestSystem::FOREST,
+                    Fitted::Networks(_) => system,
+                };
+                score_fold(scorer, model, &dev, self, train_idx.len())
             })
             .collect()
     }
@@ -265,7 +287,7 @@ impl FoldRun<'_> {
 /// Fold `index`'s result: `model`, trained on `train_rows` rows, scored on the held-out `dev`.
 fn score_fold(
     system: &dyn System,
-    model: &Model<f32>,
+    model: &Fitted,
     dev: &Dataset,
     fold: FoldRun,
     train_rows: usize,

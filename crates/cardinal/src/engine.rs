@@ -44,7 +44,7 @@ use crate::error::{Error, Result};
 use crate::eval::{
     add_dev_threshold, add_gold_count, add_ranking, evaluate_outputs, gold_counts, EvalReport,
 };
-use crate::pipeline::check_dims;
+use crate::fitted::check_dims;
 use crate::run_dir::{self, Checkpointer, Existing, MetricsLog, RunDir, RunModel};
 use crate::runtime::Runtime;
 use crate::search::Searched;
@@ -70,6 +70,7 @@ pub use crate::checkpoint::{
     read_model_file_if_any, write_atomic, write_output, Meta, TrainedOn, WEIGHTS_FILE,
 };
 pub use crate::cv::{CvReport, FoldResult};
+pub use crate::fitted::{Fitted, ForestModel};
 pub use crate::pipeline::{Model, Outputs};
 pub use crate::train::{EpochRecord, Event, Progress, Trained};
 pub use binary_run::load_state;
@@ -124,7 +125,7 @@ impl PreparedRun {
 #[derive(Debug)]
 pub struct RunOutcome {
     /// The trained model.
-    pub model: Model<f32>,
+    pub model: Fitted,
     /// Every epoch's record, resumed ones included.
     pub history: Vec<EpochRecord>,
     /// The evaluation on the test data.
@@ -230,7 +231,7 @@ impl Engine {
     /// ARFF file). A directory that already holds a run is refused unless `replace`.
     pub fn save_model(
         &self,
-        model: &Model<f32>,
+        model: &Fitted,
         dir: &Path,
         trained_on: &TrainedOn,
         replace: bool,
@@ -246,8 +247,8 @@ impl Engine {
     }
 
     /// The model's system's inference on every row of `x`.
-    pub fn predict(&self, model: &Model<f32>, x: &CsrMatrix) -> Result<Outputs<f32>> {
-        let system = self.systems.get(&model.config.system)?;
+    pub fn predict(&self, model: &Fitted, x: &CsrMatrix) -> Result<Outputs<f32>> {
+        let system = self.systems.get(&model.config().system)?;
         if x.n_cols != model.n_features() {
             return Err(Error::Shape {
                 what: "the data".into(),
@@ -270,21 +271,21 @@ impl Engine {
     /// count.
     pub fn predict_with_counts(
         &self,
-        model: &Model<f32>,
+        model: &Fitted,
         x: &CsrMatrix,
         counts: Vec<f32>,
     ) -> Result<Option<Outputs<f32>>> {
         check_dims(model, x.n_cols, model.n_labels(), "the data")?;
-        let system = self.systems.get(&model.config.system)?;
+        let system = self.systems.get(&model.config().system)?;
         system.predict_with_counts(model, x, counts, PREDICT_BATCH)
     }
 
     /// What `model` is, in one line for a user, by its system ([`crate::system::System::about`]).
-    pub fn about(&self, model: &Model<f32>) -> Result<&'static str> {
-        let about = self.systems.get(&model.config.system)?.about();
+    pub fn about(&self, model: &Fitted) -> Result<&'static str> {
+        let about = self.systems.get(&model.config().system)?.about();
         // The one model-dependent part of what a system is: Predict and Constrain's unary
         // scores with a forest's prior (`model.forest_prior`).
-        Ok(match model.config.model.forest_prior {
+        Ok(match model.config().model.forest_prior {
             Some(_) => crate::system::PNC_FOREST_PRIOR_ABOUT,
             None => about,
         })
@@ -292,24 +293,20 @@ impl Engine {
 
     /// What `model`'s outputs are, by its system ([`OutputKind`]): which labelling rules and
     /// diagnostics apply to it, and where its graded scores are.
-    pub fn output_kind(&self, model: &Model<f32>) -> Result<OutputKind> {
-        Ok(self.systems.get(&model.config.system)?.outputs())
+    pub fn output_kind(&self, model: &Fitted) -> Result<OutputKind> {
+        Ok(self.systems.get(&model.config().system)?.outputs())
     }
 
     /// Every metric of `model` on `data`, the outputs they were computed from, and what a
     /// perfect count predictor would give (a second inference pass, for systems with a count).
-    pub fn evaluate(
-        &self,
-        model: &Model<f32>,
-        data: &Dataset,
-    ) -> Result<(EvalReport, Outputs<f32>)> {
+    pub fn evaluate(&self, model: &Fitted, data: &Dataset) -> Result<(EvalReport, Outputs<f32>)> {
         check_dims(
             model,
             data.n_features(),
             data.n_labels(),
             "the evaluation data",
         )?;
-        let system = self.systems.get(&model.config.system)?;
+        let system = self.systems.get(&model.config().system)?;
         let start = std::time::Instant::now();
         let out = system.predict(model, &data.features, PREDICT_BATCH)?;
         tracing::debug!(
@@ -333,7 +330,7 @@ impl Engine {
     /// (SPEN's protocol: chosen on dev, never on the evaluated data).
     pub fn add_dev_threshold(
         &self,
-        model: &Model<f32>,
+        model: &Fitted,
         report: &mut EvalReport,
         dev: &Dataset,
         out: &Outputs<f32>,
@@ -384,7 +381,7 @@ impl Engine {
     /// Loads the model directory `dir` (checking that its system is known). A field of its
     /// configuration that its system does not read is dropped, with a warning
     /// (`Systems::drop_unread`).
-    pub fn load(&self, dir: &Path) -> Result<(Model<f32>, Meta)> {
+    pub fn load(&self, dir: &Path) -> Result<(Fitted, Meta)> {
         let (model, meta, _) = self.load_run(dir)?;
         Ok((model, meta))
     }
@@ -393,23 +390,23 @@ impl Engine {
     /// its data (`None` without `run.json`), all read from one version of the folder: a
     /// `train --force` replacing the run meanwhile never pairs the old model with the new
     /// run's data.
-    pub fn load_run(&self, dir: &Path) -> Result<(Model<f32>, Meta, Option<RunRecord>)> {
+    pub fn load_run(&self, dir: &Path) -> Result<(Fitted, Meta, Option<RunRecord>)> {
         let ((mut model, meta), record) = checkpoint::read_snapshot(dir, |snap| {
             let loaded = checkpoint::load_from(snap)?;
             Ok((loaded, RunRecord::read(snap)?))
         })
         .map_err(|e| run_dir::explain_missing_model(dir, e))?;
-        for field in self.systems.drop_unread(&mut model.config)? {
+        for field in self.systems.drop_unread(model.config_mut())? {
             tracing::warn!(
                 dir = %dir.display(),
                 field,
-                system = %model.config.system,
+                system = %model.config().system,
                 "the model's system does not read this field of its configuration: dropped"
             );
         }
         tracing::info!(
             dir = %dir.display(),
-            system = %model.config.system,
+            system = %model.config().system,
             dataset = %meta.dataset,
             features = model.n_features(),
             labels = model.n_labels(),
@@ -466,7 +463,7 @@ impl Engine {
                 what: "resume".into(),
             });
         }
-        check_dims(
+        crate::pipeline::check_dims(
             &state.model,
             data.train.n_features(),
             data.train.n_labels(),

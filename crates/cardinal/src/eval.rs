@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{CsrMatrix, LabelSets};
 use crate::error::{Error, Result};
+use crate::fitted::{Fitted, ForestModel, ModelFacts};
 use crate::metrics::{
     binarize, cardinality_report, default_threshold_grid, evaluate, precision_at_k, ranking_report,
     tune_threshold, Binarize, CardinalityReport, MetricOptions, MetricReport, PrecisionAtK,
@@ -79,16 +80,26 @@ pub(crate) fn training_prior(model: &Model<f32>, x: &CsrMatrix) -> Result<Option
     Ok(Some(log_odds(&oob, cfg.weight, cfg.clip)))
 }
 
-/// `model`'s outputs where its `forest` decides, alone or blended with the model's networks
-/// (`model.forest.networks`): `y` the chosen sets, `z` their sizes (or `counts`), `unary` the
-/// labels' marginal probabilities, `ranking` their F1 scores.
-fn forest_predict(
-    model: &Model<f32>,
-    forest: &Forest,
+/// The outputs of `model`, a forest alone (system `forest`): `y` the chosen sets, `z` their
+/// sizes (or `counts`), `unary` the labels' marginal probabilities, `ranking` their F1 scores.
+pub(crate) fn forest_alone_predict(
+    model: &ForestModel,
     x: &CsrMatrix,
     counts: Option<&[f32]>,
 ) -> Result<Outputs<f32>> {
-    crate::model::check_dims(model, x.n_cols, model.n_labels(), "the input rows")?;
+    check_forest_input(model.n_features, x, counts)?;
+    Ok(forest_outputs(model.forest.decide(x, counts, None)))
+}
+
+/// `x` of `n_features` columns, `counts` (if given) one per row.
+fn check_forest_input(n_features: usize, x: &CsrMatrix, counts: Option<&[f32]>) -> Result<()> {
+    if x.n_cols != n_features {
+        return Err(Error::Shape {
+            what: "the input rows".into(),
+            found: format!("{} features", x.n_cols),
+            expected: format!("the model's {n_features} features"),
+        });
+    }
     if let Some(c) = counts {
         if c.len() != x.n_rows {
             return Err(Error::Shape {
@@ -98,6 +109,30 @@ fn forest_predict(
             });
         }
     }
+    Ok(())
+}
+
+fn forest_outputs(out: ForestOutputs) -> Outputs<f32> {
+    Outputs {
+        y: out.y,
+        z: out.z,
+        unary: out.marginal,
+        ranking: out.ranking,
+    }
+}
+
+/// `model`'s outputs where its `forest` decides blended with the model's networks
+/// (`model.forest.networks`, the networks' share of the joint; at 0 the forest alone): `y`
+/// the chosen sets, `z` their sizes (or `counts`), `unary` the labels' marginal
+/// probabilities, `ranking` their F1 scores.
+fn forest_predict(
+    model: &Model<f32>,
+    forest: &Forest,
+    x: &CsrMatrix,
+    counts: Option<&[f32]>,
+) -> Result<Outputs<f32>> {
+    crate::model::check_dims(model, x.n_cols, model.n_labels(), "the input rows")?;
+    check_forest_input(model.n_features(), x, counts)?;
     let share = model
         .config
         .model
@@ -129,12 +164,7 @@ fn forest_predict(
     } else {
         forest.decide(x, counts, None)
     };
-    Ok(Outputs {
-        y: out.y,
-        z: out.z,
-        unary: out.marginal,
-        ranking: out.ranking,
-    })
+    Ok(forest_outputs(out))
 }
 
 /// Rows whose network outputs a blended forest holds at once (a few in tests, so that their
@@ -274,24 +304,28 @@ pub(crate) fn constraint_report(out: &Outputs<f32>, n_labels: usize) -> Constrai
 }
 
 /// Evaluates outputs against gold labels (threshold from the model's config).
-pub fn evaluate_outputs(model: &Model<f32>, out: &Outputs<f32>, gold: &LabelSets) -> EvalReport {
+pub fn evaluate_outputs(
+    model: &(impl ModelFacts + ?Sized),
+    out: &Outputs<f32>,
+    gold: &LabelSets,
+) -> EvalReport {
     let l = model.n_labels();
     let opts = MetricOptions::default();
-    let thr = model.config.threshold;
+    let thr = model.config().threshold;
     let pred =
         binarize(&out.y, l, &Binarize::Threshold(thr as f32), None).expect("well-formed outputs");
     let pred_z = binarize(&out.y, l, &Binarize::TopRoundZ, Some(&out.z)).expect("finite z");
     EvalReport {
-        system: model.config.system.clone(),
-        preset: model.config.preset.clone(),
+        system: model.config().system.clone(),
+        preset: model.config().preset.clone(),
         outputs: None,
-        search: model.search.clone(),
+        search: model.search().cloned(),
         threshold: thr,
         at_threshold: evaluate(&pred, gold, &opts),
         at_top_round_z: evaluate(&pred_z, gold, &opts),
         dev_threshold: None,
         at_dev_threshold: None,
-        cardinality: cardinality_report(&out.z, gold, model.train_mean_cardinality)
+        cardinality: cardinality_report(&out.z, gold, model.train_mean_cardinality())
             .expect("finite z"),
         at_gold_count: None,
         precision_at_k: precision_at_k(out.ranking_scores(), gold, &opts.precision_at)
@@ -316,7 +350,7 @@ pub(crate) fn add_ranking(
 /// each row's count replaced by its gold count (`System::predict_with_counts`), binarised at
 /// the model's threshold.
 pub(crate) fn add_gold_count(
-    model: &Model<f32>,
+    model: &Fitted,
     report: &mut EvalReport,
     out: &Outputs<f32>,
     gold: &LabelSets,
@@ -324,7 +358,7 @@ pub(crate) fn add_gold_count(
     let pred = binarize(
         &out.y,
         model.n_labels(),
-        &Binarize::Threshold(model.config.threshold as f32),
+        &Binarize::Threshold(model.config().threshold as f32),
         None,
     )?;
     report.at_gold_count = Some(evaluate(&pred, gold, &MetricOptions::default()));
@@ -344,7 +378,7 @@ pub fn grid_threshold(t: f32) -> f64 {
 /// Adds the SPEN protocol to `report`: the threshold with the best example-F1 on `dev` (grid
 /// 0.05, 0.10, …, 0.95; never the test set) applied to the test outputs `out`.
 pub(crate) fn add_dev_threshold(
-    model: &Model<f32>,
+    model: &Fitted,
     report: &mut EvalReport,
     dev_out: &Outputs<f32>,
     dev_gold: &LabelSets,

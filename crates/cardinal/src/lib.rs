@@ -63,6 +63,7 @@ mod cv;
 mod data_spec;
 pub mod engine;
 pub mod eval;
+pub mod fitted;
 pub mod parts;
 mod run_dir;
 pub mod runtime;

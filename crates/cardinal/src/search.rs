@@ -17,6 +17,7 @@ use crate::data::CsrMatrix;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::eval::grid_threshold;
+use crate::fitted::Fitted;
 use crate::metrics::default_threshold_grid;
 use crate::pipeline::{Model, Outputs};
 use crate::system::{OutputKind, Reads, System, Systems};
@@ -327,12 +328,20 @@ impl System for Searched<'_> {
         hooks.search = record;
         chosen.fit(train, Start::Fresh(cfg), hooks)
     }
-    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+    fn predict(&self, model: &Fitted, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
         self.system.predict(model, x, batch)
+    }
+    fn predict_networks(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        batch: usize,
+    ) -> Result<Outputs<f32>> {
+        self.system.predict_networks(model, x, batch)
     }
     fn predict_with_counts(
         &self,
-        model: &Model<f32>,
+        model: &Fitted,
         x: &CsrMatrix,
         counts: Vec<f32>,
         batch: usize,

@@ -14,6 +14,7 @@ use crate::config::{Config, SavedConfigs, SavedName, PNC, SECTION};
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result, Unread};
 use crate::eval;
+pub use crate::fitted::Fitted;
 pub use crate::output_kind::OutputKind;
 use crate::pipeline::{Model, Outputs};
 use crate::train::Trained;
@@ -26,8 +27,8 @@ mod reads;
 
 /// A system of the paper: how it trains, how it predicts, and what it accepts.
 ///
-/// Every system stores its weights in the same [`Model`] container, so saving, loading,
-/// `eval` and `predict` work the same for all.
+/// What a system's training makes is a [`Fitted`] model of its own kind (networks, or a
+/// forest alone), which it predicts with; saving, loading, `eval` and `predict` take every kind.
 pub trait System: Send + Sync {
     /// Its name in `config.system`.
     fn name(&self) -> &'static str;
@@ -73,14 +74,28 @@ pub trait System: Send + Sync {
     /// Trains on `train` (a dev part is held out as the configuration says).
     fn fit(&self, train: &Dataset, start: Start, hooks: &mut Hooks) -> Result<Trained>;
 
-    /// Inference on every row of `x`, `batch` rows at a time.
-    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>>;
+    /// Inference on every row of `x`, `batch` rows at a time. The default runs
+    /// [`System::predict_networks`] on a model of networks and refuses a forest alone
+    /// ([`Error::ModelKind`]).
+    fn predict(&self, model: &Fitted, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+        self.predict_networks(model.networks_for(self.name())?, x, batch)
+    }
+
+    /// Inference of the networks `model` on every row of `x`, `batch` rows at a time: what a
+    /// system whose model is networks implements (and its own training calls, on the model
+    /// it is training).
+    fn predict_networks(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        batch: usize,
+    ) -> Result<Outputs<f32>>;
 
     /// Inference with each row's count `z` given (`counts`, one per row of `x`) instead of
     /// predicted; `None` for systems whose inference has no count.
     fn predict_with_counts(
         &self,
-        _model: &Model<f32>,
+        _model: &Fitted,
         _x: &CsrMatrix,
         _counts: Vec<f32>,
         _batch: usize,
@@ -135,18 +150,23 @@ impl System for Pnc {
         }
     }
 
-    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+    fn predict_networks(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        batch: usize,
+    ) -> Result<Outputs<f32>> {
         eval::predict(model, x, batch)
     }
 
     fn predict_with_counts(
         &self,
-        model: &Model<f32>,
+        model: &Fitted,
         x: &CsrMatrix,
         counts: Vec<f32>,
         batch: usize,
     ) -> Result<Option<Outputs<f32>>> {
-        eval::predict_with_counts(model, x, counts, batch).map(Some)
+        eval::predict_with_counts(model.networks_for(self.name())?, x, counts, batch).map(Some)
     }
 }
 
@@ -401,7 +421,12 @@ mod tests {
         fn fit(&self, _: &Dataset, _: Start, _: &mut Hooks) -> Result<Trained> {
             unreachable!("never trained")
         }
-        fn predict(&self, _: &Model<f32>, _: &CsrMatrix, _: usize) -> Result<Outputs<f32>> {
+        fn predict_networks(
+            &self,
+            _: &Model<f32>,
+            _: &CsrMatrix,
+            _: usize,
+        ) -> Result<Outputs<f32>> {
             unreachable!("never run")
         }
     }

@@ -48,9 +48,9 @@ fn the_default_predicts_the_empty_set_where_the_data_has_it_and_stays_on_c_z() {
     let (train, test) = (data(240, 0), data(60, 1));
     let fitted = engine.fit(&train, config(), &mut |_| {}).unwrap();
     let mut model = fitted.model;
-    assert_eq!(model.config.inference.empty_at, Some(0.5));
+    assert_eq!(model.config().inference.empty_at, Some(0.5));
     let with_rule = engine.predict(&model, &test.features).unwrap();
-    model.config.inference.empty_at = None;
+    model.config_mut().inference.empty_at = None;
     let without = engine.predict(&model, &test.features).unwrap();
     let l = test.labels.n_labels;
     let mut emptied = 0;
@@ -94,7 +94,7 @@ fn the_rule_needs_the_count_zero_in_the_range_and_is_checked() {
     let mut model = fitted.model;
     let test = data(60, 1);
     let a = engine.predict(&model, &test.features).unwrap();
-    model.config.inference.empty_at = None;
+    model.config_mut().inference.empty_at = None;
     let b = engine.predict(&model, &test.features).unwrap();
     assert_eq!((a.y, a.z), (b.y, b.z));
 }

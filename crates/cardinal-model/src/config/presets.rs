@@ -105,8 +105,9 @@ impl Config {
 
     /// The forest system's configuration made from `self` (`--system forest`, and the
     /// search's `forest` candidate): a random forest decided for the expected F1
-    /// (`model.forest`, networks' share 0), whose networks are never trained and so are kept
-    /// at their smallest.
+    /// (`model.forest`, networks' share 0). It trains no network: its model is the forest
+    /// alone. The network sizes it carries are their smallest, as the folders of forests
+    /// saved with small untrained networks beside them were written.
     pub fn forest(&self) -> Self {
         let mut forest = self.as_candidate();
         forest.preset = super::FOREST.into();

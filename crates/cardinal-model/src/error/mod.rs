@@ -249,6 +249,17 @@ pub enum Error {
         /// What it was asked to do.
         what: String,
     },
+    /// A system was handed a fitted model of another kind than its own (a forest's to a
+    /// system of networks, or the reverse).
+    #[error("system `{system}` predicts with {expected}, not with {found}")]
+    ModelKind {
+        /// The system's name.
+        system: String,
+        /// The kind of model it predicts with.
+        expected: &'static str,
+        /// The kind it was handed.
+        found: &'static str,
+    },
     /// A run directory already holds a run, and replacing it was not asked for. Each front
     /// end says how to replace it, or to continue it where it is `resumable` (the command
     /// line's `--force` and `--resume`, Python's `overwrite=True`).

@@ -67,7 +67,7 @@ pub fn fit(
         }
     }
     Ok(Trained {
-        model,
+        model: model.into(),
         history: run.history,
     })
 }

@@ -185,11 +185,16 @@ impl System for BrLogistic {
         })?;
         // The candidate's `baseline` fields were its training loop's; this system reads none,
         // so the saved configuration, which trains again from the start, carries none.
-        trained.model.config.system_settings = Default::default();
+        trained.model.config_mut().system_settings = Default::default();
         Ok(trained)
     }
 
-    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+    fn predict_networks(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        batch: usize,
+    ) -> Result<Outputs<f32>> {
         let rows: Vec<usize> = (0..x.n_rows).collect();
         let mut out = Outputs::default();
         for chunk in rows.chunks(batch.max(1)) {
@@ -262,7 +267,7 @@ mod tests {
             .fit(&data, Start::Fresh(cfg), &mut hooks)
             .unwrap();
         let model = trained.model;
-        assert_eq!(model.config.system, BR_LOGISTIC);
+        assert_eq!(model.config().system, BR_LOGISTIC);
         let out = BrLogistic.predict(&model, &data.features, 64).unwrap();
         let rep = cardinal::eval::evaluate_outputs(&model, &out, &data.labels);
         assert!(rep.at_threshold.example_f1 > 0.8, "{:?}", rep.at_threshold);

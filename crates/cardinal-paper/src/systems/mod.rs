@@ -199,7 +199,12 @@ impl System for Baseline {
         }
     }
 
-    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+    fn predict_networks(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        batch: usize,
+    ) -> Result<Outputs<f32>> {
         // A loaded model's settings are checked before its inference reads them.
         BaselineConfig::of(&model.config)?;
         let rows: Vec<usize> = (0..x.n_rows).collect();
@@ -241,7 +246,7 @@ pub trait BatchObjective {
 fn predict(model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
     systems()
         .get(&model.config.system)?
-        .predict(model, x, batch)
+        .predict_networks(model, x, batch)
 }
 
 /// Dev example-F1 (%) of `model`: at its threshold, and at the best threshold of the grid.
@@ -478,7 +483,7 @@ pub(crate) mod tests {
             let registered = registry
                 .get(name)
                 .unwrap()
-                .predict(&model, &data.features, 5)
+                .predict_networks(&model, &data.features, 5)
                 .unwrap();
             assert_eq!(direct.y, registered.y, "{name}");
             assert_eq!(direct.z, registered.z, "{name}");

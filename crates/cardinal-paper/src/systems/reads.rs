@@ -191,7 +191,14 @@ fn outcome(system: &str, cfg: &Config, data: &Dataset) -> String {
                 Ok(t) => t,
                 Err(e) => return e.to_string(),
             };
-            let out = (b.predict_rows)(&trained.model, &data.features, &rows);
+            let out = (b.predict_rows)(
+                trained
+                    .model
+                    .networks()
+                    .expect("a baseline trains networks"),
+                &data.features,
+                &rows,
+            );
             (trained, out)
         }
         None => {
@@ -218,7 +225,9 @@ fn outcome(system: &str, cfg: &Config, data: &Dataset) -> String {
         .collect();
     format!(
         "{history:?} {} {:?} {:?}",
-        trained.model.config.threshold, out.y, out.z
+        trained.model.config().threshold,
+        out.y,
+        out.z
     )
 }
 
@@ -392,7 +401,7 @@ fn the_searching_systems_save_configurations_they_accept() {
             forests: None,
         };
         let trained = s.fit(&data, Start::Fresh(cfg), &mut hooks).unwrap();
-        assert_eq!(refused(&trained.model.config), None, "{name}");
+        assert_eq!(refused(trained.model.config()), None, "{name}");
     }
 }
 
@@ -410,9 +419,9 @@ fn an_old_dvn_model_loads_and_predicts_but_its_field_is_refused_for_training() {
     let mut trained = fit(&data, &cfg, (dvn.objective)().as_mut(), &mut |_| {}, budget).unwrap();
     let engine = cardinal::engine::Engine::new(systems());
     let before = engine.predict(&trained.model, &data.features).unwrap();
-    BaselineConfig::edit(&mut trained.model.config, |b| b.init_zeros = true);
-    trained.model.config.inference.momentum = 0.0;
-    let old = serde_json::to_string(&trained.model.config).unwrap();
+    BaselineConfig::edit(trained.model.config_mut(), |b| b.init_zeros = true);
+    trained.model.config_mut().inference.momentum = 0.0;
+    let old = serde_json::to_string(trained.model.config()).unwrap();
     assert!(old.contains(r#""init_zeros":true"#), "{old}");
 
     let dir = std::env::temp_dir().join(format!("cardinal-old-dvn-{}", std::process::id()));
@@ -432,15 +441,15 @@ fn an_old_dvn_model_loads_and_predicts_but_its_field_is_refused_for_training() {
     std::fs::remove_dir_all(&dir).unwrap();
     let (model, _) = loaded.unwrap();
     assert!(!model
-        .config
+        .config()
         .system_settings
         .fields()
         .contains_key("init_zeros"));
     let (eta, steps) = (cfg.inference.eta, cfg.inference.steps);
-    let inference = &model.config.inference;
+    let inference = &model.config().inference;
     assert_eq!((inference.eta, inference.steps), (eta, steps));
     assert_eq!(inference.momentum, InferenceConfig::default().momentum);
-    assert_eq!(refused(&model.config), None);
+    assert_eq!(refused(model.config()), None);
     let after = engine.predict(&model, &data.features).unwrap();
     assert_eq!((before.y, before.z), (after.y, after.z));
 

@@ -40,7 +40,9 @@ pub fn choose_on_dev(
         let trained = fit_one(cfg, &mut *hooks.on_event)?;
         let (_, dev_idx) = cfg.train.dev_split(train.n_rows());
         let dev = train.select_rows(&dev_idx);
-        let out = super::predict(&trained.model, &dev.features, 256)?;
+        let out = super::systems()
+            .get(&trained.model.config().system)?
+            .predict(&trained.model, &dev.features, 256)?;
         let score = evaluate_outputs(&trained.model, &out, &dev.labels)
             .at_threshold
             .example_f1;
@@ -121,12 +123,17 @@ impl System for TunedMlp {
             };
             Pnc.fit(train, Start::Fresh(c.clone()), &mut inner)
         })?;
-        trained.model.config.system = MLP.into();
+        trained.model.config_mut().system = MLP.into();
         Ok(trained)
     }
 
-    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
-        Pnc.predict(model, x, batch)
+    fn predict_networks(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        batch: usize,
+    ) -> Result<Outputs<f32>> {
+        Pnc.predict_networks(model, x, batch)
     }
 }
 
@@ -172,8 +179,8 @@ mod tests {
         let trained = TunedMlp.fit(&data, Start::Fresh(cfg), &mut hooks).unwrap();
         assert_eq!(starts, WIDTHS.len() * DROPOUTS.len() * LEARNING_RATES.len());
         let model = trained.model;
-        assert_eq!(model.config.system, MLP);
-        assert!(WIDTHS.contains(&model.config.model.hidden));
+        assert_eq!(model.config().system, MLP);
+        assert!(WIDTHS.contains(&model.config().model.hidden));
         let out = crate::systems()
             .get(MLP)
             .unwrap()

@@ -11,7 +11,8 @@ use ndarray::{Array1, Array2};
 use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
 
-use crate::config::Config;
+use crate::config::{Config, FOREST};
+use crate::fitted::{Fitted, ForestModel};
 use cardinal_store::TensorProblem;
 
 use crate::error::{CheckpointProblem, Error, Record, Result};
@@ -55,7 +56,81 @@ fn f32_bytes(data: &[f32]) -> Vec<u8> {
     out
 }
 
-/// Saves `model` into `dir` (created if needed). Refuses to write non-finite weights.
+/// Saves `model`, of whichever kind, into `dir` (created if needed): networks' weights
+/// ([`save`]) or a forest alone, which holds no network tensor.
+pub(crate) fn save_fitted(model: &Fitted, dir: &Path, data: &TrainedOn) -> Result<()> {
+    match model {
+        Fitted::Networks(m) => save(m, dir, data),
+        Fitted::Forest(f) => {
+            let tensors = forest_tensors(&f.forest);
+            // The counts a forest chooses among: every set size.
+            let counts = Counts {
+                min: 0,
+                max: f.n_labels,
+            };
+            let meta = meta_of(
+                f.n_features,
+                f.n_labels,
+                f.train_mean_cardinality,
+                counts,
+                f.search.clone(),
+                data,
+            );
+            write_model(dir, &f.config, &meta, &tensors)
+        }
+    }
+}
+
+/// The range of counts a model chooses among, as `meta.json` records it.
+struct Counts {
+    min: usize,
+    max: usize,
+}
+
+fn forest_tensors(forest: &cardinal_forest::Forest) -> Vec<(String, Vec<usize>, Vec<u8>)> {
+    let tensors = forest.tensors();
+    let mut out = Vec::with_capacity(tensors.len());
+    for (name, shape, values) in tensors {
+        out.push((name, shape, f32_bytes(&values)));
+    }
+    out
+}
+
+/// What `meta.json` says of a model of these sizes trained on `data`.
+fn meta_of(
+    n_features: usize,
+    n_labels: usize,
+    train_mean_cardinality: f64,
+    counts: Counts,
+    search: Option<crate::search_record::SearchRecord>,
+    data: &TrainedOn,
+) -> Meta {
+    Meta {
+        format_version: FORMAT_VERSION,
+        cardinal_version: env!("CARGO_PKG_VERSION").into(),
+        dataset: data.dataset.clone(),
+        n_features,
+        n_labels,
+        label_names: data.label_names.clone(),
+        // Names only when they describe the model's columns.
+        feature_names: if data.feature_names.len() == n_features {
+            data.feature_names.clone()
+        } else {
+            Vec::new()
+        },
+        libsvm_feature_base: data.libsvm_base.map(|b| match b {
+            crate::data::IndexBase::Zero => 0,
+            crate::data::IndexBase::One => 1,
+        }),
+        train_mean_cardinality,
+        count_min: counts.min,
+        count_max: counts.max,
+        search,
+    }
+}
+
+/// Saves the networks `model` into `dir` (created if needed), with the forest it is combined
+/// with if any. Refuses to write non-finite weights.
 pub(crate) fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<()> {
     if let Some(name) = model.params.first_nonfinite() {
         return Err(ckpt_err(
@@ -63,8 +138,6 @@ pub(crate) fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<(
             CheckpointProblem::NonFiniteToSave { what: name.into() },
         ));
     }
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    recover(dir)?;
     let mut tensors = params_tensors(&model.params);
     let d = model.standardizer.mean.len();
     tensors.push((
@@ -78,32 +151,32 @@ pub(crate) fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<(
         f32_bytes(&model.standardizer.scale),
     ));
     if let Some(forest) = &model.forest {
-        for (name, shape, values) in forest.tensors() {
-            tensors.push((name, shape, f32_bytes(&values)));
-        }
+        tensors.extend(forest_tensors(forest));
     }
-    let meta = Meta {
-        format_version: FORMAT_VERSION,
-        cardinal_version: env!("CARGO_PKG_VERSION").into(),
-        dataset: data.dataset.clone(),
-        n_features: model.n_features(),
-        n_labels: model.n_labels(),
-        label_names: data.label_names.clone(),
-        // Names only when they describe the model's columns.
-        feature_names: if data.feature_names.len() == model.n_features() {
-            data.feature_names.clone()
-        } else {
-            Vec::new()
-        },
-        libsvm_feature_base: data.libsvm_base.map(|b| match b {
-            crate::data::IndexBase::Zero => 0,
-            crate::data::IndexBase::One => 1,
-        }),
-        train_mean_cardinality: model.train_mean_cardinality,
-        count_min: model.counts[0] as usize,
-        count_max: *model.counts.last().expect("at least one count") as usize,
-        search: model.search.clone(),
+    let counts = Counts {
+        min: model.counts[0] as usize,
+        max: *model.counts.last().expect("at least one count") as usize,
     };
+    let meta = meta_of(
+        model.n_features(),
+        model.n_labels(),
+        model.train_mean_cardinality,
+        counts,
+        model.search.clone(),
+        data,
+    );
+    write_model(dir, &model.config, &meta, &tensors)
+}
+
+/// Writes the three files of a model directory into `dir` (created if needed) as one unit.
+fn write_model(
+    dir: &Path,
+    config: &Config,
+    meta: &Meta,
+    tensors: &[(String, Vec<usize>, Vec<u8>)],
+) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    recover(dir)?;
     // All three files are written and synced under temporary names first, and only then
     // renamed into place: a save that fails while writing (a full disk, a bad path) leaves
     // the previous model whole and loadable. Weights last: a directory whose weights exist is
@@ -111,13 +184,13 @@ pub(crate) fn save(model: &Model<f32>, dir: &Path, data: &TrainedOn) -> Result<(
     let bytes = |v: String| move |tmp: &Path| std::fs::write(tmp, v.as_bytes());
     let config = stage(
         &dir.join(CONFIG_FILE),
-        bytes(serde_json::to_string_pretty(&model.config).expect("serialisable")),
+        bytes(serde_json::to_string_pretty(config).expect("serialisable")),
     )?;
     let meta = stage(
         &dir.join(META_FILE),
-        bytes(serde_json::to_string_pretty(&meta).expect("serialisable")),
+        bytes(serde_json::to_string_pretty(meta).expect("serialisable")),
     )?;
-    let weights = stage_tensors(&dir.join(WEIGHTS_FILE), &tensors)?;
+    let weights = stage_tensors(&dir.join(WEIGHTS_FILE), tensors)?;
     // One unit: a save killed at any instant leaves the old model or the new one, whole.
     Ok(commit_all(dir, vec![config, meta, weights])?)
 }
@@ -146,16 +219,24 @@ fn tensor_err(path: &Path, problem: TensorProblem) -> Error {
     ckpt_err(path, problem)
 }
 
-/// Loads a model directory written by [`save`], with its meta data: the meta data (its
-/// format version checked), the configuration, then the weights, checked against both.
-/// All three files come from one version of the folder ([`read_snapshot`]), never a mix
-/// of a replaced run and its replacement.
+/// Loads a model directory written by [`save`] (networks), with its meta data: the meta
+/// data (its format version checked), the configuration, then the weights, checked against
+/// both. All three files come from one version of the folder ([`read_snapshot`]), never a
+/// mix of a replaced run and its replacement. A forest alone is refused: it has no networks.
 pub(crate) fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
-    read_snapshot(dir, load_from)
+    let (model, meta) = read_snapshot(dir, load_from)?;
+    match model {
+        Fitted::Networks(m) => Ok((m, meta)),
+        Fitted::Forest(_) => Err(Error::ModelKind {
+            system: model.config().system.clone(),
+            expected: crate::fitted::NETWORKS,
+            found: model.kind(),
+        }),
+    }
 }
 
-/// [`load`]'s reading, from the open folder `snap`.
-pub(crate) fn load_from(snap: &mut Snapshot) -> Result<(Model<f32>, Meta)> {
+/// [`load`]'s reading of a model of any kind, from the open folder `snap`.
+pub(crate) fn load_from(snap: &mut Snapshot) -> Result<(Fitted, Meta)> {
     let (meta_path, meta) = load_meta(snap)?;
     let (cfg_path, cfg_bytes) = snap.read_current(CONFIG_FILE)?;
     let mut config = Config::from_json(
@@ -180,6 +261,19 @@ pub(crate) fn load_from(snap: &mut Snapshot) -> Result<(Model<f32>, Meta)> {
         st: &st,
         path: &w_path,
     };
+    if config.system == FOREST {
+        // A forest alone reads its forest only: the folders of a forest saved before it was
+        // a kind of its own also hold small untrained networks, which decide nothing.
+        let model = ForestModel {
+            forest: weights.forest(&meta)?,
+            n_features: meta.n_features,
+            n_labels: meta.n_labels,
+            train_mean_cardinality: meta.train_mean_cardinality,
+            search: meta.search.clone(),
+            config,
+        };
+        return Ok((model.into(), meta));
+    }
     let params = weights.params(&meta, &config)?;
     let standardizer = weights.standardizer(meta.n_features)?;
     let forest = match (&config.model.forest, &config.model.forest_prior) {
@@ -197,7 +291,7 @@ pub(crate) fn load_from(snap: &mut Snapshot) -> Result<(Model<f32>, Meta)> {
         forest,
         search: meta.search.clone(),
     };
-    Ok((model, meta))
+    Ok((model.into(), meta))
 }
 
 /// The meta data of the model directory `snap` (a binary model's, of this format version), and

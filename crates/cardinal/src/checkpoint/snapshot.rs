@@ -300,6 +300,7 @@ mod tests {
             let loaded = engine.load_run(&dir);
             hook::clear();
             let (loaded, meta, record) = loaded.unwrap();
+            let loaded = loaded.networks().expect("networks");
             assert_eq!(loaded.params, model.params, "{case}: the old run's model");
             assert_eq!(meta.dataset, new_name, "{case}");
             assert_eq!(record.unwrap().spec().dataset, "new-data", "{case}");

@@ -6,10 +6,11 @@
 use std::path::Path;
 
 use crate::checkpoint::{
-    ckpt_err, load, params_tensors, read_params, save, write_atomic, write_tensors, Meta, TrainedOn,
+    ckpt_err, load, params_tensors, read_params, read_snapshot, save, save_fitted, write_atomic,
+    write_tensors, Meta, TrainedOn,
 };
 use crate::error::{CheckpointProblem, Record, Result};
-use crate::pipeline::Model;
+use crate::fitted::Fitted;
 use crate::run_dir::{self, RunModel};
 use crate::train::{Adagrad, EpochRecord, Progress, TrainState};
 
@@ -22,18 +23,18 @@ pub(crate) struct BinaryRun<'a> {
 }
 
 impl RunModel for BinaryRun<'_> {
-    type Model = Model<f32>;
+    type Model = Fitted;
     type State = TrainState;
     type Epoch = EpochRecord;
-    type Loaded = (Model<f32>, Meta);
+    type Loaded = (Fitted, Meta);
     type Resumed = (TrainState, Meta);
 
-    fn save(&self, model: &Model<f32>, dir: &Path) -> Result<()> {
-        save(model, dir, self.trained_on)
+    fn save(&self, model: &Fitted, dir: &Path) -> Result<()> {
+        save_fitted(model, dir, self.trained_on)
     }
 
-    fn load(dir: &Path) -> Result<(Model<f32>, Meta)> {
-        load(dir)
+    fn load(dir: &Path) -> Result<(Fitted, Meta)> {
+        read_snapshot(dir, crate::checkpoint::load_from)
     }
 
     fn save_state(&self, state: &TrainState, ckpt: &Path) -> Result<()> {

@@ -146,9 +146,9 @@ mod tests {
             .fit_with_search_results(&train, cfg.clone(), &results, &mut |_| {}, &never)
             .unwrap()
             .model;
-        assert!(whole.search.is_some());
-        assert_eq!(from_tasks.search, whole.search);
-        assert_eq!(from_tasks.config, whole.config);
+        assert!(whole.search().is_some());
+        assert_eq!(from_tasks.search(), whole.search());
+        assert_eq!(from_tasks.config(), whole.config());
         let (a, b) = (
             engine.predict(&whole, &train.features).unwrap(),
             engine.predict(&from_tasks, &train.features).unwrap(),

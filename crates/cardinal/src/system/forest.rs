@@ -8,6 +8,7 @@ use super::{check, OutputKind, Pnc, System};
 use crate::config::{Config, FOREST, FOREST_BLEND};
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result};
+use crate::fitted::{Fitted, ForestModel};
 use crate::pipeline::{Model, Outputs};
 use crate::train::{Hooks, Start, TrainState, Trained};
 use cardinal_forest::{Forest, GrowSettings};
@@ -91,48 +92,77 @@ impl System for ForestSystem {
         }
     }
 
-    // Inference is Predict and Constrain's entry point, which routes a model with a forest
-    // to the forest's decision.
-    fn predict(&self, model: &Model<f32>, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
-        Pnc.predict(model, x, batch)
+    // A forest alone decides by itself; a blend's networks carry their forest, and Predict
+    // and Constrain's entry point routes them to the forest's decision.
+    fn predict(&self, model: &Fitted, x: &CsrMatrix, batch: usize) -> Result<Outputs<f32>> {
+        match model {
+            Fitted::Forest(forest) => crate::eval::forest_alone_predict(forest, x, None),
+            Fitted::Networks(_) => Pnc.predict(model, x, batch),
+        }
+    }
+
+    fn predict_networks(
+        &self,
+        model: &Model<f32>,
+        x: &CsrMatrix,
+        batch: usize,
+    ) -> Result<Outputs<f32>> {
+        Pnc.predict_networks(model, x, batch)
     }
 
     fn predict_with_counts(
         &self,
-        model: &Model<f32>,
+        model: &Fitted,
         x: &CsrMatrix,
         counts: Vec<f32>,
         batch: usize,
     ) -> Result<Option<Outputs<f32>>> {
-        Pnc.predict_with_counts(model, x, counts, batch)
+        match model {
+            Fitted::Forest(forest) => {
+                crate::eval::forest_alone_predict(forest, x, Some(&counts)).map(Some)
+            }
+            Fitted::Networks(_) => Pnc.predict_with_counts(model, x, counts, batch),
+        }
     }
 }
 
 /// Trains `cfg` from scratch, whichever of Predict and Constrain and the forests it is, with
-/// the search's record (`hooks.search`, if one ran above) kept in the model: a forest is grown first (so that every checkpoint
-/// of the networks' training holds it), then the networks train unless their share is 0.
+/// the search's record (`hooks.search`, if one ran above) kept in the model. A forest alone
+/// is grown and is the whole model; a blend's forest is grown first (so that every checkpoint
+/// of the networks' training holds it), then its networks train.
 pub(super) fn fit_fresh(train: &Dataset, cfg: Config, hooks: &mut Hooks) -> Result<Trained> {
-    let mut state = TrainState::new_within(train, &cfg, hooks.memory_budget)?;
-    state.model.search = hooks.search.take();
-    let grow = |settings: GrowSettings| match hooks.forests {
+    let grow = |settings: GrowSettings, hooks: &Hooks| match hooks.forests {
         Some(cache) => cache.grow(train, &settings, cfg.seed, hooks.cancel),
         None => Forest::fit(train, &settings, cfg.seed, hooks.cancel),
     };
+    if let Some(settings) = cfg.model.forest.as_ref().filter(|f| f.networks == 0.0) {
+        // Nothing to train by gradient: the forest alone decides.
+        cfg.validate()?;
+        let forest = grow(settings.growth(), hooks)?;
+        let rows = train.n_rows();
+        let labels: usize = (0..rows).map(|r| train.labels.count(r)).sum();
+        let model = ForestModel {
+            n_features: train.n_features(),
+            n_labels: train.n_labels(),
+            train_mean_cardinality: labels as f64 / rows.max(1) as f64,
+            search: hooks.search.take(),
+            config: cfg,
+            forest,
+        };
+        return Ok(Trained {
+            model: model.into(),
+            history: Vec::new(),
+        });
+    }
+    let mut state = TrainState::new_within(train, &cfg, hooks.memory_budget)?;
+    state.model.search = hooks.search.take();
     if let Some(settings) = &cfg.model.forest {
-        let forest = grow(settings.growth())?;
-        state.model.forest = Some(forest);
-        if settings.networks == 0.0 {
-            // Nothing to train by gradient: the forest alone decides.
-            return Ok(Trained {
-                model: state.model,
-                history: Vec::new(),
-            });
-        }
+        state.model.forest = Some(grow(settings.growth(), hooks)?);
     }
     if let Some(prior) = &cfg.model.forest_prior {
         // Grown on every row of the training file, dev rows included: each row's prior in
         // training is out of bag (`eval::training_prior`), so no row's reads its own labels.
-        state.model.forest = Some(grow(prior.growth())?);
+        state.model.forest = Some(grow(prior.growth(), hooks)?);
     }
     crate::train::run(train, state, hooks)
 }

@@ -52,7 +52,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::train::fixtures::{small, tiny};
-    use crate::train::{init_model, train, Trained};
+    use crate::train::{init_model, train};
 
     fn cfg(average_epochs: Option<f64>) -> Config {
         let mut cfg = small(Config::paper());
@@ -72,7 +72,7 @@ mod tests {
         let plain = train(&data, &cfg(None), &mut |_| {}).unwrap();
         let memoryless = train(&data, &cfg(Some(1e-12)), &mut |_| {}).unwrap();
         assert_eq!(plain.model.params, memoryless.model.params);
-        let dev = |t: &Trained| -> Vec<Option<f64>> {
+        let dev = |t: &crate::train::schedule::TrainedNetworks| -> Vec<Option<f64>> {
             t.history.iter().map(|r| r.dev_example_f1).collect()
         };
         assert_eq!(dev(&plain), dev(&memoryless));

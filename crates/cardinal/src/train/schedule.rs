@@ -17,21 +17,43 @@ use crate::pipeline::{dropout_key, BatchLoss, Model, Stage, Workspace};
 use crate::runtime::run_with_active_workers;
 use crate::train::Hooks;
 
-/// Trains a model on `train` (a dev part is held out as configured).
+/// Trained networks with their history: what training by epochs makes.
+#[derive(Debug)]
+pub(crate) struct TrainedNetworks {
+    /// The final networks (with the averaged weights when averaging).
+    pub model: Model<f32>,
+    /// One record per epoch run, in order.
+    pub history: Vec<EpochRecord>,
+}
+
+/// Trains the networks of `cfg` on `train` (a dev part is held out as configured).
 #[cfg(test)]
 pub(crate) fn train(
     train: &Dataset,
     cfg: &crate::config::Config,
     on_event: &mut dyn FnMut(Event),
-) -> Result<Trained> {
+) -> Result<TrainedNetworks> {
     let mut hooks = Hooks::silent();
     hooks.on_event = on_event;
-    run(train, TrainState::new(train, cfg)?, &mut hooks)
+    run_networks(train, TrainState::new(train, cfg)?, &mut hooks)
 }
 
 /// Runs (or continues) `state` to the end. `hooks.after_epoch` is called with the state after
 /// every epoch (e.g. to write a checkpoint); an error from it stops training.
-pub(crate) fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> Result<Trained> {
+pub(crate) fn run(train: &Dataset, state: TrainState, hooks: &mut Hooks) -> Result<Trained> {
+    let trained = run_networks(train, state, hooks)?;
+    Ok(Trained {
+        model: trained.model.into(),
+        history: trained.history,
+    })
+}
+
+/// [`run`], with the networks it trains as they are.
+pub(crate) fn run_networks(
+    train: &Dataset,
+    mut state: TrainState,
+    hooks: &mut Hooks,
+) -> Result<TrainedNetworks> {
     let on_event = &mut *hooks.on_event;
     let after_epoch = &mut *hooks.after_epoch;
     let wait = hooks.wait;
@@ -102,7 +124,7 @@ pub(crate) fn run(train: &Dataset, mut state: TrainState, hooks: &mut Hooks) -> 
     if let Some(avg) = state.average.take() {
         state.model.params = avg;
     }
-    Ok(Trained {
+    Ok(TrainedNetworks {
         model: state.model,
         history: state.progress.history,
     })

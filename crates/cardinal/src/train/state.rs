@@ -91,8 +91,8 @@ pub enum Event<'a> {
 /// A trained model with its history.
 #[derive(Debug, Clone)]
 pub struct Trained {
-    /// The final model (with the averaged weights when averaging).
-    pub model: Model<f32>,
+    /// The final model (with the averaged weights when averaging), of its system's kind.
+    pub model: crate::fitted::Fitted,
     /// One record per epoch run, in order.
     pub history: Vec<EpochRecord>,
 }

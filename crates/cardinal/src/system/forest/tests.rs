@@ -42,8 +42,9 @@ fn a_blended_model_trains_its_networks_alone_and_reads_back_the_same() {
     let engine = Engine::default();
     let networks = engine.fit(&train, plain, &mut |_| {}).unwrap().model;
     let blended = engine.fit(&train, blend, &mut |_| {}).unwrap().model;
-    assert_eq!(blended.params, networks.params);
-    assert!(blended.forest.is_some());
+    let (blended_nets, networks) = (blended.networks().unwrap(), networks.networks().unwrap());
+    assert_eq!(blended_nets.params, networks.params);
+    assert!(blended.forest().is_some());
     let out = engine.predict(&blended, &test.features).unwrap();
     let l = blended.n_labels();
     for (r, (y, &z)) in out.y.chunks(l).zip(&out.z).enumerate() {
@@ -53,17 +54,17 @@ fn a_blended_model_trains_its_networks_alone_and_reads_back_the_same() {
     // Each label's marginal is the mixture's, recomputed from the forest alone and the
     // networks' heads: (1 − w)·forest + w·Σ_s P(s)·σ(u + λ_s).
     let mut alone = blended.clone();
-    alone.config.model.forest.as_mut().unwrap().networks = 0.0;
+    alone.config_mut().model.forest.as_mut().unwrap().networks = 0.0;
     let forest_only = engine.predict(&alone, &test.features).unwrap();
-    let heads = blended.heads(&test.features);
-    let k = blended.counts.len();
+    let heads = blended_nets.heads(&test.features);
+    let k = blended.counts().len();
     let mut on = vec![0.0; l];
     for r in 0..test.n_rows() {
         let u = &heads.unary[r * l..(r + 1) * l];
         let mut want: Vec<f64> = (0..l)
             .map(|i| 0.75 * forest_only.unary[r * l + i] as f64)
             .collect();
-        for (j, &count) in blended.counts.iter().enumerate() {
+        for (j, &count) in blended.counts().iter().enumerate() {
             let s = (count as usize).min(l);
             if s > 0 {
                 tilted(u, s as f64, &mut on);
@@ -122,8 +123,8 @@ fn a_model_with_a_forest_prior_adds_the_forests_log_odds_and_reads_back_the_same
     });
     let engine = Engine::default();
     let model = engine.fit(&train, cfg, &mut |_| {}).unwrap().model;
-    assert_eq!(model.config.system, "pnc");
-    let f = model.forest.as_ref().expect("the prior's forest");
+    assert_eq!(model.config().system, "pnc");
+    let f = model.forest().expect("the prior's forest");
     // Grown on every row of the training file (each row's prior in training is out of bag).
     assert_eq!(f.n_train_rows(), train.n_rows());
     let out = engine.predict(&model, &test.features).unwrap();
@@ -139,10 +140,10 @@ fn a_model_with_a_forest_prior_adds_the_forests_log_odds_and_reads_back_the_same
             y.iter().sum::<f32>()
         );
     }
-    let mut bare = model.clone();
+    let mut bare = model.networks().unwrap().clone();
     bare.config.model.forest_prior = None;
     bare.forest = None;
-    let without = engine.predict(&bare, &test.features).unwrap();
+    let without = engine.predict(&bare.into(), &test.features).unwrap();
     let prior = log_odds(&f.marginals(&test.features), 1.0, 0.05);
     for (i, ((&u, &v), &p)) in out.unary.iter().zip(&without.unary).zip(&prior).enumerate() {
         assert!((u - (v + p)).abs() < 1e-4, "entry {i}: {u} vs {v} + {p}");
@@ -157,7 +158,7 @@ fn a_model_with_a_forest_prior_adds_the_forests_log_odds_and_reads_back_the_same
     let loaded = engine.load(&dir);
     let _ = std::fs::remove_dir_all(&dir);
     let (loaded, _) = loaded.unwrap();
-    assert_eq!(loaded.config, model.config);
+    assert_eq!(loaded.config(), model.config());
     let again = engine.predict(&loaded, &test.features).unwrap();
     assert_eq!((again.y, again.z, again.unary), (out.y, out.z, out.unary));
 }
@@ -185,4 +186,75 @@ fn a_forest_prior_is_refused_where_it_would_not_be_read() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("model.forest_prior.clip"), "{e}");
+}
+
+/// A forest alone is a model of its own kind: no network is trained or saved (its folder
+/// holds the forest's tensors only), it reads back as a forest and predicts the same, and a
+/// system of networks refuses it. A folder written before the forest was a kind of its own
+/// (small untrained networks beside the forest) reads back as a forest alone, predicting the
+/// same.
+#[test]
+fn a_forest_alone_holds_no_network_and_its_old_folders_still_load() {
+    use crate::checkpoint::{self, WEIGHTS_FILE};
+    use crate::fitted::Fitted;
+    use crate::system::{Pnc, System};
+    let (train, test) = (toy(&shape(90, 5)), toy(&shape(30, 6)));
+    let mut cfg = small_predict().forest();
+    cfg.model.forest.as_mut().unwrap().trees = 15;
+    let engine = Engine::default();
+    let model = engine.fit(&train, cfg, &mut |_| {}).unwrap().model;
+    let Fitted::Forest(forest) = &model else {
+        panic!("a forest fits {}", model.kind());
+    };
+    assert_eq!(
+        (model.config().system.as_str(), model.n_labels()),
+        ("forest", train.n_labels())
+    );
+    let out = engine.predict(&model, &test.features).unwrap();
+    let dir = std::env::temp_dir().join(format!("cardinal-forest-kind-{}", std::process::id()));
+    let old_dir = dir.with_extension("old");
+    let on = crate::engine::TrainedOn::default();
+    engine.save_model(&model, &dir, &on, true).unwrap();
+    let weights = std::fs::read(dir.join(WEIGHTS_FILE)).unwrap();
+    let names: Vec<String> = safetensors::SafeTensors::deserialize(&weights)
+        .unwrap()
+        .names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        !names.is_empty() && names.iter().all(|n| n.starts_with("forest.")),
+        "{names:?}"
+    );
+    // The folder of before: the configuration's smallest networks, untrained, with the forest.
+    let mut old = crate::train::init_model(&train, model.config()).unwrap();
+    old.forest = Some(forest.forest.clone());
+    checkpoint::save(&old, &old_dir, &on).unwrap();
+    let (loaded, old_loaded) = (engine.load(&dir), engine.load(&old_dir));
+    let _ = (
+        std::fs::remove_dir_all(&dir),
+        std::fs::remove_dir_all(&old_dir),
+    );
+    for (what, loaded) in [("new", loaded), ("old", old_loaded)] {
+        let (loaded, meta) = loaded.unwrap();
+        assert_eq!(loaded.kind(), model.kind(), "{what}");
+        assert_eq!(meta.n_features, train.n_features(), "{what}");
+        let again = engine.predict(&loaded, &test.features).unwrap();
+        assert_eq!(
+            (&again.y, &again.z, &again.unary),
+            (&out.y, &out.z, &out.unary),
+            "{what}"
+        );
+    }
+    match Pnc.predict(&model, &test.features, 16) {
+        Err(crate::Error::ModelKind {
+            expected, found, ..
+        }) => {
+            assert_eq!(
+                (expected, found),
+                (crate::fitted::NETWORKS, crate::fitted::FOREST_ALONE)
+            );
+        }
+        other => panic!("{:?}", other.map(|o| o.y.len())),
+    }
 }

@@ -138,10 +138,10 @@ fn integer_weights_act_as_repeated_rows() {
 }
 
 /// The bytes of the model directory `model` saves as.
-fn model_bytes(model: &Model<f32>, name: &str) -> Vec<(String, Vec<u8>)> {
+fn model_bytes(model: &crate::fitted::Fitted, name: &str) -> Vec<(String, Vec<u8>)> {
     let dir = std::env::temp_dir().join(format!("cardinal-weights-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    checkpoint::save(model, &dir, &TrainedOn::default()).unwrap();
+    checkpoint::save_fitted(model, &dir, &TrainedOn::default()).unwrap();
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| {

@@ -67,7 +67,8 @@ fn count_override_reaches_every_inference_path() {
         7,
     )
     .unwrap();
-    crate::eval::add_gold_count(&model, &mut report, &at_gold, &data.labels).unwrap();
+    let fitted = model.clone().into();
+    crate::eval::add_gold_count(&fitted, &mut report, &at_gold, &data.labels).unwrap();
     assert!(report.at_gold_count.is_some());
     // An override of the wrong length is an error, not a panic.
     let mut ws = Workspace::default();
