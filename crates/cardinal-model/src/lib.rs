@@ -34,6 +34,7 @@ pub use cardinal_proj as proj;
 pub mod batch;
 pub mod config;
 mod error;
+pub mod fitted;
 pub mod inference;
 pub mod loss;
 pub mod model;

@@ -44,6 +44,8 @@ pub use cardinal_proj as proj;
 #[cfg(test)]
 use cardinal_model::batch;
 pub use cardinal_model::config;
+// What a training makes, of its system's kind.
+pub use cardinal_model::fitted;
 // A section's field enum and its comparison, for the sections other crates add.
 pub use cardinal_model::plain_section;
 use cardinal_model::{inference, model, output_kind, pipeline, search_record, simd};
@@ -63,7 +65,6 @@ mod cv;
 mod data_spec;
 pub mod engine;
 pub mod eval;
-pub mod fitted;
 pub mod parts;
 mod run_dir;
 pub mod runtime;

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use crate::config::{Config, SavedConfigs, SavedName, PNC, SECTION};
+pub use crate::config::{Fields, Reads, SettingFields, SettingGroups, NO_SETTINGS};
 use crate::data::{CsrMatrix, Dataset};
 use crate::error::{Error, Result, Unread};
 use crate::eval;
@@ -20,10 +21,8 @@ use crate::pipeline::{Model, Outputs};
 use crate::train::Trained;
 pub use crate::train::{Hooks, Start, TrainState};
 pub use forest::ForestSystem;
-pub use reads::{Fields, Reads, SettingFields, SettingGroups, NO_SETTINGS};
 
 mod forest;
-mod reads;
 
 /// A system of the paper: how it trains, how it predicts, and what it accepts.
 ///

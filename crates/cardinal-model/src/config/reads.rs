@@ -122,15 +122,18 @@ impl<F: Field> Fields<F> {
 
 /// A field of a product section that a configuration sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ProductField {
+pub enum ProductField {
+    /// A field of `inference`.
     Inference(InferenceField),
+    /// A field of `loss`.
     Loss(LossField),
+    /// A field of `search`.
     Search(SearchField),
 }
 
 impl ProductField {
     /// Its dotted path (`inference.steps`).
-    pub(super) fn path(self) -> String {
+    pub fn path(self) -> String {
         fn path<F: Field>(f: F) -> String {
             format!("{}.{}", F::SECTION, f.name())
         }
@@ -142,7 +145,7 @@ impl ProductField {
     }
 
     /// Sets it back to its default in `cfg`.
-    pub(super) fn reset(self, cfg: &mut Config) {
+    pub fn reset(self, cfg: &mut Config) {
         match self {
             Self::Inference(f) => cfg.inference.reset(&InferenceConfig::default(), f),
             Self::Loss(f) => cfg.loss.reset(&LossConfig::default(), f),
@@ -153,7 +156,7 @@ impl ProductField {
 
 impl Reads {
     /// Predict and Constrain's: every product section, no field of the `baseline` section.
-    pub(crate) const PNC: Self = Self {
+    pub const PNC: Self = Self {
         settings: NO_SETTINGS,
         inference: Fields::All,
         loss: Fields::All,
@@ -176,7 +179,7 @@ impl Reads {
 
     /// The fields of the product sections `cfg` sets (away from their defaults) and this
     /// leaves unread, section by section.
-    pub(super) fn unread_product_fields(&self, cfg: &Config) -> Vec<ProductField> {
+    pub fn unread_product_fields(&self, cfg: &Config) -> Vec<ProductField> {
         let inference = cfg.inference.differing(&InferenceConfig::default());
         let loss = cfg.loss.differing(&LossConfig::default());
         let search = cfg.search.differing(&SearchConfig::default());
@@ -199,7 +202,7 @@ impl Reads {
 
     /// The first field of `cfg` this leaves unread and `cfg` sets, by its dotted path, with
     /// why it is not read.
-    pub(super) fn first_unread(&self, cfg: &Config) -> Option<(String, Unread)> {
+    pub fn first_unread(&self, cfg: &Config) -> Option<(String, Unread)> {
         let settings = self.settings();
         if let Some(field) = cfg.system_settings.first_not_read(&settings) {
             let because = match settings.as_slice() {

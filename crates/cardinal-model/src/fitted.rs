@@ -2,7 +2,7 @@
 //! Constrain, the paper's baselines, a forest blended with networks) or a forest alone, which
 //! holds no network at all.
 //!
-//! [`Fitted`] is what the [`System`](crate::system::System) trait predicts with and what a
+//! [`Fitted`] is what the `System` trait (`cardinal::system`) predicts with and what a
 //! model folder holds; each system says which kind it makes and takes.
 
 use crate::config::Config;
