@@ -21,20 +21,47 @@ cargo test --workspace --locked --no-run
 # a target directory of its own, so that its cargo never waits on the tests' build lock.
 venv=${CARDINAL_TEST_VENV:-.venv-test}
 python_log=$(mktemp)
+# The package's dependencies and test extras, as pyproject.toml lists them, installed while the
+# wheel builds (about 35 s, most of it waiting on downloads); the wheel goes in once built.
+prepare_env() {
+  python3 -m venv --clear "$venv"
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  # Python before 3.11 has no tomllib: the wheel then brings its dependencies itself.
+  mapfile -t deps < <("$venv/bin/python" -c '
+try:
+    import tomllib
+except ImportError:
+    raise SystemExit(0)
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+print("\n".join(project["dependencies"] + project["optional-dependencies"]["test"]))')
+  if [ "${#deps[@]}" -gt 0 ]; then
+    "$venv/bin/python" -m pip install --quiet "${deps[@]}"
+  fi
+}
 prepare_python() {
+  echo "== Python: a fresh $venv with the package's dependencies (beside the wheel's build)"
+  env_log=$(mktemp)
+  prepare_env >"$env_log" 2>&1 &
+  env_pid=$!
   echo "== Python: the abi3 wheel (scripts/build-wheel.sh, beside the Rust tests)"
   # Only this build's wheel in target/wheels/, so that the one installed is the one just built.
   rm -f target/wheels/cardinal_pnc-*.whl
   CARGO_TARGET_DIR="$PWD/target/wheel-build" scripts/build-wheel.sh
+  env_status=0
+  wait "$env_pid" || env_status=$?
+  cat "$env_log"
+  rm -f "$env_log"
+  if [ "$env_status" -ne 0 ]; then
+    echo "test.sh: making $venv failed (above)" >&2
+    return "$env_status"
+  fi
   wheels=(target/wheels/cardinal_pnc-*.whl)
   if [ "${#wheels[@]}" -ne 1 ] || [ ! -f "${wheels[0]}" ]; then
     echo "test.sh: expected one wheel in target/wheels/, found: ${wheels[*]}" >&2
     return 1
   fi
   wheel="$PWD/${wheels[0]}"
-  echo "== Python: a fresh $venv with $(basename "$wheel")[test]"
-  python3 -m venv --clear "$venv"
-  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  echo "== Python: $(basename "$wheel")[test] into $venv"
   "$venv/bin/python" -m pip install --quiet "$wheel[test]"
 }
 prepare_python >"$python_log" 2>&1 &
