@@ -211,16 +211,6 @@ impl ModelFacts for Model<f32> {
 /// Checks that `model` fits data of `n_features` features and `n_labels` labels (`what`
 /// names the data for the error).
 pub fn check_dims(model: &Fitted, n_features: usize, n_labels: usize, what: &str) -> Result<()> {
-    if model.n_features() != n_features || model.n_labels() != n_labels {
-        return Err(Error::Shape {
-            what: what.to_string(),
-            found: format!("{n_features} features and {n_labels} labels"),
-            expected: format!(
-                "the model's {} features and {} labels",
-                model.n_features(),
-                model.n_labels()
-            ),
-        });
-    }
-    Ok(())
+    let sizes = (model.n_features(), model.n_labels());
+    crate::model::check_sizes(sizes, n_features, n_labels, what)
 }

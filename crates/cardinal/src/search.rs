@@ -354,7 +354,7 @@ impl System for Searched<'_> {
 /// candidate), if it can be: the blend itself, its networks alone (the first candidate: the
 /// same configuration without the forest, so the same networks, trained the same way), or its
 /// forest alone (the forest candidate: the same trees from the same rows and seed, split into
-/// the same folds, whose decisions read neither its untrained networks nor its threshold).
+/// the same folds, whose decisions read neither networks nor a threshold).
 fn decoding_from(c: &Config, blend: &Config) -> Option<Decoding> {
     let forest = blend.model.forest.as_ref()?;
     let mut networks = blend.clone();

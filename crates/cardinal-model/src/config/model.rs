@@ -57,9 +57,9 @@ pub struct ModelConfig {
     pub dropout: f64,
     /// The forest candidates of the default's search (`crate::search`): when set, the label
     /// sets come from a random forest's neighbourhoods, each the set of highest expected
-    /// example-F1 under them (its size is the predicted count). With `networks` 0 the three
-    /// networks are not trained (the candidate keeps them at their smallest); above 0 they
-    /// are, and their joint distribution is blended in. Unset (and then not written)
+    /// example-F1 under them (its size is the predicted count). With `networks` 0 the forest
+    /// is the whole model (system `forest`: no network is made); above 0 the three networks
+    /// train, and their joint distribution is blended in. Unset (and then not written)
     /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forest: Option<ForestConfig>,

@@ -142,15 +142,27 @@ pub fn check_dims<F: Scalar>(
     n_labels: usize,
     what: &str,
 ) -> Result<()> {
-    if model.n_features() != n_features || model.n_labels() != n_labels {
+    check_sizes(
+        (model.n_features(), model.n_labels()),
+        n_features,
+        n_labels,
+        what,
+    )
+}
+
+/// Checks that a model of `sizes` (features, labels) fits data of `n_features` features and
+/// `n_labels` labels (`what` names the data for the error), whatever the model's kind.
+pub fn check_sizes(
+    sizes: (usize, usize),
+    n_features: usize,
+    n_labels: usize,
+    what: &str,
+) -> Result<()> {
+    if sizes != (n_features, n_labels) {
         return Err(Error::Shape {
             what: what.to_string(),
             found: format!("{n_features} features and {n_labels} labels"),
-            expected: format!(
-                "the model's {} features and {} labels",
-                model.n_features(),
-                model.n_labels()
-            ),
+            expected: format!("the model's {} features and {} labels", sizes.0, sizes.1),
         });
     }
     Ok(())
